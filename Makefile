@@ -1,0 +1,191 @@
+# Trellis — build, test and run the operator on a local KWOK cluster.
+#
+# Every tool the project needs is built from the Go module proxy into bin/ at a
+# pinned version; a tool is rebuilt only when its pin below changes.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+.DEFAULT_GOAL := help
+
+# ---- pinned versions -------------------------------------------------------
+# Kubernetes and etcd are pinned in their wrapper modules (hack/kube, hack/etcd).
+KUBE_VERSION           := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/kube/go.mod)
+ETCD_VERSION           := $(shell awk '$$1=="require" && $$2=="go.etcd.io/etcd/server/v3" {print $$3}' hack/etcd/go.mod)
+KWOK_VERSION           ?= v0.8.0
+VERSITYGW_VERSION      ?= v1.8.0
+CONTROLLER_GEN_VERSION ?= v0.23.0
+KUSTOMIZE_VERSION      ?= v5.8.2
+
+IMG        ?= trellis-manager:dev
+VIEWER_IMG ?= trellis-viewer:dev
+
+export GOTOOLCHAIN := local
+GO        ?= go
+LOCALBIN  := $(CURDIR)/bin
+export PATH := $(LOCALBIN):$(PATH)
+
+KUBE_LDFLAGS := -s -w \
+	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
+	-X k8s.io/component-base/version.gitTreeState=clean \
+	-X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
+
+KUBE_CMDS := kube-apiserver kube-controller-manager kube-scheduler kubectl
+
+##@ General
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: controller-gen ## Generate CRDs and RBAC from the API types and markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./internal/..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: controller-gen ## Generate DeepCopy methods.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: fmt
+fmt: ## go fmt the code.
+	$(GO) fmt ./...
+
+.PHONY: vet
+vet: ## go vet the code.
+	$(GO) vet ./...
+
+.PHONY: build
+build: ## Build the manager and viewer into bin/.
+	$(GO) build -o $(LOCALBIN)/manager ./cmd/manager
+	$(GO) build -o $(LOCALBIN)/viewer ./cmd/viewer
+
+.PHONY: run
+run: manifests generate ## Run the manager against the current kubeconfig.
+	$(GO) run ./cmd/manager
+
+.PHONY: dev
+dev: tools build ## Local cluster + S3 server + CRDs + manager + samples, in one command (Ctrl-C stops it).
+	hack/dev.sh up
+
+.PHONY: dev-down
+dev-down: ## Stop and delete everything `make dev` started.
+	hack/dev.sh down
+
+##@ Test
+
+.PHONY: test
+test: tools chromium ## The whole suite: checks, generated files, unit, envtest and e2e.
+	hack/test.sh
+
+.PHONY: check-generated
+check-generated: manifests generate ## Fail when generated files are not committed.
+	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make manifests generate' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files: commit them" >&2; exit 1; }
+
+.PHONY: test-unit
+test-unit: ## Unit and envtest suites only.
+	KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test ./api/... ./internal/... ./cmd/...
+
+.PHONY: test-e2e
+test-e2e: tools build ## End-to-end suite on a fresh local cluster.
+	KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test -count=1 -timeout 30m ./test/e2e/...
+
+.PHONY: bench
+bench: tools build ## Scale benchmarks on a fresh local cluster (minutes).
+	hack/bench.sh
+
+##@ Deployment
+
+.PHONY: install
+install: manifests kustomize ## Install the CRDs into the current cluster.
+	$(KUSTOMIZE) build config/crd | kubectl apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: manifests kustomize ## Remove the CRDs (objects with finalizers keep their data; see docs/).
+	$(KUSTOMIZE) build config/crd | kubectl delete --ignore-not-found -f -
+
+.PHONY: deploy
+deploy: manifests kustomize ## Deploy the manager image IMG into the current cluster.
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: kustomize ## Remove the manager from the current cluster.
+	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
+
+.PHONY: docker-build
+docker-build: ## Build the manager and viewer images (needs a container engine).
+	docker build --target manager -t $(IMG) .
+	docker build --target viewer -t $(VIEWER_IMG) .
+
+##@ Tools (pinned, built once into bin/)
+
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
+KUSTOMIZE      ?= $(LOCALBIN)/kustomize
+
+.PHONY: tools
+tools: kube etcd kwok versitygw controller-gen kustomize ## Build every pinned tool into bin/.
+
+.PHONY: kube etcd kwok versitygw controller-gen kustomize
+kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
+etcd: $(LOCALBIN)/etcd
+kwok: $(LOCALBIN)/kwok $(LOCALBIN)/kwokctl
+versitygw: $(LOCALBIN)/versitygw
+controller-gen: $(LOCALBIN)/controller-gen
+kustomize: $(LOCALBIN)/kustomize
+
+# The Kubernetes commands share one compile, so they are built together.
+$(LOCALBIN)/kube-apiserver-$(KUBE_VERSION):
+	@mkdir -p $(LOCALBIN)/.build-kube
+	cd hack/kube && $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(LOCALBIN)/.build-kube/ $(foreach c,$(KUBE_CMDS),k8s.io/kubernetes/cmd/$(c))
+	for c in $(KUBE_CMDS); do mv $(LOCALBIN)/.build-kube/$$c $(LOCALBIN)/$$c-$(KUBE_VERSION); done
+	rmdir $(LOCALBIN)/.build-kube
+
+$(foreach c,kube-controller-manager kube-scheduler kubectl,$(LOCALBIN)/$(c)-$(KUBE_VERSION)): $(LOCALBIN)/kube-apiserver-$(KUBE_VERSION)
+
+$(LOCALBIN)/etcd-$(ETCD_VERSION):
+	cd hack/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
+
+# go-install-tool builds package $(2)@$(3) into bin/$(1)-$(3).
+define go-install-tool
+@mkdir -p $(LOCALBIN)/.gobin-$(1)
+GOBIN=$(LOCALBIN)/.gobin-$(1) $(GO) install -trimpath -ldflags "-s -w $(4)" $(2)@$(3)
+mv $(LOCALBIN)/.gobin-$(1)/$$(basename $(2)) $(LOCALBIN)/$(1)-$(3)
+rmdir $(LOCALBIN)/.gobin-$(1)
+endef
+
+$(LOCALBIN)/kwok-$(KWOK_VERSION):
+	$(call go-install-tool,kwok,sigs.k8s.io/kwok/cmd/kwok,$(KWOK_VERSION),-X sigs.k8s.io/kwok/pkg/consts.Version=$(KWOK_VERSION))
+$(LOCALBIN)/kwokctl-$(KWOK_VERSION):
+	$(call go-install-tool,kwokctl,sigs.k8s.io/kwok/cmd/kwokctl,$(KWOK_VERSION),-X sigs.k8s.io/kwok/pkg/consts.Version=$(KWOK_VERSION))
+$(LOCALBIN)/versitygw-$(VERSITYGW_VERSION):
+	$(call go-install-tool,versitygw,github.com/versity/versitygw/cmd/versitygw,$(VERSITYGW_VERSION))
+$(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION):
+	$(call go-install-tool,controller-gen,sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_GEN_VERSION))
+$(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION):
+	$(call go-install-tool,kustomize,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+# bin/<tool> is a link to the pinned build, so a changed pin rebuilds it.
+define link-tool
+$(LOCALBIN)/$(1): $(LOCALBIN)/$(1)-$(2)
+	ln -sf $(1)-$(2) $$@
+endef
+$(foreach c,$(KUBE_CMDS),$(eval $(call link-tool,$(c),$(KUBE_VERSION))))
+$(eval $(call link-tool,etcd,$(ETCD_VERSION)))
+$(eval $(call link-tool,kwok,$(KWOK_VERSION)))
+$(eval $(call link-tool,kwokctl,$(KWOK_VERSION)))
+$(eval $(call link-tool,versitygw,$(VERSITYGW_VERSION)))
+$(eval $(call link-tool,controller-gen,$(CONTROLLER_GEN_VERSION)))
+$(eval $(call link-tool,kustomize,$(KUSTOMIZE_VERSION)))
+
+# Headless Chromium for the viewer's browser tests, from Debian's packages.
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+.PHONY: clean
+clean: ## Remove build output (keeps the pinned tools).
+	rm -f $(LOCALBIN)/manager $(LOCALBIN)/viewer

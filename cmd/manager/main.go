@@ -1,0 +1,58 @@
+// Command manager runs the Trellis controllers.
+package main
+
+import (
+	"flag"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
+	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/controller/view"
+	"github.com/trellis-dev/trellis/internal/manager"
+)
+
+// controllers lists every controller the manager can run; --controllers picks among them.
+var controllers = []setup.Controller{
+	view.Controller,
+}
+
+func main() {
+	opts := manager.NewOptions()
+	opts.BindFlags(flag.CommandLine)
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	names := make([]string, len(controllers))
+	for i, c := range controllers {
+		names[i] = c.Name
+	}
+	if err := opts.Validate(names); err != nil {
+		log.Error(err, "invalid flags")
+		os.Exit(2)
+	}
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(viewv1.AddToScheme(scheme))
+
+	ctx := ctrl.SetupSignalHandler()
+	mgr, err := manager.New(ctx, ctrl.GetConfigOrDie(), scheme, opts, controllers)
+	if err != nil {
+		log.Error(err, "unable to set up manager")
+		os.Exit(1)
+	}
+	log.Info("starting manager", "controllers", names)
+	if err := mgr.Start(ctx); err != nil {
+		log.Error(err, "manager stopped with an error")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,97 @@
+// Package setup is the small contract between cmd/manager and each controller:
+// a controller is a name plus one function that registers it with the manager.
+package setup
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Controller is one reconciler that the manager can enable or disable by name.
+type Controller struct {
+	// Name is the flag value that enables it (--controllers) and its key
+	// in --max-concurrent-reconciles.
+	Name string
+	// Setup registers the controller and anything it needs (indexes,
+	// runnables, HTTP handlers) with the manager.
+	Setup func(ctx context.Context, mgr ctrl.Manager, opts Options) error
+	// Owned lists the child types this controller creates. The manager caches
+	// only the objects of these types that carry Trellis' managed-by label, so
+	// unrelated objects in the cluster cost it no memory.
+	Owned []client.Object
+}
+
+// ManagedByLabel and ManagedByValue mark every object Trellis creates; the
+// cache selects children by them.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "trellis"
+)
+
+// FieldManager is the one Server-Side Apply field manager of every Trellis write.
+const FieldManager = "trellis"
+
+// Options are the knobs every controller takes from the manager's flags.
+type Options struct {
+	// MaxConcurrentReconciles is how many objects of this kind reconcile in parallel.
+	MaxConcurrentReconciles int
+	// RateLimit shapes the work queue: per-object exponential back-off on error,
+	// and an overall rate shared by all objects of the controller.
+	RateLimit RateLimit
+	// Namespace is where the manager itself runs (protected from tenants, home of its Secrets).
+	Namespace string
+	// ViewerImage is the default image of MarkdownView viewers.
+	ViewerImage string
+}
+
+// RateLimit configures the controller work queue. The defaults match
+// controller-runtime's: 5ms doubling to 1000s per object, 10 per second overall
+// with a burst of 100 (the seeds' "at most 10 reconciles a second").
+type RateLimit struct {
+	BaseDelay time.Duration
+	MaxDelay  time.Duration
+	QPS       float64
+	Burst     int
+}
+
+// DefaultRateLimit is controller-runtime's default work-queue rate limiter.
+var DefaultRateLimit = RateLimit{BaseDelay: 5 * time.Millisecond, MaxDelay: 1000 * time.Second, QPS: 10, Burst: 100}
+
+// Validate reports settings that would stall or spin the queue.
+func (r RateLimit) Validate() error {
+	switch {
+	case r.BaseDelay <= 0:
+		return fmt.Errorf("rate limiter base delay must be positive, got %s", r.BaseDelay)
+	case r.MaxDelay < r.BaseDelay:
+		return fmt.Errorf("rate limiter max delay %s is below its base delay %s", r.MaxDelay, r.BaseDelay)
+	case r.QPS <= 0:
+		return fmt.Errorf("rate limiter QPS must be positive, got %g", r.QPS)
+	case r.Burst < 1:
+		return fmt.Errorf("rate limiter burst must be at least 1, got %d", r.Burst)
+	}
+	return nil
+}
+
+// Limiter builds the work-queue rate limiter: the slower of per-item back-off and the overall bucket.
+func (r RateLimit) Limiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.BaseDelay, r.MaxDelay),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(r.QPS), r.Burst)},
+	)
+}
+
+// ControllerOptions turns Options into controller-runtime's per-controller options.
+func (o Options) ControllerOptions() controller.Options {
+	return controller.Options{
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		RateLimiter:             o.RateLimit.Limiter(),
+	}
+}

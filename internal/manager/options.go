@@ -1,0 +1,209 @@
+// Package manager turns the command-line flags into a controller-runtime Manager
+// and registers the enabled controllers with it.
+package manager
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trellis-dev/trellis/internal/controller/setup"
+)
+
+// Options holds every flag of the manager binary.
+type Options struct {
+	MetricsAddr   string
+	SecureMetrics bool
+	ProbeAddr     string
+	PprofAddr     string
+
+	LeaderElect             bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+	GracefulShutdownTimeout time.Duration
+	SyncPeriod              time.Duration
+	KubeAPIQPS              float64
+	KubeAPIBurst            int
+	Namespace               string
+	Controllers             stringList
+	MaxConcurrentReconciles concurrencyFlag
+	RateLimit               setup.RateLimit
+	ViewerImage             string
+}
+
+// DefaultNamespace is where the manager runs when neither --namespace nor POD_NAMESPACE says otherwise.
+const DefaultNamespace = "trellis-system"
+
+// DefaultViewerImage is the viewer a MarkdownView gets when it names none
+// (built from cmd/viewer by `make docker-build`).
+const DefaultViewerImage = "trellis-viewer:dev"
+
+// NewOptions returns the defaults, before flags are parsed.
+func NewOptions() *Options {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	return &Options{
+		MetricsAddr:             ":8443",
+		SecureMetrics:           true,
+		ProbeAddr:               ":8081",
+		LeaderElectionID:        "trellis.trellis.dev",
+		LeaseDuration:           15 * time.Second,
+		RenewDeadline:           10 * time.Second,
+		RetryPeriod:             2 * time.Second,
+		GracefulShutdownTimeout: 30 * time.Second,
+		SyncPeriod:              10 * time.Hour,
+		KubeAPIQPS:              20,
+		KubeAPIBurst:            30,
+		Namespace:               ns,
+		MaxConcurrentReconciles: concurrencyFlag{Default: 1},
+		RateLimit:               setup.DefaultRateLimit,
+		ViewerImage:             DefaultViewerImage,
+	}
+}
+
+// BindFlags registers the options on fs.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address the metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&o.SecureMetrics, "metrics-secure", o.SecureMetrics, "Serve metrics over HTTPS, authenticated and authorized against the API server (TokenReview, SubjectAccessReview).")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz probes bind to.")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address for Go's pprof handlers; empty disables them.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so only one replica reconciles and runs the periodic checks.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease used for leader election.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader-election Lease (default: the manager's namespace).")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a non-leader waits before trying to take over an unrenewed lease.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps retrying to renew before giving up leadership.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often leader-election clients retry.")
+	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long in-flight reconciles get to finish after SIGTERM.")
+	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often the informers resync every cached object into the work queues.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Sustained requests per second the manager's client sends to the API server.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests the manager's client may send above --kube-api-qps.")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "Namespace the manager runs in (default: $POD_NAMESPACE, else trellis-system).")
+	fs.Var(&o.Controllers, "controllers", "Comma-separated controllers to run (default: all).")
+	fs.Var(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", "Parallel reconciles per controller: N for all, and name=N to override one (e.g. \"2,markdownview=4\").")
+	fs.DurationVar(&o.RateLimit.BaseDelay, "rate-limiter-base-delay", o.RateLimit.BaseDelay, "First retry delay after a failed reconcile; it doubles on each further failure of the same object.")
+	fs.DurationVar(&o.RateLimit.MaxDelay, "rate-limiter-max-delay", o.RateLimit.MaxDelay, "Longest retry delay for a repeatedly failing object.")
+	fs.Float64Var(&o.RateLimit.QPS, "rate-limiter-qps", o.RateLimit.QPS, "Reconciles per second each controller's queue hands out overall.")
+	fs.IntVar(&o.RateLimit.Burst, "rate-limiter-burst", o.RateLimit.Burst, "Burst of reconciles above --rate-limiter-qps.")
+	fs.StringVar(&o.ViewerImage, "viewer-image", o.ViewerImage, "Default viewer image of MarkdownViews that name none.")
+}
+
+// Validate checks the options against the controllers that exist.
+func (o *Options) Validate(known []string) error {
+	var errs []error
+	for _, name := range o.Controllers {
+		if !slices.Contains(known, name) {
+			errs = append(errs, fmt.Errorf("--controllers: unknown controller %q (known: %s)", name, strings.Join(known, ", ")))
+		}
+	}
+	for name, n := range o.MaxConcurrentReconciles.PerController {
+		if !slices.Contains(known, name) {
+			errs = append(errs, fmt.Errorf("--max-concurrent-reconciles: unknown controller %q", name))
+		}
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("--max-concurrent-reconciles: %s must be at least 1", name))
+		}
+	}
+	if o.MaxConcurrentReconciles.Default < 1 {
+		errs = append(errs, errors.New("--max-concurrent-reconciles must be at least 1"))
+	}
+	if err := o.RateLimit.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.LeaderElect && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0) {
+		errs = append(errs, fmt.Errorf("leader election needs lease duration (%s) > renew deadline (%s) > retry period (%s) > 0",
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+		errs = append(errs, errors.New("--kube-api-qps must be positive and --kube-api-burst at least 1"))
+	}
+	if o.SyncPeriod <= 0 {
+		errs = append(errs, errors.New("--sync-period must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Enabled reports whether the named controller should run.
+func (o *Options) Enabled(name string) bool {
+	return len(o.Controllers) == 0 || slices.Contains(o.Controllers, name)
+}
+
+// ControllerOptions returns the options for the named controller.
+func (o *Options) ControllerOptions(name string) setup.Options {
+	n := o.MaxConcurrentReconciles.Default
+	if v, ok := o.MaxConcurrentReconciles.PerController[name]; ok {
+		n = v
+	}
+	return setup.Options{MaxConcurrentReconciles: n, RateLimit: o.RateLimit, Namespace: o.Namespace, ViewerImage: o.ViewerImage}
+}
+
+// stringList is a comma-separated flag value.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	*l = nil
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// concurrencyFlag parses "N" and "name=N" items, e.g. "2,markdownview=4".
+type concurrencyFlag struct {
+	Default       int
+	PerController map[string]int
+}
+
+func (c *concurrencyFlag) String() string {
+	if c == nil {
+		return ""
+	}
+	parts := []string{strconv.Itoa(c.Default)}
+	names := make([]string, 0, len(c.PerController))
+	for name := range c.PerController {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		parts = append(parts, fmt.Sprintf("%s=%d", name, c.PerController[name]))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (c *concurrencyFlag) Set(v string) error {
+	c.PerController = map[string]int{}
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, num, named := strings.Cut(item, "=")
+		if !named {
+			num = name
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(num))
+		if err != nil {
+			return fmt.Errorf("%q: want N or name=N", item)
+		}
+		if named {
+			c.PerController[strings.TrimSpace(name)] = n
+		} else {
+			c.Default = n
+		}
+	}
+	return nil
+}
