@@ -153,7 +153,7 @@ $(LOCALBIN)/etcd-$(ETCD_VERSION):
 define go-install-tool
 @mkdir -p $(LOCALBIN)/.gobin-$(1)
 GOBIN=$(LOCALBIN)/.gobin-$(1) $(GO) install -trimpath -ldflags "-s -w $(4)" $(2)@$(3)
-mv $(LOCALBIN)/.gobin-$(1)/$$(basename $(2)) $(LOCALBIN)/$(1)-$(3)
+mv $(LOCALBIN)/.gobin-$(1)/* $(LOCALBIN)/$(1)-$(3)
 rmdir $(LOCALBIN)/.gobin-$(1)
 endef
 

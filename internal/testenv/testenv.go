@@ -43,6 +43,7 @@ func Start(scheme *k8sruntime.Scheme) (*envtest.Environment, *rest.Config, error
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		_ = env.Stop() // Start may fail after launching etcd and the API server
 		return nil, nil, fmt.Errorf("starting envtest: %w", err)
 	}
 	return env, cfg, nil

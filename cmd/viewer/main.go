@@ -1,0 +1,71 @@
+// Command viewer serves Markdown files as a rendered website. In a cluster it
+// serves the MarkdownView's ConfigMap, mounted at --dir; on a laptop it can
+// serve a MarkdownView straight from the API server (--markdownview ns/name),
+// following its edits live.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/trellis-dev/trellis/internal/viewer"
+)
+
+func main() {
+	var (
+		addr         = flag.String("addr", ":8080", "Address to serve on.")
+		dir          = flag.String("dir", "/markdown", "Directory of Markdown files (a mounted ConfigMap).")
+		markdownView = flag.String("markdownview", "", "Serve this MarkdownView (namespace/name) from the cluster instead of --dir.")
+		kubeconfig   = flag.String("kubeconfig", "", "Kubeconfig for --markdownview (default: in-cluster or $KUBECONFIG).")
+	)
+	flag.Parse()
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	var source viewer.Source = viewer.DirSource{Dir: *dir}
+	if *markdownView != "" {
+		ns, name, ok := strings.Cut(*markdownView, "/")
+		if !ok || ns == "" || name == "" {
+			fmt.Fprintln(os.Stderr, "--markdownview wants namespace/name")
+			os.Exit(2)
+		}
+		mem := &viewer.MemorySource{}
+		if err := followMarkdownView(ctx, *kubeconfig, ns, name, mem, log); err != nil {
+			log.Error("following MarkdownView", "err", err)
+			os.Exit(1)
+		}
+		source = mem
+	}
+
+	srv := &http.Server{
+		Addr:              *addr,
+		Handler:           viewer.NewServer(source, log),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+	}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	log.Info("serving", "addr", *addr)
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("serving", "err", err)
+		os.Exit(1)
+	}
+}
