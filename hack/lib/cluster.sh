@@ -17,10 +17,10 @@ export KWOK_KUBECTL_BINARY=$BIN/kubectl
 # nodes (110 pods each) and write its kubeconfig to $STATE/NAME.kubeconfig.
 cluster_up() {
   local name=$1 nodes=${2:-2}
-  local kubeconfig=$STATE/$name.kubeconfig
+  local kubeconfig=$STATE/$name.kubeconfig log=$STATE/$name-kwokctl.log
   mkdir -p "$STATE"
   if "$BIN/kwokctl" get clusters 2>/dev/null | grep -qx "$name"; then
-    "$BIN/kwokctl" --name "$name" start cluster >/dev/null 2>&1 || true
+    "$BIN/kwokctl" --name "$name" start cluster --wait 3m >"$log" 2>&1 || { cat "$log" >&2; return 1; }
   else
     "$BIN/kwokctl" --name "$name" -c "$ROOT/hack/kwokctl-config.yaml" create cluster \
       --runtime binary \
@@ -32,10 +32,10 @@ cluster_up() {
       --etcd-binary "$BIN/etcd" \
       --extra-args kube-apiserver=service-cluster-ip-range=10.96.0.0/16 \
       --extra-args kube-controller-manager=service-cluster-ip-range=10.96.0.0/16 \
-      --wait 3m
+      --wait 3m >"$log" 2>&1 || { cat "$log" >&2; return 1; }
   fi
   "$BIN/kwokctl" --name "$name" get kubeconfig > "$kubeconfig"
-  "$BIN/kwokctl" --name "$name" scale node --replicas "$nodes" >/dev/null
+  "$BIN/kwokctl" --name "$name" scale node --replicas "$nodes" >>"$log" 2>&1 || { cat "$log" >&2; return 1; }
   echo "$kubeconfig"
 }
 

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Command-line face of hack/lib/cluster.sh, for the Go e2e suite and the bench:
+#   hack/cluster.sh up NAME [NODES]       create/reuse a KWOK cluster, print its kubeconfig path
+#   hack/cluster.sh down NAME             delete it
+#   hack/cluster.sh s3-up NAME PORT [URL] start versitygw (URL: bucket-event webhook)
+#   hack/cluster.sh s3-down NAME          stop it
+set -euo pipefail
+# shellcheck source=lib/cluster.sh
+. "$(dirname "$0")/lib/cluster.sh"
+cmd=${1:-}; shift || true
+case $cmd in
+  up) cluster_up "$@" ;;
+  down) cluster_down "$@" ;;
+  s3-up) s3_up "$@" ;;
+  s3-down) s3_down "$@" ;;
+  *) echo "usage: $0 up|down|s3-up|s3-down ..." >&2; exit 2 ;;
+esac

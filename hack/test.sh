@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# make test: everything CI checks, in the order a failure is cheapest to find.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export KUBEBUILDER_ASSETS=$PWD/bin
+export GOTOOLCHAIN=local
+step() { printf '\n==> %s\n' "$*"; }
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; exit 1; fi
+
+step "go vet"
+go vet ./...
+go vet -tags e2e ./test/e2e/
+
+step "generated code and manifests are current"
+snapshot() { find api config -type f \( -name '*.go' -o -name '*.yaml' \) -print0 | sort -z | xargs -0 sha256sum; }
+before=$(snapshot)
+make --no-print-directory -s manifests generate
+after=$(snapshot)
+if [ "$before" != "$after" ]; then
+  diff <(echo "$before") <(echo "$after") || true
+  echo "generated files were stale: 'make manifests generate' changed them (now updated: commit them)"; exit 1
+fi
+
+step "unit and envtest suites"
+go test -count=1 ./...
+
+step "fuzz (short)"
+for target in $(grep -rhoE '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' internal | sed 's/func //' | sort -u); do
+  pkg=$(dirname "$(grep -rlE "^func $target\(" --include='*_test.go' internal | head -n1)")
+  go test -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZTIME:-10s}" "./$pkg"
+done
+
+step "end-to-end on a local KWOK cluster"
+make --no-print-directory -s build
+go test -tags e2e -count=1 -timeout 30m -v ./test/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
