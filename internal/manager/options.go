@@ -88,7 +88,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often the informers resync every cached object into the work queues.")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Sustained requests per second the manager's client sends to the API server.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests the manager's client may send above --kube-api-qps.")
-	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "Namespace the manager runs in (default: $POD_NAMESPACE, else trellis-system).")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "Namespace the manager runs in; $POD_NAMESPACE, when set, is the default.")
 	fs.Var(&o.Controllers, "controllers", "Comma-separated controllers to run (default: all).")
 	fs.Var(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", "Parallel reconciles per controller: N for all, and name=N to override one (e.g. \"2,markdownview=4\").")
 	fs.DurationVar(&o.RateLimit.BaseDelay, "rate-limiter-base-delay", o.RateLimit.BaseDelay, "First retry delay after a failed reconcile; it doubles on each further failure of the same object.")
