@@ -314,13 +314,16 @@ func (r *Reconciler) updateStatus(ctx context.Context, mv *viewv1.MarkdownView, 
 	if err := r.Client.Status().Patch(ctx, mv, patch); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
+	// Events mark what a person may want to know: the site became Ready, or
+	// something needs them. Rolling out is routine and stays out of the stream.
 	after := conditions.Get(next.Conditions, conditions.Ready)
-	if before == nil || before.Status != after.Status || before.Reason != after.Reason {
-		typ := corev1.EventTypeNormal
-		if after.Status != metav1.ConditionTrue && after.Reason != ReasonCreating && after.Reason != ReasonRollingOut {
-			typ = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(mv, nil, typ, after.Reason, "Reconcile", "%s", readyMessage(after))
+	changed := before == nil || before.Status != after.Status || before.Reason != after.Reason
+	switch {
+	case !changed:
+	case after.Status == metav1.ConditionTrue:
+		r.Recorder.Eventf(mv, nil, corev1.EventTypeNormal, after.Reason, "Reconcile", "%s", readyMessage(after))
+	case conditions.IsTrue(next.Conditions, conditions.Degraded):
+		r.Recorder.Eventf(mv, nil, corev1.EventTypeWarning, after.Reason, "Reconcile", "%s", readyMessage(after))
 	}
 	return nil
 }

@@ -17,7 +17,6 @@ const (
 	ReasonAsExpected               = "AsExpected"
 	ReasonChildConflict            = "ChildConflict"
 	ReasonMarkdownsTooLarge        = "MarkdownsTooLarge"
-	ReasonCreating                 = "Creating"
 	ReasonRollingOut               = "RollingOut"
 	ReasonRolloutComplete          = "RolloutComplete"
 	ReasonMinimumReplicasAvailable = "MinimumReplicasAvailable"
@@ -74,15 +73,17 @@ func computeStatus(mv *viewv1.MarkdownView, obs observation) viewv1.MarkdownView
 	}
 
 	// Progressing: the viewer is being created or rolled out.
+	// A Deployment not yet created and one not yet rolled out read the same,
+	// so the first reconciles of a new object write the status only once.
 	switch {
 	case d == nil:
-		conditions.Set(&st.Conditions, gen, conditions.Progressing, true, ReasonCreating, "creating the viewer Deployment")
+		conditions.Set(&st.Conditions, gen, conditions.Progressing, true, ReasonRollingOut, rolloutMessage(0, want))
 	case d.Status.ObservedGeneration < d.Generation,
 		d.Status.UpdatedReplicas < want,
 		d.Status.AvailableReplicas < want,
 		d.Status.Replicas > want:
 		conditions.Set(&st.Conditions, gen, conditions.Progressing, true, ReasonRollingOut,
-			fmt.Sprintf("%d of %d viewer replicas updated and available", min(d.Status.UpdatedReplicas, d.Status.AvailableReplicas), want))
+			rolloutMessage(min(d.Status.UpdatedReplicas, d.Status.AvailableReplicas), want))
 	default:
 		conditions.Set(&st.Conditions, gen, conditions.Progressing, false, ReasonRolloutComplete, "")
 	}
@@ -117,6 +118,10 @@ func setReady(st *viewv1.MarkdownViewStatus, gen int64) {
 	}
 	conditions.Set(&st.Conditions, gen, conditions.Ready, true, ReasonReady,
 		fmt.Sprintf("%d viewer replicas serve %s", st.AvailableReplicas, st.URL))
+}
+
+func rolloutMessage(done, want int32) string {
+	return fmt.Sprintf("%d of %d viewer replicas updated and available", done, want)
 }
 
 func deploymentCondition(d *appsv1.Deployment, typ appsv1.DeploymentConditionType, status corev1.ConditionStatus) *appsv1.DeploymentCondition {
