@@ -27,6 +27,7 @@ import (
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 )
 
@@ -174,7 +175,8 @@ func (r *Reconciler) reconcileChildren(ctx context.Context, mv *viewv1.MarkdownV
 // files (a file dropped from the spec disappears), writing only on a difference.
 func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: configMapName(mv), Namespace: mv.Namespace}}
-	if err := r.checkOwnership(ctx, mv, "ConfigMap", cm, obs); err != nil {
+	exists, err := r.lookupOwned(ctx, mv, "ConfigMap", cm, obs)
+	if err != nil {
 		return err
 	}
 	data := desiredConfigMapData(mv)
@@ -184,7 +186,7 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 		return errBlocked
 	}
 	labels := childLabels(mv)
-	if cm.ResourceVersion == "" {
+	if !exists {
 		cm.Labels = labels
 		cm.Data = data
 		if err := controllerutil.SetControllerReference(mv, cm, r.Client.Scheme()); err != nil {
@@ -236,19 +238,24 @@ func hasLabels(have, want map[string]string) bool {
 func (r *Reconciler) reconcileDeployment(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
 	desired := desiredDeployment(mv, r.ViewerImage)
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: *desired.Name, Namespace: mv.Namespace}}
-	if err := r.checkOwnership(ctx, mv, "Deployment", live, obs); err != nil {
+	exists, err := r.lookupOwned(ctx, mv, "Deployment", live, obs)
+	if err != nil {
 		return err
 	}
-	if live.ResourceVersion != "" {
+	var current *appsv1ac.DeploymentApplyConfiguration
+	if exists {
 		obs.deployment = live
-		if current, err := appsv1ac.ExtractDeployment(live, setup.FieldManager); err == nil && equality.Semantic.DeepEqual(current, desired) {
-			return nil
+		if current, err = appsv1ac.ExtractDeployment(live, setup.FieldManager); err != nil {
+			return err
 		}
 	}
-	if err := r.Client.Apply(ctx, desired, client.FieldOwner(setup.FieldManager), client.ForceOwnership); err != nil {
+	applied, err := children.ApplyIfChanged(ctx, r.Client, desired, current, exists)
+	if err != nil {
 		return fmt.Errorf("applying Deployment %s: %w", *desired.Name, err)
 	}
-	log.FromContext(ctx).Info("Deployment applied", "deployment", *desired.Name)
+	if applied {
+		log.FromContext(ctx).Info("Deployment applied", "deployment", *desired.Name)
+	}
 	return nil
 }
 
@@ -256,42 +263,37 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, mv *viewv1.Markdow
 func (r *Reconciler) reconcileService(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
 	desired := desiredService(mv)
 	live := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: *desired.Name, Namespace: mv.Namespace}}
-	if err := r.checkOwnership(ctx, mv, "Service", live, obs); err != nil {
+	exists, err := r.lookupOwned(ctx, mv, "Service", live, obs)
+	if err != nil {
 		return err
 	}
-	if live.ResourceVersion != "" {
-		if current, err := corev1ac.ExtractService(live, setup.FieldManager); err == nil && equality.Semantic.DeepEqual(current, desired) {
-			return nil
+	var current *corev1ac.ServiceApplyConfiguration
+	if exists {
+		if current, err = corev1ac.ExtractService(live, setup.FieldManager); err != nil {
+			return err
 		}
 	}
-	if err := r.Client.Apply(ctx, desired, client.FieldOwner(setup.FieldManager), client.ForceOwnership); err != nil {
+	applied, err := children.ApplyIfChanged(ctx, r.Client, desired, current, exists)
+	if err != nil {
 		return fmt.Errorf("applying Service %s: %w", *desired.Name, err)
 	}
-	log.FromContext(ctx).Info("Service applied", "service", *desired.Name)
+	if applied {
+		log.FromContext(ctx).Info("Service applied", "service", *desired.Name)
+	}
 	return nil
 }
 
-// checkOwnership loads obj (by its name) into obj and refuses to touch it when
-// it exists but is not controlled by mv. The cache only sees labelled children,
-// so a miss is confirmed against the API server before anything is created:
-// Trellis never adopts an object it did not create.
-func (r *Reconciler) checkOwnership(ctx context.Context, mv *viewv1.MarkdownView, kind string, obj client.Object, obs *observation) error {
-	key := client.ObjectKeyFromObject(obj)
-	err := r.Client.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, obj)
-		if apierrors.IsNotFound(err) {
-			obj.SetResourceVersion("")
-			return nil
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", key, err)
+// lookupOwned loads a child and refuses it when it exists but is not
+// controlled by mv: Trellis never adopts an object it did not create.
+func (r *Reconciler) lookupOwned(ctx context.Context, mv *viewv1.MarkdownView, kind string, obj client.Object, obs *observation) (bool, error) {
+	exists, err := children.Lookup(ctx, r.Client, r.APIReader, obj)
+	if err != nil || !exists {
+		return exists, err
 	}
 	if !metav1.IsControlledBy(obj, mv) {
-		return childConflict(obs, kind, key.Name)
+		return true, childConflict(obs, kind, obj.GetName())
 	}
-	return nil
+	return true, nil
 }
 
 func childConflict(obs *observation, kind, name string) error {
