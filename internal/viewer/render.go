@@ -11,8 +11,16 @@ import (
 // markdown is GitHub-flavoured Markdown with goldmark's safe defaults: raw
 // HTML is dropped and javascript:, vbscript:, file: and non-image data: URLs
 // are emptied. Never enable html.WithUnsafe here: the input is untrusted.
+//
+// GFM is spelled out so table alignment is written as an align attribute:
+// goldmark's default inline style would be blocked by our CSP (no 'unsafe-inline').
 var markdown = goldmark.New(
-	goldmark.WithExtensions(extension.GFM),
+	goldmark.WithExtensions(
+		extension.Linkify,
+		extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute)),
+		extension.Strikethrough,
+		extension.TaskList,
+	),
 	goldmark.WithParserOptions(parser.WithAutoHeadingID()),
 )
 

@@ -79,6 +79,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
@@ -178,11 +179,16 @@ func firstPage(nav []NavItem, files map[string]string) string {
 	}
 	names := make([]string, 0, len(files))
 	for name := range files {
-		names = append(names, name)
+		if name != SummaryFile && IsMarkdownName(name) {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
 	if len(names) > 0 {
 		return names[0]
+	}
+	if _, ok := files[SummaryFile]; ok {
+		return SummaryFile // nothing else to show
 	}
 	return ""
 }

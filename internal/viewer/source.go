@@ -55,7 +55,9 @@ func (d DirSource) Files(context.Context) (map[string]string, error) {
 }
 
 // MemorySource holds files set by someone else, e.g. a watch on a MarkdownView.
-type MemorySource struct{ files atomic.Pointer[map[string]string] }
+type MemorySource struct {
+	files atomic.Pointer[map[string]string]
+}
 
 // Set replaces the files.
 func (m *MemorySource) Set(files map[string]string) { m.files.Store(&files) }

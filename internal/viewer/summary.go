@@ -31,19 +31,24 @@ var summaryLink = regexp.MustCompile(`^(\s*)(?:[-*+]\s+)?\[([^\]]*)\]\(([^)]*)\)
 // file of the site, so the navigation can never point anywhere else.
 func ParseSummary(src string, exists func(string) bool) []NavItem {
 	var items []NavItem
-	sawTitle := false
+	first := true
+	// widths holds the indentation of the open list levels, so nesting by two
+	// spaces, four spaces or tabs all give depth 0, 1, 2, ...
+	var widths []int
 	for _, line := range strings.Split(strings.ReplaceAll(src, "\r\n", "\n"), "\n") {
 		trimmed := strings.TrimSpace(line)
-		switch {
-		case trimmed == "":
+		if trimmed == "" {
 			continue
+		}
+		isFirst := first
+		first = false
+		switch {
 		case strings.HasPrefix(trimmed, "#"):
-			title := strings.TrimSpace(strings.TrimLeft(trimmed, "#"))
-			if !sawTitle {
-				sawTitle = true // "# Summary": the book's own heading
-				continue
+			if isFirst {
+				continue // "# Summary": the book's own heading
 			}
-			items = append(items, NavItem{Title: title, Part: true})
+			widths = widths[:0]
+			items = append(items, NavItem{Title: strings.TrimSpace(strings.TrimLeft(trimmed, "#")), Part: true})
 		case strings.Trim(trimmed, "-") == "" && len(trimmed) >= 3:
 			items = append(items, NavItem{Rule: true})
 		default:
@@ -51,7 +56,12 @@ func ParseSummary(src string, exists func(string) bool) []NavItem {
 			if m == nil {
 				continue
 			}
-			indent := strings.ReplaceAll(m[1], "\t", "    ")
+			indent := len(strings.ReplaceAll(m[1], "\t", "    "))
+			for len(widths) > 0 && widths[len(widths)-1] >= indent {
+				widths = widths[:len(widths)-1]
+			}
+			depth := len(widths)
+			widths = append(widths, indent)
 			file := strings.TrimPrefix(m[3], "./")
 			if i := strings.IndexAny(file, "#?"); i >= 0 {
 				file = file[:i]
@@ -59,7 +69,7 @@ func ParseSummary(src string, exists func(string) bool) []NavItem {
 			if !exists(file) {
 				file = ""
 			}
-			items = append(items, NavItem{Title: m[2], File: file, Depth: len(indent) / 2})
+			items = append(items, NavItem{Title: m[2], File: file, Depth: depth})
 		}
 	}
 	return items
@@ -71,7 +81,7 @@ func AlphabeticalNav(files []string) []NavItem {
 	sort.Strings(names)
 	items := make([]NavItem, 0, len(names))
 	for _, name := range names {
-		if name == SummaryFile {
+		if name == SummaryFile || !IsMarkdownName(name) {
 			continue
 		}
 		items = append(items, NavItem{Title: strings.TrimSuffix(name, ".md"), File: name})
