@@ -5,14 +5,17 @@ import (
 	"flag"
 	"os"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/controller/tenancy"
 	"github.com/trellis-dev/trellis/internal/controller/view"
 	"github.com/trellis-dev/trellis/internal/manager"
 )
@@ -20,6 +23,7 @@ import (
 // controllers lists every controller the manager can run; --controllers picks among them.
 var controllers = []setup.Controller{
 	view.Controller,
+	tenancy.Controller,
 }
 
 func main() {
@@ -43,6 +47,8 @@ func main() {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(viewv1.AddToScheme(scheme))
+	utilruntime.Must(tenancyv1.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 
 	ctx := ctrl.SetupSignalHandler()
 	mgr, err := manager.New(ctx, ctrl.GetConfigOrDie(), scheme, opts, controllers)

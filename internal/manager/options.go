@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -38,6 +39,8 @@ type Options struct {
 	MaxConcurrentReconciles concurrencyFlag
 	RateLimit               setup.RateLimit
 	ViewerImage             string
+	TenantProtected         string
+	TenantReverifyInterval  time.Duration
 }
 
 // DefaultNamespace is where the manager runs when neither --namespace nor POD_NAMESPACE says otherwise.
@@ -69,6 +72,7 @@ func NewOptions() *Options {
 		MaxConcurrentReconciles: concurrencyFlag{Default: 1},
 		RateLimit:               setup.DefaultRateLimit,
 		ViewerImage:             DefaultViewerImage,
+		TenantReverifyInterval:  time.Minute,
 	}
 }
 
@@ -96,6 +100,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.RateLimit.QPS, "rate-limiter-qps", o.RateLimit.QPS, "Reconciles per second each controller's queue hands out overall.")
 	fs.IntVar(&o.RateLimit.Burst, "rate-limiter-burst", o.RateLimit.Burst, "Burst of reconciles above --rate-limiter-qps.")
 	fs.StringVar(&o.ViewerImage, "viewer-image", o.ViewerImage, "Default viewer image of MarkdownViews that name none.")
+	fs.StringVar(&o.TenantProtected, "tenant-protected-namespaces", o.TenantProtected, "Regular expression of further namespace names no Tenant may take (kube-*, default and the manager's namespace always are).")
+	fs.DurationVar(&o.TenantReverifyInterval, "tenant-reverify-interval", o.TenantReverifyInterval, "How often every Ready Tenant is re-checked for drift in what is not watched; spread evenly and jittered.")
 }
 
 // Validate checks the options against the controllers that exist.
@@ -127,6 +133,12 @@ func (o *Options) Validate(known []string) error {
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
 		errs = append(errs, errors.New("--kube-api-qps must be positive and --kube-api-burst at least 1"))
 	}
+	if o.TenantReverifyInterval < time.Second {
+		errs = append(errs, errors.New("--tenant-reverify-interval must be at least 1s"))
+	}
+	if _, err := regexp.Compile(o.TenantProtected); err != nil {
+		errs = append(errs, fmt.Errorf("--tenant-protected-namespaces: %w", err))
+	}
 	if o.SyncPeriod <= 0 {
 		errs = append(errs, errors.New("--sync-period must be positive"))
 	}
@@ -144,7 +156,14 @@ func (o *Options) ControllerOptions(name string) setup.Options {
 	if v, ok := o.MaxConcurrentReconciles.PerController[name]; ok {
 		n = v
 	}
-	return setup.Options{MaxConcurrentReconciles: n, RateLimit: o.RateLimit, Namespace: o.Namespace, ViewerImage: o.ViewerImage}
+	return setup.Options{
+		MaxConcurrentReconciles:   n,
+		RateLimit:                 o.RateLimit,
+		Namespace:                 o.Namespace,
+		ViewerImage:               o.ViewerImage,
+		TenantProtectedNamespaces: o.TenantProtected,
+		TenantReverifyInterval:    o.TenantReverifyInterval,
+	}
 }
 
 // stringList is a comma-separated flag value.

@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,9 +13,15 @@ import (
 	"sync"
 	"sync/atomic"
 
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 )
 
 // RepoRoot is the repository's top directory, found from this file.
@@ -93,3 +100,43 @@ func (c *WriteCounter) Reset() {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// ManagerServiceAccount is who the manager runs as in tests that check its RBAC.
+const (
+	ManagerNamespace      = "trellis-system"
+	ManagerServiceAccount = "trellis-controller-manager"
+)
+
+// AsManager returns a copy of cfg that impersonates the manager's
+// ServiceAccount, bound to exactly the ClusterRole generated into
+// config/rbac/role.yaml: a controller that needs a permission its markers do
+// not grant fails its tests.
+func AsManager(ctx context.Context, cfg *rest.Config, c client.Client) (*rest.Config, error) {
+	raw, err := os.ReadFile(filepath.Join(RepoRoot(), "config", "rbac", "role.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(raw, role); err != nil {
+		return nil, fmt.Errorf("config/rbac/role.yaml: %w", err)
+	}
+	role.Name = "trellis-manager-role"
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ManagerNamespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ManagerServiceAccount, Namespace: ManagerNamespace}},
+		role,
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "trellis-manager-rolebinding"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ManagerServiceAccount, Namespace: ManagerNamespace}},
+		},
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+	}
+	out := rest.CopyConfig(cfg)
+	out.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ManagerNamespace + ":" + ManagerServiceAccount}
+	return out, nil
+}

@@ -50,6 +50,11 @@ type Options struct {
 	Namespace string
 	// ViewerImage is the default image of MarkdownView viewers.
 	ViewerImage string
+	// TenantProtectedNamespaces is an extra pattern of namespace names no
+	// Tenant may take (kube-*, default and Namespace always are).
+	TenantProtectedNamespaces string
+	// TenantReverifyInterval is how often every Ready Tenant is re-checked.
+	TenantReverifyInterval time.Duration
 }
 
 // RateLimit configures the controller work queue. The defaults match

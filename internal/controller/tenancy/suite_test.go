@@ -1,0 +1,109 @@
+package tenancy
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/manager"
+	"github.com/trellis-dev/trellis/internal/testenv"
+)
+
+// Shared by the tests: a real API server with RBAC on, the manager running
+// this controller as its ServiceAccount under config/rbac/role.yaml, and an
+// admin client for the test itself.
+var (
+	k8s        client.Client
+	adminCfg   *rest.Config
+	testEnv    *envtest.Environment
+	mgrWrites  testenv.WriteCounter
+	reconciler *Reconciler
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	level := zapcore.ErrorLevel
+	if os.Getenv("TRELLIS_TEST_LOG") == "debug" {
+		level = zapcore.DebugLevel
+	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(level)))
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(tenancyv1.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+
+	env, cfg, err := testenv.Start(scheme)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	testEnv, adminCfg = env, cfg
+	defer func() { _ = env.Stop() }()
+	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	managerCfg, err := testenv.AsManager(ctx, cfg, k8s)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	opts := manager.NewOptions()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.Namespace = testenv.ManagerNamespace
+	opts.TenantProtected = "protected-.*"
+	opts.TenantReverifyInterval = 2 * time.Second
+	ctl := setup.Controller{
+		Name:  Controller.Name,
+		Owned: Controller.Owned,
+		Setup: func(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
+			extra, err := CompileProtectedPattern(o.TenantProtectedNamespaces)
+			if err != nil {
+				return err
+			}
+			reconciler = &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+				Recorder:   mgr.GetEventRecorder(ControllerName),
+				Protection: Protection{ManagerNamespace: o.Namespace, Extra: extra}}
+			return reconciler.SetupWithManager(ctx, mgr, o)
+		},
+	}
+	mgr, err := manager.New(ctx, mgrWrites.Wrap(managerCfg), scheme, opts, []setup.Controller{ctl})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		fmt.Fprintln(os.Stderr, "cache did not sync")
+		return 1
+	}
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		return 1
+	}
+	return code
+}
