@@ -367,6 +367,13 @@ func TestReverifierRepairsDrift(t *testing.T) {
 	deleteTenant(g, "drift")
 }
 
+// admTenant is a valid Tenant changed by mutate.
+func admTenant(mutate func(*tenancyv1.Tenant)) *tenancyv1.Tenant {
+	t := newTenant("adm", "", "a")
+	mutate(t)
+	return t
+}
+
 func TestTenantAdmission(t *testing.T) {
 	ctx := context.Background()
 	cases := map[string]struct {
@@ -381,12 +388,12 @@ func TestTenantAdmission(t *testing.T) {
 		"trailing dash":    {newTenant("adm", "x-", "dev-"), "DNS label"},
 		"duplicate":        {newTenant("adm", "", "a", "a"), "Duplicate value"},
 		"bad tenant name":  {newTenant("Bad_Name", "", "a"), "a Tenant name must be a DNS label"},
-		"bad policy":       {func() *tenancyv1.Tenant { t := newTenant("adm", "", "a"); t.Spec.NamespaceDeletionPolicy = "Shred"; return t }(), "Unsupported value"},
-		"sa without ns":    {func() *tenancyv1.Tenant { t := newTenant("adm", "", "a"); t.Spec.Admin = tenancyv1.AdminSubject{Kind: "ServiceAccount", Name: "ci"}; return t }(), "a ServiceAccount admin needs a namespace"},
-		"group with ns":    {func() *tenancyv1.Tenant { t := newTenant("adm", "", "a"); t.Spec.Admin.Namespace = "x"; return t }(), "needs apiGroup rbac.authorization.k8s.io and no namespace"},
-		"user no apiGroup": {func() *tenancyv1.Tenant { t := newTenant("adm", "", "a"); t.Spec.Admin.APIGroup = ""; return t }(), "needs apiGroup rbac.authorization.k8s.io"},
-		"unknown kind":     {func() *tenancyv1.Tenant { t := newTenant("adm", "", "a"); t.Spec.Admin.Kind = "Robot"; return t }(), "Unsupported value"},
-		"empty admin name": {func() *tenancyv1.Tenant { t := newTenant("adm", "", "a"); t.Spec.Admin.Name = ""; return t }(), "spec.admin.name"},
+		"bad policy":       {admTenant(func(t *tenancyv1.Tenant) { t.Spec.NamespaceDeletionPolicy = "Shred" }), "Unsupported value"},
+		"sa without ns":    {admTenant(func(t *tenancyv1.Tenant) { t.Spec.Admin = tenancyv1.AdminSubject{Kind: "ServiceAccount", Name: "ci"} }), "a ServiceAccount admin needs a namespace"},
+		"group with ns":    {admTenant(func(t *tenancyv1.Tenant) { t.Spec.Admin.Namespace = "x" }), "needs apiGroup rbac.authorization.k8s.io and no namespace"},
+		"user no apiGroup": {admTenant(func(t *tenancyv1.Tenant) { t.Spec.Admin.APIGroup = "" }), "needs apiGroup rbac.authorization.k8s.io"},
+		"unknown kind":     {admTenant(func(t *tenancyv1.Tenant) { t.Spec.Admin.Kind = "Robot" }), "Unsupported value"},
+		"empty admin name": {admTenant(func(t *tenancyv1.Tenant) { t.Spec.Admin.Name = "" }), "spec.admin.name"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -415,7 +422,7 @@ func TestTenantAdmission(t *testing.T) {
 		eventuallyReady(g, "sa-admin")
 		g.Eventually(func(g Gomega) {
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-				User: "system:serviceaccount:sa-a:ci",
+				User:               "system:serviceaccount:sa-a:ci",
 				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "namespaces", Name: "sa-a"},
 			}}
 			g.Expect(k8s.Create(ctx, sar)).To(Succeed())
