@@ -20,6 +20,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 var (
@@ -94,17 +97,47 @@ func installCRDs() error {
 	return err
 }
 
+// managerKubeconfig installs config/rbac as `make deploy` would and returns a
+// kubeconfig that authenticates as the manager's ServiceAccount, so the
+// manager runs with exactly the permissions its markers generate.
+func managerKubeconfig() (string, error) {
+	rbac, err := exec.Command(filepath.Join(bin, "kustomize"), "build", filepath.Join(root, "test", "e2e", "testdata", "rbac")).Output()
+	if err != nil {
+		return "", fmt.Errorf("kustomize build rbac: %w %s", err, exitStderr(err))
+	}
+	if _, err := kubectlIn(rbac, "apply", "--server-side", "-f", "-"); err != nil {
+		return "", err
+	}
+	token, err := kubectl("create", "token", "trellis-controller-manager", "-n", "trellis-system", "--duration=6h")
+	if err != nil {
+		return "", err
+	}
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	cfg.AuthInfos = map[string]*clientcmdapi.AuthInfo{"manager": {Token: strings.TrimSpace(token)}}
+	ctx.AuthInfo = "manager"
+	path := filepath.Join(root, ".dev", cluster+"-manager.kubeconfig")
+	return path, clientcmd.WriteToFile(*cfg, path)
+}
+
 // startManager runs bin/manager as a process and waits until it is ready. The
 // returned function stops it with SIGTERM and checks it exits in time.
 func startManager() (func() error, error) {
 	metricsAddr, probeAddr := freeAddr(), freeAddr()
+	managerConfig, err := managerKubeconfig()
+	if err != nil {
+		return nil, err
+	}
 	managerLog = filepath.Join(root, ".dev", cluster+"-manager.log")
 	logFile, err := os.Create(managerLog)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(filepath.Join(bin, "manager"),
-		"--kubeconfig", kubeconfig,
+		"--kubeconfig", managerConfig,
 		"--namespace", "trellis-system",
 		"--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", probeAddr,

@@ -24,7 +24,7 @@ const (
 const (
 	adminRoleBindingName = "trellis-tenant-admin"
 	builtinAdminRole     = "admin"
-	tenantRolePrefix     = "trellis-tenant-"
+	tenantRolePrefix     = "trellis:tenant:" // ":" keeps them apart from kustomize-made "trellis-..." roles
 )
 
 // tenantRoleName names the per-tenant ClusterRole and its ClusterRoleBinding.

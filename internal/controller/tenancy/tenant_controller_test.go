@@ -298,7 +298,7 @@ func TestTenantDeletionFollowsPolicy(t *testing.T) {
 	// The per-tenant ClusterRole goes with its Tenant (owner reference; envtest
 	// runs no garbage collector, so check the reference instead).
 	role := &rbacv1.ClusterRole{}
-	if err := k8s.Get(ctx, client.ObjectKey{Name: "trellis-tenant-bye-retain"}, role); err == nil {
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "trellis:tenant:bye-retain"}, role); err == nil {
 		g.Expect(role.OwnerReferences).To(HaveLen(1))
 		g.Expect(role.OwnerReferences[0].Kind).To(Equal("Tenant"))
 	}
