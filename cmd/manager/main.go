@@ -12,9 +12,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/controller/storage"
 	"github.com/trellis-dev/trellis/internal/controller/tenancy"
 	"github.com/trellis-dev/trellis/internal/controller/view"
 	"github.com/trellis-dev/trellis/internal/manager"
@@ -24,6 +26,7 @@ import (
 var controllers = []setup.Controller{
 	view.Controller,
 	tenancy.Controller,
+	storage.Controller,
 }
 
 func main() {
@@ -48,6 +51,7 @@ func main() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(viewv1.AddToScheme(scheme))
 	utilruntime.Must(tenancyv1.AddToScheme(scheme))
+	utilruntime.Must(storagev1.AddToScheme(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 
 	ctx := ctrl.SetupSignalHandler()

@@ -14,6 +14,7 @@ const (
 	Available   = "Available"
 	Progressing = "Progressing"
 	Degraded    = "Degraded"
+	Healthy     = "Healthy"
 )
 
 // Set records a condition for the given generation. The transition time moves

@@ -41,6 +41,8 @@ type Options struct {
 	ViewerImage             string
 	TenantProtected         string
 	TenantReverifyInterval  time.Duration
+	BucketEventsAddr        string
+	BucketEventsSecret      string
 }
 
 // DefaultNamespace is where the manager runs when neither --namespace nor POD_NAMESPACE says otherwise.
@@ -101,6 +103,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.RateLimit.Burst, "rate-limiter-burst", o.RateLimit.Burst, "Burst of reconciles above --rate-limiter-qps.")
 	fs.StringVar(&o.ViewerImage, "viewer-image", o.ViewerImage, "Default viewer image of MarkdownViews that name none.")
 	fs.StringVar(&o.TenantProtected, "tenant-protected-namespaces", o.TenantProtected, "Regular expression of further namespace names no Tenant may take (kube-*, default and the manager's namespace always are).")
+	fs.StringVar(&o.BucketEventsAddr, "bucket-events-bind-address", o.BucketEventsAddr, "Address of the S3 bucket-event receiver (POST /bucket-events); empty or \"0\" disables it.")
+	fs.StringVar(&o.BucketEventsSecret, "bucket-events-token-secret", o.BucketEventsSecret, "Secret in the manager's namespace whose key \"token\" authenticates bucket events.")
 	fs.DurationVar(&o.TenantReverifyInterval, "tenant-reverify-interval", o.TenantReverifyInterval, "How often every Ready Tenant is re-checked for drift in what is not watched; spread evenly and jittered.")
 }
 
@@ -163,6 +167,8 @@ func (o *Options) ControllerOptions(name string) setup.Options {
 		ViewerImage:               o.ViewerImage,
 		TenantProtectedNamespaces: o.TenantProtected,
 		TenantReverifyInterval:    o.TenantReverifyInterval,
+		BucketEventsAddr:          o.BucketEventsAddr,
+		BucketEventsSecret:        o.BucketEventsSecret,
 	}
 }
 

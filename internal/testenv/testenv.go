@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -116,20 +117,42 @@ func AsManager(ctx context.Context, cfg *rest.Config, c client.Client) (*rest.Co
 	if err != nil {
 		return nil, err
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(raw, role); err != nil {
-		return nil, fmt.Errorf("config/rbac/role.yaml: %w", err)
-	}
-	role.Name = "trellis-manager-role"
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ManagerNamespace}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ManagerServiceAccount, Namespace: ManagerNamespace}},
-		role,
-		&rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "trellis-manager-rolebinding"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ManagerServiceAccount, Namespace: ManagerNamespace}},
-		},
+	}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ManagerServiceAccount, Namespace: ManagerNamespace}}
+	// role.yaml holds the ClusterRole and, for namespaced rules, a Role in
+	// "system" (kustomize's placeholder for the manager's namespace).
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil || meta.Kind == "" {
+			continue
+		}
+		switch meta.Kind {
+		case "ClusterRole":
+			role := &rbacv1.ClusterRole{}
+			if err := yaml.Unmarshal([]byte(doc), role); err != nil {
+				return nil, fmt.Errorf("config/rbac/role.yaml: %w", err)
+			}
+			role.Name = "trellis-manager-role"
+			objs = append(objs, role, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "trellis-manager-rolebinding"},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+				Subjects:   subjects,
+			})
+		case "Role":
+			role := &rbacv1.Role{}
+			if err := yaml.Unmarshal([]byte(doc), role); err != nil {
+				return nil, fmt.Errorf("config/rbac/role.yaml: %w", err)
+			}
+			role.Name, role.Namespace = "trellis-manager-role", ManagerNamespace
+			objs = append(objs, role, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "trellis-manager-rolebinding", Namespace: ManagerNamespace},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+				Subjects:   subjects,
+			})
+		}
 	}
 	for _, o := range objs {
 		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -52,7 +52,7 @@ type TenantSpec struct {
 }
 
 // AdminSubject is an RBAC subject: a User, a Group or a ServiceAccount.
-// +kubebuilder:validation:XValidation:rule="self.kind == 'ServiceAccount' ? (has(self.namespace) && self.namespace != ” && (!has(self.apiGroup) || self.apiGroup == ”)) : ((!has(self.namespace) || self.namespace == ”) && has(self.apiGroup) && self.apiGroup == 'rbac.authorization.k8s.io')",message="a User or Group admin needs apiGroup rbac.authorization.k8s.io and no namespace; a ServiceAccount admin needs a namespace and an empty apiGroup"
+// +kubebuilder:validation:XValidation:rule="self.kind == 'ServiceAccount' ? (has(self.namespace) && size(self.namespace) > 0 && (!has(self.apiGroup) || size(self.apiGroup) == 0)) : ((!has(self.namespace) || size(self.namespace) == 0) && has(self.apiGroup) && self.apiGroup == 'rbac.authorization.k8s.io')",message="a User or Group admin needs apiGroup rbac.authorization.k8s.io and no namespace; a ServiceAccount admin needs a namespace and an empty apiGroup"
 type AdminSubject struct {
 	// Kind is User, Group or ServiceAccount.
 	// +kubebuilder:validation:Enum=User;Group;ServiceAccount

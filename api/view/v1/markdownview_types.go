@@ -31,7 +31,7 @@ type MarkdownViewSpec struct {
 	// own viewer, as configured on the manager.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?(\\\\.[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?[a-z0-9]+([._-]+[a-z0-9]+)*(/[a-z0-9]+([._-]+[a-z0-9]+)*)*(:[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$')",message="viewerImage must be an image reference such as registry.example.com/team/viewer:1.2 or name@sha256:<64 hex digits>"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?(\\\\.[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?[a-z0-9]+([._-]+[a-z0-9]+)*(/[a-z0-9]+([._-]+[a-z0-9]+)*)*(:[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$')",message="viewerImage must be an image reference such as registry.example.com/team/viewer:1.2 or name@sha256:<64 hex digits>"
 	ViewerImage string `json:"viewerImage,omitempty"`
 }
 

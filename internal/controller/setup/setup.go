@@ -55,6 +55,10 @@ type Options struct {
 	TenantProtectedNamespaces string
 	// TenantReverifyInterval is how often every Ready Tenant is re-checked.
 	TenantReverifyInterval time.Duration
+	// BucketEventsAddr is where the S3 bucket-event receiver listens ("" or "0": off).
+	BucketEventsAddr string
+	// BucketEventsSecret names the Secret (in Namespace) holding the receiver's token.
+	BucketEventsSecret string
 }
 
 // RateLimit configures the controller work queue. The defaults match

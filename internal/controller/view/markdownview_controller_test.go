@@ -51,7 +51,9 @@ func newMarkdownView(ns, name string, files map[string]string) *viewv1.MarkdownV
 	}
 }
 
-func key(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func key(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
 
 // markAvailable plays the Deployment controller, which envtest does not run.
 func markAvailable(g Gomega, ns, name string) {

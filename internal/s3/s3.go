@@ -1,0 +1,284 @@
+// Package s3 is the small part of S3 that Trellis uses, behind an interface,
+// with the errors it can meet sorted into reasons a person can act on. It has
+// no Kubernetes dependency.
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/tags"
+)
+
+// OwnerTag is the bucket tag that records which StorageBucket (by UID)
+// created or adopted a bucket.
+const OwnerTag = "trellis.dev/owner-uid"
+
+// probeKey is the small object the optional write/read/delete probe uses.
+const probeKey = ".trellis-health-probe"
+
+// Config is how to reach a store. Credentials stay in memory only.
+type Config struct {
+	Endpoint  string // http(s)://host[:port]
+	Region    string
+	PathStyle bool
+	AccessKey string
+	SecretKey string
+	// Timeout bounds every request; a store that does not answer in time is unreachable.
+	Timeout time.Duration
+}
+
+// Client is what the controllers need from a store.
+type Client interface {
+	// Ping proves the store is reachable and accepts the credentials.
+	Ping(ctx context.Context) error
+	// BucketExists is S3 HeadBucket.
+	BucketExists(ctx context.Context, bucket string) (bool, error)
+	CreateBucket(ctx context.Context, bucket string) error
+	DeleteBucket(ctx context.Context, bucket string) error
+	// Owner returns the OwnerTag of the bucket, "" when it has none.
+	Owner(ctx context.Context, bucket string) (string, error)
+	SetOwner(ctx context.Context, bucket, uid string) error
+	// CountObjects counts objects, stopping at limit.
+	CountObjects(ctx context.Context, bucket string, limit int) (int, error)
+	// Probe writes, reads back and deletes a small object.
+	Probe(ctx context.Context, bucket string) error
+}
+
+// New builds a Client for cfg.
+func New(cfg Config) (Client, error) {
+	u, err := url.Parse(cfg.Endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("endpoint %q is not an http(s) URL", cfg.Endpoint)
+	}
+	if cfg.AccessKey == "" || cfg.SecretKey == "" {
+		return nil, ErrNoCredentials
+	}
+	lookup := minio.BucketLookupDNS
+	if cfg.PathStyle {
+		lookup = minio.BucketLookupPath
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	transport, err := minio.DefaultTransport(u.Scheme == "https")
+	if err != nil {
+		return nil, err
+	}
+	transport.DialContext = (&net.Dialer{Timeout: timeout}).DialContext
+	transport.ResponseHeaderTimeout = timeout
+	mc, err := minio.New(u.Host, &minio.Options{
+		Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
+		Secure:       u.Scheme == "https",
+		Region:       cfg.Region,
+		BucketLookup: lookup,
+		Transport:    transport,
+		// One request per check: the controllers decide when to try again.
+		MaxRetries: 1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &client{mc: mc, region: cfg.Region, timeout: timeout}, nil
+}
+
+type client struct {
+	mc      *minio.Client
+	region  string
+	timeout time.Duration
+}
+
+func (c *client) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+func (c *client) Ping(ctx context.Context) error {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	_, err := c.mc.ListBuckets(ctx)
+	return err
+}
+
+func (c *client) BucketExists(ctx context.Context, bucket string) (bool, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	return c.mc.BucketExists(ctx, bucket)
+}
+
+func (c *client) CreateBucket(ctx context.Context, bucket string) error {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	return c.mc.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: c.region})
+}
+
+func (c *client) DeleteBucket(ctx context.Context, bucket string) error {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	return c.mc.RemoveBucket(ctx, bucket)
+}
+
+func (c *client) Owner(ctx context.Context, bucket string) (string, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	t, err := c.mc.GetBucketTagging(ctx, bucket)
+	if err != nil {
+		if code := minio.ToErrorResponse(err).Code; code == "NoSuchTagSet" || code == "NoSuchTagSetError" {
+			return "", nil
+		}
+		return "", err
+	}
+	return t.ToMap()[OwnerTag], nil
+}
+
+func (c *client) SetOwner(ctx context.Context, bucket, uid string) error {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	existing := map[string]string{}
+	if t, err := c.mc.GetBucketTagging(ctx, bucket); err == nil {
+		existing = t.ToMap()
+	}
+	existing[OwnerTag] = uid
+	t, err := tags.NewTags(existing, false)
+	if err != nil {
+		return err
+	}
+	return c.mc.SetBucketTagging(ctx, bucket, t)
+}
+
+func (c *client) CountObjects(ctx context.Context, bucket string, limit int) (int, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	n := 0
+	for obj := range c.mc.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true, MaxKeys: limit}) {
+		if obj.Err != nil {
+			return n, obj.Err
+		}
+		n++
+		if n >= limit {
+			cancel()
+			break
+		}
+	}
+	return n, nil
+}
+
+func (c *client) Probe(ctx context.Context, bucket string) error {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	payload := []byte("trellis health probe " + time.Now().UTC().Format(time.RFC3339Nano))
+	if _, err := c.mc.PutObject(ctx, bucket, probeKey, bytes.NewReader(payload), int64(len(payload)),
+		minio.PutObjectOptions{ContentType: "text/plain"}); err != nil {
+		return fmt.Errorf("writing probe object: %w", err)
+	}
+	obj, err := c.mc.GetObject(ctx, bucket, probeKey, minio.GetObjectOptions{})
+	if err != nil {
+		return fmt.Errorf("reading probe object: %w", err)
+	}
+	got, err := io.ReadAll(obj)
+	_ = obj.Close()
+	if err != nil {
+		return fmt.Errorf("reading probe object: %w", err)
+	}
+	if !bytes.Equal(got, payload) {
+		return ErrProbeMismatch
+	}
+	if err := c.mc.RemoveObject(ctx, bucket, probeKey, minio.RemoveObjectOptions{}); err != nil {
+		return fmt.Errorf("deleting probe object: %w", err)
+	}
+	return nil
+}
+
+// Errors the package returns itself.
+var (
+	ErrNoCredentials = errors.New("the credentials Secret has no accessKeyID or secretAccessKey")
+	ErrProbeMismatch = errors.New("the probe object read back differs from what was written")
+)
+
+// Reason sorts an error into something a person can act on.
+type Reason string
+
+// The reasons, used as condition reasons in status.
+const (
+	ReasonStoreUnreachable   Reason = "StoreUnreachable"
+	ReasonAccessDenied       Reason = "AccessDenied"
+	ReasonBucketMissing      Reason = "BucketMissing"
+	ReasonBucketNameTaken    Reason = "BucketNameTaken"
+	ReasonInvalidBucketName  Reason = "InvalidBucketName"
+	ReasonProbeFailed        Reason = "ProbeFailed"
+	ReasonCredentialsMissing Reason = "CredentialsMissing"
+	ReasonStoreError         Reason = "StoreError"
+)
+
+// Classify maps an S3 or network error to a Reason and a message safe to show
+// in status (it never contains credentials).
+func Classify(err error) (Reason, string) {
+	if err == nil {
+		return "", ""
+	}
+	if errors.Is(err, ErrNoCredentials) {
+		return ReasonCredentialsMissing, err.Error()
+	}
+	if errors.Is(err, ErrProbeMismatch) {
+		return ReasonProbeFailed, err.Error()
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) || isConnectionError(err) {
+		return ReasonStoreUnreachable, "the object store did not answer: " + shortNetError(err)
+	}
+	resp := minio.ToErrorResponse(err)
+	switch resp.Code {
+	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "XAdminUserNotFound", "InvalidToken", "ExpiredToken":
+		return ReasonAccessDenied, "the object store refused the credentials or the request (" + resp.Code + ")"
+	case "NoSuchBucket":
+		return ReasonBucketMissing, "the bucket does not exist in the object store"
+	case "BucketAlreadyExists":
+		return ReasonBucketNameTaken, "the bucket name is taken by another account of the object store"
+	case "InvalidBucketName":
+		return ReasonInvalidBucketName, "the object store refused the bucket name"
+	}
+	if resp.StatusCode == 403 {
+		return ReasonAccessDenied, "the object store refused the request (HTTP 403)"
+	}
+	if resp.StatusCode >= 500 || resp.StatusCode == 0 && strings.Contains(err.Error(), "EOF") {
+		return ReasonStoreUnreachable, "the object store failed to answer (" + firstNonEmpty(resp.Code, fmt.Sprintf("HTTP %d", resp.StatusCode)) + ")"
+	}
+	if strings.HasPrefix(err.Error(), "writing probe") || strings.HasPrefix(err.Error(), "reading probe") || strings.HasPrefix(err.Error(), "deleting probe") {
+		return ReasonProbeFailed, err.Error()
+	}
+	return ReasonStoreError, "the object store answered with an error: " + firstNonEmpty(resp.Code, resp.Message, err.Error())
+}
+
+func isConnectionError(err error) bool {
+	var opErr *net.OpError
+	var urlErr *url.Error
+	return errors.As(err, &opErr) || errors.As(err, &urlErr)
+}
+
+// shortNetError keeps the cause ("connection refused", "i/o timeout") without
+// the request URL.
+func shortNetError(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
