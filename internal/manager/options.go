@@ -134,7 +134,7 @@ func (o *Options) Validate(known []string) error {
 		errs = append(errs, fmt.Errorf("leader election needs lease duration (%s) > renew deadline (%s) > retry period (%s) > 0",
 			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
 	}
-	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+	if !(o.KubeAPIQPS > 0) || o.KubeAPIBurst < 1 { // !(>0) also refuses NaN
 		errs = append(errs, errors.New("--kube-api-qps must be positive and --kube-api-burst at least 1"))
 	}
 	if o.TenantReverifyInterval < time.Second {

@@ -56,6 +56,8 @@ func TestNewOptionsDefaults(t *testing.T) {
 		Burst:     100,
 	}))
 	g.Expect(o.ViewerImage).To(Equal(DefaultViewerImage))
+	g.Expect(o.TenantProtected).To(BeEmpty())
+	g.Expect(o.TenantReverifyInterval).To(Equal(time.Minute))
 
 	// The defaults are valid, with and without leader election.
 	g.Expect(o.Validate(knownControllers)).To(Succeed())
@@ -191,30 +193,34 @@ func TestParseBindsEveryFlag(t *testing.T) {
 		"--rate-limiter-qps=2.5",
 		"--rate-limiter-burst=7",
 		"--viewer-image=registry.example.com/viewer:1",
+		"--tenant-protected-namespaces=^prod-.*$",
+		"--tenant-reverify-interval=5m",
 	)
 
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(o).To(Equal(&Options{
-		MetricsAddr:             ":9000",
-		SecureMetrics:           false,
-		ProbeAddr:               ":9001",
-		PprofAddr:               ":9002",
-		LeaderElect:             true,
-		LeaderElectionID:        "custom-id",
-		LeaderElectionNamespace: "le-ns",
-		LeaseDuration:           60 * time.Second,
-		RenewDeadline:           40 * time.Second,
-		RetryPeriod:             5 * time.Second,
-		GracefulShutdownTimeout: time.Minute,
-		SyncPeriod:              time.Hour,
-		KubeAPIQPS:              50.5,
-		KubeAPIBurst:            70,
-		Namespace:               "ns",
-		Controllers:             stringList{"markdownview"},
-		MaxConcurrentReconciles: concurrencyFlag{Default: 3, PerController: map[string]int{"markdownview": 5}},
-		RateLimit:               setup.RateLimit{BaseDelay: 10 * time.Millisecond, MaxDelay: time.Minute, QPS: 2.5, Burst: 7},
-		ViewerImage:             "registry.example.com/viewer:1",
-	}))
+	want := NewOptions()
+	want.MetricsAddr = ":9000"
+	want.SecureMetrics = false
+	want.ProbeAddr = ":9001"
+	want.PprofAddr = ":9002"
+	want.LeaderElect = true
+	want.LeaderElectionID = "custom-id"
+	want.LeaderElectionNamespace = "le-ns"
+	want.LeaseDuration = 60 * time.Second
+	want.RenewDeadline = 40 * time.Second
+	want.RetryPeriod = 5 * time.Second
+	want.GracefulShutdownTimeout = time.Minute
+	want.SyncPeriod = time.Hour
+	want.KubeAPIQPS = 50.5
+	want.KubeAPIBurst = 70
+	want.Namespace = "ns"
+	want.Controllers = stringList{"markdownview"}
+	want.MaxConcurrentReconciles = concurrencyFlag{Default: 3, PerController: map[string]int{"markdownview": 5}}
+	want.RateLimit = setup.RateLimit{BaseDelay: 10 * time.Millisecond, MaxDelay: time.Minute, QPS: 2.5, Burst: 7}
+	want.ViewerImage = "registry.example.com/viewer:1"
+	want.TenantProtected = "^prod-.*$"
+	want.TenantReverifyInterval = 5 * time.Minute
+	g.Expect(o).To(Equal(want))
 	g.Expect(o.Validate(knownControllers)).To(Succeed())
 }
 
@@ -354,6 +360,23 @@ func TestValidate(t *testing.T) {
 			mutate:  func(o *Options) { o.SyncPeriod = -time.Minute },
 			wantErr: []string{"--sync-period must be positive"},
 		},
+		{name: "tenant reverify interval of 1s", args: []string{"--tenant-reverify-interval=1s"}},
+		{
+			name:    "tenant reverify interval below 1s",
+			args:    []string{"--tenant-reverify-interval=999ms"},
+			wantErr: []string{"--tenant-reverify-interval must be at least 1s"},
+		},
+		{
+			name:    "tenant reverify interval zero",
+			args:    []string{"--tenant-reverify-interval=0s"},
+			wantErr: []string{"--tenant-reverify-interval must be at least 1s"},
+		},
+		{name: "tenant protected namespaces pattern", args: []string{"--tenant-protected-namespaces=^(prod|staging)-"}},
+		{
+			name:    "tenant protected namespaces not a regular expression",
+			args:    []string{"--tenant-protected-namespaces=prod-("},
+			wantErr: []string{"--tenant-protected-namespaces: error parsing regexp"},
+		},
 		{
 			name: "every problem is reported at once",
 			args: []string{
@@ -363,6 +386,8 @@ func TestValidate(t *testing.T) {
 				"--leader-elect", "--leader-elect-retry-period=0s",
 				"--kube-api-burst=0",
 				"--sync-period=0s",
+				"--tenant-reverify-interval=0s",
+				"--tenant-protected-namespaces=[",
 			},
 			wantErr: []string{
 				`--controllers: unknown controller "nope"`,
@@ -372,6 +397,8 @@ func TestValidate(t *testing.T) {
 				"leader election needs lease duration",
 				"--kube-api-burst at least 1",
 				"--sync-period must be positive",
+				"--tenant-reverify-interval must be at least 1s",
+				"--tenant-protected-namespaces:",
 			},
 		},
 	}
@@ -433,22 +460,21 @@ func TestControllerOptions(t *testing.T) {
 		"--rate-limiter-max-delay=30s",
 		"--rate-limiter-qps=3",
 		"--rate-limiter-burst=9",
+		"--tenant-protected-namespaces=^prod-",
+		"--tenant-reverify-interval=2m",
 	)
 	g.Expect(err).NotTo(HaveOccurred())
 	wantRL := setup.RateLimit{BaseDelay: 20 * time.Millisecond, MaxDelay: 30 * time.Second, QPS: 3, Burst: 9}
 
-	g.Expect(o.ControllerOptions("markdownview")).To(Equal(setup.Options{
-		MaxConcurrentReconciles: 4,
-		RateLimit:               wantRL,
-		Namespace:               "ops",
-		ViewerImage:             "registry.example.com/viewer:2",
-	}))
-	g.Expect(o.ControllerOptions("other")).To(Equal(setup.Options{
-		MaxConcurrentReconciles: 2,
-		RateLimit:               wantRL,
-		Namespace:               "ops",
-		ViewerImage:             "registry.example.com/viewer:2",
-	}))
+	for name, wantN := range map[string]int{"markdownview": 4, "other": 2} {
+		got := o.ControllerOptions(name)
+		g.Expect(got.MaxConcurrentReconciles).To(Equal(wantN), name)
+		g.Expect(got.RateLimit).To(Equal(wantRL), name)
+		g.Expect(got.Namespace).To(Equal("ops"), name)
+		g.Expect(got.ViewerImage).To(Equal("registry.example.com/viewer:2"), name)
+		g.Expect(got.TenantProtectedNamespaces).To(Equal("^prod-"), name)
+		g.Expect(got.TenantReverifyInterval).To(Equal(2*time.Minute), name)
+	}
 }
 
 func TestControllerOptionsDefaults(t *testing.T) {
@@ -457,10 +483,37 @@ func TestControllerOptionsDefaults(t *testing.T) {
 
 	got := NewOptions().ControllerOptions("markdownview")
 
-	g.Expect(got).To(Equal(setup.Options{
-		MaxConcurrentReconciles: 1,
-		RateLimit:               setup.DefaultRateLimit,
-		Namespace:               DefaultNamespace,
-		ViewerImage:             DefaultViewerImage,
-	}))
+	g.Expect(got.MaxConcurrentReconciles).To(Equal(1))
+	g.Expect(got.RateLimit).To(Equal(setup.DefaultRateLimit))
+	g.Expect(got.Namespace).To(Equal(DefaultNamespace))
+	g.Expect(got.ViewerImage).To(Equal(DefaultViewerImage))
+	g.Expect(got.TenantProtectedNamespaces).To(BeEmpty())
+	g.Expect(got.TenantReverifyInterval).To(Equal(time.Minute))
+}
+
+func TestHelpListsEveryFlag(t *testing.T) {
+	g := NewWithT(t)
+	o := NewOptions()
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	var help strings.Builder
+	fs.SetOutput(&help)
+	o.BindFlags(fs)
+
+	// PrintDefaults calls String on zero values of the custom flag types.
+	g.Expect(fs.PrintDefaults).NotTo(Panic())
+
+	for _, name := range []string{
+		"metrics-bind-address", "metrics-secure", "health-probe-bind-address", "pprof-bind-address",
+		"leader-elect", "leader-election-id", "leader-election-namespace",
+		"leader-elect-lease-duration", "leader-elect-renew-deadline", "leader-elect-retry-period",
+		"graceful-shutdown-timeout", "sync-period", "kube-api-qps", "kube-api-burst", "namespace",
+		"controllers", "max-concurrent-reconciles",
+		"rate-limiter-base-delay", "rate-limiter-max-delay", "rate-limiter-qps", "rate-limiter-burst",
+		"viewer-image", "tenant-protected-namespaces", "tenant-reverify-interval",
+	} {
+		g.Expect(fs.Lookup(name)).NotTo(BeNil(), name)
+		g.Expect(help.String()).To(ContainSubstring("-"+name), name)
+	}
+	g.Expect(fs.Lookup("max-concurrent-reconciles").Value.String()).To(Equal("1"))
+	g.Expect(fs.Lookup("sync-period").DefValue).To(Equal("10h0m0s"))
 }

@@ -81,7 +81,7 @@ func (r RateLimit) Validate() error {
 		return fmt.Errorf("rate limiter base delay must be positive, got %s", r.BaseDelay)
 	case r.MaxDelay < r.BaseDelay:
 		return fmt.Errorf("rate limiter max delay %s is below its base delay %s", r.MaxDelay, r.BaseDelay)
-	case r.QPS <= 0:
+	case !(r.QPS > 0): // also refuses NaN, which would turn the limit off
 		return fmt.Errorf("rate limiter QPS must be positive, got %g", r.QPS)
 	case r.Burst < 1:
 		return fmt.Errorf("rate limiter burst must be at least 1, got %d", r.Burst)

@@ -250,6 +250,7 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 func (r *BucketReconciler) storeFailed(ctx context.Context, store *storagev1.ObjectStore, obs bucketObservation, err error) bucketObservation {
 	reason, msg := s3.Classify(err)
 	if reason == s3.ReasonStoreUnreachable {
+		msg = fmt.Sprintf("ObjectStore %s: %s", store.Name, msg)
 		if r.Stores.MarkDown(store.Name, reason, msg) {
 			select {
 			case r.StoreEvents <- event.TypedGenericEvent[*storagev1.ObjectStore]{Object: store}:
@@ -261,20 +262,24 @@ func (r *BucketReconciler) storeFailed(ctx context.Context, store *storagev1.Obj
 	return obs
 }
 
-// otherClaimant returns the oldest other StorageBucket claiming the same
-// bucket in the same store, if it is older than b (the first keeps it).
+// otherClaimant returns another StorageBucket that holds, or has the first
+// claim on, the same bucket in the same store: one that has already claimed it
+// wins; otherwise the older one (creation time, then UID, so both sides agree).
 func (r *BucketReconciler) otherClaimant(ctx context.Context, b *storagev1.StorageBucket, bucket string) string {
 	list := &storagev1.StorageBucketList{}
 	if err := r.Client.List(ctx, list, client.MatchingFields{bucketNameIndex: b.Spec.StoreRef.Name + "/" + bucket}); err != nil {
 		return ""
 	}
+	mine := b.Status.Claimed && b.Status.BucketName == bucket
 	for i := range list.Items {
 		o := &list.Items[i]
 		if o.UID == b.UID {
 			continue
 		}
-		if o.CreationTimestamp.Before(&b.CreationTimestamp) ||
-			(o.CreationTimestamp.Equal(&b.CreationTimestamp) && o.UID < b.UID) {
+		theirs := o.Status.Claimed && o.Status.BucketName == bucket
+		older := o.CreationTimestamp.Before(&b.CreationTimestamp) ||
+			(o.CreationTimestamp.Equal(&b.CreationTimestamp) && o.UID < b.UID)
+		if theirs && !mine || theirs == mine && older {
 			return o.Namespace + "/" + o.Name
 		}
 	}

@@ -1,0 +1,534 @@
+package view
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+)
+
+// These tests exercise computeStatus alone; they make no API calls.
+
+const (
+	statusTestGeneration = 3
+	statusTestURL        = "http://viewer-docs.team-a.svc"
+)
+
+func statusTestView(replicas int32) *viewv1.MarkdownView {
+	return &viewv1.MarkdownView{
+		ObjectMeta: metav1.ObjectMeta{Name: "docs", Namespace: "team-a", Generation: statusTestGeneration, UID: "mv-uid"},
+		Spec: viewv1.MarkdownViewSpec{
+			Markdowns: map[string]viewv1.MarkdownText{"README.md": "# Hello"},
+			Replicas:  replicas,
+		},
+	}
+}
+
+// statusTestDeployment is a viewer Deployment whose controller has seen its
+// latest spec, with the given replica counts and conditions.
+func statusTestDeployment(replicas, updated, available int32, conds ...appsv1.DeploymentCondition) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "viewer-docs", Namespace: "team-a", Generation: 2},
+		Status: appsv1.DeploymentStatus{
+			ObservedGeneration: 2,
+			Replicas:           replicas,
+			UpdatedReplicas:    updated,
+			ReadyReplicas:      available,
+			AvailableReplicas:  available,
+			Conditions:         conds,
+		},
+	}
+}
+
+var (
+	deployAvailable   = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"}
+	deployUnavailable = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"}
+	deployProgressing = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}
+	deployPaused      = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionUnknown, Reason: "DeploymentPaused"}
+	deployStalled     = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+		Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "viewer-docs-abc" has timed out progressing.`}
+	deployRSCreateError = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+		Reason: "ReplicaSetCreateError", Message: "transient"}
+	deployReplicaFailure = appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue,
+		Reason: "FailedCreate", Message: `pods "viewer-docs-abc-" is forbidden: exceeded quota`}
+	deployNoReplicaFailure = appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionFalse, Reason: "Recovered"}
+)
+
+type wantCondition struct {
+	status  metav1.ConditionStatus
+	reason  string
+	message string // exact
+}
+
+type statusCase struct {
+	name          string
+	replicas      int32
+	obs           observation
+	wantAvailable int32
+	want          map[string]wantCondition
+}
+
+var (
+	degradedNo      = wantCondition{metav1.ConditionFalse, ReasonAsExpected, ""}
+	progressingDone = wantCondition{metav1.ConditionFalse, ReasonRolloutComplete, ""}
+	// A Deployment not yet created reads like one not yet rolled out.
+	progressingNew  = wantCondition{metav1.ConditionTrue, ReasonRollingOut, "0 of 1 viewer replicas updated and available"}
+	availableNo     = wantCondition{metav1.ConditionFalse, ReasonNoReplicasAvailable, "no viewer replica is available yet"}
+	conflictMessage = "Service viewer-docs already exists and is not controlled by this MarkdownView; delete or rename it"
+	tooLargeMessage = "markdowns take 1100000 bytes, more than a ConfigMap holds"
+)
+
+func statusCases() []statusCase {
+	return []statusCase{
+		{
+			name:     "no deployment yet",
+			replicas: 1,
+			obs:      observation{},
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonRollingOut, "0 of 1 viewer replicas updated and available"},
+				conditions.Progressing: progressingNew,
+				conditions.Available:   availableNo,
+				conditions.Degraded:    degradedNo,
+			},
+		},
+		{
+			name:          "rolling out: fewer updated than desired",
+			replicas:      3,
+			obs:           observation{deployment: statusTestDeployment(3, 1, 3, deployAvailable, deployProgressing)},
+			wantAvailable: 3,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonRollingOut, "1 of 3 viewer replicas updated and available"},
+				conditions.Progressing: {metav1.ConditionTrue, ReasonRollingOut, "1 of 3 viewer replicas updated and available"},
+				conditions.Available:   {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "3 viewer replicas available"},
+				conditions.Degraded:    degradedNo,
+			},
+		},
+		{
+			name:          "rolling out: fewer available than desired",
+			replicas:      3,
+			obs:           observation{deployment: statusTestDeployment(3, 3, 2, deployAvailable, deployProgressing)},
+			wantAvailable: 2,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonRollingOut, "2 of 3 viewer replicas updated and available"},
+				conditions.Progressing: {metav1.ConditionTrue, ReasonRollingOut, "2 of 3 viewer replicas updated and available"},
+				conditions.Available:   {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "2 viewer replicas available"},
+				conditions.Degraded:    degradedNo,
+			},
+		},
+		{
+			name:     "rolling out: nothing available yet",
+			replicas: 2,
+			obs:      observation{deployment: statusTestDeployment(2, 2, 0, deployUnavailable, deployProgressing)},
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonRollingOut, "0 of 2 viewer replicas updated and available"},
+				conditions.Progressing: {metav1.ConditionTrue, ReasonRollingOut, "0 of 2 viewer replicas updated and available"},
+				conditions.Available:   availableNo,
+				conditions.Degraded:    degradedNo,
+			},
+		},
+		{
+			name:          "scaling down: more replicas than desired",
+			replicas:      1,
+			obs:           observation{deployment: statusTestDeployment(2, 1, 2, deployAvailable, deployProgressing)},
+			wantAvailable: 2,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonRollingOut, "1 of 1 viewer replicas updated and available"},
+				conditions.Progressing: {metav1.ConditionTrue, ReasonRollingOut, "1 of 1 viewer replicas updated and available"},
+				conditions.Available:   {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "2 viewer replicas available"},
+				conditions.Degraded:    degradedNo,
+			},
+		},
+		{
+			name: "deployment status not yet observed its generation",
+			obs: observation{deployment: func() *appsv1.Deployment {
+				d := statusTestDeployment(2, 2, 2, deployAvailable, deployProgressing)
+				d.Generation = 3
+				return d
+			}()},
+			replicas:      2,
+			wantAvailable: 2,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonRollingOut, "2 of 2 viewer replicas updated and available"},
+				conditions.Progressing: {metav1.ConditionTrue, ReasonRollingOut, "2 of 2 viewer replicas updated and available"},
+				conditions.Available:   {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "2 viewer replicas available"},
+				conditions.Degraded:    degradedNo,
+			},
+		},
+		{
+			name:          "complete and available",
+			replicas:      2,
+			obs:           observation{deployment: statusTestDeployment(2, 2, 2, deployAvailable, deployProgressing)},
+			wantAvailable: 2,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionTrue, ReasonReady, "2 viewer replicas serve " + statusTestURL},
+				conditions.Progressing: progressingDone,
+				conditions.Available:   {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "2 viewer replicas available"},
+				conditions.Degraded:    degradedNo,
+			},
+		},
+		{
+			name:          "replicas unset is treated as 1",
+			replicas:      0,
+			obs:           observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)},
+			wantAvailable: 1,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionTrue, ReasonReady, "1 viewer replicas serve " + statusTestURL},
+				conditions.Progressing: progressingDone,
+				conditions.Available:   {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "1 viewer replicas available"},
+				conditions.Degraded:    degradedNo,
+			},
+		},
+		{
+			name:          "replicas unset and none running yet",
+			replicas:      0,
+			obs:           observation{deployment: statusTestDeployment(0, 0, 0)},
+			wantAvailable: 0,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonRollingOut, "0 of 1 viewer replicas updated and available"},
+				conditions.Progressing: {metav1.ConditionTrue, ReasonRollingOut, "0 of 1 viewer replicas updated and available"},
+				conditions.Available:   availableNo,
+				conditions.Degraded:    degradedNo,
+			},
+		},
+		{
+			name:          "Available condition True with no replica available yet",
+			replicas:      1,
+			obs:           observation{deployment: statusTestDeployment(1, 1, 0, deployAvailable, deployProgressing)},
+			wantAvailable: 0,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonRollingOut, "0 of 1 viewer replicas updated and available"},
+				conditions.Progressing: {metav1.ConditionTrue, ReasonRollingOut, "0 of 1 viewer replicas updated and available"},
+				conditions.Available:   availableNo,
+				conditions.Degraded:    degradedNo,
+			},
+		},
+		{
+			name:          "Progressing False for another reason than the deadline is not degraded",
+			replicas:      1,
+			obs:           observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployRSCreateError)},
+			wantAvailable: 1,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionTrue, ReasonReady, "1 viewer replicas serve " + statusTestURL},
+				conditions.Progressing: progressingDone,
+				conditions.Available:   {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "1 viewer replicas available"},
+				conditions.Degraded:    degradedNo,
+			},
+		},
+		{
+			name:          "rolled out but the Available condition is not True",
+			replicas:      1,
+			obs:           observation{deployment: statusTestDeployment(1, 1, 1, deployUnavailable, deployProgressing)},
+			wantAvailable: 1,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonNoReplicasAvailable, "no viewer replica is available yet"},
+				conditions.Progressing: progressingDone,
+				conditions.Available:   availableNo,
+				conditions.Degraded:    degradedNo,
+			},
+		},
+		{
+			name:          "paused deployment is not degraded",
+			replicas:      1,
+			obs:           observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployPaused)},
+			wantAvailable: 1,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionTrue, ReasonReady, "1 viewer replicas serve " + statusTestURL},
+				conditions.Progressing: progressingDone,
+				conditions.Available:   {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "1 viewer replicas available"},
+				conditions.Degraded:    degradedNo,
+			},
+		},
+		{
+			name:          "child conflict while the viewer runs",
+			replicas:      2,
+			obs:           observation{deployment: statusTestDeployment(2, 2, 2, deployAvailable, deployProgressing), blockedReason: ReasonChildConflict, blockedMessage: conflictMessage},
+			wantAvailable: 2,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonChildConflict, conflictMessage},
+				conditions.Progressing: progressingDone,
+				conditions.Available:   {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "2 viewer replicas available"},
+				conditions.Degraded:    {metav1.ConditionTrue, ReasonChildConflict, conflictMessage},
+			},
+		},
+		{
+			name:     "child conflict before any deployment: Degraded wins over Progressing",
+			replicas: 1,
+			obs:      observation{blockedReason: ReasonChildConflict, blockedMessage: conflictMessage},
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonChildConflict, conflictMessage},
+				conditions.Progressing: progressingNew,
+				conditions.Available:   availableNo,
+				conditions.Degraded:    {metav1.ConditionTrue, ReasonChildConflict, conflictMessage},
+			},
+		},
+		{
+			name:     "markdowns too large",
+			replicas: 1,
+			obs:      observation{blockedReason: ReasonMarkdownsTooLarge, blockedMessage: tooLargeMessage},
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonMarkdownsTooLarge, tooLargeMessage},
+				conditions.Progressing: progressingNew,
+				conditions.Available:   availableNo,
+				conditions.Degraded:    {metav1.ConditionTrue, ReasonMarkdownsTooLarge, tooLargeMessage},
+			},
+		},
+		{
+			name:     "progress deadline exceeded",
+			replicas: 2,
+			obs:      observation{deployment: statusTestDeployment(2, 1, 0, deployUnavailable, deployStalled)},
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonProgressDeadlineExceeded, deployStalled.Message},
+				conditions.Progressing: {metav1.ConditionTrue, ReasonRollingOut, "0 of 2 viewer replicas updated and available"},
+				conditions.Available:   availableNo,
+				conditions.Degraded:    {metav1.ConditionTrue, ReasonProgressDeadlineExceeded, deployStalled.Message},
+			},
+		},
+		{
+			name:          "replica failure",
+			replicas:      2,
+			obs:           observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing, deployReplicaFailure)},
+			wantAvailable: 1,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonReplicaFailure, deployReplicaFailure.Message},
+				conditions.Progressing: {metav1.ConditionTrue, ReasonRollingOut, "1 of 2 viewer replicas updated and available"},
+				conditions.Available:   {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "1 viewer replicas available"},
+				conditions.Degraded:    {metav1.ConditionTrue, ReasonReplicaFailure, deployReplicaFailure.Message},
+			},
+		},
+		{
+			name:          "replica failure condition False is not degraded",
+			replicas:      1,
+			obs:           observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing, deployNoReplicaFailure)},
+			wantAvailable: 1,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionTrue, ReasonReady, "1 viewer replicas serve " + statusTestURL},
+				conditions.Progressing: progressingDone,
+				conditions.Available:   {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "1 viewer replicas available"},
+				conditions.Degraded:    degradedNo,
+			},
+		},
+		{
+			name:     "progress deadline wins over replica failure",
+			replicas: 2,
+			obs:      observation{deployment: statusTestDeployment(1, 0, 0, deployUnavailable, deployReplicaFailure, deployStalled)},
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonProgressDeadlineExceeded, deployStalled.Message},
+				conditions.Progressing: {metav1.ConditionTrue, ReasonRollingOut, "0 of 2 viewer replicas updated and available"},
+				conditions.Available:   availableNo,
+				conditions.Degraded:    {metav1.ConditionTrue, ReasonProgressDeadlineExceeded, deployStalled.Message},
+			},
+		},
+		{
+			name:          "blocked wins over a stalled deployment",
+			replicas:      2,
+			obs:           observation{deployment: statusTestDeployment(1, 0, 0, deployUnavailable, deployStalled), blockedReason: ReasonChildConflict, blockedMessage: conflictMessage},
+			wantAvailable: 0,
+			want: map[string]wantCondition{
+				conditions.Ready:       {metav1.ConditionFalse, ReasonChildConflict, conflictMessage},
+				conditions.Progressing: {metav1.ConditionTrue, ReasonRollingOut, "0 of 2 viewer replicas updated and available"},
+				conditions.Available:   availableNo,
+				conditions.Degraded:    {metav1.ConditionTrue, ReasonChildConflict, conflictMessage},
+			},
+		},
+	}
+}
+
+func TestComputeStatus(t *testing.T) {
+	for _, tc := range statusCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			mv := statusTestView(tc.replicas)
+			before := time.Now().Add(-time.Second)
+
+			st := computeStatus(mv, tc.obs)
+
+			g.Expect(st.ObservedGeneration).To(Equal(int64(statusTestGeneration)))
+			g.Expect(st.URL).To(Equal(statusTestURL))
+			g.Expect(st.AvailableReplicas).To(Equal(tc.wantAvailable))
+			g.Expect(st.Conditions).To(HaveLen(len(tc.want)))
+			for typ, want := range tc.want {
+				c := conditions.Get(st.Conditions, typ)
+				g.Expect(c).NotTo(BeNil(), "condition %s", typ)
+				g.Expect(c.Status).To(Equal(want.status), "status of %s", typ)
+				g.Expect(c.Reason).To(Equal(want.reason), "reason of %s", typ)
+				g.Expect(c.Message).To(Equal(want.message), "message of %s", typ)
+				g.Expect(c.ObservedGeneration).To(Equal(int64(statusTestGeneration)), "observedGeneration of %s", typ)
+				g.Expect(c.LastTransitionTime.Time).To(BeTemporally(">", before), "lastTransitionTime of %s", typ)
+			}
+		})
+	}
+}
+
+// TestComputeStatusIsIdempotent is what makes an unchanged MarkdownView cost
+// zero writes: feeding computeStatus its own output changes nothing.
+func TestComputeStatusIsIdempotent(t *testing.T) {
+	for _, tc := range statusCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			mv := statusTestView(tc.replicas)
+			first := computeStatus(mv, tc.obs)
+
+			mv.Status = first
+			second := computeStatus(mv, tc.obs)
+			g.Expect(equality.Semantic.DeepEqual(first, second)).To(BeTrue())
+			g.Expect(second).To(Equal(first))
+
+			// The same holds for what the API server hands back: timestamps
+			// truncated to seconds must survive untouched.
+			stored := roundTrip(g, first)
+			mv.Status = stored
+			third := computeStatus(mv, tc.obs)
+			g.Expect(equality.Semantic.DeepEqual(stored, third)).To(BeTrue())
+			g.Expect(third).To(Equal(stored))
+		})
+	}
+}
+
+func roundTrip(g Gomega, st viewv1.MarkdownViewStatus) viewv1.MarkdownViewStatus {
+	raw, err := json.Marshal(st)
+	g.Expect(err).NotTo(HaveOccurred())
+	var out viewv1.MarkdownViewStatus
+	g.Expect(json.Unmarshal(raw, &out)).To(Succeed())
+	return out
+}
+
+// backdate moves every transition time to a fixed point in the past.
+func backdate(st *viewv1.MarkdownViewStatus, when metav1.Time) {
+	for i := range st.Conditions {
+		st.Conditions[i].LastTransitionTime = when
+	}
+}
+
+func TestComputeStatusMovesTransitionTimeOnlyOnFlip(t *testing.T) {
+	g := NewWithT(t)
+	old := metav1.NewTime(time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC))
+	mv := statusTestView(1)
+	mv.Status = computeStatus(mv, observation{})
+	backdate(&mv.Status, old)
+	before := time.Now().Add(-time.Second)
+
+	st := computeStatus(mv, observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)})
+
+	// Degraded stayed False: same transition time, even though nothing else is the same.
+	g.Expect(conditions.Get(st.Conditions, conditions.Degraded).LastTransitionTime).To(Equal(old))
+	// The others flipped.
+	for _, typ := range []string{conditions.Ready, conditions.Available, conditions.Progressing} {
+		c := conditions.Get(st.Conditions, typ)
+		g.Expect(c.LastTransitionTime.Time).To(BeTemporally(">", before), typ)
+	}
+	g.Expect(conditions.IsTrue(st.Conditions, conditions.Ready)).To(BeTrue())
+}
+
+func TestComputeStatusKeepsTransitionTimeWhenOnlyReasonChanges(t *testing.T) {
+	g := NewWithT(t)
+	old := metav1.NewTime(time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC))
+	mv := statusTestView(2)
+	mv.Status = computeStatus(mv, observation{deployment: statusTestDeployment(2, 1, 0, deployUnavailable, deployProgressing)})
+	backdate(&mv.Status, old)
+	before := time.Now().Add(-time.Second)
+
+	// RollingOut -> ProgressDeadlineExceeded: Ready stays False with a new reason.
+	st := computeStatus(mv, observation{deployment: statusTestDeployment(2, 1, 0, deployUnavailable, deployStalled)})
+
+	ready := conditions.Get(st.Conditions, conditions.Ready)
+	g.Expect(ready.Reason).To(Equal(ReasonProgressDeadlineExceeded))
+	g.Expect(ready.Message).To(Equal(deployStalled.Message))
+	g.Expect(ready.LastTransitionTime).To(Equal(old))
+	g.Expect(conditions.Get(st.Conditions, conditions.Progressing).LastTransitionTime).To(Equal(old))
+	g.Expect(conditions.Get(st.Conditions, conditions.Available).LastTransitionTime).To(Equal(old))
+	// Degraded flipped to True.
+	g.Expect(conditions.Get(st.Conditions, conditions.Degraded).LastTransitionTime.Time).To(BeTemporally(">", before))
+}
+
+// TestComputeStatusNewDeploymentCostsNoWrite: a Deployment not created yet and
+// one created but not rolled out yet read the same, so the reconciles between
+// the two write no status.
+func TestComputeStatusNewDeploymentCostsNoWrite(t *testing.T) {
+	for _, replicas := range []int32{0, 1, 3} {
+		t.Run(fmt.Sprintf("replicas=%d", replicas), func(t *testing.T) {
+			g := NewWithT(t)
+			mv := statusTestView(replicas)
+			mv.Status = roundTrip(g, computeStatus(mv, observation{}))
+
+			fresh := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "viewer-docs", Namespace: "team-a", Generation: 1}}
+			for _, d := range []*appsv1.Deployment{fresh, statusTestDeployment(0, 0, 0)} {
+				st := computeStatus(mv, observation{deployment: d})
+				g.Expect(equality.Semantic.DeepEqual(mv.Status, st)).To(BeTrue(), "%+v", st)
+			}
+		})
+	}
+}
+
+func TestComputeStatusFollowsGeneration(t *testing.T) {
+	g := NewWithT(t)
+	old := metav1.NewTime(time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC))
+	obs := observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)}
+	mv := statusTestView(1)
+	mv.Status = computeStatus(mv, obs)
+	backdate(&mv.Status, old)
+
+	mv.Generation = 9
+	st := computeStatus(mv, obs)
+
+	g.Expect(st.ObservedGeneration).To(Equal(int64(9)))
+	g.Expect(st.Conditions).To(HaveLen(4))
+	for _, c := range st.Conditions {
+		g.Expect(c.ObservedGeneration).To(Equal(int64(9)), c.Type)
+		g.Expect(c.LastTransitionTime).To(Equal(old), c.Type)
+	}
+	g.Expect(equality.Semantic.DeepEqual(mv.Status, st)).To(BeFalse(), "a new generation must be written")
+}
+
+func TestComputeStatusDoesNotMutateInput(t *testing.T) {
+	g := NewWithT(t)
+	mv := statusTestView(1)
+	mv.Status = computeStatus(mv, observation{})
+	want := mv.DeepCopy()
+
+	_ = computeStatus(mv, observation{
+		deployment:    statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing),
+		blockedReason: ReasonChildConflict, blockedMessage: conflictMessage,
+	})
+
+	g.Expect(mv).To(Equal(want))
+}
+
+func TestComputeStatusResetsAvailableReplicasWhenDeploymentIsGone(t *testing.T) {
+	g := NewWithT(t)
+	mv := statusTestView(2)
+	mv.Status = computeStatus(mv, observation{deployment: statusTestDeployment(2, 2, 2, deployAvailable, deployProgressing)})
+	g.Expect(mv.Status.AvailableReplicas).To(Equal(int32(2)))
+
+	st := computeStatus(mv, observation{})
+
+	g.Expect(st.AvailableReplicas).To(BeZero())
+	g.Expect(conditions.IsTrue(st.Conditions, conditions.Available)).To(BeFalse())
+	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(ReasonRollingOut))
+}
+
+func TestComputeStatusURLFollowsNameAndNamespace(t *testing.T) {
+	g := NewWithT(t)
+	mv := statusTestView(1)
+	mv.Name, mv.Namespace = "handbook", "eng"
+
+	g.Expect(computeStatus(mv, observation{}).URL).To(Equal("http://viewer-handbook.eng.svc"))
+}
+
+func BenchmarkComputeStatus(b *testing.B) {
+	mv := statusTestView(2)
+	obs := observation{deployment: statusTestDeployment(2, 2, 2, deployAvailable, deployProgressing)}
+	mv.Status = computeStatus(mv, obs)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = computeStatus(mv, obs)
+	}
+}

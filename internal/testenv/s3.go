@@ -1,0 +1,129 @@
+package testenv
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// S3Server is a real versitygw (bin/versitygw) on loopback, behind a counting
+// reverse proxy so tests can assert how many requests Trellis sent, and can be
+// stopped and started again to play an outage.
+type S3Server struct {
+	// Endpoint is the proxy's URL: what an ObjectStore should point at.
+	Endpoint string
+	// Direct is versitygw's own URL, for the test's checks (not counted).
+	Direct    string
+	AccessKey string
+	SecretKey string
+
+	dataDir  string
+	port     int
+	proxy    *http.Server
+	requests atomic.Int64
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	webhook  string
+}
+
+// StartS3 starts versitygw with fresh credentials and data; webhook, if not
+// empty, is its --event-webhook-url.
+func StartS3(webhook string) (*S3Server, error) {
+	dir, err := os.MkdirTemp("", "trellis-s3-")
+	if err != nil {
+		return nil, err
+	}
+	s := &S3Server{dataDir: dir, AccessKey: "trellis" + randomHex(6), SecretKey: randomHex(20), port: freePort(), webhook: webhook}
+	s.Direct = fmt.Sprintf("http://127.0.0.1:%d", s.port)
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	target, _ := url.Parse(s.Direct)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s.Endpoint = "http://" + ln.Addr().String()
+	s.proxy = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		rp.ServeHTTP(w, r)
+	})}
+	go func() { _ = s.proxy.Serve(ln) }()
+	return s, nil
+}
+
+// Start (re)starts versitygw on its port and waits until it accepts connections.
+func (s *S3Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	args := []string{"--port", fmt.Sprintf("127.0.0.1:%d", s.port), "--region", "us-east-1"}
+	if s.webhook != "" {
+		args = append(args, "--event-webhook-url", s.webhook)
+	}
+	args = append(args, "posix", filepath.Join(s.dataDir))
+	cmd := exec.Command(filepath.Join(RepoRoot(), "bin", "versitygw"), args...)
+	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting versitygw (run `make tools`): %w", err)
+	}
+	s.cmd = cmd
+	for range 100 {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", s.port)); err == nil {
+			_ = c.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("versitygw did not start on port %d", s.port)
+}
+
+// Stop kills versitygw; its data stays for the next Start.
+func (s *S3Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+		s.cmd = nil
+	}
+}
+
+// Requests is how many requests reached the proxy so far.
+func (s *S3Server) Requests() int64 { return s.requests.Load() }
+
+// Close stops everything and removes the data.
+func (s *S3Server) Close() {
+	s.Stop()
+	if s.proxy != nil {
+		_ = s.proxy.Close()
+	}
+	_ = os.RemoveAll(s.dataDir)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
