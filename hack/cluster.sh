@@ -2,6 +2,7 @@
 # Command-line face of hack/lib/cluster.sh, for the Go e2e suite and the bench:
 #   hack/cluster.sh up NAME [NODES]       create/reuse a KWOK cluster, print its kubeconfig path
 #   hack/cluster.sh down NAME             delete it
+#   hack/cluster.sh s3-credentials NAME   generate its S3 keys and event token (once)
 #   hack/cluster.sh s3-up NAME PORT [URL] start versitygw (URL: bucket-event webhook)
 #   hack/cluster.sh s3-down NAME          stop it
 set -euo pipefail
@@ -11,6 +12,7 @@ cmd=${1:-}; shift || true
 case $cmd in
   up) cluster_up "$@" ;;
   down) cluster_down "$@" ;;
+  s3-credentials) s3_credentials "$@" ;;
   s3-up) s3_up "$@" ;;
   s3-down) s3_down "$@" ;;
   *) echo "usage: $0 up|down|s3-up|s3-down ..." >&2; exit 2 ;;

@@ -46,26 +46,37 @@ cluster_down() {
   rm -f "$STATE/$name.kubeconfig"
 }
 
-# s3_up NAME PORT [WEBHOOK_URL]: start versitygw on 127.0.0.1:PORT with
-# generated credentials ($STATE/NAME-s3/credentials, mode 0600) and data under
-# $STATE/NAME-s3/data. Reuses a running one.
+# s3_credentials NAME: generate (once) the S3 keys and the bucket-event token
+# of NAME into $STATE/NAME-s3/credentials (mode 0600).
+s3_credentials() {
+  local dir=$STATE/$1-s3
+  mkdir -p "$dir/data"
+  if [ ! -f "$dir/credentials" ]; then
+    (umask 077; printf 'AWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\nEVENTS_TOKEN=%s\n' \
+      "trellis$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
+      "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
+      "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$dir/credentials")
+  fi
+  grep -q '^EVENTS_TOKEN=' "$dir/credentials" ||
+    printf 'EVENTS_TOKEN=%s\n' "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" >> "$dir/credentials"
+}
+
+# s3_up NAME PORT [WEBHOOK_URL]: start versitygw on 127.0.0.1:PORT with the
+# credentials of s3_credentials and data under $STATE/NAME-s3/data. Reuses a
+# running one.
 s3_up() {
   local name=$1 port=$2 webhook=${3:-}
   local dir=$STATE/$name-s3
-  mkdir -p "$dir/data"
-  if [ ! -f "$dir/credentials" ]; then
-    (umask 077; printf 'AWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n' \
-      "trellis$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
-      "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$dir/credentials")
-  fi
+  s3_credentials "$name"
   if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
     return 0
   fi
   # shellcheck disable=SC1091
   . "$dir/credentials"
-  # Credentials go through the environment, not argv, so `ps` does not show them.
-  ROOT_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID ROOT_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY \
-    nohup "$BIN/versitygw" --port "127.0.0.1:$port" --region us-east-1 ${webhook:+--event-webhook-url "$webhook"} \
+  # Credentials and the webhook URL (it carries the token) go through the
+  # environment, not argv, so `ps` does not show them.
+  ROOT_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID ROOT_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY VGW_EVENT_WEBHOOK_URL=$webhook \
+    nohup "$BIN/versitygw" --port "127.0.0.1:$port" --region us-east-1 \
     posix "$dir/data" > "$dir/log" 2>&1 &
   echo $! > "$dir/pid"
   for _ in $(seq 50); do

@@ -68,13 +68,13 @@ func StartS3(webhook string) (*S3Server, error) {
 func (s *S3Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	args := []string{"--port", fmt.Sprintf("127.0.0.1:%d", s.port), "--region", "us-east-1"}
-	if s.webhook != "" {
-		args = append(args, "--event-webhook-url", s.webhook)
-	}
-	args = append(args, "posix", filepath.Join(s.dataDir))
-	cmd := exec.Command(filepath.Join(RepoRoot(), "bin", "versitygw"), args...)
+	cmd := exec.Command(filepath.Join(RepoRoot(), "bin", "versitygw"),
+		"--port", fmt.Sprintf("127.0.0.1:%d", s.port), "--region", "us-east-1", "posix", s.dataDir)
+	// Keys and the webhook URL (it carries a token) stay out of argv.
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
+	if s.webhook != "" {
+		cmd.Env = append(cmd.Env, "VGW_EVENT_WEBHOOK_URL="+s.webhook)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting versitygw (run `make tools`): %w", err)

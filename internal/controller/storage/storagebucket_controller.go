@@ -149,10 +149,12 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	key := req.NamespacedName
 	asked := r.Schedule.Take(key, string(b.UID), interval(b))
 	settled := b.Status.ObservedGeneration == b.Generation && b.Status.BucketName != "" &&
-		conditions.Get(b.Status.Conditions, conditions.Healthy) != nil
+		conditions.IsTrue(b.Status.Conditions, conditions.Ready)
 	if settled && !asked {
-		// A start-up listing, a resync or a store event: nothing is due, and a
-		// check now would bunch checks together. The schedule will ask.
+		// A healthy bucket seen by a start-up listing, a resync or a store
+		// event: nothing is due, and a check now would bunch checks together.
+		// The schedule will ask. (Unhealthy buckets are looked at on any
+		// event: a store that changed state is what they wait for.)
 		return ctrl.Result{}, nil
 	}
 
