@@ -71,6 +71,10 @@ func CompileProtectedPattern(pattern string) (*regexp.Regexp, error) {
 	if pattern == "" {
 		return nil, nil
 	}
+	// Compile it alone first: "a)|(b" is invalid, but would compile once wrapped.
+	if _, err := regexp.Compile(pattern); err != nil {
+		return nil, fmt.Errorf("--tenant-protected-namespaces: %w", err)
+	}
 	re, err := regexp.Compile("^(?:" + pattern + ")$")
 	if err != nil {
 		return nil, fmt.Errorf("--tenant-protected-namespaces: %w", err)
@@ -82,5 +86,5 @@ func CompileProtectedPattern(pattern string) (*regexp.Regexp, error) {
 // annotation is the proof (UIDs are never reused); the label only feeds the
 // cache and the index, and is restored when someone strips it.
 func isMarkedBy(annotations map[string]string, t *tenancyv1.Tenant) bool {
-	return annotations[TenantUIDAnnotation] == string(t.UID)
+	return t.UID != "" && annotations[TenantUIDAnnotation] == string(t.UID)
 }
