@@ -93,9 +93,11 @@ test-unit: ## Unit and envtest suites only.
 test-e2e: tools build ## End-to-end suite on a fresh local cluster.
 	KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test -count=1 -timeout 30m ./test/e2e/...
 
+BENCH_ARGS ?=
 .PHONY: bench
-bench: tools build ## Scale benchmarks on a fresh local cluster (minutes).
-	hack/bench.sh
+bench: tools build ## Micro-benchmarks, then scale benchmarks on a fresh local cluster (tens of minutes; BENCH_ARGS=--smoke for a quick run).
+	$(GO) test -run='^$$' -bench=. -benchmem ./internal/...
+	$(GO) run ./test/bench $(BENCH_ARGS)
 
 ##@ Deployment
 

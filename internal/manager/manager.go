@@ -26,6 +26,7 @@ func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts *Op
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS = float32(opts.KubeAPIQPS)
 	cfg.Burst = opts.KubeAPIBurst
+	cfg.Wrap(countRequests)
 
 	enabled := make([]setup.Controller, 0, len(controllers))
 	for _, c := range controllers {

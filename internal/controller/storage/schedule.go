@@ -11,9 +11,9 @@ import (
 
 // Schedule keeps, in memory only, when each bucket's next health check is
 // due, so a thousand healthy buckets cost no API writes for their timing.
-// A bucket first seen (at creation, or after a restart) gets a stable offset
-// within its interval, so checks are spread evenly: N buckets at interval T
-// give about N/T checks per second, and a restart does not check all at once.
+// Every bucket has a stable phase in its interval (a hash of its UID): its
+// checks fall there, so N buckets at interval T give about N/T checks per
+// second, whether they were created together or the manager just restarted.
 type Schedule struct {
 	mu      sync.Mutex
 	now     func() time.Time
@@ -35,7 +35,7 @@ func (s *Schedule) Due(key types.NamespacedName, uid string, interval time.Durat
 	now := s.now()
 	next, ok := s.next[key]
 	if !ok {
-		s.next[key] = now.Add(jitter.Offset(uid, interval))
+		s.next[key] = nextOnPhase(now, jitter.Offset(uid, interval), interval, 0)
 		return false
 	}
 	if now.Before(next) {
@@ -60,18 +60,31 @@ func (s *Schedule) Take(key types.NamespacedName, uid string, interval time.Dura
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.next[key]; !ok {
-		s.next[key] = s.now().Add(jitter.Offset(uid, interval))
+		s.next[key] = nextOnPhase(s.now(), jitter.Offset(uid, interval), interval, 0)
 	}
 	p := s.pending[key]
 	delete(s.pending, key)
 	return p
 }
 
-// Checked records a finished check; the next one is an interval away, jittered.
-func (s *Schedule) Checked(key types.NamespacedName, interval time.Duration) {
+// Checked records a finished check. The next one falls on the bucket's own
+// phase in the period (its stable offset), at least half an interval away, so
+// buckets created together, or checked together after an outage or an event,
+// spread out again instead of staying bunched.
+func (s *Schedule) Checked(key types.NamespacedName, uid string, interval time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.next[key] = s.now().Add(jitter.Duration(interval, 0.1))
+	s.next[key] = nextOnPhase(s.now(), jitter.Offset(uid, interval), interval, interval/2)
+}
+
+// nextOnPhase is the first time at least minGap after now whose position in
+// the period is offset (±2% jitter, so equal offsets do not stay aligned).
+func nextOnPhase(now time.Time, offset, interval, minGap time.Duration) time.Time {
+	d := (offset - time.Duration(now.UnixNano())%interval + interval) % interval
+	for d < minGap {
+		d += interval
+	}
+	return now.Add(jitter.Duration(d, 0.02))
 }
 
 // Forget drops a deleted bucket.

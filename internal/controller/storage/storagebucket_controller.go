@@ -24,6 +24,7 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/controller/statusmemo"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -52,6 +53,8 @@ type BucketReconciler struct {
 	BucketEvents chan event.TypedGenericEvent[*storagev1.StorageBucket]
 	// Ticks feeds the schedule scan (the seed's Runnable ticker).
 	Ticks chan event.GenericEvent
+	// written avoids re-sending a status the cache has not caught up with yet.
+	written statusmemo.Memo
 }
 
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets,verbs=get;list;watch;update;patch
@@ -131,6 +134,7 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if apierrors.IsNotFound(err) {
 			r.Schedule.Forget(req.NamespacedName)
 			forgetBucketMetrics(req.NamespacedName)
+			r.written.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -159,7 +163,7 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 
 	obs := r.check(ctx, b)
-	r.Schedule.Checked(key, interval(b))
+	r.Schedule.Checked(key, string(b.UID), interval(b))
 	return ctrl.Result{}, r.updateStatus(ctx, b, obs)
 }
 
@@ -375,7 +379,17 @@ func (r *BucketReconciler) deleteBucket(ctx context.Context, b *storagev1.Storag
 
 // updateStatus writes the status only when it changed, with an Event when Ready changes.
 func (r *BucketReconciler) updateStatus(ctx context.Context, b *storagev1.StorageBucket, obs bucketObservation) error {
+	r.useLatestStatus(b)
 	return r.patchStatus(ctx, b, computeBucketStatus(b, obs))
+}
+
+// useLatestStatus puts our last written status on b when the cache has not
+// seen that write yet, so the next status is built on it.
+func (r *BucketReconciler) useLatestStatus(b *storagev1.StorageBucket) {
+	if latest, ok := r.written.Latest(client.ObjectKeyFromObject(b), b.ResourceVersion); ok {
+		st := latest.(storagev1.StorageBucketStatus)
+		b.Status = *st.DeepCopy()
+	}
 }
 
 func (r *BucketReconciler) patchStatus(ctx context.Context, b *storagev1.StorageBucket, next storagev1.StorageBucketStatus) error {
@@ -383,11 +397,13 @@ func (r *BucketReconciler) patchStatus(ctx context.Context, b *storagev1.Storage
 		return nil
 	}
 	before := conditions.Get(b.Status.Conditions, conditions.Ready)
+	rvBefore := b.ResourceVersion
 	patch := client.MergeFrom(b.DeepCopy())
 	b.Status = next
 	if err := r.Client.Status().Patch(ctx, b, patch); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
+	r.written.Wrote(client.ObjectKeyFromObject(b), rvBefore, *next.DeepCopy())
 	after := conditions.Get(next.Conditions, conditions.Ready)
 	if before == nil || before.Status != after.Status || before.Reason != after.Reason {
 		typ := corev1.EventTypeNormal

@@ -32,6 +32,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/controller/statusmemo"
 	"github.com/trellis-dev/trellis/internal/jitter"
 )
 
@@ -76,6 +77,8 @@ type Reconciler struct {
 	APIReader  client.Reader
 	Recorder   recorder.EventRecorder
 	Protection Protection
+	// written avoids re-sending a status the cache has not caught up with yet.
+	written statusmemo.Memo
 }
 
 // +kubebuilder:rbac:groups=tenancy.trellis.dev,resources=tenants,verbs=get;list;watch;update;patch
@@ -165,6 +168,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Name)
+			r.written.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -470,6 +474,10 @@ const retryAfterConflict = 2 * time.Minute
 // updateStatus writes the status only when it differs from what is stored,
 // and emits an Event when Ready changes.
 func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1.Tenant, obs *observation) error {
+	if latest, ok := r.written.Latest(client.ObjectKeyFromObject(t), t.ResourceVersion); ok {
+		st := latest.(tenancyv1.TenantStatus)
+		t.Status = *st.DeepCopy() // the cache has not seen our last write yet
+	}
 	next := computeStatus(t, obs)
 	ready := 0.0
 	if conditions.IsTrue(next.Conditions, conditions.Ready) {
@@ -480,11 +488,13 @@ func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1.Tenant, obs 
 		return nil
 	}
 	before := conditions.Get(t.Status.Conditions, conditions.Ready)
+	rvBefore := t.ResourceVersion
 	patch := client.MergeFrom(t.DeepCopy())
 	t.Status = next
 	if err := r.Client.Status().Patch(ctx, t, patch); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
+	r.written.Wrote(client.ObjectKeyFromObject(t), rvBefore, *next.DeepCopy())
 	after := conditions.Get(next.Conditions, conditions.Ready)
 	if before != nil && before.Status == after.Status && before.Reason == after.Reason {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -29,6 +30,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/controller/statusmemo"
 )
 
 // ControllerName names the controller in flags, logs, metrics and Events.
@@ -68,6 +70,8 @@ type Reconciler struct {
 	APIReader   client.Reader
 	Recorder    recorder.EventRecorder
 	ViewerImage string
+	// written avoids re-sending a status the cache has not caught up with yet.
+	written statusmemo.Memo
 }
 
 // +kubebuilder:rbac:groups=view.trellis.dev,resources=markdownviews,verbs=get;list;watch
@@ -130,6 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, mv); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.NamespacedName)
+			r.written.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -305,17 +310,24 @@ func childConflict(obs *observation, kind, name string) error {
 // updateStatus writes the status only when it differs from what is stored,
 // and emits an Event when Ready flips.
 func (r *Reconciler) updateStatus(ctx context.Context, mv *viewv1.MarkdownView, obs observation) error {
+	if latest, ok := r.written.Latest(client.ObjectKeyFromObject(mv), mv.ResourceVersion); ok {
+		st := latest.(viewv1.MarkdownViewStatus)
+		mv.Status = *st.DeepCopy() // the cache has not seen our last write yet
+	}
 	next := computeStatus(mv, obs)
 	recordMetrics(mv, next)
 	if equality.Semantic.DeepEqual(mv.Status, next) {
 		return nil
 	}
 	before := conditions.Get(mv.Status.Conditions, conditions.Ready)
+	rvBefore := mv.ResourceVersion
 	patch := client.MergeFrom(mv.DeepCopy())
 	mv.Status = next
 	if err := r.Client.Status().Patch(ctx, mv, patch); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
+	r.written.Wrote(client.ObjectKeyFromObject(mv), rvBefore, *next.DeepCopy())
+	log.FromContext(ctx).V(1).Info("status written", "conditions", summarize(next.Conditions), "availableReplicas", next.AvailableReplicas)
 	// Events mark what a person may want to know: the site became Ready, or
 	// something needs them. Rolling out is routine and stays out of the stream.
 	after := conditions.Get(next.Conditions, conditions.Ready)
@@ -328,6 +340,15 @@ func (r *Reconciler) updateStatus(ctx context.Context, mv *viewv1.MarkdownView, 
 		r.Recorder.Eventf(mv, nil, corev1.EventTypeWarning, after.Reason, "Reconcile", "%s", readyMessage(after))
 	}
 	return nil
+}
+
+// summarize renders conditions compactly for debug logs.
+func summarize(conds []metav1.Condition) string {
+	var b strings.Builder
+	for _, c := range conds {
+		fmt.Fprintf(&b, "%s=%s/%s(%s) ", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
 }
 
 func readyMessage(c *metav1.Condition) string {

@@ -1,0 +1,29 @@
+package manager
+
+import "testing"
+
+func TestResourceOf(t *testing.T) {
+	cases := map[string]string{
+		"/api/v1/namespaces":                                                        "namespaces",
+		"/api/v1/namespaces/team-a":                                                 "namespaces",
+		"/api/v1/namespaces/team-a/configmaps":                                      "configmaps",
+		"/api/v1/namespaces/team-a/configmaps/markdowns-x":                          "configmaps",
+		"/apis/apps/v1/namespaces/team-a/deployments/viewer-x":                      "deployments",
+		"/apis/view.trellis.dev/v1/namespaces/team-a/markdownviews/handbook/status": "markdownviews/status",
+		"/apis/tenancy.trellis.dev/v1/tenants/team-a":                               "tenants",
+		"/apis/tenancy.trellis.dev/v1/tenants/team-a/status":                        "tenants/status",
+		"/apis/events.k8s.io/v1/namespaces/default/events":                          "events",
+		"/apis/coordination.k8s.io/v1/namespaces/trellis-system/leases/trellis":     "leases",
+		"/apis/rbac.authorization.k8s.io/v1/clusterroles/trellis:tenant:a":          "clusterroles",
+		"/apis/authentication.k8s.io/v1/tokenreviews":                               "tokenreviews",
+		"/version": "other",
+		"/apis":    "other",
+		"/api/v1":  "other",
+		"":         "other",
+	}
+	for path, want := range cases {
+		if got := resourceOf(path); got != want {
+			t.Errorf("resourceOf(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
