@@ -11,7 +11,9 @@ import (
 
 var (
 	bucketNameChars = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`)
-	notBucketChar   = regexp.MustCompile(`[^a-z0-9-]+`)
+	// ipLike is the CRD's rule: four dot-separated numbers, valid IP or not.
+	ipLike        = regexp.MustCompile(`^[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+$`)
+	notBucketChar = regexp.MustCompile(`[^a-z0-9-]+`)
 )
 
 // ValidateBucketName applies S3's bucket-naming rules (the same ones the CRD
@@ -24,7 +26,7 @@ func ValidateBucketName(name string) error {
 		return fmt.Errorf("bucket name %q must be lower-case letters, digits, '.' or '-', starting and ending with a letter or digit", name)
 	case strings.Contains(name, "..") || strings.Contains(name, ".-") || strings.Contains(name, "-."):
 		return fmt.Errorf("bucket name %q must not contain '..', '.-' or '-.'", name)
-	case net.ParseIP(name) != nil:
+	case ipLike.MatchString(name) || net.ParseIP(name) != nil:
 		return fmt.Errorf("bucket name %q must not be an IP address", name)
 	case strings.HasPrefix(name, "xn--") || strings.HasPrefix(name, "sthree-") ||
 		strings.HasSuffix(name, "-s3alias") || strings.HasSuffix(name, "--ol-s3"):
@@ -34,11 +36,14 @@ func ValidateBucketName(name string) error {
 }
 
 // DeriveBucketName names the bucket of a StorageBucket that gives none:
-// "<namespace>-<name>", made S3-safe; names that would be too long are cut and
-// end with a hash of the full namespace/name, so they stay unique.
+// "<namespace>-<name>" when that is already a valid bucket name; otherwise
+// made S3-safe, cut if too long, and ended with a hash of the full
+// namespace/name, so two StorageBuckets never derive the same name (a.b and
+// a-b in the same namespace would both sanitise to a-b).
 func DeriveBucketName(namespace, name string) string {
-	base := strings.Trim(notBucketChar.ReplaceAllString(strings.ToLower(namespace+"-"+name), "-"), "-")
-	if len(base) >= 3 && len(base) <= 63 && ValidateBucketName(base) == nil {
+	raw := namespace + "-" + name
+	base := strings.Trim(notBucketChar.ReplaceAllString(strings.ToLower(raw), "-"), "-")
+	if base == raw && len(base) >= 3 && len(base) <= 63 && ValidateBucketName(base) == nil {
 		return base
 	}
 	sum := sha256.Sum256([]byte(namespace + "/" + name))

@@ -156,6 +156,9 @@ func (c *client) SetOwner(ctx context.Context, bucket, uid string) error {
 }
 
 func (c *client) CountObjects(ctx context.Context, bucket string, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, fmt.Errorf("count limit must be positive, got %d", limit)
+	}
 	ctx, cancel := c.ctx(ctx)
 	defer cancel()
 	n := 0
@@ -235,7 +238,12 @@ func Classify(err error) (Reason, string) {
 	if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) || isConnectionError(err) {
 		return ReasonStoreUnreachable, "the object store did not answer: " + shortNetError(err)
 	}
-	resp := minio.ToErrorResponse(err)
+	// errors.As, not minio.ToErrorResponse: the probe wraps the store's error,
+	// and a 5xx inside it must still reach the store-level back-off.
+	var resp minio.ErrorResponse
+	if !errors.As(err, &resp) {
+		resp = minio.ToErrorResponse(err)
+	}
 	switch resp.Code {
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "XAdminUserNotFound", "InvalidToken", "ExpiredToken":
 		return ReasonAccessDenied, "the object store refused the credentials or the request (" + resp.Code + ")"

@@ -52,6 +52,8 @@ type config struct {
 	bucketInterval, quiet, bucketWindow                        time.Duration
 	out                                                        string
 	keep                                                       bool
+	managerArgs                                                string
+	scenarios                                                  string
 }
 
 // row is one line of the result table.
@@ -91,10 +93,13 @@ func main() {
 	flag.IntVar(&cfg.workers, "workers", 16, "concurrent client workers (for the floor and for creating objects)")
 	flag.StringVar(&cfg.out, "out", "bench/results", "directory for the JSON results")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster afterwards")
+	flag.StringVar(&cfg.managerArgs, "manager-args", "", "extra manager flags, space-separated (to compare settings)")
+	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,memory", "which scenarios to run (memory needs markdownview)")
 	flag.Parse()
 	if *smoke {
 		cfg = config{markdownViews: 20, unrelated: 200, tenants: 10, buckets: 20, edits: 5, workers: 8,
-			bucketInterval: 10 * time.Second, bucketWindow: 20 * time.Second, quiet: 5 * time.Second, out: cfg.out}
+			bucketInterval: 10 * time.Second, bucketWindow: 20 * time.Second, quiet: 5 * time.Second, out: cfg.out,
+			managerArgs: cfg.managerArgs, scenarios: cfg.scenarios}
 	}
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -124,10 +129,19 @@ func run(cfg config) error {
 	if err := b.setup(); err != nil {
 		return err
 	}
-	steps := []func() error{b.markdownViewScenarios, b.tenantScenario, b.bucketScenario, b.memoryScenario}
+	if err := b.startManager(); err != nil {
+		return err
+	}
+	steps := []struct {
+		name string
+		run  func() error
+	}{{"markdownview", b.markdownViewScenarios}, {"tenant", b.tenantScenario}, {"bucket", b.bucketScenario}, {"memory", b.memoryScenario}}
 	for _, step := range steps {
-		if err := step(); err != nil {
-			return err
+		if !strings.Contains(","+cfg.scenarios+",", ","+step.name+",") {
+			continue
+		}
+		if err := step.run(); err != nil {
+			return fmt.Errorf("%s: %w", step.name, err)
 		}
 	}
 	return b.report()
@@ -211,9 +225,6 @@ func (b *bench) markdownViewScenarios() error {
 	floor := time.Since(start)
 	log("floor: %s", floor)
 
-	if err := b.startManager(); err != nil {
-		return err
-	}
 	writesBefore, err := b.mgr.writes()
 	if err != nil {
 		return err
@@ -559,9 +570,11 @@ func (b *bench) startManager() error {
 	if err != nil {
 		return err
 	}
-	m.cmd = exec.Command(filepath.Join(b.bin, "manager"), "--kubeconfig", b.kubeconfig, "--namespace", "trellis-system",
+	args := []string{"--kubeconfig", b.kubeconfig, "--namespace", "trellis-system",
 		"--metrics-bind-address", m.metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", m.probeAddr,
-		"--zap-log-level", "error")
+		"--zap-log-level", "error"}
+	args = append(args, strings.Fields(b.cfg.managerArgs)...)
+	m.cmd = exec.Command(filepath.Join(b.bin, "manager"), args...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := m.cmd.Start(); err != nil {
