@@ -68,10 +68,10 @@ func NewOptions() *Options {
 		RetryPeriod:             2 * time.Second,
 		GracefulShutdownTimeout: 30 * time.Second,
 		SyncPeriod:              10 * time.Hour,
-		KubeAPIQPS:              20,
-		KubeAPIBurst:            30,
+		KubeAPIQPS:              50, // measured: docs/performance.md
+		KubeAPIBurst:            100,
 		Namespace:               ns,
-		MaxConcurrentReconciles: concurrencyFlag{Default: 1},
+		MaxConcurrentReconciles: concurrencyFlag{Default: 4},
 		RateLimit:               setup.DefaultRateLimit,
 		ViewerImage:             DefaultViewerImage,
 		TenantReverifyInterval:  time.Minute,
