@@ -61,8 +61,8 @@ type ObjectStoreReconciler struct {
 	Schedule     *Schedule
 }
 
-// +kubebuilder:rbac:groups=storage.trellis.dev,resources=objectstores,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=storage.trellis.dev,resources=objectstores/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=storage.trellis.dev,resources=objectstores,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=storage.trellis.dev,resources=objectstores/status,verbs=get;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=objectstores/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get
 

@@ -57,8 +57,8 @@ type BucketReconciler struct {
 	written statusmemo.Memo
 }
 
-// +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets/status,verbs=get;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets/finalizers,verbs=update
 
 // SetupWithManager wires the seed's external events: ticks from a Runnable

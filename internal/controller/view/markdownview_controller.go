@@ -75,10 +75,11 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=view.trellis.dev,resources=markdownviews,verbs=get;list;watch
-// +kubebuilder:rbac:groups=view.trellis.dev,resources=markdownviews/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=view.trellis.dev,resources=markdownviews/status,verbs=get;patch
+// +kubebuilder:rbac:groups=view.trellis.dev,resources=markdownviews/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager wires the watches: the MarkdownView itself (spec changes
