@@ -33,6 +33,10 @@ for target in $(grep -rhoE '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' int
   go test -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZTIME:-10s}" "./$pkg"
 done
 
-step "end-to-end on a local KWOK cluster"
+step "bench smoke run (small sizes: proves make bench runs, not its figures)"
 make --no-print-directory -s build
+go test -run='^$' -bench=. -benchtime=1x ./internal/... >/dev/null
+go run ./test/bench --smoke --out "$(mktemp -d)" 2>&1 | sed '/^\[/d'
+
+step "end-to-end on a local KWOK cluster"
 go test -tags e2e -count=1 -timeout 30m -v ./test/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
