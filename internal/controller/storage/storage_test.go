@@ -478,6 +478,11 @@ func TestStorageAdmission(t *testing.T) {
 		"reserved prefix":       {mk(func(b *storagev1.StorageBucket) { b.Spec.BucketName = "xn--abc" }), "reserves"},
 		"interval too short":    {mk(func(b *storagev1.StorageBucket) { b.Spec.HealthCheck.Interval.Duration = 5 * time.Second }), "between 10s and 24h"},
 		"bad policy":            {mk(func(b *storagev1.StorageBucket) { b.Spec.DeletionPolicy = "Shred" }), "Unsupported value"},
+		"bucket name too long":  {mk(func(b *storagev1.StorageBucket) { b.Spec.BucketName = strings.Repeat("a", 64) }), "spec.bucketName"},
+		"ends with a dash":      {mk(func(b *storagev1.StorageBucket) { b.Spec.BucketName = "bucket-" }), "bucketName must be 3-63 lower-case"},
+		"reserved suffix":       {mk(func(b *storagev1.StorageBucket) { b.Spec.BucketName = "abc-s3alias" }), "reserves"},
+		"interval too long":     {mk(func(b *storagev1.StorageBucket) { b.Spec.HealthCheck.Interval.Duration = 25 * time.Hour }), "between 10s and 24h"},
+		"no store":              {mk(func(b *storagev1.StorageBucket) { b.Spec.StoreRef.Name = "" }), "spec.storeRef.name"},
 		"store endpoint with a path": {func() client.Object {
 			s := newStore("bad-endpoint", credsSecret)
 			s.Spec.Endpoint = "http://127.0.0.1:7070/path"

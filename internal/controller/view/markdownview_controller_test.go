@@ -313,6 +313,27 @@ func TestAdmissionRejectsBadInput(t *testing.T) {
 			mutate: func(mv *viewv1.MarkdownView) { mv.Name = strings.Repeat("a", 57) },
 			want:   "a MarkdownView name must be a DNS label",
 		},
+		"too many files": {
+			mutate: func(mv *viewv1.MarkdownView) {
+				mv.Spec.Markdowns = map[string]viewv1.MarkdownText{}
+				for i := range 129 {
+					mv.Spec.Markdowns[fmt.Sprintf("f%d.md", i)] = "x"
+				}
+			},
+			want: "must have at most 128 items",
+		},
+		"hidden dot-dot file name": {
+			mutate: func(mv *viewv1.MarkdownView) { mv.Spec.Markdowns = map[string]viewv1.MarkdownText{"..md": "x"} },
+			want:   "file names must be valid ConfigMap keys",
+		},
+		"image reference too long": {
+			mutate: func(mv *viewv1.MarkdownView) { mv.Spec.ViewerImage = "r.io/" + strings.Repeat("a", 510) },
+			want:   "spec.viewerImage: Too long",
+		},
+		"image with a bad digest": {
+			mutate: func(mv *viewv1.MarkdownView) { mv.Spec.ViewerImage = "viewer@sha256:1234" },
+			want:   "viewerImage must be an image reference",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
