@@ -87,8 +87,10 @@ func run(m *testing.M) int {
 		code = 1
 	}
 	if code != 0 {
-		if b, err := os.ReadFile(managerLog); err == nil {
-			fmt.Fprintf(os.Stderr, "---- manager log (last 60 lines) ----\n%s\n", tail(string(b), 60))
+		for _, l := range managerLogs {
+			if b, err := os.ReadFile(l); err == nil {
+				fmt.Fprintf(os.Stderr, "---- %s (last 60 lines) ----\n%s\n", filepath.Base(l), tail(string(b), 60))
+			}
 		}
 	}
 	return code
@@ -135,53 +137,103 @@ func managerKubeconfig() (string, error) {
 	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
-// startManager runs bin/manager as a process and waits until it is ready. The
-// returned function stops it with SIGTERM and checks it exits in time.
+// managerProcess is one bin/manager run by the suite.
+type managerProcess struct {
+	name                               string
+	cmd                                *exec.Cmd
+	log                                string
+	logFile                            *os.File
+	metricsAddr, probeAddr, eventsAddr string
+	done                               chan error
+}
+
+var (
+	// current is the manager the tests talk to; the leader-election test swaps it.
+	current *managerProcess
+	// managerLogs lists every manager's log, for the final secret grep.
+	managerLogs []string
+	// managerConfigPath is the ServiceAccount kubeconfig, made once.
+	managerConfigPath string
+)
+
+// startManager runs the suite's first manager and waits until it is ready.
 func startManager() (func() error, error) {
-	metricsAddr, probeAddr := freeAddr(), freeAddr()
-	eventsAddr = freeAddr()
-	managerConfig, err := managerKubeconfig()
+	m, err := startManagerProcess("manager")
 	if err != nil {
 		return nil, err
 	}
-	managerLog = filepath.Join(root, ".dev", cluster+"-manager.log")
-	logFile, err := os.Create(managerLog)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(filepath.Join(bin, "manager"),
-		"--kubeconfig", managerConfig,
-		"--namespace", "trellis-system",
-		"--metrics-bind-address", metricsAddr,
-		"--health-probe-bind-address", probeAddr,
-		"--leader-elect",
-		"--bucket-events-bind-address", eventsAddr,
-		"--bucket-events-token-secret", "trellis-bucket-events",
-		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
-	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	env.metricsAddr, env.probeAddr = metricsAddr, probeAddr
-	stop := func() error {
-		defer logFile.Close()
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(45 * time.Second):
-			_ = cmd.Process.Kill()
-			return fmt.Errorf("did not exit within 45s of SIGTERM")
+	current = m
+	managerLog = m.log
+	env.metricsAddr, env.probeAddr = m.metricsAddr, m.probeAddr
+	eventsAddr = m.eventsAddr
+	return func() error { return current.stop() }, nil
+}
+
+// startManagerProcess runs bin/manager, with leader election on short timings,
+// as the manager's ServiceAccount, and waits until it is ready.
+func startManagerProcess(name string) (*managerProcess, error) {
+	if managerConfigPath == "" {
+		p, err := managerKubeconfig()
+		if err != nil {
+			return nil, err
 		}
+		managerConfigPath = p
 	}
-	if err := waitHTTP("http://"+probeAddr+"/readyz", 60*time.Second); err != nil {
-		_ = stop()
-		return nil, fmt.Errorf("manager not ready: %w", err)
+	m := &managerProcess{name: name, metricsAddr: freeAddr(), probeAddr: freeAddr(), eventsAddr: freeAddr(),
+		log: filepath.Join(root, ".dev", cluster+"-"+name+".log"), done: make(chan error, 1)}
+	logFile, err := os.Create(m.log)
+	if err != nil {
+		return nil, err
 	}
-	return stop, nil
+	m.logFile = logFile
+	managerLogs = append(managerLogs, m.log)
+	m.cmd = exec.Command(filepath.Join(bin, "manager"),
+		"--kubeconfig", managerConfigPath,
+		"--namespace", "trellis-system",
+		"--metrics-bind-address", m.metricsAddr,
+		"--health-probe-bind-address", m.probeAddr,
+		"--leader-elect",
+		"--bucket-events-bind-address", m.eventsAddr,
+		"--bucket-events-token-secret", "trellis-bucket-events",
+		"--leader-elect-lease-duration="+leaseDuration.String(), "--leader-elect-renew-deadline="+renewDeadline.String(),
+		"--leader-elect-retry-period=1s",
+	)
+	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	if err := m.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { m.done <- m.cmd.Wait() }()
+	if err := waitHTTP("http://"+m.probeAddr+"/readyz", 60*time.Second); err != nil {
+		_ = m.stop()
+		return nil, fmt.Errorf("%s not ready: %w", name, err)
+	}
+	return m, nil
+}
+
+// Leader-election timings of the suite's managers (short, so a hand-over is quick).
+const (
+	leaseDuration = 6 * time.Second
+	renewDeadline = 4 * time.Second
+)
+
+// stop sends SIGTERM and checks the manager exits in time, cleanly.
+func (m *managerProcess) stop() error {
+	defer m.logFile.Close()
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-m.done:
+		return err
+	case <-time.After(45 * time.Second):
+		_ = m.cmd.Process.Kill()
+		return fmt.Errorf("%s did not exit within 45s of SIGTERM", m.name)
+	}
+}
+
+// kill ends the manager with SIGKILL: no lease release, no clean-up.
+func (m *managerProcess) kill() {
+	_ = m.cmd.Process.Kill()
+	<-m.done
+	_ = m.logFile.Close()
 }
 
 // env holds addresses the tests need.

@@ -24,9 +24,13 @@ func TestZZNoSecretLeaks(t *testing.T) {
 			secrets = append(secrets, v)
 		}
 	}
-	logs, err := os.ReadFile(managerLog)
-	if err != nil {
-		t.Fatal(err)
+	var logs []byte
+	for _, l := range managerLogs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, b...)
 	}
 	events, err := kubectl("get", "events", "-A", "-o", "yaml")
 	if err != nil {

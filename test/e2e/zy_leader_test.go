@@ -1,0 +1,72 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLeaderHandOver runs a second manager next to the first: only the leader
+// reconciles and runs the periodic Runnables. The leader is then killed with
+// SIGKILL (no lease release); the standby must take over within lease
+// duration + renew deadline and reconcile. It runs late: afterwards the
+// standby is the suite's manager.
+func TestLeaderHandOver(t *testing.T) {
+	standby, err := startManagerProcess("standby")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := func() string {
+		out, _ := kubectl("get", "lease", "trellis.trellis.dev", "-n", "trellis-system", "-o", "jsonpath={.spec.holderIdentity}")
+		return strings.TrimSpace(out)
+	}
+	logOf := func(m *managerProcess) string {
+		b, _ := os.ReadFile(m.log)
+		return string(b)
+	}
+	first := holder()
+	if first == "" {
+		t.Fatal("no leader lease")
+	}
+	time.Sleep(3 * time.Second)
+	if s := logOf(standby); strings.Contains(s, "Starting workers") || strings.Contains(s, "receiving bucket events") {
+		t.Fatalf("the standby started controllers or runnables without leading:\n%s", tail(s, 20))
+	}
+
+	killed := time.Now()
+	current.kill()
+	current = standby
+	managerLog = standby.log
+	deadline := killed.Add(leaseDuration + renewDeadline + 5*time.Second)
+	for !strings.Contains(logOf(standby), "Starting workers") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the standby did not take over within %s:\n%s", time.Until(deadline)+time.Since(killed), tail(logOf(standby), 20))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	took := time.Since(killed)
+	t.Logf("standby took over %.1fs after the leader was killed (lease %s, renew deadline %s)", took.Seconds(), leaseDuration, renewDeadline)
+	if took > leaseDuration+renewDeadline {
+		t.Errorf("take-over took %s, more than lease duration + renew deadline (%s)", took, leaseDuration+renewDeadline)
+	}
+	if h := holder(); h == first {
+		t.Errorf("the lease is still held by the killed leader %q", h)
+	}
+
+	// The new leader reconciles.
+	mv := `apiVersion: view.trellis.dev/v1
+kind: MarkdownView
+metadata: {name: after-failover, namespace: default}
+spec:
+  markdowns: {index.md: "# Still here"}
+`
+	if _, err := kubectlIn([]byte(mv), "apply", "--server-side", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubectl("wait", "--for=condition=Ready", "markdownview/after-failover", "-n", "default", "--timeout=60s"); err != nil {
+		t.Fatal(err)
+	}
+}
