@@ -355,3 +355,67 @@ func TestAdmissionRejectsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestDriftUnderContentionHasNoHotLoop: another client keeps scaling the
+// viewer Deployment and rewriting the ConfigMap. Trellis restores both after
+// each change, with a bounded number of writes (at most a few per contending
+// write, no hot loop), and the final state is exactly the desired one.
+func TestDriftUnderContentionHasNoHotLoop(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	g.Expect(k8s.Create(ctx, newMarkdownView(ns, "contended", map[string]string{"a.md": "A"}))).To(Succeed())
+	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "viewer-contended"), &appsv1.Deployment{}) }, timeout, interval).Should(Succeed())
+	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "markdowns-contended"), &corev1.ConfigMap{}) }, timeout, interval).Should(Succeed())
+	time.Sleep(time.Second)
+
+	mgrWrites.Reset()
+	contending := 0
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(ctx, key(ns, "viewer-contended"), d); err == nil {
+			d.Spec.Replicas = ptr.To[int32](7)
+			if k8s.Update(ctx, d) == nil {
+				contending++
+			}
+		}
+		cm := &corev1.ConfigMap{}
+		if err := k8s.Get(ctx, key(ns, "markdowns-contended"), cm); err == nil {
+			cm.Data["intruder.md"] = fmt.Sprint(time.Now().UnixNano())
+			if k8s.Update(ctx, cm) == nil {
+				contending++
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Desired state is back once the contender stops.
+	g.Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, key(ns, "viewer-contended"), d)).To(Succeed())
+		g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
+		cm := &corev1.ConfigMap{}
+		g.Expect(k8s.Get(ctx, key(ns, "markdowns-contended"), cm)).To(Succeed())
+		g.Expect(cm.Data).To(Equal(map[string]string{"a.md": "A"}))
+	}, timeout, interval).Should(Succeed())
+	time.Sleep(2 * time.Second)
+	n, paths := mgrWrites.Writes()
+	var mine int64
+	for _, p := range paths {
+		if strings.Contains(p, "/namespaces/"+ns+"/") {
+			mine++
+		}
+	}
+	t.Logf("contending writes: %d, Trellis writes: %d", contending, mine)
+	g.Expect(contending).To(BeNumerically(">", 20))
+	g.Expect(mine).To(BeNumerically("<=", 2*contending+5), "a bounded reaction, not a hot loop (all writes: %d)", n)
+	g.Expect(mine).To(BeNumerically(">=", 2), "drift was restored")
+
+	// And once it is quiet, it stays quiet.
+	mgrWrites.Reset()
+	time.Sleep(2 * time.Second)
+	_, paths = mgrWrites.Writes()
+	for _, p := range paths {
+		g.Expect(p).NotTo(ContainSubstring("/namespaces/"+ns+"/"), "writes after the contention stopped")
+	}
+}
