@@ -172,6 +172,11 @@ func startManager() (func() error, error) {
 // startManagerProcess runs bin/manager, with leader election on short timings,
 // as the manager's ServiceAccount, and waits until it is ready.
 func startManagerProcess(name string) (*managerProcess, error) {
+	return startManagerWith(name, true)
+}
+
+// startManagerWith is startManagerProcess with leader election optional.
+func startManagerWith(name string, leaderElect bool) (*managerProcess, error) {
 	if managerConfigPath == "" {
 		p, err := managerKubeconfig()
 		if err != nil {
@@ -192,7 +197,7 @@ func startManagerProcess(name string) (*managerProcess, error) {
 		"--namespace", "trellis-system",
 		"--metrics-bind-address", m.metricsAddr,
 		"--health-probe-bind-address", m.probeAddr,
-		"--leader-elect",
+		"--leader-elect="+fmt.Sprint(leaderElect),
 		"--bucket-events-bind-address", m.eventsAddr,
 		"--bucket-events-token-secret", "trellis-bucket-events",
 		"--leader-elect-lease-duration="+leaseDuration.String(), "--leader-elect-renew-deadline="+renewDeadline.String(),

