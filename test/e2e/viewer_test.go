@@ -4,12 +4,16 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/html"
 )
 
 // xssMarkdown tries every usual way to run script from Markdown.
@@ -120,4 +124,98 @@ func indent(s, prefix string) string {
 		lines[i] = prefix + l
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// TestXSSCorpusRunsNoScriptInABrowser loads every entry of the viewer's XSS
+// corpus (internal/viewer/testdata/xss-corpus.json, 68 attempts) as pages of
+// one MarkdownView, renders each in headless Chromium, and checks the DOM the
+// browser built: no script element, no event-handler attribute, no script URL.
+func TestXSSCorpusRunsNoScriptInABrowser(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium not installed: `make chromium` installs it from Debian's packages")
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "internal", "viewer", "testdata", "xss-corpus.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var corpus []string
+	if err := json.Unmarshal(raw, &corpus); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for i, src := range corpus {
+		files[fmt.Sprintf("x%02d.md", i)] = fmt.Sprintf("# Case %d\n\n%s\n", i, src)
+	}
+	mv := map[string]any{
+		"apiVersion": "view.trellis.dev/v1", "kind": "MarkdownView",
+		"metadata": map[string]any{"name": "xss", "namespace": "default"},
+		"spec":     map[string]any{"markdowns": files},
+	}
+	manifest, _ := json.Marshal(mv)
+	if _, err := kubectlIn(manifest, "apply", "--server-side", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	viewer := exec.CommandContext(ctx, filepath.Join(bin, "viewer"), "--kubeconfig", kubeconfig,
+		"--markdownview", "default/xss", "--addr", addr)
+	if err := viewer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = viewer.Wait() }()
+	if err := waitHTTP("http://"+addr+"/healthz", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for i := range corpus {
+		dom := dumpDOM(t, chromium, fmt.Sprintf("http://%s/x%02d.md", addr, i))
+		if !strings.Contains(dom, fmt.Sprintf(">Case %d</h1>", i)) {
+			t.Errorf("case %d did not render:\n%s", i, dom)
+			continue
+		}
+		if problem := scriptCapable(dom); problem != "" {
+			t.Errorf("case %d (%q): the browser's DOM has %s", i, corpus[i], problem)
+		}
+	}
+}
+
+// scriptCapable parses the DOM the browser built and reports the first
+// element or attribute that could run script.
+func scriptCapable(dom string) string {
+	doc, err := html.Parse(strings.NewReader(dom))
+	if err != nil {
+		return "unparsable DOM: " + err.Error()
+	}
+	var walk func(*html.Node) string
+	walk = func(n *html.Node) string {
+		if n.Type == html.ElementNode {
+			switch n.Data {
+			case "script", "iframe", "object", "embed", "frame", "applet", "base", "form":
+				return "a <" + n.Data + "> element"
+			}
+			for _, a := range n.Attr {
+				key := strings.ToLower(a.Key)
+				val := strings.ToLower(strings.TrimSpace(a.Val))
+				if strings.HasPrefix(key, "on") {
+					return "an event-handler attribute " + a.Key
+				}
+				switch key {
+				case "href", "src", "action", "formaction", "xlink:href":
+					for _, scheme := range []string{"javascript:", "vbscript:", "data:text"} {
+						if strings.HasPrefix(val, scheme) {
+							return key + "=" + a.Val
+						}
+					}
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if p := walk(c); p != "" {
+				return p
+			}
+		}
+		return ""
+	}
+	return walk(doc)
 }
