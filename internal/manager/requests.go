@@ -47,10 +47,10 @@ func resourceOf(path string) string {
 	if len(parts) >= 3 && parts[0] == "namespaces" {
 		parts = parts[2:] // namespaced resource
 	}
-	switch len(parts) {
-	case 0:
+	switch {
+	case len(parts) == 0 || parts[0] == "":
 		return "other"
-	case 1, 2:
+	case len(parts) <= 2 || parts[2] == "":
 		return parts[0]
 	default:
 		return parts[0] + "/" + parts[2]
