@@ -12,6 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -103,4 +105,16 @@ func (o Options) ControllerOptions() controller.Options {
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		RateLimiter:             o.RateLimit.Limiter(),
 	}
+}
+
+// DeletionStarted passes only the update that sets deletionTimestamp. Objects
+// with finalizers do not change generation when deleted, so controllers that
+// filter on GenerationChangedPredicate add it to see their deletion.
+var DeletionStarted = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }

@@ -71,23 +71,13 @@ type ObjectStoreReconciler struct {
 func (r *ObjectStoreReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("objectstore").
-		For(&storagev1.ObjectStore{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted))).
+		For(&storagev1.ObjectStore{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, setup.DeletionStarted))).
 		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.(*storagev1.StorageBucket).Spec.StoreRef.Name}}}
 		}), builder.WithPredicates(bucketGoneOrCreated)).
 		WatchesRawSource(source.Channel(r.StoreEvents, &handler.TypedEnqueueRequestForObject[*storagev1.ObjectStore]{})).
 		WithOptions(opts.ControllerOptions()).
 		Complete(r)
-}
-
-// deletionStarted passes the update that sets deletionTimestamp.
-var deletionStarted = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
-	},
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // bucketGoneOrCreated: a store only cares how many buckets use it.

@@ -83,7 +83,7 @@ func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("storagebucket").
-		For(&storagev1.StorageBucket{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted))).
+		For(&storagev1.StorageBucket{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, setup.DeletionStarted))).
 		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeReadyChanged)).
 		WatchesRawSource(source.Channel(r.Ticks, dueBuckets)).
 		WatchesRawSource(source.Channel(r.BucketEvents, &handler.TypedEnqueueRequestForObject[*storagev1.StorageBucket]{})).

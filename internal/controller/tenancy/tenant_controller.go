@@ -122,7 +122,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&tenancyv1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted))).
+		For(&tenancyv1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, setup.DeletionStarted))).
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&rbacv1.ClusterRole{}).
 		Owns(&rbacv1.ClusterRoleBinding{}).
@@ -130,17 +130,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		WatchesRawSource(source.Channel(reverify.Events, &handler.TypedEnqueueRequestForObject[*tenancyv1.Tenant]{})).
 		WithOptions(opts.ControllerOptions()).
 		Complete(r)
-}
-
-// deletionStarted lets through the update that sets deletionTimestamp (it
-// does not change the generation of an object with finalizers).
-var deletionStarted = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
-	},
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // namespaceChanged passes namespace events that can matter: creation and
