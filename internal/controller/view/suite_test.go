@@ -6,13 +6,11 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
@@ -35,7 +33,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	testenv.SetLogger()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(viewv1.AddToScheme(scheme))
@@ -74,26 +72,16 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		fmt.Fprintln(os.Stderr, "cache did not sync")
+	stopManager, err := testenv.RunManager(mgr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 
 	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
+	if err := stopManager(); err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1
 	}
 	return code
-}
-
-// zapLevel keeps test logs quiet unless TRELLIS_TEST_LOG=debug.
-func zapLevel() zapcore.Level {
-	if os.Getenv("TRELLIS_TEST_LOG") == "debug" {
-		return zapcore.DebugLevel
-	}
-	return zapcore.ErrorLevel
 }
