@@ -105,7 +105,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.TenantProtected, "tenant-protected-namespaces", o.TenantProtected, "Regular expression of further namespace names no Tenant may take (kube-*, default and the manager's namespace always are).")
 	fs.StringVar(&o.BucketEventsAddr, "bucket-events-bind-address", o.BucketEventsAddr, "Address of the S3 bucket-event receiver (POST /bucket-events); empty or \"0\" disables it.")
 	fs.StringVar(&o.BucketEventsSecret, "bucket-events-token-secret", o.BucketEventsSecret, "Secret in the manager's namespace whose key \"token\" authenticates bucket events.")
-	fs.DurationVar(&o.TenantReverifyInterval, "tenant-reverify-interval", o.TenantReverifyInterval, "How often every Ready Tenant is re-checked for drift in what is not watched; spread evenly and jittered.")
+	fs.DurationVar(&o.TenantReverifyInterval, "tenant-reverify-interval", o.TenantReverifyInterval, "How often every Ready Tenant is reconciled again (±10% jitter), a safety net for missed events; it costs cache reads only.")
 }
 
 // Validate checks the options against the controllers that exist.

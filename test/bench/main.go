@@ -400,7 +400,7 @@ func (b *bench) tenantScenario() error {
 	start = time.Now()
 	if err := parallel(n, b.cfg.workers, func(i int) error {
 		return b.c.Create(ctx, &tenancyv1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d", i)}, Spec: tenancyv1.TenantSpec{
-			Namespaces: []string{"dev", "stg", "prod"}, NamespacePrefix: fmt.Sprintf("t%d-", i),
+			Namespaces: []string{"dev", "stg", "prod"}, NamespacePrefix: ptr.To(fmt.Sprintf("t%d-", i)),
 			Admin: tenancyv1.AdminSubject{Kind: "Group", Name: fmt.Sprintf("t%d-admins", i), APIGroup: rbacv1.GroupName}}})
 	}); err != nil {
 		return err
@@ -438,7 +438,7 @@ func (b *bench) bucketScenario() error {
 	ctx := context.Background()
 	n := b.cfg.buckets
 	if err := b.c.Create(ctx, &storagev1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "bench-s3"}, Spec: storagev1.ObjectStoreSpec{
-		Endpoint: fmt.Sprintf("http://127.0.0.1:%d", b.s3Port), Region: "us-east-1", PathStyle: true,
+		Endpoint: fmt.Sprintf("http://127.0.0.1:%d", b.s3Port), Region: "us-east-1", PathStyle: ptr.To(true),
 		CredentialsSecretRef: storagev1.SecretReference{Namespace: "trellis-system", Name: "s3"}}}); err != nil {
 		return err
 	}
@@ -446,7 +446,7 @@ func (b *bench) bucketScenario() error {
 	if err := parallel(n, b.cfg.workers, func(i int) error {
 		return b.c.Create(ctx, &storagev1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "buckets", Name: fmt.Sprintf("b%d", i)},
 			Spec: storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: "bench-s3"},
-				HealthCheck: storagev1.HealthCheck{Interval: metav1.Duration{Duration: b.cfg.bucketInterval}}}})
+				HealthCheck: &storagev1.HealthCheck{IntervalSeconds: int32(b.cfg.bucketInterval / time.Second)}}})
 	}); err != nil {
 		return err
 	}

@@ -247,7 +247,7 @@ func TestDoesNotAdoptForeignChildren(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		mv := &viewv1.MarkdownView{}
 		g.Expect(k8s.Get(ctx, key(ns, "taken"), mv)).To(Succeed())
-		c := meta.FindStatusCondition(mv.Status.Conditions, conditions.Degraded)
+		c := meta.FindStatusCondition(mv.Status.Conditions, conditions.Stalled)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Reason).To(Equal(ReasonChildConflict))
@@ -273,7 +273,7 @@ func TestAdmissionRejectsBadInput(t *testing.T) {
 	}{
 		"no files": {
 			mutate: func(mv *viewv1.MarkdownView) { mv.Spec.Markdowns = map[string]viewv1.MarkdownText{} },
-			want:   "should have at least 1 properties",
+			want:   "spec.markdowns: Required value",
 		},
 		"file name without .md": {
 			mutate: func(mv *viewv1.MarkdownView) { mv.Spec.Markdowns = map[string]viewv1.MarkdownText{"notes.txt": "x"} },
