@@ -15,6 +15,9 @@ KWOK_VERSION           ?= v0.8.0
 VERSITYGW_VERSION      ?= v1.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION      ?= v5.8.2
+# golangci-lint v2 with kube-api-linter built in; kube-api-linter has no
+# releases yet, so it is pinned by pseudo-version.
+KUBE_API_LINTER_VERSION ?= v0.0.0-20260716143926-092fe0c72997
 
 IMG        ?= trellis-manager:dev
 VIEWER_IMG ?= trellis-viewer:dev
@@ -56,6 +59,10 @@ fmt: ## go fmt the code.
 .PHONY: vet
 vet: ## go vet the code.
 	$(GO) vet ./...
+
+.PHONY: lint
+lint: golangci-lint ## golangci-lint: kubebuilder's linters, and kube-api-linter on api/ (.golangci.yml).
+	$(GOLANGCI_LINT) run ./...
 
 .PHONY: build
 build: ## Build the manager and viewer into bin/.
@@ -127,17 +134,19 @@ docker-build: ## Build the manager and viewer images (needs a container engine).
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE      ?= $(LOCALBIN)/kustomize
+GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint
 
 .PHONY: tools
-tools: kube etcd kwok versitygw controller-gen kustomize ## Build every pinned tool into bin/.
+tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint ## Build every pinned tool into bin/.
 
-.PHONY: kube etcd kwok versitygw controller-gen kustomize
+.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
 kwok: $(LOCALBIN)/kwok $(LOCALBIN)/kwokctl
 versitygw: $(LOCALBIN)/versitygw
 controller-gen: $(LOCALBIN)/controller-gen
 kustomize: $(LOCALBIN)/kustomize
+golangci-lint: $(LOCALBIN)/golangci-lint
 
 # The Kubernetes commands share one compile, so they are built together.
 $(LOCALBIN)/kube-apiserver-$(KUBE_VERSION):
@@ -169,6 +178,8 @@ $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION):
 	$(call go-install-tool,controller-gen,sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_GEN_VERSION))
 $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION):
 	$(call go-install-tool,kustomize,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+$(LOCALBIN)/golangci-lint-$(KUBE_API_LINTER_VERSION):
+	$(call go-install-tool,golangci-lint,sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter,$(KUBE_API_LINTER_VERSION))
 
 # bin/<tool> is a link to the pinned build, so a changed pin rebuilds it.
 define link-tool
@@ -182,6 +193,7 @@ $(eval $(call link-tool,kwokctl,$(KWOK_VERSION)))
 $(eval $(call link-tool,versitygw,$(VERSITYGW_VERSION)))
 $(eval $(call link-tool,controller-gen,$(CONTROLLER_GEN_VERSION)))
 $(eval $(call link-tool,kustomize,$(KUSTOMIZE_VERSION)))
+$(eval $(call link-tool,golangci-lint,$(KUBE_API_LINTER_VERSION)))
 
 # Headless Chromium for the viewer's browser tests, from Debian's packages.
 .PHONY: chromium

@@ -14,6 +14,9 @@ step "go vet"
 go vet ./...
 go vet -tags e2e ./test/e2e/
 
+step "lint (golangci-lint with kube-api-linter; .golangci.yml)"
+bin/golangci-lint run ./...
+
 step "generated code and manifests are current"
 snapshot() { find api config -type f \( -name '*.go' -o -name '*.yaml' \) -print0 | sort -z | xargs -0 sha256sum; }
 before=$(snapshot)

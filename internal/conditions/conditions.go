@@ -29,11 +29,11 @@ const (
 type Progress int
 
 const (
-	// Done: the desired state is reached.
+	// Done means the desired state is reached.
 	Done Progress = iota
-	// Working: not there yet, and getting there needs nobody's help.
+	// Working means not there yet, and getting there needs nobody's help.
 	Working
-	// Blocked: only a person can unblock it.
+	// Blocked means only a person can unblock it.
 	Blocked
 )
 

@@ -130,7 +130,7 @@ func (o *Options) Validate(known []string) error {
 	if err := o.RateLimit.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.LeaderElect && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0) {
+	if o.LeaderElect && (o.LeaseDuration <= o.RenewDeadline || o.RenewDeadline <= o.RetryPeriod || o.RetryPeriod <= 0) {
 		errs = append(errs, fmt.Errorf("leader election needs lease duration (%s) > renew deadline (%s) > retry period (%s) > 0",
 			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
 	}

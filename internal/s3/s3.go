@@ -26,6 +26,8 @@ const OwnerTag = "trellis.dev/owner-uid"
 // probeKey is the small object the optional write/read/delete probe uses.
 const probeKey = ".trellis-health-probe"
 
+const schemeHTTPS = "https"
+
 // Config is how to reach a store. Credentials stay in memory only.
 type Config struct {
 	Endpoint  string // http(s)://host[:port]
@@ -57,7 +59,7 @@ type Client interface {
 // New builds a Client for cfg.
 func New(cfg Config) (Client, error) {
 	u, err := url.Parse(cfg.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != schemeHTTPS) || u.Host == "" {
 		return nil, fmt.Errorf("endpoint %q is not an http(s) URL", cfg.Endpoint)
 	}
 	if cfg.AccessKey == "" || cfg.SecretKey == "" {
@@ -71,7 +73,7 @@ func New(cfg Config) (Client, error) {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	transport, err := minio.DefaultTransport(u.Scheme == "https")
+	transport, err := minio.DefaultTransport(u.Scheme == schemeHTTPS)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +81,7 @@ func New(cfg Config) (Client, error) {
 	transport.ResponseHeaderTimeout = timeout
 	mc, err := minio.New(u.Host, &minio.Options{
 		Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
-		Secure:       u.Scheme == "https",
+		Secure:       u.Scheme == schemeHTTPS,
 		Region:       cfg.Region,
 		BucketLookup: lookup,
 		Transport:    transport,

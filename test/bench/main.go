@@ -250,7 +250,7 @@ func (b *bench) markdownViewScenarios() error {
 	}
 	perObject := (writesAfter.total() - writesBefore.total()) / float64(n)
 	log("writes by resource: %s", writesAfter.minus(writesBefore))
-	noEvents := (writesAfter.without("events") - writesBefore.without("events")) / float64(n)
+	noEvents := (writesAfter.withoutEvents() - writesBefore.withoutEvents()) / float64(n)
 	b.add(row{Scenario: "same", Figure: "API writes per object to converge (all)", Value: perObject, Unit: "writes",
 		Target: "= 5 (design minimum, docs/markdownview.md) + 1 Event", Met: perObject <= 6.05})
 	b.add(row{Scenario: "same", Figure: "API writes per object, Events excluded", Value: noEvents, Unit: "writes",
@@ -284,7 +284,7 @@ func (b *bench) markdownViewScenarios() error {
 	b.add(row{Scenario: "same, manager restarted", Figure: "writes after restart", Value: w.total(), Unit: "writes", Target: "0", Met: w.total() == 0})
 
 	// Edit latency: one MarkdownView edited while all exist.
-	var lat []float64
+	lat := make([]float64, 0, b.cfg.edits)
 	for i := range b.cfg.edits {
 		want := fmt.Sprintf("# Edit %d %d\n", i, time.Now().UnixNano())
 		mv := &viewv1.MarkdownView{}
@@ -426,7 +426,7 @@ func (b *bench) tenantScenario() error {
 	b.add(row{Scenario: fmt.Sprintf("%d Tenants × 3 namespaces", n), Figure: "time until all Ready", Value: took.Seconds(), Unit: "s",
 		Floor: floor.Seconds(), Ratio: took.Seconds() / floor.Seconds(), Target: "≤ 1.2× floor", Met: took.Seconds() <= 1.2*floor.Seconds()})
 	log("writes by resource: %s", after.minus(before))
-	perTenant := (after.without("events") - before.without("events")) / float64(n)
+	perTenant := (after.withoutEvents() - before.withoutEvents()) / float64(n)
 	b.add(row{Scenario: "same", Figure: "API writes per tenant (Events excluded)", Value: perTenant, Unit: "writes",
 		Target: "= 10 (docs/tenant.md)", Met: perTenant <= 10.05})
 	return nil
@@ -469,7 +469,7 @@ func (b *bench) bucketScenario() error {
 	log("sampling bucket checks for %s", b.cfg.bucketWindow)
 	time.Sleep(b.cfg.bucketInterval)
 	w0, _ := b.mgr.writes()
-	var perSecond []float64
+	perSecond := make([]float64, 0, int(b.cfg.bucketWindow/time.Second))
 	prevChecks, prevReqs, err := b.mgr.bucketCounters()
 	if err != nil {
 		return err
@@ -586,7 +586,7 @@ func (b *bench) startManager() error {
 		if err != nil {
 			return false, nil
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
 }
@@ -613,7 +613,7 @@ func (m *managerProc) peakRSS() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
@@ -635,7 +635,8 @@ func (w writeCounts) total() float64 {
 	return t
 }
 
-func (w writeCounts) without(resource string) float64 { return w.total() - w[resource] }
+// withoutEvents is the total of writes other than Events.
+func (w writeCounts) withoutEvents() float64 { return w.total() - w["events"] }
 
 func (w writeCounts) minus(before writeCounts) string {
 	keys := make([]string, 0, len(w))
@@ -657,7 +658,7 @@ func (m *managerProc) scrape() (map[string]*dto.MetricFamily, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	return parser.TextToMetricFamilies(resp.Body)
 }
@@ -839,7 +840,7 @@ func freePort() int {
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
 }
 

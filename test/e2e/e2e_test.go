@@ -223,7 +223,7 @@ const (
 
 // stop sends SIGTERM and checks the manager exits in time, cleanly.
 func (m *managerProcess) stop() error {
-	defer m.logFile.Close()
+	defer func() { _ = m.logFile.Close() }()
 	_ = m.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-m.done:
@@ -293,7 +293,7 @@ func freePort() int {
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
 }
 
@@ -317,7 +317,7 @@ func freeAddr() string {
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String()
 }
 
@@ -327,7 +327,7 @@ func waitHTTP(url string, timeout time.Duration) error {
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(url)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}

@@ -43,7 +43,7 @@ type EventReceiver struct {
 	tokenAt time.Time
 }
 
-// NeedLeaderElection: events are only useful where the controller runs.
+// NeedLeaderElection is true: events are only useful where the controller runs.
 func (e *EventReceiver) NeedLeaderElection() bool { return true }
 
 // Start serves until ctx ends.

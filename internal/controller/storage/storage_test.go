@@ -40,7 +40,7 @@ func freeAddr() string {
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String()
 }
 
@@ -111,11 +111,11 @@ func getBucket(g Gomega, ns, name string) *storagev1.StorageBucket {
 	return b
 }
 
-func eventuallyReason(g Gomega, ns, name, condType, reason string) *storagev1.StorageBucket {
+func eventuallyReason(g Gomega, ns, name, reason string) *storagev1.StorageBucket {
 	var b *storagev1.StorageBucket
 	g.Eventually(func(g Gomega) {
 		b = getBucket(g, ns, name)
-		c := meta.FindStatusCondition(b.Status.Conditions, condType)
+		c := meta.FindStatusCondition(b.Status.Conditions, conditions.Ready)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(reason), "message: %s", c.Message)
 	}, timeout, poll).Should(Succeed())
@@ -174,7 +174,7 @@ func TestBucketIsCreatedTaggedAndHealthy(t *testing.T) {
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "assets", store))).To(Succeed())
 
-	b := eventuallyReason(g, ns, "assets", conditions.Ready, ReasonHealthy)
+	b := eventuallyReason(g, ns, "assets", ReasonHealthy)
 	g.Expect(b.Status.BucketName).To(Equal(ns + "-assets"))
 	g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
 	g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, conditions.Ready)).To(BeTrue())
@@ -196,14 +196,15 @@ func TestExistingBucketIsAConflictUnlessAdopted(t *testing.T) {
 	store := ensureStore(g)
 	ns := newNamespace(t)
 	c := direct(g)
-	g.Expect(c.CreateBucket(ctx, "someone-elses")).To(Succeed())
+	const foreign = "someone-elses"
+	g.Expect(c.CreateBucket(ctx, foreign)).To(Succeed())
 
 	b := newBucket(ns, "grab", store)
-	b.Spec.BucketName = "someone-elses"
+	b.Spec.BucketName = foreign
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
-	got := eventuallyReason(g, ns, "grab", conditions.Ready, ReasonConflict)
+	got := eventuallyReason(g, ns, "grab", ReasonConflict)
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("adoptExisting"))
-	owner, err := c.Owner(ctx, "someone-elses")
+	owner, err := c.Owner(ctx, foreign)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(owner).To(BeEmpty(), "a conflict must not touch the bucket")
 
@@ -211,27 +212,27 @@ func TestExistingBucketIsAConflictUnlessAdopted(t *testing.T) {
 	got.Spec.DeletionPolicy = storagev1.DeletionDelete
 	g.Expect(k8s.Update(ctx, got)).To(Succeed())
 	deleteBucket(g, ns, "grab")
-	exists, err := c.BucketExists(ctx, "someone-elses")
+	exists, err := c.BucketExists(ctx, foreign)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(exists).To(BeTrue())
 
 	adopt := newBucket(ns, "adopt", store)
-	adopt.Spec.BucketName = "someone-elses"
+	adopt.Spec.BucketName = foreign
 	adopt.Spec.AdoptExisting = ptr.To(true)
 	g.Expect(k8s.Create(ctx, adopt)).To(Succeed())
-	got = eventuallyReason(g, ns, "adopt", conditions.Ready, ReasonHealthy)
-	owner, err = c.Owner(ctx, "someone-elses")
+	got = eventuallyReason(g, ns, "adopt", ReasonHealthy)
+	owner, err = c.Owner(ctx, foreign)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(owner).To(Equal(string(got.UID)))
 
 	// A second StorageBucket claiming the same bucket: the first keeps it.
 	second := newBucket(newNamespace(t), "copycat", store)
-	second.Spec.BucketName = "someone-elses"
+	second.Spec.BucketName = foreign
 	second.Spec.AdoptExisting = ptr.To(true)
 	g.Expect(k8s.Create(ctx, second)).To(Succeed())
-	got = eventuallyReason(g, second.Namespace, "copycat", conditions.Ready, ReasonConflict)
+	got = eventuallyReason(g, second.Namespace, "copycat", ReasonConflict)
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Ready).Message).To(ContainSubstring(ns + "/adopt"))
-	owner, _ = c.Owner(ctx, "someone-elses")
+	owner, _ = c.Owner(ctx, foreign)
 	g.Expect(owner).NotTo(Equal(string(got.UID)))
 	deleteBucket(g, second.Namespace, "copycat")
 	deleteBucket(g, ns, "adopt")
@@ -246,7 +247,7 @@ func TestDeletionPolicies(t *testing.T) {
 
 	keep := newBucket(ns, "keep", store)
 	g.Expect(k8s.Create(ctx, keep)).To(Succeed())
-	eventuallyReason(g, ns, "keep", conditions.Ready, ReasonHealthy)
+	eventuallyReason(g, ns, "keep", ReasonHealthy)
 	deleteBucket(g, ns, "keep")
 	exists, err := c.BucketExists(ctx, ns+"-keep")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -255,7 +256,7 @@ func TestDeletionPolicies(t *testing.T) {
 	empty := newBucket(ns, "empty", store)
 	empty.Spec.DeletionPolicy = storagev1.DeletionDelete
 	g.Expect(k8s.Create(ctx, empty)).To(Succeed())
-	eventuallyReason(g, ns, "empty", conditions.Ready, ReasonHealthy)
+	eventuallyReason(g, ns, "empty", ReasonHealthy)
 	deleteBucket(g, ns, "empty")
 	exists, err = c.BucketExists(ctx, ns+"-empty")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -264,11 +265,11 @@ func TestDeletionPolicies(t *testing.T) {
 	full := newBucket(ns, "full", store)
 	full.Spec.DeletionPolicy = storagev1.DeletionDelete
 	g.Expect(k8s.Create(ctx, full)).To(Succeed())
-	eventuallyReason(g, ns, "full", conditions.Ready, ReasonHealthy)
+	eventuallyReason(g, ns, "full", ReasonHealthy)
 	putObject(g, ns+"-full", "a.txt")
 	putObject(g, ns+"-full", "b.txt")
 	g.Expect(k8s.Delete(ctx, full)).To(Succeed())
-	b := eventuallyReason(g, ns, "full", conditions.Ready, ReasonDeleteBlocked)
+	b := eventuallyReason(g, ns, "full", ReasonDeleteBlocked)
 	g.Expect(meta.FindStatusCondition(b.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("2 objects"))
 	g.Eventually(func(g Gomega) {
 		events := &corev1.EventList{}
@@ -311,7 +312,7 @@ func TestStoreInUseIsProtected(t *testing.T) {
 	g.Expect(k8s.Create(ctx, newStore("guarded", credsSecret))).To(Succeed())
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "user", "guarded"))).To(Succeed())
-	eventuallyReason(g, ns, "user", conditions.Ready, ReasonHealthy)
+	eventuallyReason(g, ns, "user", ReasonHealthy)
 
 	g.Expect(k8s.Delete(ctx, &storagev1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -337,7 +338,7 @@ func TestBucketEventsTriggerAnImmediateCheck(t *testing.T) {
 	b := newBucket(ns, "hooked", store)
 	b.Spec.HealthCheck.IntervalSeconds = 3600 // only events can trigger a check
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
-	eventuallyReason(g, ns, "hooked", conditions.Ready, ReasonHealthy)
+	eventuallyReason(g, ns, "hooked", ReasonHealthy)
 	bucket := ns + "-hooked"
 
 	// The bucket disappears behind our back. A bad token changes nothing.
@@ -346,12 +347,12 @@ func TestBucketEventsTriggerAnImmediateCheck(t *testing.T) {
 	body := fmt.Sprintf(`{"Records":[{"eventName":"s3:ObjectCreated:Put","s3":{"bucket":{"name":%q}}}]}`, bucket)
 	resp, err := http.Post(eventsURL+"?token=wrong-token-0123456789", "application/json", strings.NewReader(body))
 	g.Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
 	req, _ := http.NewRequest(http.MethodPost, eventsURL, strings.NewReader(body))
 	resp, err = http.DefaultClient.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized), "no token at all")
 	g.Consistently(func() bool {
 		exists, _ := c.BucketExists(ctx, bucket)
@@ -364,7 +365,7 @@ func TestBucketEventsTriggerAnImmediateCheck(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+eventsToken)
 	resp, err = http.DefaultClient.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusAccepted))
 	g.Eventually(func() bool {
 		exists, _ := c.BucketExists(ctx, bucket)
@@ -398,7 +399,7 @@ func TestStoreOutageIsBoundedAndHeals(t *testing.T) {
 		g.Expect(k8s.Create(ctx, newBucket(ns, fmt.Sprintf("o%d", i), store))).To(Succeed())
 	}
 	for i := range 5 {
-		eventuallyReason(g, ns, fmt.Sprintf("o%d", i), conditions.Ready, ReasonHealthy)
+		eventuallyReason(g, ns, fmt.Sprintf("o%d", i), ReasonHealthy)
 	}
 
 	s3srv.Stop()
@@ -441,7 +442,7 @@ func TestHealthyBucketsCostNoWrites(t *testing.T) {
 	store := ensureStore(g)
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "calm", store))).To(Succeed())
-	eventuallyReason(g, ns, "calm", conditions.Ready, ReasonHealthy)
+	eventuallyReason(g, ns, "calm", ReasonHealthy)
 	time.Sleep(time.Second)
 
 	mgrWrites.Reset()
@@ -541,7 +542,7 @@ func TestCreateThenTagSurvivesAStoreFailureInBetween(t *testing.T) {
 	b.Spec.DeletionPolicy = storagev1.DeletionDelete
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
 
-	got := eventuallyReason(g, ns, "fragile", conditions.Ready, ReasonHealthy)
+	got := eventuallyReason(g, ns, "fragile", ReasonHealthy)
 	g.Expect(got.Status.Claim).To(Equal(storagev1.BucketClaimed))
 	owner, err := direct(g).Owner(ctx, bucket)
 	g.Expect(err).NotTo(HaveOccurred())

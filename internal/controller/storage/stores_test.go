@@ -94,7 +94,7 @@ func TestStoresRefreshRebuildsOnlyOnChange(t *testing.T) {
 		"endpoint":      {change: func(s *storagev1.ObjectStore, _ *secretsReader) { s.Spec.Endpoint = "https://s3.example.com" }, rebuild: true},
 		"region":        {change: func(s *storagev1.ObjectStore, _ *secretsReader) { s.Spec.Region = "eu-west-1" }, rebuild: true},
 		"path style":    {change: func(s *storagev1.ObjectStore, _ *secretsReader) { s.Spec.PathStyle = nil }, rebuild: true},
-		"bytes shifted": {change: func(_ *storagev1.ObjectStore, r *secretsReader) { r.secrets[credsKey] = keys("accesss", "ecret") }, rebuild: true},
+		"bytes shifted": {change: func(_ *storagev1.ObjectStore, r *secretsReader) { r.secrets[credsKey] = keys("accessa", "ecret") }, rebuild: true},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -242,7 +242,7 @@ func TestStoreRetryDoubles(t *testing.T) {
 	store := testStore("a")
 	store.Status.Conditions = []metav1.Condition{{Type: conditions.Ready, Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(down), Reason: "StoreUnreachable"}}
 	now := down
-	var waits []string
+	waits := make([]string, 0, 10)
 	for range 10 {
 		wait := storeRetry(store, now)
 		waits = append(waits, fmt.Sprintf("%.0fs", wait.Seconds()))

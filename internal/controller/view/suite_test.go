@@ -69,7 +69,7 @@ func run(m *testing.M) int {
 	ctl := setup.Controller{
 		Name:  Controller.Name,
 		Owned: Controller.Owned,
-		Setup: func(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
+		Setup: func(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
 			reconciler = NewReconciler(mgr, o)
 			return reconciler.SetupWithManager(mgr, o)
 		},
