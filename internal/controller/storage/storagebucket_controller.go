@@ -74,7 +74,8 @@ func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options
 		Complete(r)
 }
 
-// storeReadyChanged passes a store's creation and changes of its Ready condition.
+// storeReadyChanged passes a store's creation, its first check, and changes
+// of its Ready status: what buckets waiting on their store wait for.
 var storeReadyChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*storagev1.ObjectStore)
@@ -82,8 +83,15 @@ var storeReadyChanged = predicate.Funcs{
 		if !ok1 || !ok2 {
 			return true
 		}
-		return conditions.IsTrue(o.Status.Conditions, conditions.Ready) != conditions.IsTrue(n.Status.Conditions, conditions.Ready)
+		return readyStatus(o) != readyStatus(n)
 	},
+}
+
+func readyStatus(store *storagev1.ObjectStore) metav1.ConditionStatus {
+	if c := conditions.Get(store.Status.Conditions, conditions.Ready); c != nil {
+		return c.Status
+	}
+	return ""
 }
 
 func (r *BucketReconciler) bucketsOfStore(ctx context.Context, o client.Object) []reconcile.Request {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -464,4 +465,60 @@ func TestCRDDeletionKeepsNamespaces(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(getNamespace(g, "crd-data").DeletionTimestamp).To(BeNil())
+}
+
+// TestNewObjectsAreInProgressBeforeAnyReconcile: no controller of these
+// kinds runs in this suite, so what kstatus reads is the API server's alone.
+// status.observedGeneration defaults to 0, below the generation (1): a GitOps
+// tool waits for a controller instead of calling a new object Current.
+func TestNewObjectsAreInProgressBeforeAnyReconcile(t *testing.T) {
+	ctx := context.Background()
+	manifests := map[string]string{
+		"MarkdownView": `{"apiVersion":"view.trellis.dev/v1","kind":"MarkdownView","metadata":{"name":"fresh","namespace":"default"},"spec":{"markdowns":{"a.md":"# A"}}}`,
+		"ObjectStore": `{"apiVersion":"storage.trellis.dev/v1","kind":"ObjectStore","metadata":{"name":"fresh"},` +
+			`"spec":{"endpoint":"http://127.0.0.1:1","credentialsSecretRef":{"namespace":"trellis-system","name":"x"}}}`,
+		"StorageBucket": `{"apiVersion":"storage.trellis.dev/v1","kind":"StorageBucket","metadata":{"name":"fresh","namespace":"default"},"spec":{"storeRef":{"name":"fresh"}}}`,
+	}
+	for kind, manifest := range manifests {
+		t.Run(kind, func(t *testing.T) {
+			g := NewWithT(t)
+			res, err := testenv.KStatusOfNew(ctx, k8s, manifest)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Status).To(Equal(kstatus.InProgressStatus), res.Message)
+		})
+	}
+}
+
+// TestEveryWriteIsTrellis: namespaces, RBAC objects, the Tenant's finalizer
+// and its status name trellis alone as their field manager.
+func TestEveryWriteIsTrellis(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, newTenant("owned", "owned-", "a"))).To(Succeed())
+	eventuallyReady(g, "owned")
+
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "owned-a"}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "owned-a", Name: adminRoleBindingName}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "trellis:tenant:owned"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "trellis:tenant:owned"}},
+	} {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		managers := testenv.FieldManagers(obj)
+		if _, isNamespace := obj.(*corev1.Namespace); isNamespace {
+			delete(managers, "status") // the API server sets a namespace's phase itself
+		}
+		g.Expect(managers).To(Equal(map[string][]string{"": {"trellis"}}), "%T %s", obj, obj.GetName())
+	}
+	tenant := getTenant(g, "owned")
+	managers := testenv.FieldManagers(tenant)
+	g.Expect(managers["status"]).To(ConsistOf("trellis"))
+	// The spec is the test's; the finalizer is Trellis'.
+	g.Expect(managers[""]).To(ContainElement("trellis"))
+	for _, e := range tenant.ManagedFields {
+		if e.Subresource == "" && e.Manager != "trellis" {
+			g.Expect(e.FieldsV1.GetRawString()).NotTo(ContainSubstring("finalizers"), "manager %s", e.Manager)
+		}
+	}
+	deleteTenant(g, "owned")
 }
