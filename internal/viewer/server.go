@@ -12,7 +12,11 @@ import (
 )
 
 //go:embed style.css
-var styleCSS []byte
+var baseCSS []byte
+
+// styleCSS is served as /style.css: the layout, then the code-highlighting
+// palettes.
+var styleCSS = append(append([]byte{}, baseCSS...), highlightCSS()...)
 
 // contentSecurityPolicy allows no script at all, styles only from our own
 // stylesheet, and images from anywhere over HTTPS (Markdown often embeds them).
