@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"html"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/alecthomas/chroma/v2"
-	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
 	"github.com/alecthomas/chroma/v2/lexers"
 	"github.com/alecthomas/chroma/v2/styles"
 	"github.com/yuin/goldmark/ast"
@@ -128,16 +128,52 @@ const (
 // highlightCSS returns the token colours: the light palette, and the dark
 // one for screens that prefer a dark scheme (print keeps the light one).
 func highlightCSS() []byte {
-	formatter := chromahtml.New(chromahtml.WithClasses(true))
 	var b bytes.Buffer
 	b.WriteString("/* Code highlighting: chroma's " + lightStyle + " and " + darkStyle + " styles. */\n")
-	if err := formatter.WriteCSS(&b, styles.Get(lightStyle)); err != nil {
-		panic(err) // writes to a bytes.Buffer do not fail
-	}
+	writePalette(&b, styles.Get(lightStyle))
 	b.WriteString("@media screen and (prefers-color-scheme: dark) {\n")
-	if err := formatter.WriteCSS(&b, styles.Get(darkStyle)); err != nil {
-		panic(err)
-	}
+	writePalette(&b, styles.Get(darkStyle))
 	b.WriteString("}\n")
 	return b.Bytes()
+}
+
+// writePalette writes a complete rule for every token class: colour, weight,
+// slant and underline, inherited values spelled out. Chroma's own CSS leaves
+// out what a style inherits, so the dark palette would not override light
+// rules it has no entry for (dark-on-dark punctuation).
+func writePalette(b *bytes.Buffer, style *chroma.Style) {
+	bg := style.Get(chroma.Background)
+	fmt.Fprintf(b, ".chroma { color: %s; background-color: %s; }\n", colour(bg.Colour, "inherit"), colour(bg.Background, "var(--code)"))
+	types := make([]chroma.TokenType, 0, len(chroma.StandardTypes))
+	for t, class := range chroma.StandardTypes {
+		if t > 0 && class != "" && t != chroma.TextWhitespace { // negative types are wrappers, not tokens
+			types = append(types, t)
+		}
+	}
+	slices.Sort(types)
+	for _, t := range types {
+		e := style.Get(t)
+		fmt.Fprintf(b, ".chroma .%s { color: %s;", chroma.StandardTypes[t], colour(e.Colour, "inherit"))
+		if e.Background.IsSet() && e.Background != bg.Background {
+			fmt.Fprintf(b, " background-color: %s;", e.Background)
+		}
+		fmt.Fprintf(b, " font-weight: %s; font-style: %s; text-decoration: %s; }\n",
+			pick(e.Bold == chroma.Yes, "bold", "normal"), pick(e.Italic == chroma.Yes, "italic", "normal"),
+			pick(e.Underline == chroma.Yes, "underline", "none"))
+	}
+}
+
+// colour is c in CSS, or unset when the style does not set it.
+func colour(c chroma.Colour, unset string) string {
+	if !c.IsSet() {
+		return unset
+	}
+	return c.String()
+}
+
+func pick(cond bool, yes, no string) string {
+	if cond {
+		return yes
+	}
+	return no
 }

@@ -98,13 +98,36 @@ func TestHighlightOnlyClassesFromChroma(t *testing.T) {
 	}
 }
 
-func TestHighlightCSSHasBothSchemesAndNoInlineStyleHooks(t *testing.T) {
+// cssRule matches one rule of the palette CSS: selector and declarations.
+var cssRule = regexp.MustCompile(`(\.chroma[^{]*)\{([^}]*)\}`)
+
+func TestHighlightCSSDarkOverridesEveryLightRule(t *testing.T) {
 	g := NewWithT(t)
 	css := string(highlightCSS())
 	light, dark, ok := strings.Cut(css, "@media screen and (prefers-color-scheme: dark)")
 	g.Expect(ok).To(BeTrue())
-	g.Expect(light).To(ContainSubstring(".chroma .kd {"))
-	g.Expect(dark).To(ContainSubstring(".chroma .kd {"))
+	rules := func(css string) map[string]string {
+		out := map[string]string{}
+		for _, m := range cssRule.FindAllStringSubmatch(css, -1) {
+			out[strings.TrimSpace(m[1])] = strings.TrimSpace(m[2])
+		}
+		return out
+	}
+	lightRules, darkRules := rules(light), rules(dark)
+	g.Expect(lightRules).To(HaveKey(".chroma .kd"))
+	g.Expect(lightRules).To(HaveLen(len(darkRules)))
+	for selector, decl := range lightRules {
+		g.Expect(darkRules).To(HaveKey(selector), "the dark palette must override %s", selector)
+		for _, property := range []string{"color:", "font-weight:", "font-style:"} {
+			if strings.Contains(decl, property) {
+				g.Expect(darkRules[selector]).To(ContainSubstring(property), "%s %s", selector, property)
+			}
+		}
+	}
+	g.Expect(darkRules[".chroma .p"]).NotTo(Equal(lightRules[".chroma .p"]), "punctuation is light on dark")
+	for _, m := range regexp.MustCompile(`(?:^|[ ;{])((?:background-)?color): ([^;]*);`).FindAllStringSubmatch(css, -1) {
+		g.Expect(m[2]).To(MatchRegexp(`^(#[0-9a-f]{6}|inherit|var\(--code\))$`), "%s", m[0])
+	}
 	g.Expect(css).NotTo(ContainSubstring("url("))
 	g.Expect(css).NotTo(ContainSubstring("@import"))
 }
