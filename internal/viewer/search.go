@@ -1,10 +1,10 @@
 package viewer
 
 import (
+	"bytes"
 	"html"
 	"html/template"
 	"math"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -20,7 +20,7 @@ const (
 	maxQueryTerms       = 16  // further distinct terms are ignored
 	maxPrefixExpansions = 32  // words a query word may stand for as a prefix
 	minPrefixRunes      = 3   // shorter query words match whole words only
-	maxResults          = 50
+	maxResults          = 20
 	phraseCandidates    = 200 // best-scored results checked for the exact phrase
 )
 
@@ -88,12 +88,12 @@ func buildIndex(pages []indexPage) *searchIndex {
 		for i, s := range p.sections {
 			doc := uint32(len(ix.docs))
 			clear(counts)
-			count := func(field func(*posting)) func(string, int, int) {
-				return func(term string, _, _ int) {
-					c := counts[term]
+			count := func(field func(*posting)) func([]byte, int, int) {
+				return func(term []byte, _, _ int) {
+					c := counts[string(term)]
 					if c == nil {
 						c = &posting{doc: doc}
-						counts[term] = c
+						counts[string(term)] = c
 					}
 					field(c)
 				}
@@ -184,7 +184,8 @@ func parseQuery(q string) query {
 		}
 		runStart = -1
 	}
-	tokenize(q, false, func(term string, start, end int) {
+	tokenize(q, false, func(b []byte, start, end int) {
+		term := string(b)
 		if r, _ := utf8.DecodeRuneInString(term); isCJK(r) {
 			if start > runEnd || runStart < 0 {
 				endRun()
@@ -370,10 +371,10 @@ func matchSpans(text string, q *query) [][2]int {
 		}
 	}
 	var spans [][2]int
-	tokenize(text, true, func(term string, start, end int) {
-		ok := want[term]
+	tokenize(text, true, func(term []byte, start, end int) {
+		ok := want[string(term)]
 		for _, p := range prefixes {
-			ok = ok || strings.HasPrefix(term, p)
+			ok = ok || bytes.HasPrefix(term, []byte(p))
 		}
 		if !ok {
 			return
@@ -439,14 +440,13 @@ func snippet(text string, q *query) template.HTML {
 	return out
 }
 
-// spaces collapses runs of white space in escaped text.
-var spaces = regexp.MustCompile(`\s+`)
-
-// marked escapes text[start:end], wrapping the parts inside spans in <mark>.
+// marked escapes text[start:end], wrapping the parts inside spans in <mark>;
+// line breaks become spaces.
 func marked(text string, start, end int, spans [][2]int) template.HTML {
 	var b strings.Builder
+	b.Grow(end - start + 32)
 	pos := start
-	write := func(s string) { b.WriteString(spaces.ReplaceAllString(html.EscapeString(s), " ")) }
+	write := func(s string) { b.WriteString(html.EscapeString(strings.ReplaceAll(s, "\n", " "))) }
 	for _, sp := range spans {
 		s, e := max(sp[0], start), min(sp[1], end)
 		if s >= e {

@@ -183,7 +183,7 @@ func FuzzSearch(f *testing.F) {
 			d := ix.docs[h.doc]
 			has := map[string]bool{}
 			for _, text := range []string{d.text, d.heading.Text, d.pageTitle} {
-				tokenize(text, true, func(term string, _, _ int) { has[term] = true })
+				tokenize(text, true, func(term []byte, _, _ int) { has[string(term)] = true })
 			}
 			for _, t := range parsed.terms {
 				found := has[t.term]

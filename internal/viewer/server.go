@@ -47,15 +47,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <input type="search" name="q" value="{{.Query}}" placeholder="Search" aria-label="Search the site" maxlength="256">
 <button type="submit">Search</button>
 </form>
-<ol>
-{{- range .Nav}}
-{{- if .Rule}}<li class="rule" role="separator"></li>
-{{- else if .Part}}<li class="part">{{.Title}}</li>
-{{- else if .File}}<li class="depth-{{.Depth}}{{if eq .File $.Current}} active{{end}}"><a href="/{{.File}}">{{.Title}}</a></li>
-{{- else}}<li class="depth-{{.Depth}} draft">{{.Title}}</li>
-{{- end}}
-{{- end}}
-</ol>
+{{.NavHTML}}
 </nav>
 <main class="content">
 {{- if .TOC}}
@@ -96,10 +88,27 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 </html>
 `))
 
-type pageData struct {
-	Title   string
+// navTemplate is the site's navigation, Current marked active. It is
+// executed once per page and version (and once for the search page), not
+// per request.
+var navTemplate = template.Must(template.New("nav").Parse(`<ol>
+{{- range .Nav}}
+{{- if .Rule}}<li class="rule" role="separator"></li>
+{{- else if .Part}}<li class="part">{{.Title}}</li>
+{{- else if .File}}<li class="depth-{{.Depth}}{{if eq .File $.Current}} active{{end}}"><a href="/{{.File}}">{{.Title}}</a></li>
+{{- else}}<li class="depth-{{.Depth}} draft">{{.Title}}</li>
+{{- end}}
+{{- end}}
+</ol>`))
+
+type navData struct {
 	Nav     []NavItem
 	Current string
+}
+
+type pageData struct {
+	Title   string
+	NavHTML template.HTML // navTemplate's output
 	Query   string
 	TOC     []tocEntry
 	Body    template.HTML
@@ -144,7 +153,23 @@ func (s *Server) site(ctx context.Context) (*site, error) {
 		s.log.Warn("not serving an asset: its content is not of the type its name says", "file", name, "version", st.version)
 	}
 	s.current.Store(st)
+	go s.warm(st)
 	return st, nil
+}
+
+// warm renders every page of a new site and builds its search index in the
+// background, so the readers who come after an edit find them ready. It
+// stops as soon as a newer version replaces the site.
+func (s *Server) warm(st *site) {
+	for _, name := range st.order {
+		if s.current.Load() != st {
+			return
+		}
+		_ = st.render(st.pages[name]) // an error is logged when the page is asked for
+	}
+	if s.current.Load() == st {
+		st.searchIndex()
+	}
 }
 
 // ServeHTTP serves /healthz, /style.css, /search, / (the first page),
@@ -228,8 +253,14 @@ func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request, st *site) {
 	if q != "" {
 		title = "Search: " + q
 	}
+	nav, err := st.searchNav()
+	if err != nil {
+		s.log.Error("executing template", "err", err)
+		http.Error(w, "cannot show the results", http.StatusInternalServerError)
+		return
+	}
 	var buf bytes.Buffer
-	if err := pageTemplate.Execute(&buf, pageData{Title: title, Nav: st.nav, Query: q, Search: &res}); err != nil {
+	if err := pageTemplate.Execute(&buf, pageData{Title: title, NavHTML: nav, Query: q, Search: &res}); err != nil {
 		s.log.Error("executing template", "err", err)
 		http.Error(w, "cannot show the results", http.StatusInternalServerError)
 		return

@@ -26,6 +26,10 @@ type site struct {
 
 	indexOnce sync.Once
 	index     *searchIndex
+
+	searchNavOnce sync.Once
+	searchNavHTML template.HTML
+	searchNavErr  error
 }
 
 // sitePage is one page, rendered on first use.
@@ -93,16 +97,37 @@ func (st *site) render(p *sitePage) error {
 		if p.err != nil {
 			return
 		}
+		var nav template.HTML
+		if nav, p.err = st.navHTML(p.name); p.err != nil {
+			return
+		}
 		var buf bytes.Buffer
 		// Safe: RenderPage escapes raw HTML and neutralises dangerous URLs.
 		body := template.HTML(p.rendered.HTML) //nolint:gosec
 		p.err = pageTemplate.Execute(&buf, pageData{
-			Title: p.title, Nav: st.nav, Current: p.name, TOC: tableOfContents(p.rendered.Headings), Body: body,
+			Title: p.title, NavHTML: nav, TOC: tableOfContents(p.rendered.Headings), Body: body,
 		})
 		p.html = buf.Bytes()
 		p.etag = etagOf(p.html)
 	})
 	return p.err
+}
+
+// navHTML is the navigation with current marked active.
+func (st *site) navHTML(current string) (template.HTML, error) {
+	var buf bytes.Buffer
+	if err := navTemplate.Execute(&buf, navData{Nav: st.nav, Current: current}); err != nil {
+		return "", err
+	}
+	// Safe: written by html/template.
+	return template.HTML(buf.String()), nil //nolint:gosec
+}
+
+// searchNav is the navigation of the search page (nothing active), made
+// once per site.
+func (st *site) searchNav() (template.HTML, error) {
+	st.searchNavOnce.Do(func() { st.searchNavHTML, st.searchNavErr = st.navHTML("") })
+	return st.searchNavHTML, st.searchNavErr
 }
 
 // searchIndex returns the site's index, building it on first use from every

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	. "github.com/onsi/gomega"
 )
@@ -246,4 +247,27 @@ func TestServerSearchBoxOnEveryPage(t *testing.T) {
 		g.Expect(body).To(ContainSubstring(`<form class="search" action="/search" method="get" role="search">`))
 		g.Expect(body).To(ContainSubstring(`name="q"`))
 	}
+}
+
+// TestServerWarmsANewVersion: the first request after an edit starts the
+// rendering of every page and the search index in the background.
+func TestServerWarmsANewVersion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewWithT(t)
+		s, mem := newTestServer(testFiles())
+		g.Expect(do(s, http.MethodGet, "/healthz").Code).To(Equal(http.StatusOK))
+		synctest.Wait() // the warm-up has finished
+		st := s.current.Load()
+		for name, p := range st.pages {
+			g.Expect(p.html).NotTo(BeEmpty(), "page %s", name)
+		}
+		g.Expect(st.index).NotTo(BeNil())
+
+		// So is the next version's.
+		mem.Set(map[string]string{"a.md": "# A\n", "b.md": "# B\n"}, nil)
+		g.Expect(do(s, http.MethodGet, "/healthz").Code).To(Equal(http.StatusOK))
+		synctest.Wait()
+		g.Expect(s.current.Load()).NotTo(BeIdenticalTo(st))
+		g.Expect(s.current.Load().index).NotTo(BeNil())
+	})
 }

@@ -16,6 +16,12 @@ const maxTermBytes = 64
 // foldRune is the form a character is searched in: full-width Latin and
 // half-width katakana at their usual width, then lower case.
 func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		if 'A' <= r && r <= 'Z' {
+			r += 'a' - 'A'
+		}
+		return r
+	}
 	if f := width.LookupRune(r).Folded(); f != 0 {
 		r = f
 	}
@@ -64,23 +70,25 @@ func isWordRune(r rune) bool {
 // substring of two or more characters; the price is some false matches
 // (both pairs present, but not next to each other), which phrase ranking
 // pushes down.
-func tokenize(text string, unigrams bool, emit func(term string, start, end int)) {
+//
+// term is valid only during the call to emit; emit copies it to keep it.
+func tokenize(text string, unigrams bool, emit func(term []byte, start, end int)) {
 	var word []byte // the current word, folded
 	wordStart := -1 // its start in text, or -1 outside a word
 	cjkRun := 0     // CJK characters in the current run
 	var prev rune   // the previous CJK character (folded)
 	prevStart := 0  // its range in text
 	prevEnd := 0
-	var pair [8]byte // scratch for a bigram
+	var gram [8]byte // scratch for a unigram or bigram
 	endWord := func(end int) {
 		if wordStart >= 0 {
-			emit(string(word), wordStart, end)
+			emit(word, wordStart, end)
 			word, wordStart = word[:0], -1
 		}
 	}
 	endRun := func() {
 		if cjkRun == 1 && !unigrams {
-			emit(string(prev), prevStart, prevEnd)
+			emit(utf8.AppendRune(gram[:0], prev), prevStart, prevEnd)
 		}
 		cjkRun = 0
 	}
@@ -101,12 +109,10 @@ func tokenize(text string, unigrams bool, emit func(term string, start, end int)
 		case isCJK(f):
 			endWord(i)
 			if unigrams {
-				emit(string(f), i, i+size)
+				emit(utf8.AppendRune(gram[:0], f), i, i+size)
 			}
 			if cjkRun > 0 {
-				n := utf8.EncodeRune(pair[:], prev)
-				n += utf8.EncodeRune(pair[n:], f)
-				emit(string(pair[:n]), prevStart, i+size)
+				emit(utf8.AppendRune(utf8.AppendRune(gram[:0], prev), f), prevStart, i+size)
 			}
 			cjkRun++
 			prev, prevStart, prevEnd = f, i, i+size
