@@ -5,6 +5,7 @@ import (
 	"html"
 	"html/template"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -55,13 +56,26 @@ type posting struct {
 }
 
 // searchIndex is an inverted index over the sections of a site's pages.
+// It is laid out for size — CJK text has many distinct bigrams — as sorted
+// arrays, not maps: terms[i] (all of them substrings of one string) occurs in
+// postings[starts[i]:starts[i+1]], sorted by doc.
 type searchIndex struct {
 	docs     []indexedSection
-	postings map[string][]posting
-	terms    []string // the keys of postings, sorted, for prefix matches
+	terms    []string
+	starts   []uint32
+	postings []posting
 	avgLen   float64
 	bytes    int // text indexed
 	skipped  int // pages left out to stay under MaxIndexedBytes
+}
+
+// lookup returns the postings of term.
+func (ix *searchIndex) lookup(term string) []posting {
+	i, found := slices.BinarySearch(ix.terms, term)
+	if !found {
+		return nil
+	}
+	return ix.postings[ix.starts[i]:ix.starts[i+1]]
 }
 
 // indexPage is a page to index, in site order.
@@ -72,7 +86,8 @@ type indexPage struct {
 
 // buildIndex indexes the sections of pages, in order, up to MaxIndexedBytes.
 func buildIndex(pages []indexPage) *searchIndex {
-	ix := &searchIndex{postings: map[string][]posting{}}
+	ix := &searchIndex{}
+	lists := map[string][]posting{} // while building
 	counts := map[string]*posting{}
 	totalLen := 0
 	for _, p := range pages {
@@ -106,7 +121,7 @@ func buildIndex(pages []indexPage) *searchIndex {
 				tokenize(p.title, true, inHeading)
 			}
 			for term, c := range counts {
-				ix.postings[term] = append(ix.postings[term], *c)
+				lists[term] = append(lists[term], *c)
 			}
 			ix.docs = append(ix.docs, indexedSection{page: p.name, pageTitle: p.title, heading: s.Heading, text: s.Text,
 				folded: collapseSpaces(foldText(s.Heading.Text + "\n" + s.Text)), length: length})
@@ -117,21 +132,29 @@ func buildIndex(pages []indexPage) *searchIndex {
 		ix.avgLen = float64(totalLen) / float64(len(ix.docs))
 	}
 	// Postings were appended doc by doc, so each list is sorted by doc. Copy
-	// them into one exactly-sized array: append's spare capacity would
-	// otherwise be most of the index.
-	total := 0
-	for _, ps := range ix.postings {
-		total += len(ps)
-	}
-	all := make([]posting, 0, total)
-	ix.terms = make([]string, 0, len(ix.postings))
-	for term, ps := range ix.postings {
-		start := len(all)
-		all = append(all, ps...)
-		ix.postings[term] = all[start:len(all):len(all)]
+	// them into one exactly-sized array, and the terms into one string.
+	ix.terms = make([]string, 0, len(lists))
+	total, termBytes := 0, 0
+	for term, ps := range lists {
 		ix.terms = append(ix.terms, term)
+		total += len(ps)
+		termBytes += len(term)
 	}
-	sort.Strings(ix.terms)
+	slices.Sort(ix.terms)
+	var arena strings.Builder
+	arena.Grow(termBytes)
+	for _, term := range ix.terms {
+		arena.WriteString(term)
+	}
+	all := arena.String()
+	ix.starts = make([]uint32, 0, len(ix.terms)+1)
+	ix.postings = make([]posting, 0, total)
+	for i, term := range ix.terms {
+		ix.starts = append(ix.starts, uint32(len(ix.postings)))
+		ix.postings = append(ix.postings, lists[term]...)
+		ix.terms[i], all = all[:len(term)], all[len(term):]
+	}
+	ix.starts = append(ix.starts, uint32(len(ix.postings)))
 	return ix
 }
 
@@ -214,14 +237,15 @@ func (ix *searchIndex) expand(q *query) {
 	for i := range q.terms {
 		t := &q.terms[i]
 		t.variants = t.variants[:0]
-		if _, ok := ix.postings[t.term]; ok {
+		if ix.lookup(t.term) != nil {
 			t.variants = append(t.variants, variant{term: t.term, weight: 1})
 		}
 		if !isPrefixable(t.term) {
 			continue
 		}
 		added := 0
-		for j := sort.SearchStrings(ix.terms, t.term); j < len(ix.terms) && added < maxPrefixExpansions; j++ {
+		first, _ := slices.BinarySearch(ix.terms, t.term)
+		for j := first; j < len(ix.terms) && added < maxPrefixExpansions; j++ {
 			w := ix.terms[j]
 			if !strings.HasPrefix(w, t.term) {
 				break
@@ -281,7 +305,7 @@ func (ix *searchIndex) Search(raw string) Results {
 		// rarity (idf) counts the sections any variant is in.
 		clear(best)
 		for _, v := range t.variants {
-			for _, p := range ix.postings[v.term] {
+			for _, p := range ix.lookup(v.term) {
 				if int(matched[p.doc]) != ti {
 					continue // missed an earlier term
 				}

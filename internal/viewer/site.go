@@ -37,8 +37,8 @@ type sitePage struct {
 	name, title, text string
 
 	once     sync.Once
-	rendered *Rendered
-	html     []byte // the whole document
+	rendered *Rendered // its HTML is dropped once in html; headings and sections stay
+	html     []byte    // the whole document
 	etag     string
 	err      error
 }
@@ -102,13 +102,15 @@ func (st *site) render(p *sitePage) error {
 			return
 		}
 		var buf bytes.Buffer
+		buf.Grow(len(p.rendered.HTML) + len(nav) + 4<<10)
 		// Safe: RenderPage escapes raw HTML and neutralises dangerous URLs.
 		body := template.HTML(p.rendered.HTML) //nolint:gosec
 		p.err = pageTemplate.Execute(&buf, pageData{
 			Title: p.title, NavHTML: nav, TOC: tableOfContents(p.rendered.Headings), Body: body,
 		})
-		p.html = buf.Bytes()
+		p.html = bytes.Clone(buf.Bytes()) // exactly sized: it is kept as long as the version
 		p.etag = etagOf(p.html)
+		p.rendered.HTML = nil // in p.html now; the sections stay, for the index
 	})
 	return p.err
 }
