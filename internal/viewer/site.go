@@ -34,7 +34,8 @@ type site struct {
 
 // sitePage is one page, rendered on first use.
 type sitePage struct {
-	name, title, text string
+	name, title string
+	text        string // the Markdown, until rendered
 
 	once     sync.Once
 	rendered *Rendered // its HTML is dropped once in html; headings and sections stay
@@ -94,6 +95,7 @@ func newSite(snap *Snapshot) *site {
 func (st *site) render(p *sitePage) error {
 	p.once.Do(func() {
 		p.rendered, p.err = RenderPage([]byte(p.text))
+		p.text = "" // not needed again
 		if p.err != nil {
 			return
 		}
