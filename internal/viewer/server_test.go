@@ -346,6 +346,23 @@ func TestServerStyleCSS(t *testing.T) {
 	g.Expect(do(empty, http.MethodGet, "/style.css").Code).To(Equal(http.StatusOK))
 }
 
+// TestStyleCSSSchemesAndPrint checks the stylesheet's media blocks: dark
+// colours only on screens that ask for them, and a print block that drops
+// navigation, contents and the search box. (The browser tests show dark mode
+// applied and print a PDF of a page into .dev/artifacts/viewer.)
+func TestStyleCSSSchemesAndPrint(t *testing.T) {
+	g := NewWithT(t)
+	css := string(styleCSS)
+	g.Expect(css).To(ContainSubstring("@media screen and (prefers-color-scheme: dark) {\n  :root { --fg:"))
+	g.Expect(css).NotTo(MatchRegexp(`@media \(prefers-color-scheme: dark\)`), "dark colours must not reach paper")
+	_, printBlock, ok := strings.Cut(css, "@media print {")
+	g.Expect(ok).To(BeTrue())
+	printBlock = printBlock[:strings.Index(printBlock, "\n}\n")]
+	g.Expect(printBlock).To(ContainSubstring(".sidebar, .toc, .search { display: none; }"))
+	g.Expect(printBlock).To(ContainSubstring("pre { white-space: pre-wrap;"))
+	g.Expect(printBlock).To(ContainSubstring(`a[href^="http"]::after { content: " (" attr(href) ")";`))
+}
+
 func TestServerServesNewContentAfterSet(t *testing.T) {
 	g := NewWithT(t)
 	s, mem := newTestServer(map[string]string{"a.md": "# Version one\n", "b.md": "# B\n"})
