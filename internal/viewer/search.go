@@ -12,11 +12,11 @@ import (
 )
 
 // Search limits. The index is built once per content version and held in
-// memory; MaxIndexedBytes bounds it: pages whose text would take the total
+// memory; maxIndexedBytes bounds it: pages whose text would take the total
 // past it are left out (and the results page says so). A MarkdownView is
 // at most 1 MiB, far below it; the bound is for a large --dir.
 const (
-	MaxIndexedBytes     = 8 << 20
+	maxIndexedBytes     = 8 << 20
 	maxQueryBytes       = 256 // longer queries are cut, on a character boundary
 	maxQueryTerms       = 16  // further distinct terms are ignored
 	maxPrefixExpansions = 32  // words a query word may stand for as a prefix
@@ -66,7 +66,7 @@ type searchIndex struct {
 	postings []posting
 	avgLen   float64
 	bytes    int // text indexed
-	skipped  int // pages left out to stay under MaxIndexedBytes
+	skipped  int // pages left out to stay under maxIndexedBytes
 }
 
 // lookup returns the postings of term.
@@ -84,7 +84,7 @@ type indexPage struct {
 	sections    []Section
 }
 
-// buildIndex indexes the sections of pages, in order, up to MaxIndexedBytes.
+// buildIndex indexes the sections of pages, in order, up to maxIndexedBytes.
 func buildIndex(pages []indexPage) *searchIndex {
 	ix := &searchIndex{}
 	lists := map[string][]posting{} // while building
@@ -95,7 +95,7 @@ func buildIndex(pages []indexPage) *searchIndex {
 		for _, s := range p.sections {
 			size += len(s.Text) + len(s.Heading.Text)
 		}
-		if ix.bytes+size > MaxIndexedBytes {
+		if ix.bytes+size > maxIndexedBytes {
 			ix.skipped++
 			continue
 		}
@@ -282,7 +282,7 @@ type Results struct {
 	Query   string
 	Total   int // sections that matched; Hits holds at most maxResults
 	Hits    []Hit
-	Skipped int // pages not indexed (MaxIndexedBytes)
+	Skipped int // pages not indexed (maxIndexedBytes)
 }
 
 // Search finds the sections that contain every term of q, best first.

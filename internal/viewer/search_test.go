@@ -203,3 +203,19 @@ func FuzzSearch(f *testing.F) {
 		}
 	})
 }
+
+func TestSearchIndexIsBounded(t *testing.T) {
+	g := NewWithT(t)
+	small := indexPage{name: "small.md", title: "small", sections: []Section{{Text: "needle in a small page"}}}
+	huge := indexPage{name: "huge.md", title: "huge", sections: []Section{{Text: strings.Repeat("needle ", maxIndexedBytes/7+1)}}}
+	ix := buildIndex([]indexPage{small, huge, small})
+	g.Expect(ix.skipped).To(Equal(1))
+	g.Expect(ix.bytes).To(BeNumerically("<=", maxIndexedBytes))
+	res := ix.Search("needle")
+	g.Expect(hitLinks(res)).To(Equal([]string{"small.md#", "small.md#"}))
+	g.Expect(res.Skipped).To(Equal(1))
+
+	var page strings.Builder
+	g.Expect(pageTemplate.Execute(&page, pageData{Title: "Search", Query: "needle", Search: &res})).To(Succeed())
+	g.Expect(page.String()).To(ContainSubstring("1 page was left out of the index"))
+}

@@ -69,7 +69,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <p class="summary">Type words to find; Chinese, Japanese and Korean text is found too.</p>
 {{- end}}
 {{- if .Skipped}}
-<p class="summary">{{.Skipped}} pages were left out of the index: the site is larger than the viewer indexes.</p>
+<p class="summary">{{.Skipped}} {{if eq .Skipped 1}}page was{{else}}pages were{{end}} left out of the index: the site is larger than the viewer indexes.</p>
 {{- end}}
 <ol class="hits">
 {{- range .Hits}}
