@@ -33,10 +33,10 @@ func AssetType(name string) string {
 	return assetTypes[ext]
 }
 
-// rasterSignature reports whether data starts as a file of contentType
+// rasterSignature reports whether data begins the way a file of contentType
 // must. Browsers are told the type and never sniff (nosniff), so this only
 // keeps a file with the wrong name from being served as something it is not.
-// SVG has no signature: it is an XML document, made inert by svgPolicy.
+// SVG has no signature: it is an XML document, made inert by assetPolicy.
 func rasterSignature(contentType string, data []byte) bool {
 	switch contentType {
 	case "image/png":
