@@ -2,7 +2,6 @@ package viewer
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -165,6 +164,6 @@ func TestBenchSitesAreAtTheLimit(t *testing.T) {
 		if total < 1<<20-16<<10 || total > 1<<20+128<<10 {
 			t.Errorf("%s: %d bytes, want about 1 MiB", bs.name, total)
 		}
-		t.Log(fmt.Sprintf("%s: %d bytes", bs.name, total))
+		t.Logf("%s: %d bytes", bs.name, total)
 	}
 }

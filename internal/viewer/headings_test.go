@@ -11,7 +11,7 @@ import (
 func headingIDsOf(g Gomega, src string) []string {
 	r, err := RenderPage([]byte(src))
 	g.Expect(err).NotTo(HaveOccurred())
-	var ids []string
+	ids := make([]string, 0, len(r.Headings))
 	for _, h := range r.Headings {
 		ids = append(ids, h.ID)
 	}

@@ -91,8 +91,8 @@ func collectText(doc ast.Node, src []byte, out *Rendered) {
 	var current Heading
 	inHeading := false
 	flush := func() {
-		if text := strings.TrimSpace(body.String()); text != "" || current.ID != "" {
-			out.Sections = append(out.Sections, Section{Heading: current, Text: text})
+		if sectionText := strings.TrimSpace(body.String()); sectionText != "" || current.ID != "" {
+			out.Sections = append(out.Sections, Section{Heading: current, Text: sectionText})
 		}
 		body.Reset()
 	}
@@ -116,10 +116,10 @@ func collectText(doc ast.Node, src []byte, out *Rendered) {
 				return ast.WalkContinue, nil
 			}
 			inHeading = false
-			text := strings.Join(strings.Fields(heading.String()), " ")
-			id := ids.next(text)
+			headingText := strings.Join(strings.Fields(heading.String()), " ")
+			id := ids.next(headingText)
 			n.SetAttributeString("id", []byte(id))
-			current = Heading{Level: n.Level, ID: id, Text: text}
+			current = Heading{Level: n.Level, ID: id, Text: headingText}
 			out.Headings = append(out.Headings, current)
 		case *ast.Text:
 			if entering {
@@ -180,9 +180,9 @@ const maxIDBytes = 80
 // every render and survives edits elsewhere in the page.
 type headingIDs map[string]bool
 
-func (ids headingIDs) next(text string) string {
+func (ids headingIDs) next(heading string) string {
 	var b strings.Builder
-	for _, r := range strings.ToLower(text) {
+	for _, r := range strings.ToLower(heading) {
 		switch {
 		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || r == '-' || r == '_':
 		case r == ' ':

@@ -174,7 +174,7 @@ func tableOfContents(headings []Heading) []tocEntry {
 			tops++
 		}
 	}
-	var picked []Heading
+	picked := make([]Heading, 0, len(headings))
 	minLevel := maxTOCLevel
 	for _, h := range headings {
 		if h.Level > maxTOCLevel || h.Level == 1 && tops == 1 {

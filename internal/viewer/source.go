@@ -127,7 +127,7 @@ func (d DirSource) plainVersion() (string, error) {
 		if err != nil || !st.Mode().IsRegular() {
 			continue
 		}
-		fmt.Fprintf(h, "%s\x00%d\x00%d\x00", name, st.Size(), st.ModTime().UnixNano())
+		_, _ = fmt.Fprintf(h, "%s\x00%d\x00%d\x00", name, st.Size(), st.ModTime().UnixNano())
 	}
 	return "dir:" + strconv.FormatUint(h.Sum64(), 16), nil
 }

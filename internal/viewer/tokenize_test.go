@@ -21,8 +21,12 @@ func tokens(text string, unigrams bool) []tok {
 }
 
 func terms(text string, unigrams bool) []string {
-	var out []string
-	for _, t := range tokens(text, unigrams) {
+	toks := tokens(text, unigrams)
+	if toks == nil {
+		return nil
+	}
+	out := make([]string, 0, len(toks))
+	for _, t := range toks {
 		out = append(out, t.term)
 	}
 	return out

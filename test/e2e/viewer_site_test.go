@@ -104,9 +104,9 @@ func artifactDir(t *testing.T) string {
 	return dir
 }
 
-// capture runs headless Chromium on url with extra flags (e.g. a screenshot
-// or a PDF target) and a 1280×900 window.
-func capture(t *testing.T, chromium, url string, flags ...string) {
+// capture runs headless Chromium on pageURL with extra flags (e.g. a
+// screenshot or a PDF target) and a 1280×900 window.
+func capture(t *testing.T, chromium, pageURL string, flags ...string) {
 	t.Helper()
 	profile := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -114,24 +114,24 @@ func capture(t *testing.T, chromium, url string, flags ...string) {
 	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
 		"--user-data-dir=" + profile, "--window-size=1280,900", "--virtual-time-budget=2000"}, flags...)
-	if out, err := exec.CommandContext(ctx, chromium, append(args, url)...).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, chromium, append(args, pageURL)...).CombinedOutput(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)
 	}
 }
 
-// screenshot saves a PNG of url under name in the artifact directory and
+// screenshot saves a PNG of pageURL under name in the artifact directory and
 // returns the image. scheme is "light" or "dark": the emulated
 // prefers-color-scheme (Blink's preferredColorScheme: 0 dark, 1 light).
-func screenshot(t *testing.T, chromium, url, name, scheme string) image.Image {
+func screenshot(t *testing.T, chromium, pageURL, name, scheme string) image.Image {
 	t.Helper()
 	path := filepath.Join(artifactDir(t), name+".png")
 	preferred := map[string]string{"dark": "0", "light": "1"}[scheme]
-	capture(t, chromium, url, "--screenshot="+path, "--blink-settings=preferredColorScheme="+preferred)
+	capture(t, chromium, pageURL, "--screenshot="+path, "--blink-settings=preferredColorScheme="+preferred)
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	img, err := png.Decode(f)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func TestViewerSearchBoxSubmits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self'") {
 		t.Errorf("CSP %q does not let the search form submit", csp)
 	}

@@ -112,7 +112,7 @@ func measureShape(cfg config, shape siteShape, startViewer, startFloor func(stri
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	volume, floorDir := filepath.Join(tmp, "volume"), filepath.Join(tmp, "floor")
 	files := benchsite.Site(shape.pages, shape.pageBytes)
 	if err := writeConfigMapVolume(volume, files); err != nil {
@@ -124,7 +124,8 @@ func measureShape(cfg config, shape siteShape, startViewer, startFloor func(stri
 	}
 	defer viewer.stop()
 
-	var pages, searches []string
+	pages := make([]string, 0, len(files))
+	searches := make([]string, 0, len(benchsite.Queries))
 	for name := range files {
 		if name != "SUMMARY.md" {
 			pages = append(pages, "/"+url.PathEscape(name))
@@ -151,7 +152,7 @@ func measureShape(cfg config, shape siteShape, startViewer, startFloor func(stri
 	defer floor.stop()
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.concurrency, DisableCompression: true}}
-	var rows []row
+	rows := make([]row, 0, 7)
 	for _, w := range []struct {
 		name         string
 		paths, floor []string
@@ -211,7 +212,7 @@ func snapshot(base string, paths []string, dir, kind string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	var out []string
+	out := make([]string, 0, len(paths))
 	for i, p := range paths {
 		body, err := get(http.DefaultClient, base+p)
 		if err != nil {
@@ -231,7 +232,7 @@ func get(client *http.Client, u string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	if err == nil && resp.StatusCode != http.StatusOK {
 		err = fmt.Errorf("GET %s: %s", u, resp.Status)
@@ -333,7 +334,7 @@ func startProcess(bin string, args ...string) (*server, error) {
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		resp, err := http.Get(base + "/")
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			break
 		}
 		if time.Now().After(deadline) {
@@ -367,7 +368,7 @@ func freeAddr() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String(), nil
 }
 

@@ -29,7 +29,7 @@ func TestRunMeasuresBothShapes(t *testing.T) {
 	startFloor := func(dir string) (*server, error) { return inProcess(http.FileServer(http.Dir(dir))), nil }
 	rows, err := run(config{duration: 200 * time.Millisecond, concurrency: 2}, startViewer, startFloor)
 	g.Expect(err).NotTo(HaveOccurred())
-	var figures []string
+	figures := make([]string, 0, len(rows))
 	for _, r := range rows {
 		figures = append(figures, r.Scenario+": "+r.Figure)
 		g.Expect(r.Value).To(BeNumerically(">", 0), "%+v", r)
