@@ -101,9 +101,11 @@ test-e2e: tools build ## End-to-end suite on a fresh local cluster.
 	KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test -count=1 -timeout 30m ./test/e2e/...
 
 BENCH_ARGS ?=
+VIEWER_BENCH_ARGS ?=
 .PHONY: bench
-bench: tools build ## Micro-benchmarks, then scale benchmarks on a fresh local cluster (tens of minutes; BENCH_ARGS=--smoke for a quick run).
+bench: tools build ## Micro-benchmarks, viewer latency on loopback, then scale benchmarks on a fresh local cluster (tens of minutes; BENCH_ARGS=--smoke for a quick run).
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/...
+	$(GO) run ./test/bench/viewerload --viewer $(LOCALBIN)/viewer $(VIEWER_BENCH_ARGS)
 	$(GO) run ./test/bench $(BENCH_ARGS)
 
 ##@ Deployment
