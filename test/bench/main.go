@@ -30,12 +30,17 @@ import (
 )
 
 type config struct {
+	// viewSizes are the MarkdownView counts of the convergence runs (the chart's x axis).
+	viewSizes []int
 	markdownViews, unrelated, tenants, buckets, edits, workers int
 	bucketInterval, quiet, bucketWindow                        time.Duration
 	out                                                        string
 	keep                                                       bool
 	managerArgs                                                string
 	scenarios                                                  string
+	// chart is where the converge-time chart (SVG) goes; scalePoints adds
+	// points from a make bench-scale run (its JSON) to it.
+	chart, scaleResults string
 }
 
 // row is one line of the result table.
@@ -55,16 +60,25 @@ type bench struct {
 	root, bin  string
 	cluster    string
 	kubeconfig string
-	c          client.Client
-	s3Port     int
-	mgr        *managerProc
-	rows       []row
+	// c creates Trellis' objects and reads results; floor creates the floor's
+	// objects and counts its writes. Neither is rate-limited on the client:
+	// the API server's own flow control is the only limit, as for a real
+	// cluster's controllers.
+	c, floor    client.Client
+	floorWrites *writeCounter
+	s3Port      int
+	mgr         *managerProc
+	rows        []row
+	// points are the convergence times per size, for the chart.
+	points []convergence
 }
 
 func main() {
 	var cfg config
 	smoke := flag.Bool("smoke", false, "small sizes, for make test: checks the bench runs, not the figures")
-	flag.IntVar(&cfg.markdownViews, "markdownviews", 1000, "MarkdownViews created at once")
+	sizes := flag.String("view-sizes", "100,300,1000", "MarkdownView counts of the convergence runs, comma-separated; the largest also runs the write, quiet, restart and edit figures")
+	flag.StringVar(&cfg.chart, "chart", "", "write the converge-time chart (SVG) here; default <out>/converge.svg")
+	flag.StringVar(&cfg.scaleResults, "scale-results", "bench/results/scale.json", "results of make bench-scale whose points join the chart, if the file exists")
 	flag.IntVar(&cfg.unrelated, "unrelated", 10000, "unrelated ConfigMaps and Secrets (2 KiB each, half of each) for the memory scenario")
 	flag.IntVar(&cfg.tenants, "tenants", 300, "Tenants of 3 namespaces each")
 	flag.IntVar(&cfg.buckets, "buckets", 1000, "StorageBuckets")
@@ -78,10 +92,19 @@ func main() {
 	flag.StringVar(&cfg.managerArgs, "manager-args", "", "extra manager flags, space-separated (to compare settings)")
 	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,memory", "which scenarios to run (memory needs markdownview)")
 	flag.Parse()
+	var err error
+	if cfg.viewSizes, err = parseSizes(*sizes); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: --view-sizes:", err)
+		os.Exit(2)
+	}
+	cfg.markdownViews = cfg.viewSizes[len(cfg.viewSizes)-1]
 	if *smoke {
-		cfg = config{markdownViews: 20, unrelated: 200, tenants: 10, buckets: 20, edits: 5, workers: 8,
+		cfg = config{viewSizes: []int{10, 20}, markdownViews: 20, unrelated: 200, tenants: 10, buckets: 20, edits: 5, workers: 8,
 			bucketInterval: 10 * time.Second, bucketWindow: 20 * time.Second, quiet: 5 * time.Second, out: cfg.out,
 			managerArgs: cfg.managerArgs, scenarios: cfg.scenarios}
+	}
+	if cfg.chart == "" {
+		cfg.chart = filepath.Join(cfg.out, "converge.svg")
 	}
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -92,7 +115,11 @@ func main() {
 func run(cfg config) error {
 	wd, _ := os.Getwd()
 	b := &bench{cfg: cfg, root: wd, bin: filepath.Join(wd, "bin"), cluster: fmt.Sprintf("trellis-bench-%d", os.Getpid())}
-	nodes := (2*cfg.markdownViews)/100 + 2 // the floor's Deployments and Trellis' each run a pod; 110 pods a node
+	views := 0
+	for _, n := range cfg.viewSizes {
+		views += n
+	}
+	nodes := (2*views)/100 + 2 // every floor and Trellis Deployment runs a pod, and they stay; 110 pods a node
 	log("cluster %s with %d simulated nodes", b.cluster, nodes)
 	out, err := exec.Command(filepath.Join(b.root, "hack", "cluster.sh"), "up", b.cluster, strconv.Itoa(nodes)).Output()
 	if err != nil {
@@ -126,7 +153,25 @@ func run(cfg config) error {
 			return fmt.Errorf("%s: %w", step.name, err)
 		}
 	}
+	if err := b.chart(); err != nil {
+		return err
+	}
 	return b.report()
+}
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive count", f)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("sizes must grow: %s", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func log(format string, args ...any) {
@@ -138,13 +183,17 @@ func (b *bench) setup() error {
 	if err != nil {
 		return err
 	}
-	restCfg.QPS, restCfg.Burst = 500, 1000 // the floor client must not be the bottleneck
+	restCfg.QPS = -1 // no client-side limit: the floor must not wait on its own client
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(viewv1.AddToScheme(scheme))
 	utilruntime.Must(tenancyv1.AddToScheme(scheme))
 	utilruntime.Must(storagev1.AddToScheme(scheme))
 	if b.c, err = client.New(restCfg, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	b.floorWrites = &writeCounter{}
+	if b.floor, err = client.New(b.floorWrites.wrap(restCfg), client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
 	crds, err := exec.Command(filepath.Join(b.bin, "kustomize"), "build", filepath.Join(b.root, "config", "crd")).Output()
@@ -158,7 +207,7 @@ func (b *bench) setup() error {
 		return err
 	}
 	ctx := context.Background()
-	for _, ns := range []string{"trellis-system", "floor-mv", "mv", "unrelated", "buckets"} {
+	for _, ns := range []string{"trellis-system", "unrelated", "buckets"} {
 		if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return err
 		}

@@ -101,6 +101,19 @@ func (w writeCounts) total() float64 {
 // withoutEvents is the total of writes other than Events.
 func (w writeCounts) withoutEvents() float64 { return w.total() - w["events"] }
 
+// sub is the writes since before.
+func (w writeCounts) sub(before writeCounts) writeCounts {
+	out := writeCounts{}
+	for k, v := range w {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func (w writeCounts) String() string { return w.minus(nil) }
+
 func (w writeCounts) minus(before writeCounts) string {
 	keys := make([]string, 0, len(w))
 	for k := range w {

@@ -28,7 +28,7 @@ func (b *bench) memoryScenario() error {
 			}
 			if err := waitFor(10*time.Minute, func() (bool, error) {
 				r, err := b.mgr.reconciles("markdownview")
-				return r >= float64(b.cfg.markdownViews), err
+				return r >= float64(b.totalViews()), err
 			}); err != nil {
 				return 0, err
 			}

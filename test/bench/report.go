@@ -46,7 +46,7 @@ func (b *bench) report() error {
 		return err
 	}
 	path := filepath.Join(b.cfg.out, time.Now().UTC().Format("20060102-150405")+".json")
-	data, _ := json.MarshalIndent(map[string]any{"config": fmt.Sprintf("%+v", b.cfg), "results": b.rows}, "", "  ")
+	data, _ := json.MarshalIndent(map[string]any{"config": fmt.Sprintf("%+v", b.cfg), "results": b.rows, "points": b.points}, "", "  ")
 	log("results written to %s", path)
 	return os.WriteFile(path, data, 0o644)
 }
