@@ -31,7 +31,7 @@ import (
 
 type config struct {
 	// viewSizes are the MarkdownView counts of the convergence runs (the chart's x axis).
-	viewSizes []int
+	viewSizes                                                  []int
 	markdownViews, unrelated, tenants, buckets, edits, workers int
 	bucketInterval, quiet, bucketWindow                        time.Duration
 	out                                                        string
