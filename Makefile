@@ -106,7 +106,11 @@ VIEWER_BENCH_ARGS ?=
 bench: tools build ## Micro-benchmarks, viewer latency on loopback, then scale benchmarks on a fresh local cluster (tens of minutes; BENCH_ARGS=--smoke for a quick run).
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/...
 	$(GO) run ./test/bench/viewerload --viewer $(LOCALBIN)/viewer $(VIEWER_BENCH_ARGS)
-	$(GO) run ./test/bench $(BENCH_ARGS)
+	$(GO) run ./test/bench --chart docs/performance-converge.svg $(BENCH_ARGS)
+
+.PHONY: bench-scale
+bench-scale: tools build ## One-off scale run: 10,000 MarkdownViews, Tenants and StorageBuckets (about an hour; not part of make test). Its results join the chart of the next make bench.
+	$(GO) run ./test/bench --scale $(BENCH_ARGS)
 
 ##@ Deployment
 

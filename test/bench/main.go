@@ -38,9 +38,10 @@ type config struct {
 	keep                                                       bool
 	managerArgs                                                string
 	scenarios                                                  string
-	// chart is where the converge-time chart (SVG) goes; scalePoints adds
-	// points from a make bench-scale run (its JSON) to it.
-	chart, scaleResults string
+	// chart is where the converge-time chart (SVG) goes; scaleResults adds
+	// points from a make bench-scale run (its JSON) to it; saveAs also
+	// writes the results under this fixed name in out.
+	chart, scaleResults, saveAs string
 }
 
 // row is one line of the result table.
@@ -90,7 +91,8 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "bench/results", "directory for the JSON results")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster afterwards")
 	flag.StringVar(&cfg.managerArgs, "manager-args", "", "extra manager flags, space-separated (to compare settings)")
-	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,memory", "which scenarios to run (memory needs markdownview)")
+	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,restart,memory", "which scenarios to run (memory needs markdownview)")
+	scale := flag.Bool("scale", false, "the one-off scale run (make bench-scale): 10,000 MarkdownViews, Tenants and StorageBuckets; its results (scale.json) join the chart of later runs")
 	flag.Parse()
 	var err error
 	if cfg.viewSizes, err = parseSizes(*sizes); err != nil {
@@ -102,6 +104,11 @@ func main() {
 		cfg = config{viewSizes: []int{10, 20}, markdownViews: 20, unrelated: 200, tenants: 10, buckets: 20, edits: 5, workers: 8,
 			bucketInterval: 10 * time.Second, bucketWindow: 20 * time.Second, quiet: 5 * time.Second, out: cfg.out,
 			managerArgs: cfg.managerArgs, scenarios: cfg.scenarios}
+	}
+	if *scale {
+		cfg.viewSizes, cfg.markdownViews, cfg.tenants, cfg.buckets = []int{10000}, 10000, 10000, 10000
+		cfg.bucketInterval, cfg.bucketWindow, cfg.edits = 60*time.Second, 120*time.Second, 20
+		cfg.scenarios, cfg.scaleResults, cfg.saveAs = "markdownview,tenant,bucket,restart", "", "scale.json"
 	}
 	if cfg.chart == "" {
 		cfg.chart = filepath.Join(cfg.out, "converge.svg")
@@ -119,7 +126,7 @@ func run(cfg config) error {
 	for _, n := range cfg.viewSizes {
 		views += n
 	}
-	nodes := (2*views)/100 + 2 // every floor and Trellis Deployment runs a pod, and they stay; 110 pods a node
+	nodes := (3*views)/100 + 2 // two floor runs and Trellis: every Deployment runs a pod, and they stay; 110 pods a node
 	log("cluster %s with %d simulated nodes", b.cluster, nodes)
 	out, err := exec.Command(filepath.Join(b.root, "hack", "cluster.sh"), "up", b.cluster, strconv.Itoa(nodes)).Output()
 	if err != nil {
@@ -144,9 +151,10 @@ func run(cfg config) error {
 	steps := []struct {
 		name string
 		run  func() error
-	}{{"markdownview", b.markdownViewScenarios}, {"tenant", b.tenantScenario}, {"bucket", b.bucketScenario}, {"memory", b.memoryScenario}}
+	}{{"markdownview", b.markdownViewScenarios}, {"tenant", b.tenantScenario}, {"bucket", b.bucketScenario},
+		{"restart", b.restartScenario}, {"memory", b.memoryScenario}}
 	for _, step := range steps {
-		if !strings.Contains(","+cfg.scenarios+",", ","+step.name+",") {
+		if !b.ran(step.name) {
 			continue
 		}
 		if err := step.run(); err != nil {
@@ -157,6 +165,16 @@ func run(cfg config) error {
 		return err
 	}
 	return b.report()
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func parseSizes(s string) ([]int, error) {

@@ -62,6 +62,9 @@ func (b *bench) markdownViewScenarios() error {
 			Target: fmt.Sprintf("≤ %d (design minimum, docs/markdownview.md)", viewWritesMinimum), Met: perView <= viewWritesMinimum+0.05})
 	}
 	n, total := b.cfg.markdownViews, b.totalViews()
+	if rss, err := b.mgr.rss(); err == nil {
+		log("manager RSS with %d MarkdownViews: %.1f MiB", total, rss/(1<<20))
+	}
 	// Quiet window: nothing changes, nothing is written.
 	log("quiet window %s", b.cfg.quiet)
 	before, _ := b.mgr.writes()
@@ -69,25 +72,6 @@ func (b *bench) markdownViewScenarios() error {
 	after, _ := b.mgr.writes()
 	quiet := after.total() - before.total()
 	b.add(row{Scenario: fmt.Sprintf("all %d MarkdownViews converged", total), Figure: fmt.Sprintf("writes in a %s quiet window", b.cfg.quiet), Value: quiet, Unit: "writes", Target: "0", Met: quiet == 0})
-
-	// Restart: caches sync, every object is reconciled again, nothing is written.
-	log("restarting the manager")
-	b.mgr.stop()
-	start := time.Now()
-	if err := b.startManager(); err != nil {
-		return err
-	}
-	if err := waitFor(10*time.Minute, func() (bool, error) {
-		r, err := b.mgr.reconciles("markdownview")
-		return r >= float64(total), err
-	}); err != nil {
-		return fmt.Errorf("restart: %w", err)
-	}
-	restart := time.Since(start)
-	time.Sleep(2 * time.Second)
-	w, _ := b.mgr.writes()
-	b.add(row{Scenario: "same, manager restarted", Figure: "time until synced and all re-reconciled", Value: restart.Seconds(), Unit: "s", Target: "report", Met: true})
-	b.add(row{Scenario: "same, manager restarted", Figure: "writes after restart", Value: w.total(), Unit: "writes", Target: "0", Met: w.total() == 0})
 
 	// Edit latency: one MarkdownView edited while all exist.
 	lat := make([]float64, 0, b.cfg.edits)
