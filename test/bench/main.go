@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +73,9 @@ type bench struct {
 	rows        []row
 	// points are the convergence times per size, for the chart.
 	points []convergence
+	// progressSeen: the progress lines already logged.
+	progressMu   sync.Mutex
+	progressSeen map[string]bool
 }
 
 func main() {
@@ -128,7 +132,9 @@ func run(cfg config) error {
 	}
 	nodes := (3*views)/100 + 2 // two floor runs and Trellis: every Deployment runs a pod, and they stay; 110 pods a node
 	log("cluster %s with %d simulated nodes", b.cluster, nodes)
-	out, err := exec.Command(filepath.Join(b.root, "hack", "cluster.sh"), "up", b.cluster, strconv.Itoa(nodes)).Output()
+	up := exec.Command(filepath.Join(b.root, "hack", "cluster.sh"), "up", b.cluster, strconv.Itoa(nodes))
+	up.Env = append(os.Environ(), "TRELLIS_KWOK_DISABLE_QPS_LIMITS=1")
+	out, err := up.Output()
 	if err != nil {
 		return fmt.Errorf("cluster: %w %s", err, exitStderr(err))
 	}

@@ -169,6 +169,26 @@ func (m *managerProc) writes() (writeCounts, error) {
 	return out, nil
 }
 
+// requests is every request the manager sent, by "VERB resource" (reads
+// included), for seeing where a run's requests went.
+func (m *managerProc) requests() (writeCounts, error) {
+	fams, err := m.scrape()
+	if err != nil {
+		return nil, err
+	}
+	out := writeCounts{}
+	if f, ok := fams["trellis_api_requests_total"]; ok {
+		for _, metric := range f.Metric {
+			labels := map[string]string{}
+			for _, l := range metric.Label {
+				labels[l.GetName()] = l.GetValue()
+			}
+			out[labels["verb"]+" "+labels["resource"]] += metric.GetCounter().GetValue()
+		}
+	}
+	return out, nil
+}
+
 func (m *managerProc) reconciles(controller string) (float64, error) {
 	fams, err := m.scrape()
 	if err != nil {
