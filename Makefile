@@ -70,17 +70,21 @@ run: manifests generate ## Run the manager against the current kubeconfig.
 	$(GO) run ./cmd/manager
 
 .PHONY: dev
-dev: tools build ## Local cluster + S3 server + CRDs + manager + samples, in one command (Ctrl-C stops it).
+dev: tools node-packages images kustomize ## Local cluster with a real node, the manager deployed in it, S3 server, samples (Ctrl-C stops it).
 	hack/dev.sh up
 
+.PHONY: dev-local
+dev-local: tools build ## Fast inner loop: local cluster (simulated nodes only), the manager as a local process, S3 server, samples.
+	hack/dev.sh local
+
 .PHONY: dev-down
-dev-down: ## Stop and delete everything `make dev` started.
+dev-down: ## Stop and delete everything `make dev` or `make dev-local` started.
 	hack/dev.sh down
 
 ##@ Test
 
 .PHONY: test
-test: tools chromium ## The whole suite: checks, generated files, unit, envtest and e2e.
+test: tools chromium node-packages ## The whole suite: checks, generated files, unit, envtest and e2e.
 	hack/test.sh
 
 .PHONY: check-generated
@@ -93,8 +97,8 @@ test-unit: ## Unit and envtest suites only.
 	KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test ./api/... ./internal/... ./cmd/...
 
 .PHONY: test-e2e
-test-e2e: tools build ## End-to-end suite on a fresh local cluster.
-	KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test -count=1 -timeout 30m ./test/e2e/...
+test-e2e: tools build images node-packages chromium ## End-to-end suite on a fresh local cluster with a real node.
+	$(GO) test -tags e2e -count=1 -timeout 30m ./test/e2e/...
 
 BENCH_ARGS ?=
 .PHONY: bench
@@ -113,9 +117,9 @@ uninstall: manifests kustomize ## Remove the CRDs (objects with finalizers keep 
 	$(KUSTOMIZE) build config/crd | kubectl delete --ignore-not-found -f -
 
 .PHONY: deploy
-deploy: manifests kustomize ## Deploy the manager image IMG into the current cluster.
+deploy: manifests kustomize ## Deploy the manager image IMG (and viewer image VIEWER_IMG) into the current cluster.
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
+	$(KUSTOMIZE) build config/default | sed 's|--viewer-image=.*|--viewer-image=$(VIEWER_IMG)|' | kubectl apply --server-side -f -
 
 .PHONY: undeploy
 undeploy: kustomize ## Remove the manager from the current cluster.
@@ -131,6 +135,8 @@ images: ## Build the manager and viewer images into bin/images/ (OCI archives, l
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/linux-amd64/ ./cmd/manager ./cmd/viewer
 	$(call build-image,manager,$(IMG),The Trellis operator)
 	$(call build-image,viewer,$(VIEWER_IMG),Serves a MarkdownView as a website)
+	cd hack/images && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/linux-amd64/pause ./pause
+	$(call build-image,pause,trellis-pause:dev,The real node's pod sandbox (make dev and e2e only))
 
 # build-image NAME,REF,DESCRIPTION: bin/linux-amd64/NAME as image REF in $(IMAGE_DIR)/trellis-NAME.tar.
 define build-image
@@ -143,8 +149,8 @@ endef
 
 .PHONY: docker-build
 docker-build: ## Build the manager and viewer images (needs a container engine).
-	docker build --target manager -t $(IMG) .
-	docker build --target viewer -t $(VIEWER_IMG) .
+	docker build --target manager --build-arg REVISION=$(GIT_REVISION) -t $(IMG) .
+	docker build --target viewer --build-arg REVISION=$(GIT_REVISION) -t $(VIEWER_IMG) .
 
 ##@ Tools (pinned, built once into bin/)
 
@@ -222,11 +228,12 @@ chromium:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 # What the real node needs from Debian's packages: runc (containerd's runtime),
-# the CNI plugins (bridge, host-local, portmap, loopback in /usr/lib/cni) and
-# iptables (the kubelet, kube-proxy and the bridge plugin's masquerading).
+# the CNI plugins (bridge, host-local, portmap, loopback in /usr/lib/cni),
+# iptables (the kubelet, kube-proxy and the bridge plugin's masquerading) and
+# socat (the node's relay to the API server).
 .PHONY: node-packages
 node-packages:
-	@{ command -v runc && test -x /usr/lib/cni/bridge && command -v iptables; } >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq runc containernetworking-plugins iptables >/dev/null; }
+	@{ command -v runc && test -x /usr/lib/cni/bridge && command -v iptables && command -v socat; } >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq runc containernetworking-plugins iptables socat >/dev/null; }
 
 .PHONY: clean
 clean: ## Remove build output (keeps the pinned tools).
