@@ -20,8 +20,9 @@ NODE_NAME=real-node
 NODE_POD_CIDR=10.88.0.0/24
 NODE_IMAGES=(trellis-pause trellis-manager trellis-viewer)
 
-# node_id NAME: 8 hex digits naming NAME's netns, veth and cgroups.
-node_id() { printf '%s' "$1" | sha256sum | cut -c1-8; }
+# node_id NAME: 8 hex digits naming NAME's netns, veth and cgroups, from the
+# state dir and NAME (two checkouts may both run a cluster "trellis").
+node_id() { printf '%s' "$STATE/$1" | sha256sum | cut -c1-8; }
 
 # node_net NAME: print "HOST_IP NODE_IP NETNS" of NAME's node network.
 node_net() { cat "$STATE/$1-node-net"; }
@@ -57,16 +58,17 @@ node_net_up() {
   fi
 }
 
-# node_net_down NAME: delete NAME's network namespace and veth.
+# node_net_down NAME: delete NAME's network namespace and veth (as recorded
+# by node_net_up, else as node_id names them).
 node_net_down() {
-  local id
-  id=$(node_id "$1")
-  ip link del "trn$id" 2>/dev/null || true
-  ip netns del "trellis-node-$id" 2>/dev/null || true
+  local ns=trellis-node-$(node_id "$1")
+  [ -f "$STATE/$1-node-net" ] && read -r _ _ ns < "$STATE/$1-node-net"
+  ip link del "trn${ns#trellis-node-}" 2>/dev/null || true
+  ip netns del "$ns" 2>/dev/null || true
   # `ip netns add` bind-mounts /run/netns onto itself; the last one out takes
   # that mount away (it fails, harmlessly, while any namespace is mounted there).
   if [ -z "$(ip netns list)" ] && mountpoint -q /run/netns; then
-    umount /run/netns 2>/dev/null && rmdir /run/netns 2>/dev/null
+    umount /run/netns 2>/dev/null && rmdir /run/netns 2>/dev/null || true
   fi
   return 0
 }
@@ -148,6 +150,7 @@ node_up() {
 
   rm -rf "$dir"
   mkdir -p "$dir/cni" "$dir/sysctl" "$dir/pod-logs"
+  echo "trellis-node-$id" > "$dir/cgroup" # node_down removes what this names
 
   # The API server, through the host end of the veth: a relay to 127.0.0.1.
   nohup socat "TCP-LISTEN:$port,bind=$host_ip,reuseaddr,fork" "TCP:127.0.0.1:$port" > "$dir/relay.log" 2>&1 &
@@ -226,9 +229,10 @@ node_up() {
 # relay; then remove its cgroups. Its mounts vanish with the last process.
 # The network namespace stays for the cluster (node_net_down removes it).
 node_down() {
-  local name=$1 dir=$STATE/$1-node id mntns pid p d
-  id=$(node_id "$name")
+  local name=$1 dir=$STATE/$1-node cgroup mntns pid p d
   [ -d "$dir" ] || return 0
+  cgroup=trellis-node-$(node_id "$name")
+  [ -f "$dir/cgroup" ] && cgroup=$(cat "$dir/cgroup")
   for p in kube-proxy kubelet containerd; do
     [ -f "$dir/$p.pid" ] && kill "$(cat "$dir/$p.pid")" 2>/dev/null || true
   done
@@ -243,28 +247,28 @@ node_down() {
   if [ -f "$dir/holder.pid" ] && mntns=$(readlink "/proc/$(cat "$dir/holder.pid")/ns/mnt" 2>/dev/null); then
     # The shims (and anything else left) share the holder's mount namespace.
     for p in /proc/[0-9]*; do
-      [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$mntns" ] && kill -9 "${p#/proc/}" 2>/dev/null
+      if [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$mntns" ]; then kill -9 "${p#/proc/}" 2>/dev/null || true; fi
     done
   fi
   # The containers: every process in the node's pod cgroups.
   for _ in 1 2 3; do
-    for d in /sys/fs/cgroup/*/trellis-node-"$id"; do
+    for d in /sys/fs/cgroup/*/"$cgroup"; do
       [ -d "$d" ] || continue
-      find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | while read -r pid; do kill -9 "$pid" 2>/dev/null; done
+      find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done
     done
     sleep 0.2
   done
   if [ -f "$dir/relay.pid" ]; then
     # The relay and the children it forked for open connections.
     pid=$(cat "$dir/relay.pid")
-    pkill -P "$pid" 2>/dev/null
-    kill "$pid" 2>/dev/null
+    pkill -P "$pid" 2>/dev/null || true
+    kill "$pid" 2>/dev/null || true
   fi
   for _ in $(seq 25); do
-    for d in /sys/fs/cgroup/*/trellis-node-"$id"; do
-      [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+    for d in /sys/fs/cgroup/*/"$cgroup"; do
+      if [ -d "$d" ]; then find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
     done
-    compgen -G "/sys/fs/cgroup/*/trellis-node-$id" >/dev/null || break
+    compgen -G "/sys/fs/cgroup/*/$cgroup" >/dev/null || break
     sleep 0.2
   done
   if [ -f "$dir/made-var-lib-cni" ]; then
