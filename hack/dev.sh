@@ -26,7 +26,8 @@ stop() {
   echo
   echo "stopping the manager, the node, the S3 server and the cluster (state kept in $STATE)"
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  # Only ours: the node's daemons are children too, and node_down stops them.
+  wait "${pids[@]}" 2>/dev/null || true
   node_down "$NAME"
   s3_down "$NAME"
   "$BIN/kwokctl" --name "$NAME" stop cluster >/dev/null 2>&1 || true
@@ -58,6 +59,7 @@ samples() {
   "$BIN/kustomize" build "$ROOT/config/samples" | sed "s|http://127.0.0.1:7070|$1|" |
     kubectl apply --server-side -f - >/dev/null
   kubectl wait --for=condition=Ready markdownview/markdownview-sample --timeout=120s >/dev/null || true
+  kubectl rollout status deployment/viewer-markdownview-sample --timeout=120s >/dev/null 2>&1 || true
   kubectl wait --for=condition=Ready tenant/team-a storagebucket/assets --timeout=60s >/dev/null || true
 }
 
@@ -101,13 +103,22 @@ Manager logs follow; Ctrl-C stops everything.
 
 MSG
   kubectl get markdownviews,tenants,storagebuckets -A
-  # Follow the manager pods' logs until Ctrl-C (again after a pod restarts).
-  while true; do
-    kubectl -n trellis-system logs -f --prefix --max-log-requests 2 -l app.kubernetes.io/component=manager --tail=20 || true
-    sleep 2
-  done &
+  follow_manager_logs &
   pids+=($!)
   wait "${pids[0]}"
+}
+
+# follow_manager_logs: the manager pods' logs until stopped (again after a
+# pod restarts); SIGTERM stops the kubectl it runs too.
+follow_manager_logs() {
+  local child=
+  trap 'kill "$child" 2>/dev/null; exit 0' TERM
+  while true; do
+    kubectl -n trellis-system logs -f --prefix --max-log-requests 2 -l app.kubernetes.io/component=manager --tail=20 &
+    child=$!
+    wait "$child" || true
+    sleep 2
+  done
 }
 
 local_manager() {

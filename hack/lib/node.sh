@@ -155,6 +155,7 @@ node_up() {
   # The API server, through the host end of the veth: a relay to 127.0.0.1.
   nohup socat "TCP-LISTEN:$port,bind=$host_ip,reuseaddr,fork" "TCP:127.0.0.1:$port" > "$dir/relay.log" 2>&1 &
   echo $! > "$dir/relay.pid"
+  disown # node_down stops it; the shell neither waits for it nor reports its end
 
   # Identities: the kubelet as system:node:real-node (the Node authorizer),
   # kube-proxy as system:kube-proxy (the system:node-proxier role).
@@ -195,6 +196,7 @@ node_up() {
     done
     exec sleep infinity' holder "$dir" > "$dir/holder.log" 2>&1 &
   echo $! > "$dir/holder.pid"
+  disown
   for _ in $(seq 50); do
     node_in "$name" test -d /proc/sys 2>/dev/null && node_in "$name" mountpoint -q /var/lib/cni 2>/dev/null && break
     sleep 0.1
@@ -204,6 +206,7 @@ node_up() {
   local in=(nsenter --target "$(cat "$dir/holder.pid")" --mount --net -- env PATH="$BIN:$PATH")
   "${in[@]}" "$BIN/containerd" --config "$dir/containerd.toml" > "$dir/containerd.log" 2>&1 &
   echo $! > "$dir/containerd.pid"
+  disown
   for _ in $(seq 100); do
     node_in "$name" "$BIN/ctr" version >/dev/null 2>&1 && break
     sleep 0.2
@@ -213,12 +216,21 @@ node_up() {
       { echo "importing $t failed; see $dir/import.log" >&2; return 1; }
   done
 
+  # An earlier life of the node (it starts empty) leaves a Node whose status
+  # still says Ready and pods whose containers are gone: delete both, so the
+  # kubelet registers anew, the pods' controllers make new ones, and nothing
+  # reports Ready before it runs again.
+  "$BIN/kubectl" --kubeconfig "$kubeconfig" delete pods -A --field-selector "spec.nodeName=$NODE_NAME" \
+    --force --grace-period=0 --wait=false >/dev/null 2>&1 || true
+  "$BIN/kubectl" --kubeconfig "$kubeconfig" delete node "$NODE_NAME" --ignore-not-found >/dev/null
   "${in[@]}" "$BIN/kubelet" --config "$dir/kubelet.yaml" --kubeconfig "$dir/kubelet.kubeconfig" \
     --root-dir "$dir/kubelet" --cert-dir "$dir/kubelet-pki" --hostname-override "$NODE_NAME" --node-ip "$node_ip" \
     --node-labels "trellis.dev/real-node=true" > "$dir/kubelet.log" 2>&1 &
   echo $! > "$dir/kubelet.pid"
+  disown
   "${in[@]}" "$BIN/kube-proxy" --config "$dir/kube-proxy.yaml" > "$dir/kube-proxy.log" 2>&1 &
   echo $! > "$dir/kube-proxy.pid"
+  disown
 
   node_ready "$kubeconfig" || {
     echo "the real node did not become Ready; logs in $dir" >&2; tail -20 "$dir/kubelet.log" >&2; return 1; }
