@@ -103,6 +103,7 @@ func run(m *testing.M) int {
 	}
 	if err := s3Up(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		_ = stopLocalManager()
 		return 1
 	}
 	defer func() { _ = s3Down() }()
