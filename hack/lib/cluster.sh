@@ -46,7 +46,9 @@ cluster_up() {
       --kube-scheduler-binary "$BIN/kube-scheduler" \
       --kwok-controller-binary "$BIN/kwok" \
       --etcd-binary "$BIN/etcd" \
-      --wait 3m >"$log" 2>&1 || { cat "$log" >&2; return 1; }
+      --wait 3m >"$log" 2>&1 || {
+        # Not half a cluster left running (e.g. a port another cluster took meanwhile).
+        cat "$log" >&2; "$BIN/kwokctl" --name "$name" delete cluster >/dev/null 2>&1; return 1; }
   fi
   "$BIN/kwokctl" --name "$name" get kubeconfig > "$kubeconfig"
   "$BIN/kwokctl" --name "$name" scale node --replicas "$nodes" >>"$log" 2>&1 || { cat "$log" >&2; return 1; }
