@@ -30,6 +30,7 @@ cluster_up() {
     read -r host_ip _ < "$STATE/$name-node-net"
   fi
   node_render "$ROOT/hack/kwokctl-config.yaml" "$config.new" HOST_IP="$host_ip" PKI="$KWOK_WORKDIR/clusters/$name/pki"
+  if [ "$real" != real-node ]; then sed -i '/# real node only$/d' "$config.new"; fi
   if "$BIN/kwokctl" get clusters 2>/dev/null | grep -qx "$name" && ! cmp -s "$config" "$config.new"; then
     echo "cluster $name was made with other settings: making it anew" >&2
     "$BIN/kwokctl" --name "$name" delete cluster >"$log" 2>&1 || true
