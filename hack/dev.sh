@@ -144,10 +144,11 @@ local_manager() {
   . "$STATE/$NAME-s3/credentials"
   s3_up "$NAME" "$S3_PORT" "http://$EVENTS_ADDR/bucket-events?token=$EVENTS_TOKEN"
 
+  samples "http://127.0.0.1:$S3_PORT"
+  # The preview follows the sample, so it starts once the sample exists.
   "$BIN/viewer" --kubeconfig "$KUBECONFIG" --markdownview default/markdownview-sample --addr "$PREVIEW_ADDR" \
     > "$STATE/$NAME-preview.log" 2>&1 &
   pids+=($!)
-  samples "http://127.0.0.1:$S3_PORT"
 
   cat <<MSG
 
