@@ -238,3 +238,4 @@ node-packages:
 .PHONY: clean
 clean: ## Remove build output (keeps the pinned tools).
 	rm -f $(LOCALBIN)/manager $(LOCALBIN)/viewer
+	rm -rf $(LOCALBIN)/linux-amd64 $(IMAGE_DIR)
