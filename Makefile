@@ -16,6 +16,9 @@ VERSITYGW_VERSION      ?= v1.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION      ?= v5.8.2
 CONTAINERD_VERSION     ?= v2.3.7
+# golangci-lint v2 with kube-api-linter built in; kube-api-linter has no
+# releases yet, so it is pinned by pseudo-version.
+KUBE_API_LINTER_VERSION ?= v0.0.0-20260716143926-092fe0c72997
 
 IMG        ?= trellis-manager:dev
 VIEWER_IMG ?= trellis-viewer:dev
@@ -60,6 +63,10 @@ fmt: ## go fmt the code.
 vet: ## go vet the code.
 	$(GO) vet ./...
 
+.PHONY: lint
+lint: golangci-lint ## golangci-lint: kubebuilder's linters, and kube-api-linter on api/ (.golangci.yml).
+	$(GOLANGCI_LINT) run ./...
+
 .PHONY: build
 build: ## Build the manager and viewer into bin/.
 	$(GO) build -o $(LOCALBIN)/manager ./cmd/manager
@@ -101,10 +108,16 @@ test-e2e: tools build images node-packages chromium ## End-to-end suite on a fre
 	$(GO) test -tags e2e -count=1 -timeout 30m ./test/e2e/...
 
 BENCH_ARGS ?=
+VIEWER_BENCH_ARGS ?=
 .PHONY: bench
-bench: tools build ## Micro-benchmarks, then scale benchmarks on a fresh local cluster (tens of minutes; BENCH_ARGS=--smoke for a quick run).
+bench: tools build ## Micro-benchmarks, viewer latency on loopback, then scale benchmarks on a fresh local cluster (tens of minutes; BENCH_ARGS=--smoke for a quick run).
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/...
-	$(GO) run ./test/bench $(BENCH_ARGS)
+	$(GO) run ./test/bench/viewerload --viewer $(LOCALBIN)/viewer $(VIEWER_BENCH_ARGS)
+	$(GO) run ./test/bench --chart docs/performance-converge.svg $(BENCH_ARGS)
+
+.PHONY: bench-scale
+bench-scale: tools build ## One-off scale run: 10,000 MarkdownViews, Tenants and StorageBuckets (about an hour; not part of make test). Its results join the chart of the next make bench.
+	$(GO) run ./test/bench --scale $(BENCH_ARGS)
 
 ##@ Deployment
 
@@ -156,11 +169,12 @@ docker-build: ## Build the manager and viewer images (needs a container engine).
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE      ?= $(LOCALBIN)/kustomize
+GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint
 
 .PHONY: tools
-tools: kube etcd kwok versitygw controller-gen kustomize containerd ## Build every pinned tool into bin/.
+tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd ## Build every pinned tool into bin/.
 
-.PHONY: kube etcd kwok versitygw controller-gen kustomize containerd
+.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
@@ -168,6 +182,7 @@ kwok: $(LOCALBIN)/kwok $(LOCALBIN)/kwokctl
 versitygw: $(LOCALBIN)/versitygw
 controller-gen: $(LOCALBIN)/controller-gen
 kustomize: $(LOCALBIN)/kustomize
+golangci-lint: $(LOCALBIN)/golangci-lint
 
 # The Kubernetes commands share one compile, so they are built together (a
 # grouped target: any one missing builds them all, mostly from the build cache).
@@ -207,6 +222,8 @@ $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION):
 	$(call go-install-tool,controller-gen,sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_GEN_VERSION))
 $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION):
 	$(call go-install-tool,kustomize,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+$(LOCALBIN)/golangci-lint-$(KUBE_API_LINTER_VERSION):
+	$(call go-install-tool,golangci-lint,sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter,$(KUBE_API_LINTER_VERSION))
 
 # bin/<tool> is a link to the pinned build, so a changed pin rebuilds it.
 define link-tool
@@ -221,6 +238,7 @@ $(eval $(call link-tool,kwokctl,$(KWOK_VERSION)))
 $(eval $(call link-tool,versitygw,$(VERSITYGW_VERSION)))
 $(eval $(call link-tool,controller-gen,$(CONTROLLER_GEN_VERSION)))
 $(eval $(call link-tool,kustomize,$(KUSTOMIZE_VERSION)))
+$(eval $(call link-tool,golangci-lint,$(KUBE_API_LINTER_VERSION)))
 
 # Headless Chromium for the viewer's browser tests, from Debian's packages.
 .PHONY: chromium

@@ -14,6 +14,9 @@ step "go vet"
 go vet ./...
 go vet -tags e2e ./test/e2e/
 
+step "lint (golangci-lint with kube-api-linter; .golangci.yml)"
+bin/golangci-lint run ./...
+
 step "generated code and manifests are current"
 snapshot() { find api config -type f \( -name '*.go' -o -name '*.yaml' \) -print0 | sort -z | xargs -0 sha256sum; }
 before=$(snapshot)
@@ -39,7 +42,7 @@ go test -run='^$' -bench=. -benchtime=1x ./internal/... >/dev/null
 go run ./test/bench --smoke --out "$(mktemp -d)" 2>&1 | sed '/^\[/d'
 
 step "images: unit tests of hack/images, and the same source gives the same digest"
-(cd hack/images && go vet ./... && go test -count=1 ./...)
+(cd hack/images && go vet ./... && ../../bin/golangci-lint run ./... && go test -count=1 ./...)
 make --no-print-directory -s images >/dev/null
 again=$(mktemp -d)
 make --no-print-directory -s images IMAGE_DIR="$again" >/dev/null

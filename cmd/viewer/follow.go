@@ -38,7 +38,7 @@ func followMarkdownView(ctx context.Context, kubeconfig, ns, name string, mem *v
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, mv); err != nil {
 		return fmt.Errorf("reading MarkdownView %s/%s: %w", ns, name, err)
 	}
-	mem.Set(filesOf(mv))
+	mem.Set(pagesOf(mv), nil)
 
 	go func() {
 		for ctx.Err() == nil {
@@ -51,7 +51,7 @@ func followMarkdownView(ctx context.Context, kubeconfig, ns, name string, mem *v
 				}
 			}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, mv); err == nil {
-				mem.Set(filesOf(mv))
+				mem.Set(pagesOf(mv), nil)
 			}
 		}
 	}()
@@ -75,13 +75,15 @@ func watchOnce(ctx context.Context, c client.WithWatch, ns, name, rv string, mem
 				return fmt.Errorf("watch closed")
 			}
 			if mv, isMV := ev.Object.(*viewv1.MarkdownView); isMV && (ev.Type == watch.Added || ev.Type == watch.Modified) {
-				mem.Set(filesOf(mv))
+				mem.Set(pagesOf(mv), nil)
 			}
 		}
 	}
 }
 
-func filesOf(mv *viewv1.MarkdownView) map[string]string {
+// pagesOf returns the MarkdownView's Markdown files. (The resource holds no
+// assets yet; when it does, they go to Set's second argument.)
+func pagesOf(mv *viewv1.MarkdownView) map[string]string {
 	files := make(map[string]string, len(mv.Spec.Markdowns))
 	for k, v := range mv.Spec.Markdowns {
 		files[k] = string(v)

@@ -23,7 +23,7 @@ import (
 func main() {
 	var (
 		addr         = flag.String("addr", ":8080", "Address to serve on.")
-		dir          = flag.String("dir", "/markdown", "Directory of Markdown files (a mounted ConfigMap).")
+		dir          = flag.String("dir", "/markdown", "Directory of Markdown files and images (a mounted ConfigMap).")
 		markdownView = flag.String("markdownview", "", "Serve this MarkdownView (namespace/name) from the cluster instead of --dir.")
 		kubeconfig   = flag.String("kubeconfig", "", "Kubeconfig for --markdownview (default: in-cluster or $KUBECONFIG).")
 	)

@@ -216,7 +216,7 @@ func writeOCIArchive(w io.Writer, img v1.Image, ref string) (v1.Hash, error) {
 			return v1.Hash{}, err
 		}
 		data, err := io.ReadAll(rc)
-		rc.Close()
+		_ = rc.Close()
 		if err != nil {
 			return v1.Hash{}, err
 		}

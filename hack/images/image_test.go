@@ -75,7 +75,7 @@ func TestImageConfig(t *testing.T) {
 	if cfg.Config.Labels["org.opencontainers.image.revision"] != "abc" {
 		t.Errorf("labels %v", cfg.Config.Labels)
 	}
-	if !cfg.Created.Time.Equal(epoch) {
+	if !cfg.Created.Equal(epoch) {
 		t.Errorf("created %s, want the epoch", cfg.Created)
 	}
 	m, err := img.Manifest()
@@ -102,7 +102,7 @@ func TestLayerContents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	got := map[string]*tar.Header{}
 	var names []string
 	tr := tar.NewReader(rc)

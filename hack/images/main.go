@@ -29,7 +29,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: images image|rootfs ...")
+		return fmt.Errorf("usage: images image|rootfs ARGS")
 	}
 	switch args[0] {
 	case "rootfs":

@@ -39,8 +39,12 @@ cluster_up() {
   if "$BIN/kwokctl" get clusters 2>/dev/null | grep -qx "$name"; then
     "$BIN/kwokctl" --name "$name" start cluster --wait 3m >"$log" 2>&1 || { cat "$log" >&2; return 1; }
   else
+    # TRELLIS_KWOK_DISABLE_QPS_LIMITS=1 (the bench): the cluster's own
+    # components get no client-side rate limit, so a floor measured on the
+    # cluster does not wait on kube-controller-manager's throttled client.
     "$BIN/kwokctl" --name "$name" -c "$config" create cluster \
       --runtime binary \
+      ${TRELLIS_KWOK_DISABLE_QPS_LIMITS:+--disable-qps-limits} \
       --kubeconfig "$kubeconfig" \
       --kube-apiserver-binary "$BIN/kube-apiserver" \
       --kube-controller-manager-binary "$BIN/kube-controller-manager" \

@@ -80,12 +80,12 @@ func TestSetMovesTransitionTimeOnFlip(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			conds := []metav1.Condition{{
-				Type: Degraded, Status: tt.from, ObservedGeneration: 4,
+				Type: Stalled, Status: tt.from, ObservedGeneration: 4,
 				LastTransitionTime: longAgo, Reason: "Old", Message: "old",
 			}}
 			before := time.Now().Add(-time.Second)
 
-			Set(&conds, 5, Degraded, tt.to, "New", "new")
+			Set(&conds, 5, Stalled, tt.to, "New", "new")
 
 			g.Expect(conds).To(HaveLen(1))
 			c := conds[0]
@@ -101,7 +101,7 @@ func TestSetMovesTransitionTimeOnFlip(t *testing.T) {
 func TestSetLeavesOtherConditionsAlone(t *testing.T) {
 	g := NewWithT(t)
 	other := metav1.Condition{
-		Type: Progressing, Status: metav1.ConditionTrue, ObservedGeneration: 1,
+		Type: Reconciling, Status: metav1.ConditionTrue, ObservedGeneration: 1,
 		LastTransitionTime: longAgo, Reason: "RollingOut", Message: "m",
 	}
 	conds := []metav1.Condition{other}
@@ -109,7 +109,7 @@ func TestSetLeavesOtherConditionsAlone(t *testing.T) {
 	Set(&conds, 2, Ready, false, "RollingOut", "m")
 
 	g.Expect(conds).To(HaveLen(2))
-	g.Expect(Get(conds, Progressing)).To(HaveValue(Equal(other)))
+	g.Expect(Get(conds, Reconciling)).To(HaveValue(Equal(other)))
 	g.Expect(Get(conds, Ready).ObservedGeneration).To(Equal(int64(2)))
 }
 
@@ -128,21 +128,66 @@ func TestIsTrueAndGet(t *testing.T) {
 	g := NewWithT(t)
 	conds := []metav1.Condition{
 		{Type: Ready, Status: metav1.ConditionTrue, Reason: "Ready"},
-		{Type: Degraded, Status: metav1.ConditionFalse, Reason: "AsExpected"},
-		{Type: Progressing, Status: metav1.ConditionUnknown, Reason: "Unknown"},
+		{Type: Stalled, Status: metav1.ConditionFalse, Reason: "AsExpected"},
+		{Type: Reconciling, Status: metav1.ConditionUnknown, Reason: "Unknown"},
 	}
 
 	g.Expect(IsTrue(conds, Ready)).To(BeTrue())
-	g.Expect(IsTrue(conds, Degraded)).To(BeFalse())
-	g.Expect(IsTrue(conds, Progressing)).To(BeFalse())
+	g.Expect(IsTrue(conds, Stalled)).To(BeFalse())
+	g.Expect(IsTrue(conds, Reconciling)).To(BeFalse())
 	g.Expect(IsTrue(conds, Available)).To(BeFalse())
 	g.Expect(IsTrue(nil, Ready)).To(BeFalse())
 
-	g.Expect(Get(conds, Degraded)).To(HaveValue(HaveField("Reason", "AsExpected")))
+	g.Expect(Get(conds, Stalled)).To(HaveValue(HaveField("Reason", "AsExpected")))
 	g.Expect(Get(conds, Available)).To(BeNil())
 	g.Expect(Get(nil, Ready)).To(BeNil())
 
 	// Get points into the slice, so callers see (and may edit) the stored condition.
 	Get(conds, Ready).Message = "edited"
 	g.Expect(conds[0].Message).To(Equal("edited"))
+}
+
+func TestSummarize(t *testing.T) {
+	tests := map[string]struct {
+		reason string
+		s      Summary
+		// want is the status of Ready, Reconciling and Stalled ("" = absent).
+		wantReady, wantReconciling, wantStalled metav1.ConditionStatus
+	}{
+		"done: Ready, nothing else": {
+			s: Summary{Progress: Done, Reason: "Ready", Message: "all good"}, wantReady: metav1.ConditionTrue,
+		},
+		"working: Reconciling, not Ready": {
+			s: Summary{Progress: Working, Reason: "RollingOut", Message: "1 of 2"}, wantReady: metav1.ConditionFalse, wantReconciling: metav1.ConditionTrue,
+		},
+		"blocked: Stalled, not Ready": {
+			s: Summary{Progress: Blocked, Reason: "ChildConflict", Message: "taken"}, wantReady: metav1.ConditionFalse, wantStalled: metav1.ConditionTrue,
+		},
+	}
+	status := func(conds []metav1.Condition, typ string) metav1.ConditionStatus {
+		if c := Get(conds, typ); c != nil {
+			return c.Status
+		}
+		return ""
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			// Start from the opposite state, so stale conditions must be cleared.
+			var conds []metav1.Condition
+			Summarize(&conds, 1, Summary{Progress: Working, Reason: "Old", Message: "old"})
+			Summarize(&conds, 1, Summary{Progress: Blocked, Reason: "Old", Message: "old"})
+
+			Summarize(&conds, 3, tt.s)
+
+			g.Expect(status(conds, Ready)).To(Equal(tt.wantReady))
+			g.Expect(status(conds, Reconciling)).To(Equal(tt.wantReconciling))
+			g.Expect(status(conds, Stalled)).To(Equal(tt.wantStalled))
+			for _, c := range conds {
+				g.Expect(c.Reason).To(Equal(tt.s.Reason), "condition %s", c.Type)
+				g.Expect(c.Message).To(Equal(tt.s.Message), "condition %s", c.Type)
+				g.Expect(c.ObservedGeneration).To(Equal(int64(3)), "condition %s", c.Type)
+			}
+		})
+	}
 }

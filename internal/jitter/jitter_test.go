@@ -47,7 +47,7 @@ func TestDurationStaysInRange(t *testing.T) {
 			g.Expect(above).To(BeNumerically(">", samples/4))
 			mean := sum / samples
 			g.Expect(mean).To(BeNumerically("~", float64(tt.d), 0.1*tt.f*float64(tt.d)+1))
-			var minSeen, maxSeen time.Duration = hi, lo
+			minSeen, maxSeen := hi, lo
 			for d := range distinct {
 				minSeen, maxSeen = min(minSeen, d), max(maxSeen, d)
 			}

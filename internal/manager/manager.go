@@ -24,6 +24,9 @@ import (
 // New builds the Manager for the given options and registers every enabled controller.
 func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts *Options, controllers []setup.Controller) (ctrl.Manager, error) {
 	cfg = rest.CopyConfig(cfg)
+	// The API server names the field manager of a write without one after the
+	// user agent's first word: "trellis", like every write of the client below.
+	cfg.UserAgent = setup.FieldManager + "/manager"
 	cfg.QPS = float32(opts.KubeAPIQPS)
 	cfg.Burst = opts.KubeAPIBurst
 	cfg.Wrap(countRequests)
@@ -60,7 +63,7 @@ func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts *Op
 		RetryPeriod:                   &opts.RetryPeriod,
 		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
 		Cache:                         cacheOptions(enabled, syncPeriod),
-		Client: client.Options{Cache: &client.CacheOptions{
+		Client: client.Options{FieldOwner: setup.FieldManager, Cache: &client.CacheOptions{
 			// Secrets are read one at a time, straight from the API server, so
 			// the manager never holds (or needs RBAC to list) every Secret.
 			DisableFor: []client.Object{&corev1.Secret{}},

@@ -18,7 +18,7 @@ func FuzzValidateBucketName(f *testing.F) {
 			t.Fatalf("accepted %q of length %d", name, len(name))
 		}
 		for _, r := range name {
-			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' && r != '.' {
 				t.Fatalf("accepted %q with %q", name, r)
 			}
 		}

@@ -26,6 +26,8 @@ const OwnerTag = "trellis.dev/owner-uid"
 // probeKey is the small object the optional write/read/delete probe uses.
 const probeKey = ".trellis-health-probe"
 
+const schemeHTTPS = "https"
+
 // Config is how to reach a store. Credentials stay in memory only.
 type Config struct {
 	Endpoint  string // http(s)://host[:port]
@@ -57,11 +59,11 @@ type Client interface {
 // New builds a Client for cfg.
 func New(cfg Config) (Client, error) {
 	u, err := url.Parse(cfg.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != schemeHTTPS) || u.Host == "" {
 		return nil, fmt.Errorf("endpoint %q is not an http(s) URL", cfg.Endpoint)
 	}
 	if cfg.AccessKey == "" || cfg.SecretKey == "" {
-		return nil, ErrNoCredentials
+		return nil, ErrCredentialsIncomplete
 	}
 	lookup := minio.BucketLookupDNS
 	if cfg.PathStyle {
@@ -71,7 +73,7 @@ func New(cfg Config) (Client, error) {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	transport, err := minio.DefaultTransport(u.Scheme == "https")
+	transport, err := minio.DefaultTransport(u.Scheme == schemeHTTPS)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +81,7 @@ func New(cfg Config) (Client, error) {
 	transport.ResponseHeaderTimeout = timeout
 	mc, err := minio.New(u.Host, &minio.Options{
 		Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
-		Secure:       u.Scheme == "https",
+		Secure:       u.Scheme == schemeHTTPS,
 		Region:       cfg.Region,
 		BucketLookup: lookup,
 		Transport:    transport,
@@ -132,7 +134,7 @@ func (c *client) Owner(ctx context.Context, bucket string) (string, error) {
 	defer cancel()
 	t, err := c.mc.GetBucketTagging(ctx, bucket)
 	if err != nil {
-		if code := minio.ToErrorResponse(err).Code; code == "NoSuchTagSet" || code == "NoSuchTagSetError" {
+		if isNoTagSet(err) {
 			return "", nil
 		}
 		return "", err
@@ -140,19 +142,32 @@ func (c *client) Owner(ctx context.Context, bucket string) (string, error) {
 	return t.ToMap()[OwnerTag], nil
 }
 
+// isNoTagSet reports the store's answer for a bucket without tags.
+func isNoTagSet(err error) bool {
+	code := minio.ToErrorResponse(err).Code
+	return code == "NoSuchTagSet" || code == "NoSuchTagSetError"
+}
+
+// SetOwner adds the owner tag to the bucket's tags. S3 replaces a bucket's
+// whole tag set at once, so the others are read first; if they cannot be
+// read, nothing is written rather than someone's tags lost.
 func (c *client) SetOwner(ctx context.Context, bucket, uid string) error {
 	ctx, cancel := c.ctx(ctx)
 	defer cancel()
 	existing := map[string]string{}
-	if t, err := c.mc.GetBucketTagging(ctx, bucket); err == nil {
+	t, err := c.mc.GetBucketTagging(ctx, bucket)
+	switch {
+	case err == nil:
 		existing = t.ToMap()
+	case !isNoTagSet(err):
+		return err
 	}
 	existing[OwnerTag] = uid
-	t, err := tags.NewTags(existing, false)
+	next, err := tags.NewTags(existing, false)
 	if err != nil {
 		return err
 	}
-	return c.mc.SetBucketTagging(ctx, bucket, t)
+	return c.mc.SetBucketTagging(ctx, bucket, next)
 }
 
 func (c *client) CountObjects(ctx context.Context, bucket string, limit int) (int, error) {
@@ -181,30 +196,42 @@ func (c *client) Probe(ctx context.Context, bucket string) error {
 	payload := []byte("trellis health probe " + time.Now().UTC().Format(time.RFC3339Nano))
 	if _, err := c.mc.PutObject(ctx, bucket, probeKey, bytes.NewReader(payload), int64(len(payload)),
 		minio.PutObjectOptions{ContentType: "text/plain"}); err != nil {
-		return fmt.Errorf("writing probe object: %w", err)
+		return &ProbeError{Step: "writing", Err: err}
 	}
 	obj, err := c.mc.GetObject(ctx, bucket, probeKey, minio.GetObjectOptions{})
 	if err != nil {
-		return fmt.Errorf("reading probe object: %w", err)
+		return &ProbeError{Step: "reading", Err: err}
 	}
 	got, err := io.ReadAll(obj)
 	_ = obj.Close()
 	if err != nil {
-		return fmt.Errorf("reading probe object: %w", err)
+		return &ProbeError{Step: "reading", Err: err}
 	}
 	if !bytes.Equal(got, payload) {
-		return ErrProbeMismatch
+		return &ProbeError{Step: "comparing", Err: ErrProbeMismatch}
 	}
 	if err := c.mc.RemoveObject(ctx, bucket, probeKey, minio.RemoveObjectOptions{}); err != nil {
-		return fmt.Errorf("deleting probe object: %w", err)
+		return &ProbeError{Step: "deleting", Err: err}
 	}
 	return nil
 }
 
+// ProbeError says which step of the write/read/delete probe failed.
+type ProbeError struct {
+	Step string // writing, reading, comparing or deleting
+	Err  error
+}
+
+func (e *ProbeError) Error() string { return e.Step + " the probe object: " + e.Err.Error() }
+
+// Unwrap gives the store's error, so a store that stopped answering is still
+// recognised as such.
+func (e *ProbeError) Unwrap() error { return e.Err }
+
 // Errors the package returns itself.
 var (
-	ErrNoCredentials = errors.New("the credentials Secret has no accessKeyID or secretAccessKey")
-	ErrProbeMismatch = errors.New("the probe object read back differs from what was written")
+	ErrCredentialsIncomplete = errors.New("the credentials have no access key id or no secret access key")
+	ErrProbeMismatch         = errors.New("the probe object read back differs from what was written")
 )
 
 // Reason sorts an error into something a person can act on.
@@ -228,7 +255,7 @@ func Classify(err error) (Reason, string) {
 	if err == nil {
 		return "", ""
 	}
-	if errors.Is(err, ErrNoCredentials) {
+	if errors.Is(err, ErrCredentialsIncomplete) {
 		return ReasonCredentialsMissing, err.Error()
 	}
 	if errors.Is(err, ErrProbeMismatch) {
@@ -257,10 +284,11 @@ func Classify(err error) (Reason, string) {
 	if resp.StatusCode == 403 {
 		return ReasonAccessDenied, "the object store refused the request (HTTP 403)"
 	}
-	if resp.StatusCode >= 500 || resp.StatusCode == 0 && strings.Contains(err.Error(), "EOF") {
+	if resp.StatusCode >= 500 || resp.StatusCode == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
 		return ReasonStoreUnreachable, "the object store failed to answer (" + firstNonEmpty(resp.Code, fmt.Sprintf("HTTP %d", resp.StatusCode)) + ")"
 	}
-	if strings.HasPrefix(err.Error(), "writing probe") || strings.HasPrefix(err.Error(), "reading probe") || strings.HasPrefix(err.Error(), "deleting probe") {
+	var probe *ProbeError
+	if errors.As(err, &probe) {
 		return ReasonProbeFailed, err.Error()
 	}
 	return ReasonStoreError, "the object store answered with an error: " + firstNonEmpty(resp.Code, resp.Message, err.Error())

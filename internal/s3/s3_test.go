@@ -49,9 +49,9 @@ func TestNewRejectsBadConfig(t *testing.T) {
 			g.Expect(err).To(HaveOccurred())
 			g.Expect(c).To(BeNil())
 			if tt.noCreds {
-				g.Expect(errors.Is(err, ErrNoCredentials)).To(BeTrue(), "got %v", err)
+				g.Expect(errors.Is(err, ErrCredentialsIncomplete)).To(BeTrue(), "got %v", err)
 			} else {
-				g.Expect(errors.Is(err, ErrNoCredentials)).To(BeFalse())
+				g.Expect(errors.Is(err, ErrCredentialsIncomplete)).To(BeFalse())
 				g.Expect(err.Error()).To(ContainSubstring("not an http(s) URL"))
 			}
 		})
@@ -260,9 +260,10 @@ func TestClientAgainstVersitygw(t *testing.T) {
 		err = c.Probe(ctx, "no-such-bucket-here")
 		g.Expect(err).To(HaveOccurred())
 		reason, _ := Classify(err)
-		// Today ProbeFailed (Classify does not unwrap the probe step's
-		// ErrorResponse); BucketMissing would be as right.
-		g.Expect(reason).To(BeElementOf(ReasonProbeFailed, ReasonBucketMissing), "error %v", err)
+		// The probe step's error is the store's NoSuchBucket.
+		g.Expect(reason).To(Equal(ReasonBucketMissing), "error %v", err)
+		var probe *ProbeError
+		g.Expect(errors.As(err, &probe)).To(BeTrue())
 	})
 
 	t.Run("delete", func(t *testing.T) {

@@ -35,6 +35,15 @@ type S3Server struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	webhook  string
+	faults   []fault
+}
+
+// fault answers the next matching requests with an error status instead of
+// passing them to versitygw.
+type fault struct {
+	match  func(*http.Request) bool
+	status int
+	left   int
 }
 
 // StartS3 starts versitygw with fresh credentials and data; webhook, if not
@@ -58,6 +67,10 @@ func StartS3(webhook string) (*S3Server, error) {
 	s.Endpoint = "http://" + ln.Addr().String()
 	s.proxy = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
+		if status := s.takeFault(r); status != 0 {
+			w.WriteHeader(status)
+			return
+		}
 		rp.ServeHTTP(w, r)
 	})}
 	go func() { _ = s.proxy.Serve(ln) }()
@@ -101,6 +114,26 @@ func (s *S3Server) Stop() {
 	}
 }
 
+// Fail makes the proxy answer the next times requests for which match is
+// true with status, instead of passing them on: a store that fails one step.
+func (s *S3Server) Fail(match func(*http.Request) bool, status, times int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, fault{match: match, status: status, left: times})
+}
+
+func (s *S3Server) takeFault(r *http.Request) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.faults {
+		if f := &s.faults[i]; f.left > 0 && f.match(r) {
+			f.left--
+			return f.status
+		}
+	}
+	return 0
+}
+
 // Requests is how many requests reached the proxy so far.
 func (s *S3Server) Requests() int64 { return s.requests.Load() }
 
@@ -124,6 +157,6 @@ func freePort() int {
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
 }

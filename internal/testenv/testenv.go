@@ -163,3 +163,13 @@ func AsManager(ctx context.Context, cfg *rest.Config, c client.Client) (*rest.Co
 	out.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ManagerNamespace + ":" + ManagerServiceAccount}
 	return out, nil
 }
+
+// FieldManagers lists who manages obj's fields, per subresource ("" for the
+// object itself): what `kubectl get -o yaml --show-managed-fields` shows.
+func FieldManagers(obj metav1.Object) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range obj.GetManagedFields() {
+		out[e.Subresource] = append(out[e.Subresource], e.Manager)
+	}
+	return out
+}

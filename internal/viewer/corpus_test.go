@@ -14,7 +14,7 @@ var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/xss-corpu
 // suite loads into a MarkdownView and renders in headless Chromium — equal to
 // the corpus the unit tests use.
 func TestXSSCorpusFileIsCurrent(t *testing.T) {
-	var srcs []string
+	srcs := make([]string, 0, len(xssCorpus))
 	for _, tt := range xssCorpus {
 		srcs = append(srcs, tt.src)
 	}

@@ -29,6 +29,8 @@ var allowedTags = map[string]bool{
 	"h6": true, "ul": true, "ol": true, "li": true, "input": true, "pre": true, "code": true,
 	"em": true, "strong": true, "del": true, "table": true, "thead": true, "tbody": true,
 	"tr": true, "th": true, "td": true, "blockquote": true, "hr": true, "br": true,
+	"span": true, // highlighted code (and a search hit's page name): <span class="…">
+	"mark": true, // matches in search results
 }
 
 var allowedAttrs = map[string]bool{
@@ -39,6 +41,10 @@ var allowedAttrs = map[string]bool{
 // rawURLAttr finds href and src values in the raw output; goldmark always
 // quotes attributes with '"' and escapes '"' inside them.
 var rawURLAttr = regexp.MustCompile(`(?i)\b(href|src)\s*=\s*"([^"]*)"`)
+
+// safeClass is what class names may be: chroma's token classes, language
+// names, the template's own.
+var safeClass = regexp.MustCompile(`^[A-Za-z0-9 _+#.-]*$`)
 
 // tableAlignStyle is the only inline style goldmark writes (aligned table cells).
 var tableAlignStyle = regexp.MustCompile(`^text-align:(left|right|center)$`)
@@ -111,6 +117,8 @@ func safetyProblems(out []byte) []string {
 					problems = append(problems, fmt.Sprintf("unexpected attribute %s=%q on <%s>", key, a.Val, tok.Data))
 				case (key == "href" || key == "src") && isDangerousURL(a.Val):
 					problems = append(problems, fmt.Sprintf("dangerous %s=%q on <%s>", key, a.Val, tok.Data))
+				case key == "class" && !safeClass.MatchString(a.Val):
+					problems = append(problems, fmt.Sprintf("unexpected class=%q on <%s>", a.Val, tok.Data))
 				case key == "style" && !tableAlignStyle.MatchString(a.Val):
 					problems = append(problems, fmt.Sprintf("unexpected style=%q on <%s>", a.Val, tok.Data))
 				}
@@ -189,10 +197,18 @@ func TestRenderGFM(t *testing.T) {
 			},
 		},
 		{
-			name:    "fenced code with a language",
-			src:     "```go\nfunc main() { fmt.Println(\"<b>\") }\n```\n",
-			want:    []string{`<pre><code class="language-go">func main() { fmt.Println(&quot;&lt;b&gt;&quot;) }`},
-			notWant: []string{"<b>"},
+			name: "fenced code with a known language is highlighted",
+			src:  "```go\nfunc main() { fmt.Println(\"<b>\") }\n```\n",
+			want: []string{
+				`<pre class="chroma"><code class="language-go"><span class="kd">func</span> <span class="nf">main</span>`,
+				`<span class="s">&#34;&lt;b&gt;&#34;</span>`,
+			},
+			notWant: []string{"<b>", "style="},
+		},
+		{
+			name: "fenced code with an unknown language is plain",
+			src:  "```no-such-language\n<b>x</b>\n```\n",
+			want: []string{`<pre><code class="language-no-such-language">&lt;b&gt;x&lt;/b&gt;`},
 		},
 		{
 			name: "fenced code without a language",
@@ -360,7 +376,7 @@ var xssCorpus = []struct {
 	{name: "html in a heading", src: "# Title <img src=x onerror=alert(1)>\n", want: []string{"<h1", "Title"}},
 	{name: "heading attribute syntax is not enabled", src: "# Title {onclick=alert(1)}\n", want: []string{"{onclick=alert(1)}"}},
 	{name: "script in a code span is escaped text", src: "`<script>alert(1)</script>`", want: []string{"<code>&lt;script&gt;alert(1)&lt;/script&gt;</code>"}},
-	{name: "script in a fenced block is escaped text", src: "```html\n<script>alert(1)</script>\n```\n", want: []string{"&lt;script&gt;"}},
+	{name: "script in a fenced block is escaped text", src: "```html\n<script>alert(1)</script>\n```\n", want: []string{`<span class="p">&lt;</span><span class="nt">script</span>`}},
 	{name: "script in an info string", src: "```\"><script>alert(1)</script>\nx\n```\n"},
 	{name: "onerror in an info string", src: "```go onerror=alert(1)\nx\n```\n", want: []string{`class="language-go"`}},
 	{name: "bare javascript: text is not linked", src: "javascript:alert(1)\n", want: []string{"<p>javascript:alert(1)</p>"}},
@@ -368,6 +384,16 @@ var xssCorpus = []struct {
 	{name: "linkify with quotes", src: "https://example.com/\"onmouseover=\"alert(1)\n"},
 	{name: "null bytes", src: "<scr\x00ipt>alert(1)</scr\x00ipt>[x](java\x00script:alert(1))"},
 	{name: "html block with markdown after a blank line", src: "<div onclick=alert(1)>\n\n*md*\n\n</div>\n", want: []string{"<em>md</em>"}},
+	// Syntax highlighting, heading ids and the contents built from them, and
+	// images that name the site's assets.
+	{name: "code that closes its block, highlighted", src: "```js\n</code></pre><script>alert(1)</script>\n```\n", want: []string{`<pre class="chroma"><code class="language-js">`}},
+	{name: "class breakout in an info string", src: "```go\"onmouseover=\"alert(1)\nx\n```\n", want: []string{"<pre><code>x"}},
+	{name: "info string naming a file path", src: "```../../../etc/passwd\nroot\n```\n", want: []string{"<pre><code>root"}},
+	{name: "style in a highlighted block", src: "```css\nbody { background: url(javascript:alert(1)) }\n```\n", want: []string{`<span class="nt">body</span>`}},
+	{name: "heading that tries to leave its id", src: "# \"><script>alert(1)</script>\n", want: []string{`<h1 id="alert1">`}},
+	{name: "heading with a handler in its text", src: "## x\" onmouseover=\"alert(1)\n", want: []string{`id="x-onmouseoveralert1"`}},
+	{name: "image naming an asset through javascript", src: "![x](javascript:logo.png)", want: []string{`<img src="" alt="x">`}},
+	{name: "image naming an SVG asset", src: "![x](diagram.svg)", want: []string{`<img src="diagram.svg" alt="x">`}},
 }
 
 func TestRenderXSSCorpus(t *testing.T) {

@@ -2,34 +2,96 @@ package viewer
 
 import (
 	"bytes"
+	"context"
 	_ "embed"
 	"html/template"
 	"log/slog"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 //go:embed style.css
-var styleCSS []byte
+var baseCSS []byte
+
+// styleCSS is served as /style.css: the layout and both colour schemes,
+// then the code-highlighting palettes.
+var styleCSS = append(append([]byte{}, baseCSS...), highlightCSS()...)
 
 // contentSecurityPolicy allows no script at all, styles only from our own
-// stylesheet, and images from anywhere over HTTPS (Markdown often embeds them).
+// stylesheet, images from anywhere over HTTPS (Markdown often embeds them)
+// and from the site itself, and forms (the search box) only to the site.
 const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' https: data:; " +
-	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// assetPolicy is the Content-Security-Policy of an image response. An image
+// shown in a page runs no script anyway; an SVG opened on its own is a
+// document, which this keeps inert: no script, no requests (its own inline
+// styles and data: images aside), and a sandbox with a unique origin.
+const assetPolicy = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox; frame-ancestors 'none'"
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
 <title>{{.Title}}</title>
 <link rel="stylesheet" href="/style.css">
 </head>
 <body>
 <nav class="sidebar" aria-label="Table of contents">
+<form class="search" action="/search" method="get" role="search">
+<input type="search" name="q" value="{{.Query}}" placeholder="Search" aria-label="Search the site" maxlength="256">
+<button type="submit">Search</button>
+</form>
+{{.NavHTML}}
+</nav>
+<main class="content">
+{{- if .TOC}}
+<nav class="toc" aria-label="On this page">
+<p>On this page</p>
 <ol>
+{{- range .TOC}}
+<li class="toc-{{.Depth}}"><a href="#{{.ID}}">{{.Text}}</a></li>
+{{- end}}
+</ol>
+</nav>
+{{- end}}
+{{- with .Search}}
+<article class="search-results">
+<h1>Search</h1>
+{{- if .Query}}
+<p class="summary">{{.Total}} {{if eq .Total 1}}section matches{{else}}sections match{{end}} “{{.Query}}”{{if gt .Total (len .Hits)}}; the best {{len .Hits}} are shown{{end}}.</p>
+{{- else}}
+<p class="summary">Type words to find; Chinese, Japanese and Korean text is found too.</p>
+{{- end}}
+{{- if .Skipped}}
+<p class="summary">{{.Skipped}} {{if eq .Skipped 1}}page was{{else}}pages were{{end}} left out of the index: the site is larger than the viewer indexes.</p>
+{{- end}}
+<ol class="hits">
+{{- range .Hits}}
+<li><a href="/{{.Page}}{{if .Anchor}}#{{.Anchor}}{{end}}">{{.Heading}}</a>{{if .ShowPage}} <span class="in-page">{{.PageTitle}}</span>{{end}}
+<p>{{.Snippet}}</p></li>
+{{- end}}
+</ol>
+</article>
+{{- else}}
+<article>
+{{.Body}}
+</article>
+{{- end}}
+</main>
+</body>
+</html>
+`))
+
+// navTemplate is the site's navigation, Current marked active. It is
+// executed once per page and version (and once for the search page), not
+// per request.
+var navTemplate = template.Must(template.New("nav").Parse(`<ol>
 {{- range .Nav}}
 {{- if .Rule}}<li class="rule" role="separator"></li>
 {{- else if .Part}}<li class="part">{{.Title}}</li>
@@ -37,20 +99,20 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{- else}}<li class="depth-{{.Depth}} draft">{{.Title}}</li>
 {{- end}}
 {{- end}}
-</ol>
-</nav>
-<main class="content">
-{{.Body}}
-</main>
-</body>
-</html>
-`))
+</ol>`))
 
-type page struct {
-	Title   string
+type navData struct {
 	Nav     []NavItem
 	Current string
+}
+
+type pageData struct {
+	Title   string
+	NavHTML template.HTML // navTemplate's output
+	Query   string
+	TOC     []tocEntry
 	Body    template.HTML
+	Search  *Results
 }
 
 // Server serves the site of a Source.
@@ -58,21 +120,60 @@ type Server struct {
 	source Source
 	log    *slog.Logger
 
-	mu    sync.Mutex
-	cache map[string]rendered // by file name; reused while the text is the same
-}
-
-type rendered struct {
-	text string
-	html template.HTML
+	current atomic.Pointer[site]
+	loading sync.Mutex // one load at a time; the others wait and share it
 }
 
 // NewServer returns a handler for the site.
 func NewServer(source Source, log *slog.Logger) *Server {
-	return &Server{source: source, log: log, cache: map[string]rendered{}}
+	return &Server{source: source, log: log}
 }
 
-// ServeHTTP serves /healthz, /style.css, / (the first page) and /<file>.md.
+// site returns the site of the source's current version, building it when
+// the version changed. A request for an unchanged site costs one Version call.
+func (s *Server) site(ctx context.Context) (*site, error) {
+	version, err := s.source.Version(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if st := s.current.Load(); st != nil && st.version == version {
+		return st, nil
+	}
+	s.loading.Lock()
+	defer s.loading.Unlock()
+	if st := s.current.Load(); st != nil && st.version == version {
+		return st, nil // loaded by the request we waited for
+	}
+	snap, err := s.source.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := newSite(snap)
+	for _, name := range st.rejected {
+		s.log.Warn("not serving an asset: its content is not of the type its name says", "file", name, "version", st.version)
+	}
+	s.current.Store(st)
+	go s.warm(st)
+	return st, nil
+}
+
+// warm renders every page of a new site and builds its search index in the
+// background, so the readers who come after an edit find them ready. It
+// stops as soon as a newer version replaces the site.
+func (s *Server) warm(st *site) {
+	for _, name := range st.order {
+		if s.current.Load() != st {
+			return
+		}
+		_ = st.render(st.pages[name]) // an error is logged when the page is asked for
+	}
+	if s.current.Load() == st {
+		st.searchIndex()
+	}
+}
+
+// ServeHTTP serves /healthz, /style.css, /search, / (the first page),
+// /<file>.md and /<image>.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
@@ -83,121 +184,99 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	switch r.URL.Path {
-	case "/healthz":
-		if _, err := s.source.Files(r.Context()); err != nil {
-			http.Error(w, "files unavailable", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
-		return
-	case "/style.css":
+	if r.URL.Path == "/style.css" {
 		h.Set("Content-Type", "text/css; charset=utf-8")
 		h.Set("Cache-Control", "public, max-age=3600")
 		_, _ = w.Write(styleCSS)
 		return
 	}
 
-	files, err := s.source.Files(r.Context())
+	st, err := s.site(r.Context())
 	if err != nil {
 		s.log.Error("reading files", "err", err)
 		http.Error(w, "files unavailable", http.StatusServiceUnavailable)
 		return
 	}
-	nav := s.navigation(files)
+	switch r.URL.Path {
+	case "/healthz":
+		_, _ = w.Write([]byte("ok\n"))
+		return
+	case "/search":
+		s.serveSearch(w, r, st)
+		return
+	}
+	// The name is looked up in the site's files, never joined to a path, so
+	// "../" and friends simply do not exist.
 	name := strings.TrimPrefix(r.URL.Path, "/")
 	if name == "" {
-		name = firstPage(nav, files)
+		name = st.root
 	}
-	// The name is looked up in the set of files, never joined to a path, so
-	// "../" and friends simply do not exist.
-	text, ok := files[name]
-	if !ok || !IsMarkdownName(name) {
-		http.NotFound(w, r)
+	if p, ok := st.pages[name]; ok {
+		s.servePage(w, r, st, p)
 		return
 	}
-	body, err := s.render(name, text)
-	if err != nil {
-		s.log.Error("rendering", "file", name, "err", err)
+	if a, ok := st.assets[name]; ok {
+		h.Set("Content-Security-Policy", assetPolicy)
+		h.Set("Content-Type", a.contentType)
+		h.Set("Cache-Control", "no-cache")
+		h.Set("ETag", a.etag)
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.data))
+		return
+	}
+	http.NotFound(w, r)
+}
+
+func (s *Server) servePage(w http.ResponseWriter, r *http.Request, st *site, p *sitePage) {
+	if err := st.render(p); err != nil {
+		s.log.Error("rendering", "file", p.name, "err", err)
 		http.Error(w, "cannot render this page", http.StatusInternalServerError)
 		return
 	}
-	var buf bytes.Buffer
-	if err := pageTemplate.Execute(&buf, page{Title: pageTitle(nav, name), Nav: nav, Current: name, Body: body}); err != nil {
-		s.log.Error("executing template", "err", err)
-		http.Error(w, "cannot render this page", http.StatusInternalServerError)
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("ETag", p.etag)
+	if etagMatches(r.Header.Get("If-None-Match"), p.etag) {
+		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
+	_, _ = w.Write(p.html)
+}
+
+func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request, st *site) {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	res := Results{Query: q}
+	if q != "" {
+		res = st.searchIndex().Search(q)
+	}
+	title := "Search"
+	if q != "" {
+		title = "Search: " + q
+	}
+	nav, err := st.searchNav()
+	if err != nil {
+		s.log.Error("executing template", "err", err)
+		http.Error(w, "cannot show the results", http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, pageData{Title: title, NavHTML: nav, Query: q, Search: &res}); err != nil {
+		s.log.Error("executing template", "err", err)
+		http.Error(w, "cannot show the results", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
 	_, _ = w.Write(buf.Bytes())
 }
 
-func (s *Server) navigation(files map[string]string) []NavItem {
-	if summary, ok := files[SummaryFile]; ok {
-		return ParseSummary(summary, func(name string) bool { _, ok := files[name]; return ok && IsMarkdownName(name) })
-	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	return AlphabeticalNav(names)
-}
-
-// render returns the page's HTML, rendering only when the text changed.
-func (s *Server) render(name, text string) (template.HTML, error) {
-	s.mu.Lock()
-	c, ok := s.cache[name]
-	s.mu.Unlock()
-	if ok && c.text == text {
-		return c.html, nil
-	}
-	out, err := Render([]byte(text))
-	if err != nil {
-		return "", err
-	}
-	// Safe: Render escapes raw HTML and neutralises dangerous URLs.
-	html := template.HTML(out) //nolint:gosec
-	s.mu.Lock()
-	s.cache[name] = rendered{text: text, html: html}
-	s.mu.Unlock()
-	return html, nil
-}
-
-// firstPage is what "/" shows: the first linked chapter, else README.md or
-// index.md, else the first file by name.
-func firstPage(nav []NavItem, files map[string]string) string {
-	for _, item := range nav {
-		if item.File != "" {
-			return item.File
+// etagMatches reports whether an If-None-Match header names etag.
+func etagMatches(ifNoneMatch, etag string) bool {
+	for _, tag := range strings.Split(ifNoneMatch, ",") {
+		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+		if tag == etag || tag == "*" {
+			return true
 		}
 	}
-	for _, name := range []string{"README.md", "index.md"} {
-		if _, ok := files[name]; ok {
-			return name
-		}
-	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		if name != SummaryFile && IsMarkdownName(name) {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	if len(names) > 0 {
-		return names[0]
-	}
-	if _, ok := files[SummaryFile]; ok {
-		return SummaryFile // nothing else to show
-	}
-	return ""
-}
-
-func pageTitle(nav []NavItem, name string) string {
-	for _, item := range nav {
-		if item.File == name {
-			return item.Title
-		}
-	}
-	return strings.TrimSuffix(name, ".md")
+	return false
 }

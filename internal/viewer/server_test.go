@@ -50,7 +50,7 @@ func testFiles() map[string]string {
 func newTestServer(files map[string]string) (*Server, *MemorySource) {
 	mem := &MemorySource{}
 	if files != nil {
-		mem.Set(files)
+		mem.Set(files, nil)
 	}
 	return NewServer(mem, slog.New(slog.DiscardHandler)), mem
 }
@@ -75,7 +75,7 @@ func expectSecurityHeaders(g Gomega, h http.Header) {
 	g.Expect(directives).To(HaveKeyWithValue("default-src", "'none'"))
 	g.Expect(directives).NotTo(HaveKey("script-src"), "no script at all: default-src 'none' covers it")
 	g.Expect(directives).To(HaveKeyWithValue("base-uri", "'none'"))
-	g.Expect(directives).To(HaveKeyWithValue("form-action", "'none'"))
+	g.Expect(directives).To(HaveKeyWithValue("form-action", "'self'"), "the search box submits to the site, nowhere else")
 	g.Expect(directives).To(HaveKeyWithValue("frame-ancestors", "'none'"))
 	g.Expect(directives).To(HaveKeyWithValue("style-src", "'self'"))
 	g.Expect(csp).NotTo(ContainSubstring("unsafe-inline"))
@@ -209,17 +209,32 @@ func TestServerEscapesHTMLInSummaryTitles(t *testing.T) {
 	g.Expect(body).To(ContainSubstring(`<a href="">x</a>`))
 }
 
+// templateTags are the page template's own tags; everything else in a page
+// comes from the files (or the query) and must be as safe as rendered Markdown.
+var templateTags = []string{
+	"<body>", "</body>", `<nav class="sidebar" aria-label="Table of contents">`, "</nav>",
+	`<form class="search" action="/search" method="get" role="search">`, "</form>",
+	`<button type="submit">Search</button>`, `<main class="content">`, "</main>",
+	`<nav class="toc" aria-label="On this page">`, "<article>", `<article class="search-results">`, "</article>",
+}
+
+// searchInput is the template's search box; its value is the query.
+var searchInput = regexp.MustCompile(`<input type="search" name="q" value="[^"<>]*" placeholder="Search" aria-label="Search the site" maxlength="256">`)
+
 // safetyProblemsOfPage checks a whole page: everything but the template's own
-// head must be as safe as rendered Markdown.
+// head and tags must be as safe as rendered Markdown.
 func safetyProblemsOfPage(body string) []string {
 	start := strings.Index(body, "<body>")
 	if start < 0 {
 		return []string{"no <body>"}
 	}
 	inner := strings.TrimSuffix(strings.TrimSpace(body[start:]), "</html>")
-	// The template's own elements; everything else comes from the files.
-	for _, tag := range []string{"<body>", "</body>", "<nav class=\"sidebar\" aria-label=\"Table of contents\">", "</nav>", "<main class=\"content\">", "</main>"} {
-		inner = strings.Replace(inner, tag, "", 1)
+	if strings.Count(inner, "<form") != 1 || !searchInput.MatchString(inner) {
+		return []string{"not exactly the template's one search form"}
+	}
+	inner = searchInput.ReplaceAllString(inner, "")
+	for _, tag := range templateTags {
+		inner = strings.ReplaceAll(inner, tag, "")
 	}
 	for _, li := range regexp.MustCompile(`<li class="[a-z0-9 -]+"( role="separator")?>`).FindAllString(inner, -1) {
 		inner = strings.Replace(inner, li, "<li>", 1)
@@ -304,7 +319,7 @@ func TestServerHealthz(t *testing.T) {
 		s, mem := newTestServer(nil)
 		g.Expect(do(s, http.MethodGet, "/healthz").Code).To(Equal(http.StatusServiceUnavailable))
 		g.Expect(do(s, http.MethodGet, "/").Code).To(Equal(http.StatusServiceUnavailable))
-		mem.Set(map[string]string{"a.md": "# A\n"})
+		mem.Set(map[string]string{"a.md": "# A\n"}, nil)
 		g.Expect(do(s, http.MethodGet, "/healthz").Code).To(Equal(http.StatusOK))
 		g.Expect(do(s, http.MethodGet, "/").Code).To(Equal(http.StatusOK))
 	})
@@ -331,6 +346,23 @@ func TestServerStyleCSS(t *testing.T) {
 	g.Expect(do(empty, http.MethodGet, "/style.css").Code).To(Equal(http.StatusOK))
 }
 
+// TestStyleCSSSchemesAndPrint checks the stylesheet's media blocks: dark
+// colours only on screens that ask for them, and a print block that drops
+// navigation, contents and the search box. (The browser tests show dark mode
+// applied and print a PDF of a page into .dev/artifacts/viewer.)
+func TestStyleCSSSchemesAndPrint(t *testing.T) {
+	g := NewWithT(t)
+	css := string(styleCSS)
+	g.Expect(css).To(ContainSubstring("@media screen and (prefers-color-scheme: dark) {\n  :root { --fg:"))
+	g.Expect(css).NotTo(MatchRegexp(`@media \(prefers-color-scheme: dark\)`), "dark colours must not reach paper")
+	_, printBlock, ok := strings.Cut(css, "@media print {")
+	g.Expect(ok).To(BeTrue())
+	printBlock = printBlock[:strings.Index(printBlock, "\n}\n")]
+	g.Expect(printBlock).To(ContainSubstring(".sidebar, .toc, .search { display: none; }"))
+	g.Expect(printBlock).To(ContainSubstring("pre { white-space: pre-wrap;"))
+	g.Expect(printBlock).To(ContainSubstring(`a[href^="http"]::after { content: " (" attr(href) ")";`))
+}
+
 func TestServerServesNewContentAfterSet(t *testing.T) {
 	g := NewWithT(t)
 	s, mem := newTestServer(map[string]string{"a.md": "# Version one\n", "b.md": "# B\n"})
@@ -339,23 +371,23 @@ func TestServerServesNewContentAfterSet(t *testing.T) {
 	// Served twice from the cache, still the same.
 	g.Expect(do(s, http.MethodGet, "/a.md").Body.String()).To(ContainSubstring("Version one"))
 
-	mem.Set(map[string]string{"a.md": "# Version two\n", "b.md": "# B\n"})
+	mem.Set(map[string]string{"a.md": "# Version two\n", "b.md": "# B\n"}, nil)
 	body := do(s, http.MethodGet, "/a.md").Body.String()
 	g.Expect(body).To(ContainSubstring("Version two"))
 	g.Expect(body).NotTo(ContainSubstring("Version one"))
 
 	// Back to the first text: the cache must not hand out version two.
-	mem.Set(map[string]string{"a.md": "# Version one\n", "b.md": "# B\n"})
+	mem.Set(map[string]string{"a.md": "# Version one\n", "b.md": "# B\n"}, nil)
 	body = do(s, http.MethodGet, "/a.md").Body.String()
 	g.Expect(body).To(ContainSubstring("Version one"))
 	g.Expect(body).NotTo(ContainSubstring("Version two"))
 
 	// A removed file is gone, even though its rendering is cached.
-	mem.Set(map[string]string{"b.md": "# B\n"})
+	mem.Set(map[string]string{"b.md": "# B\n"}, nil)
 	g.Expect(do(s, http.MethodGet, "/a.md").Code).To(Equal(http.StatusNotFound))
 
 	// The navigation follows a new SUMMARY.md at once.
-	mem.Set(map[string]string{"b.md": "# B\n", "c.md": "# C\n", SummaryFile: "- [See C](c.md)\n- [Then B](b.md)\n"})
+	mem.Set(map[string]string{"b.md": "# B\n", "c.md": "# C\n", SummaryFile: "- [See C](c.md)\n- [Then B](b.md)\n"}, nil)
 	rec := do(s, http.MethodGet, "/")
 	g.Expect(rec.Body.String()).To(ContainSubstring(`<h1 id="c">C</h1>`))
 	g.Expect(navOf(g, rec.Body.String())).To(Equal([]string{
@@ -382,7 +414,7 @@ func TestServerConcurrentRequestsAndUpdates(t *testing.T) {
 		}()
 	}
 	for i := 1; i <= 50; i++ {
-		mem.Set(map[string]string{"a.md": fmt.Sprintf("# v%d\n", i)})
+		mem.Set(map[string]string{"a.md": fmt.Sprintf("# v%d\n", i)}, nil)
 	}
 	wg.Wait()
 	close(errs)

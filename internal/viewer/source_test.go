@@ -45,10 +45,21 @@ func (v configMapVolume) publish(ts string, files map[string]string) string {
 	return tsDir
 }
 
+// loadPages loads src and checks that the snapshot carries the version
+// Version reported just before (nothing changes in between here).
+func loadPages(g Gomega, src Source) map[string]string {
+	version, err := src.Version(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	snap, err := src.Load(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(snap.Version).To(Equal(version))
+	return snap.Pages
+}
+
 func TestDirSourceConfigMapVolume(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	v := configMapVolume{t: t, dir: t.TempDir()}
+	src := DirSource{Dir: v.dir}
 
 	old := v.publish("2026_11_22_01_00_00.123", map[string]string{"a.md": "# A one\n", "b.md": "# B one\n"})
 	v.symlink("..data/a.md", "a.md")
@@ -67,30 +78,57 @@ func TestDirSourceConfigMapVolume(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(target).To(Equal(old))
 
-	files, err := DirSource{Dir: v.dir}.Files(ctx)
+	g.Expect(loadPages(g, src)).To(Equal(map[string]string{"a.md": "# A one\n", "b.md": "# B one\n"}))
+	first, err := src.Version(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(files).To(Equal(map[string]string{"a.md": "# A one\n", "b.md": "# B one\n"}))
+	g.Expect(first).To(Equal("configmap:" + old))
 
 	// An update: a new timestamped directory in which a.md changed and b.md
-	// is gone; ..data is swapped by rename. Until the kubelet removes the
-	// old b.md symlink, it dangles and must be skipped.
+	// is gone; ..data is swapped by rename. The old b.md symlink dangles
+	// until the kubelet removes it; the files are read from the new
+	// directory, so it is already gone.
 	v.publish("2026_11_22_02_00_00.456", map[string]string{"a.md": "# A two\n"})
-	files, err = DirSource{Dir: v.dir}.Files(ctx)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(files).To(Equal(map[string]string{"a.md": "# A two\n"}))
+	g.Expect(loadPages(g, src)).To(Equal(map[string]string{"a.md": "# A two\n"}))
+	second, _ := src.Version(context.Background())
+	g.Expect(second).NotTo(Equal(first))
 
 	g.Expect(os.Remove(filepath.Join(v.dir, "b.md"))).To(Succeed())
 	g.Expect(os.RemoveAll(filepath.Join(v.dir, old))).To(Succeed())
-	files, err = DirSource{Dir: v.dir}.Files(ctx)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(files).To(Equal(map[string]string{"a.md": "# A two\n"}))
+	g.Expect(loadPages(g, src)).To(Equal(map[string]string{"a.md": "# A two\n"}))
+	third, _ := src.Version(context.Background())
+	g.Expect(third).To(Equal(second), "cleaning up is not a new version")
 
-	// A file added by a later update shows up once its symlink exists.
+	// A file added by a later update is there at once: the new directory
+	// holds it even before its top-level symlink exists.
 	v.publish("2026_11_22_03_00_00.789", map[string]string{"a.md": "# A two\n", "c.md": "# C\n"})
-	v.symlink("..data/c.md", "c.md")
-	files, err = DirSource{Dir: v.dir}.Files(ctx)
+	g.Expect(loadPages(g, src)).To(Equal(map[string]string{"a.md": "# A two\n", "c.md": "# C\n"}))
+}
+
+func TestDirSourceConfigMapVolumeWithAssets(t *testing.T) {
+	g := NewWithT(t)
+	v := configMapVolume{t: t, dir: t.TempDir()}
+	v.publish("2026_11_22_01_00_00.123", map[string]string{
+		"a.md":        "# A\n",
+		"logo.png":    "\x89PNG\r\n\x1a\nrest",
+		"diagram.svg": "<svg xmlns=\"http://www.w3.org/2000/svg\"/>",
+		"notes.txt":   "neither a page nor an asset",
+		"run.sh":      "#!/bin/sh\n",
+	})
+	snap, err := DirSource{Dir: v.dir}.Load(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(files).To(Equal(map[string]string{"a.md": "# A two\n", "c.md": "# C\n"}))
+	g.Expect(snap.Pages).To(Equal(map[string]string{"a.md": "# A\n"}))
+	g.Expect(snap.Assets).To(Equal(map[string][]byte{
+		"logo.png":    []byte("\x89PNG\r\n\x1a\nrest"),
+		"diagram.svg": []byte("<svg xmlns=\"http://www.w3.org/2000/svg\"/>"),
+	}))
+}
+
+func TestDirSourceDanglingDataLink(t *testing.T) {
+	g := NewWithT(t)
+	v := configMapVolume{t: t, dir: t.TempDir()}
+	v.symlink("..2026_11_22_01_00_00.123", "..data") // removed, or never written
+	_, err := DirSource{Dir: v.dir}.Load(context.Background())
+	g.Expect(err).To(MatchError(os.ErrNotExist))
 }
 
 func TestDirSourceServedThroughServer(t *testing.T) {
@@ -113,44 +151,68 @@ func TestDirSourceServedThroughServer(t *testing.T) {
 func TestDirSourcePlainDirectory(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
-	g.Expect(os.WriteFile(filepath.Join(dir, "x.md"), []byte("x"), 0o644)).To(Succeed())
-	g.Expect(os.WriteFile(filepath.Join(dir, "empty.md"), nil, 0o644)).To(Succeed())
-	g.Expect(os.WriteFile(filepath.Join(dir, "README"), []byte("r"), 0o644)).To(Succeed())
-	files, err := DirSource{Dir: dir}.Files(context.Background())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(files).To(Equal(map[string]string{"x.md": "x", "empty.md": ""}))
+	write := func(name, text string) {
+		g.Expect(os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644)).To(Succeed())
+	}
+	write("x.md", "x")
+	write("empty.md", "")
+	write("README", "r")
+	src := DirSource{Dir: dir}
+	g.Expect(loadPages(g, src)).To(Equal(map[string]string{"x.md": "x", "empty.md": ""}))
+
+	version := func() string {
+		v, err := src.Version(context.Background())
+		g.Expect(err).NotTo(HaveOccurred())
+		return v
+	}
+	v1 := version()
+	g.Expect(version()).To(Equal(v1), "nothing changed")
+	write("README", "a file that is never served")
+	g.Expect(version()).To(Equal(v1), "a file that is never served is not content")
+	write("x.md", "longer")
+	v2 := version()
+	g.Expect(v2).NotTo(Equal(v1))
+	write("logo.png", "\x89PNG\r\n\x1a\n")
+	g.Expect(version()).NotTo(Equal(v2), "assets are content")
 }
 
 func TestDirSourceEmptyAndMissing(t *testing.T) {
 	g := NewWithT(t)
-	files, err := DirSource{Dir: t.TempDir()}.Files(context.Background())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(files).To(BeEmpty())
+	g.Expect(loadPages(g, DirSource{Dir: t.TempDir()})).To(BeEmpty())
 
-	_, err = DirSource{Dir: filepath.Join(t.TempDir(), "missing")}.Files(context.Background())
+	missing := DirSource{Dir: filepath.Join(t.TempDir(), "missing")}
+	_, err := missing.Load(context.Background())
+	g.Expect(err).To(MatchError(os.ErrNotExist))
+	_, err = missing.Version(context.Background())
 	g.Expect(err).To(MatchError(os.ErrNotExist))
 }
 
 func TestMemorySource(t *testing.T) {
 	g := NewWithT(t)
 	var m MemorySource
-	_, err := m.Files(context.Background())
+	_, err := m.Load(context.Background())
 	g.Expect(err).To(HaveOccurred(), "no files before the first Set")
+	_, err = m.Version(context.Background())
+	g.Expect(err).To(HaveOccurred(), "no version before the first Set")
 
-	m.Set(map[string]string{"a.md": "A"})
-	files, err := m.Files(context.Background())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(files).To(Equal(map[string]string{"a.md": "A"}))
+	m.Set(map[string]string{"a.md": "A"}, nil)
+	g.Expect(loadPages(g, &m)).To(Equal(map[string]string{"a.md": "A"}))
+	v1, _ := m.Version(context.Background())
 
-	m.Set(map[string]string{"b.md": "B"})
-	files, err = m.Files(context.Background())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(files).To(Equal(map[string]string{"b.md": "B"}))
+	m.Set(map[string]string{"b.md": "B"}, map[string][]byte{"b.png": []byte("png")})
+	g.Expect(loadPages(g, &m)).To(Equal(map[string]string{"b.md": "B"}))
+	snap, _ := m.Load(context.Background())
+	g.Expect(snap.Assets).To(Equal(map[string][]byte{"b.png": []byte("png")}))
+	g.Expect(snap.Version).NotTo(Equal(v1))
 
-	m.Set(map[string]string{})
-	files, err = m.Files(context.Background())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(files).To(BeEmpty())
+	// Every Set is a new version, even with the same files: the cache
+	// cannot know they are the same without comparing them.
+	m.Set(map[string]string{"b.md": "B"}, nil)
+	again, _ := m.Load(context.Background())
+	g.Expect(again.Version).NotTo(Equal(snap.Version))
+
+	m.Set(nil, nil)
+	g.Expect(loadPages(g, &m)).To(BeEmpty())
 }
 
 func TestIsMarkdownName(t *testing.T) {

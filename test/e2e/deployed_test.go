@@ -169,7 +169,7 @@ func TestDeployedManagerMetricsNeedTheReaderRole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		if resp.TLS == nil {
 			t.Fatal("metrics served without TLS")
 		}
@@ -240,7 +240,7 @@ func TestRealNodePodsRunNonRootReadOnly(t *testing.T) {
 	var managers, viewers int
 	for _, p := range pods.Items {
 		switch {
-		case p.Metadata.Labels["app.kubernetes.io/component"] == "manager":
+		case p.Metadata.Labels["app.kubernetes.io/component"] == managerBinary:
 			managers++
 		case p.Metadata.Labels["app.kubernetes.io/managed-by"] == "trellis":
 			viewers++
@@ -271,7 +271,7 @@ func TestRealNodePodsRunNonRootReadOnly(t *testing.T) {
 	procs := realNodeProcesses(t)
 	seen := map[string]int{}
 	for _, p := range procs {
-		if p.comm != "manager" && p.comm != "viewer" {
+		if p.comm != managerBinary && p.comm != viewerBinary {
 			continue
 		}
 		seen[p.comm]++
@@ -282,10 +282,17 @@ func TestRealNodePodsRunNonRootReadOnly(t *testing.T) {
 			t.Errorf("%s (pid %d): its root filesystem is writable", p.comm, p.pid)
 		}
 	}
-	if seen["manager"] < 2 || seen["viewer"] < 1 {
+	if seen[managerBinary] < 2 || seen[viewerBinary] < 1 {
 		t.Fatalf("found %v processes in the real node's pod cgroups, want 2 managers and a viewer", seen)
 	}
 }
+
+// The images' entrypoints, /manager and /viewer: their processes' names, and
+// the manager pods' component label.
+const (
+	managerBinary = "manager"
+	viewerBinary  = "viewer"
+)
 
 // nodeProcess is a process in one of the real node's pods, as the kernel sees it.
 type nodeProcess struct {
@@ -338,7 +345,7 @@ func procStatusField(pid int, field string) string {
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		if rest, ok := strings.CutPrefix(s.Text(), field); ok {

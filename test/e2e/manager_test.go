@@ -183,7 +183,7 @@ func (m *managerProcess) running() bool {
 
 // stop sends SIGTERM and checks the manager exits in time, cleanly.
 func (m *managerProcess) stop() error {
-	defer m.logFile.Close()
+	defer func() { _ = m.logFile.Close() }()
 	_ = m.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-m.exited:

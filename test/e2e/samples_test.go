@@ -67,7 +67,7 @@ func TestMetricsRefuseAnonymousScrapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("anonymous scrape got %s, want 401 or 403", resp.Status)
 	}

@@ -28,7 +28,7 @@ func TestStorageBucketOutageAndRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bucket = []byte(strings.Replace(string(bucket), "interval: 60s", "interval: 10s", 1))
+	bucket = []byte(strings.Replace(string(bucket), "intervalSeconds: 60", "intervalSeconds: 10", 1))
 	if _, err := kubectlIn(bucket, "apply", "--server-side", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestStorageBucketOutageAndRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, col := range []string{"BUCKET", "STORE", "HEALTHY", "READY", "default-assets", "local-s3"} {
+	for _, col := range []string{"BUCKET", "STORE", "READY", "REASON", "default-assets", "local-s3"} {
 		if !strings.Contains(out, col) {
 			t.Errorf("kubectl get storagebuckets lacks %q:\n%s", col, out)
 		}
@@ -52,11 +52,11 @@ func TestStorageBucketOutageAndRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if _, err := kubectl("wait", "--for=condition=Healthy=False", "storagebucket/assets", "-n", "default", "--timeout=25s"); err != nil {
+	if _, err := kubectl("wait", "--for=condition=Ready=False", "storagebucket/assets", "-n", "default", "--timeout=25s"); err != nil {
 		t.Fatalf("not unhealthy within two intervals: %v", err)
 	}
 	t.Logf("unhealthy %.1fs after the S3 server stopped", time.Since(start).Seconds())
-	reason, _ := kubectl("get", "storagebucket", "assets", "-n", "default", "-o", `jsonpath={.status.conditions[?(@.type=="Healthy")].message}`)
+	reason, _ := kubectl("get", "storagebucket", "assets", "-n", "default", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].message}`)
 	if !strings.Contains(reason, "did not answer") && !strings.Contains(reason, "failed to answer") {
 		t.Errorf("unhealthy without a reason in words: %q", reason)
 	}
@@ -65,7 +65,7 @@ func TestStorageBucketOutageAndRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	if _, err := kubectl("wait", "--for=condition=Healthy=True", "storagebucket/assets", "-n", "default", "--timeout=120s"); err != nil {
+	if _, err := kubectl("wait", "--for=condition=Ready=True", "storagebucket/assets", "-n", "default", "--timeout=120s"); err != nil {
 		t.Fatalf("did not heal: %v", err)
 	}
 	t.Logf("healthy again %.1fs after the S3 server came back", time.Since(start).Seconds())

@@ -6,47 +6,64 @@ import (
 
 // SecretReference names a Secret in a namespace.
 type SecretReference struct {
+	// namespace of the Secret; Trellis reads store credentials only from its
+	// own namespace.
+	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	Namespace string `json:"namespace"`
+	Namespace string `json:"namespace,omitempty"`
+	// name of the Secret.
+	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 }
 
 // ObjectStoreSpec is how to reach an S3-compatible object store.
 type ObjectStoreSpec struct {
-	// Endpoint is the store's URL, e.g. https://s3.example.com or http://127.0.0.1:7070.
+	// endpoint is the store's URL, e.g. https://s3.example.com or http://127.0.0.1:7070.
+	// +required
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/?#@]+/?$')",message="endpoint must be an http(s) URL with a host and optional port, and no path, query or credentials, e.g. https://s3.example.com"
-	Endpoint string `json:"endpoint"`
+	Endpoint string `json:"endpoint,omitempty"`
 
-	// Region buckets are created in.
+	// region buckets are created in.
 	// +optional
-	// +kubebuilder:default=us-east-1
+	// +default="us-east-1"
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[a-z0-9-]+$`
 	Region string `json:"region,omitempty"`
 
-	// PathStyle addresses buckets as <endpoint>/<bucket> instead of <bucket>.<endpoint>.
+	// pathStyle addresses buckets as <endpoint>/<bucket> instead of <bucket>.<endpoint>.
 	// +optional
-	PathStyle bool `json:"pathStyle,omitempty"`
+	PathStyle *bool `json:"pathStyle,omitempty"`
 
-	// CredentialsSecretRef names the Secret holding the keys "accessKeyID" and
+	// credentialsSecretRef names the Secret holding the keys "accessKeyID" and
 	// "secretAccessKey". Trellis reads it directly (it never caches Secrets) and
 	// never logs it or copies it into status or Events.
-	CredentialsSecretRef SecretReference `json:"credentialsSecretRef"`
+	// +required
+	CredentialsSecretRef SecretReference `json:"credentialsSecretRef,omitzero"`
 }
 
 // ObjectStoreStatus is what the controller observed.
 type ObjectStoreStatus struct {
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready (reachable, credentials accepted).
+	// conditions are Ready (reachable, credentials accepted), Reconciling (a
+	// check is pending or the store does not answer) and Stalled (a person
+	// must act: credentials missing or refused).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation of the spec this status describes;
+	// 0 until the controller has seen the object.
+	// +optional
+	// +default=0
+	// +kubebuilder:validation:Minimum=0
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // ObjectStore is an S3-compatible object store outside the cluster, set up by
@@ -59,12 +76,26 @@ type ObjectStoreStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ObjectStore struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the object's metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ObjectStoreSpec   `json:"spec,omitempty"`
-	Status ObjectStoreStatus `json:"status,omitempty"`
+	// spec is how to reach the store.
+	// +required
+	Spec ObjectStoreSpec `json:"spec,omitzero"`
+
+	// status is what the controller observed.
+	// +optional
+	// +default={}
+	Status ObjectStoreStatus `json:"status,omitempty,omitzero"`
 }
+
+// GetConditions returns the status conditions.
+func (in *ObjectStore) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions replaces the status conditions.
+func (in *ObjectStore) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
 
 // ObjectStoreList is a list of ObjectStores.
 // +kubebuilder:object:root=true
@@ -72,8 +103,4 @@ type ObjectStoreList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ObjectStore `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&ObjectStore{}, &ObjectStoreList{})
 }

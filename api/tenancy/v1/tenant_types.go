@@ -22,50 +22,56 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.namespaces.all(n, !(self.namespacePrefix + n).startsWith('kube-') && (self.namespacePrefix + n) != 'default')",message="namespace names starting with kube- and the default namespace are reserved"
 // +kubebuilder:validation:XValidation:rule="self.namespacePrefix == oldSelf.namespacePrefix",message="namespacePrefix is immutable: changing it would orphan the tenant's namespaces"
 type TenantSpec struct {
-	// Namespaces are the tenant's namespaces, without the prefix.
+	// namespaces are the tenant's namespaces, without the prefix.
 	// +required
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63
 	// +kubebuilder:validation:items:MinLength=1
-	Namespaces []string `json:"namespaces"`
+	Namespaces []string `json:"namespaces,omitempty"`
 
-	// NamespacePrefix is put in front of every namespace name, e.g. "team-a-".
+	// namespacePrefix is put in front of every namespace name, e.g. "team-a-".
 	// Immutable.
 	// +optional
-	// +kubebuilder:default=""
+	// +default=""
 	// +kubebuilder:validation:MaxLength=62
-	NamespacePrefix string `json:"namespacePrefix"`
+	NamespacePrefix *string `json:"namespacePrefix,omitempty"`
 
-	// Admin is bound to the built-in admin ClusterRole in every namespace of
+	// admin is bound to the built-in admin ClusterRole in every namespace of
 	// the tenant, and may read this Tenant and its namespaces.
 	// +required
-	Admin AdminSubject `json:"admin"`
+	Admin AdminSubject `json:"admin,omitzero"`
 
-	// NamespaceDeletionPolicy: Retain (default) keeps a namespace that leaves
-	// the spec, or whose Tenant is deleted; Delete deletes it with its contents.
-	// Only namespaces this Tenant created are ever deleted.
+	// namespaceDeletionPolicy says what happens to a namespace that leaves the
+	// spec, or whose Tenant is deleted: Retain (default) keeps it; Delete
+	// deletes it with its contents. Only namespaces this Tenant created are
+	// ever deleted.
 	// +optional
-	// +kubebuilder:default=Retain
+	// +default="Retain"
 	NamespaceDeletionPolicy NamespaceDeletionPolicy `json:"namespaceDeletionPolicy,omitempty"`
 }
 
 // AdminSubject is an RBAC subject: a User, a Group or a ServiceAccount.
-// +kubebuilder:validation:XValidation:rule="self.kind == 'ServiceAccount' ? (has(self.namespace) && size(self.namespace) > 0 && (!has(self.apiGroup) || size(self.apiGroup) == 0)) : ((!has(self.namespace) || size(self.namespace) == 0) && has(self.apiGroup) && self.apiGroup == 'rbac.authorization.k8s.io')",message="a User or Group admin needs apiGroup rbac.authorization.k8s.io and no namespace; a ServiceAccount admin needs a namespace and an empty apiGroup"
+// +kubebuilder:validation:XValidation:rule="self.kind == 'ServiceAccount' ? (has(self.namespace) && !has(self.apiGroup)) : (!has(self.namespace) && has(self.apiGroup) && self.apiGroup == 'rbac.authorization.k8s.io')",message="a User or Group admin needs apiGroup rbac.authorization.k8s.io and no namespace; a ServiceAccount admin needs a namespace and no apiGroup"
 type AdminSubject struct {
-	// Kind is User, Group or ServiceAccount.
+	// kind is User, Group or ServiceAccount.
+	// +required
 	// +kubebuilder:validation:Enum=User;Group;ServiceAccount
-	Kind string `json:"kind"`
-	// Name of the user, group or service account.
+	Kind string `json:"kind,omitempty"`
+	// name of the user, group or service account.
+	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
-	// APIGroup is rbac.authorization.k8s.io for users and groups, empty for service accounts.
+	Name string `json:"name,omitempty"`
+	// apiGroup is rbac.authorization.k8s.io for users and groups, unset for service accounts.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	APIGroup string `json:"apiGroup,omitempty"`
-	// Namespace of a ServiceAccount.
+	// namespace of a ServiceAccount.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
 }
@@ -83,30 +89,43 @@ const (
 
 // TenantNamespaceStatus is the state of one namespace of the tenant.
 type TenantNamespaceStatus struct {
-	// Name is the full namespace name (prefix included).
-	Name  string         `json:"name"`
-	State NamespaceState `json:"state"`
-	// Message explains a state other than Ready.
+	// name is the full namespace name (prefix included).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name,omitempty"`
+	// state is what Trellis found: Ready, Conflict, Protected or Terminating.
+	// +required
+	// +kubebuilder:validation:Enum=Ready;Conflict;Protected;Terminating
+	State NamespaceState `json:"state,omitempty"`
+	// message explains a state other than Ready.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 }
 
 // TenantStatus is what the controller observed.
 type TenantStatus struct {
-	// ObservedGeneration is the generation of the spec this status describes.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
-	// Conditions: Ready (summary) and Degraded.
+	// conditions are Ready (the summary), Reconciling (work in progress) and
+	// Stalled (a person must act).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Namespaces is the state of each namespace in the spec.
+	// observedGeneration is the generation of the spec this status describes;
+	// 0 until the controller has seen the object.
+	// +optional
+	// +default=0
+	// +kubebuilder:validation:Minimum=0
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// namespaces is the state of each namespace in the spec.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
 	Namespaces []TenantNamespaceStatus `json:"namespaces,omitempty"`
 }
 
@@ -121,12 +140,26 @@ type TenantStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="a Tenant name must be a DNS label of at most 40 characters (it names the tenant's ClusterRole and labels its namespaces)"
 type Tenant struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the object's metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   TenantSpec   `json:"spec,omitempty"`
-	Status TenantStatus `json:"status,omitempty"`
+	// spec is the tenant's namespaces and who administers them.
+	// +required
+	Spec TenantSpec `json:"spec,omitzero"`
+
+	// status is what the controller observed.
+	// +optional
+	// +default={}
+	Status TenantStatus `json:"status,omitempty,omitzero"`
 }
+
+// GetConditions returns the status conditions.
+func (in *Tenant) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions replaces the status conditions.
+func (in *Tenant) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
 
 // TenantList is a list of Tenants.
 // +kubebuilder:object:root=true
@@ -134,8 +167,4 @@ type TenantList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Tenant `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&Tenant{}, &TenantList{})
 }

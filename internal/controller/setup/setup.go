@@ -12,9 +12,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/trellis-dev/trellis/internal/jitter"
 )
 
 // Controller is one reconciler that the manager can enable or disable by name.
@@ -38,7 +38,10 @@ const (
 	ManagedByValue = "trellis"
 )
 
-// FieldManager is the one Server-Side Apply field manager of every Trellis write.
+// FieldManager is the field manager of every Trellis write: the manager's
+// client sets it on creates, updates, patches and applies, and its user agent
+// starts with it, so writes made through other clients (Events, leases)
+// carry it too.
 const FieldManager = "trellis"
 
 // Options are the knobs every controller takes from the manager's flags.
@@ -107,14 +110,13 @@ func (o Options) ControllerOptions() controller.Options {
 	}
 }
 
-// DeletionStarted passes only the update that sets deletionTimestamp. Objects
-// with finalizers do not change generation when deleted, so controllers that
-// filter on GenerationChangedPredicate add it to see their deletion.
-var DeletionStarted = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
-	},
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
+// ForeignChildRetry is how soon an object blocked by an object it does not
+// own looks again: the foreign object is outside the cache (which holds only
+// what Trellis labelled), so its removal is no event.
+const ForeignChildRetry = 2 * time.Minute
+
+// RequeueAfter asks for another reconcile in about d: ±10%, so objects that
+// were handled together do not all come back in the same instant.
+func RequeueAfter(d time.Duration) ctrl.Result {
+	return ctrl.Result{RequeueAfter: jitter.Duration(d, 0.1)}
 }

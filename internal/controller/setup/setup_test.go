@@ -87,7 +87,7 @@ func TestLimiterCapsAtMaxDelay(t *testing.T) {
 	lim := RateLimit{BaseDelay: 5 * time.Millisecond, MaxDelay: 20 * time.Millisecond, QPS: 100, Burst: 100}.Limiter()
 	item := request("a")
 
-	var got []time.Duration
+	got := make([]time.Duration, 0, 6)
 	for range 6 {
 		got = append(got, lim.When(item))
 	}

@@ -21,41 +21,10 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 )
 
-// Ticker is the seed's Runnable: every Tick it offers the controller a chance
-// to enqueue the buckets whose check is due. It runs only on the leader, and
-// its send also watches the context, so it never holds up shutdown (the
-// seed's plain send would).
-type Ticker struct {
-	Tick   time.Duration
-	Events chan event.GenericEvent
-}
-
-// NeedLeaderElection: only the leader checks buckets.
-func (t *Ticker) NeedLeaderElection() bool { return true }
-
-// Start ticks until ctx ends.
-func (t *Ticker) Start(ctx context.Context) error {
-	ticker := time.NewTicker(t.Tick)
-	defer ticker.Stop()
-	tick := &storagev1.StorageBucket{} // the event carries no bucket: the map function scans the schedule
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-			select {
-			case t.Events <- event.GenericEvent{Object: tick}:
-			case <-ctx.Done():
-				return nil
-			}
-		}
-	}
-}
-
 // TokenKey is the key of the bucket-events Secret that holds the shared token.
 const TokenKey = "token"
 
-// EventReceiver is a second external event source: an HTTP endpoint for S3
+// EventReceiver is an external event source: an HTTP endpoint for S3
 // bucket notifications (versitygw's --event-webhook-url, or any sender of
 // S3-style event records). Each notification triggers an immediate check of
 // the StorageBuckets of the named buckets. Requests must carry the shared
@@ -74,7 +43,7 @@ type EventReceiver struct {
 	tokenAt time.Time
 }
 
-// NeedLeaderElection: events are only useful where the controller runs.
+// NeedLeaderElection is true: events are only useful where the controller runs.
 func (e *EventReceiver) NeedLeaderElection() bool { return true }
 
 // Start serves until ctx ends.
@@ -141,13 +110,13 @@ func (e *EventReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		seen[name] = true
 		list := &storagev1.StorageBucketList{}
-		if err := e.Cache.List(r.Context(), list, client.MatchingFields{bucketNameOnlyIndex: name}); err != nil {
+		if err := e.Cache.List(r.Context(), list, client.MatchingFields{bucketNameIndex: name}); err != nil {
 			http.Error(w, "cannot look up buckets", http.StatusInternalServerError)
 			return
 		}
 		for i := range list.Items {
 			b := &list.Items[i]
-			e.Schedule.MarkPending(client.ObjectKeyFromObject(b))
+			e.Schedule.CheckNow(client.ObjectKeyFromObject(b))
 			select {
 			case e.Events <- event.TypedGenericEvent[*storagev1.StorageBucket]{Object: b}:
 				queued++

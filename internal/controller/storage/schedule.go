@@ -14,57 +14,38 @@ import (
 // Every bucket has a stable phase in its interval (a hash of its UID): its
 // checks fall there, so N buckets at interval T give about N/T checks per
 // second, whether they were created together or the manager just restarted.
+// The reconciler asks it how long to wait and returns that as RequeueAfter.
 type Schedule struct {
-	mu      sync.Mutex
-	now     func() time.Time
-	next    map[types.NamespacedName]time.Time
-	pending map[types.NamespacedName]bool
+	mu   sync.Mutex
+	now  func() time.Time
+	next map[types.NamespacedName]time.Time
 }
 
 // NewSchedule returns an empty schedule.
 func NewSchedule() *Schedule {
-	return &Schedule{now: time.Now, next: map[types.NamespacedName]time.Time{}, pending: map[types.NamespacedName]bool{}}
+	return &Schedule{now: time.Now, next: map[types.NamespacedName]time.Time{}}
 }
 
-// Due reports whether the bucket's check is due now, and if so marks it
-// pending (for the reconcile to take) and pushes its next time a full interval
-// out, so the next ticks do not enqueue it again before the check is done.
-func (s *Schedule) Due(key types.NamespacedName, uid string, interval time.Duration) bool {
+// Wait returns how long until the bucket's check is due (0: now). A bucket
+// the schedule has not seen yet (new, or after a restart) is first due at its
+// phase, not at once, so a restart does not bunch every check together.
+func (s *Schedule) Wait(key types.NamespacedName, uid string, interval time.Duration) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	next, ok := s.next[key]
 	if !ok {
-		s.next[key] = nextOnPhase(now, jitter.Offset(uid, interval), interval, 0)
-		return false
+		next = nextOnPhase(now, jitter.Offset(uid, interval), interval, 0)
+		s.next[key] = next
 	}
-	if now.Before(next) {
-		return false
-	}
-	s.next[key] = now.Add(interval)
-	s.pending[key] = true
-	return true
+	return max(next.Sub(now), 0)
 }
 
-// MarkPending asks for a check at the next reconcile (a bucket event, a store
-// that came back).
-func (s *Schedule) MarkPending(key types.NamespacedName) {
+// CheckNow makes the bucket due at once (a bucket event asked for it).
+func (s *Schedule) CheckNow(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pending[key] = true
-}
-
-// Take reports whether a check was asked for, and clears the request. A
-// bucket the schedule has not seen yet gets its spread offset.
-func (s *Schedule) Take(key types.NamespacedName, uid string, interval time.Duration) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.next[key]; !ok {
-		s.next[key] = nextOnPhase(s.now(), jitter.Offset(uid, interval), interval, 0)
-	}
-	p := s.pending[key]
-	delete(s.pending, key)
-	return p
+	s.next[key] = s.now()
 }
 
 // Checked records a finished check. The next one falls on the bucket's own
@@ -92,5 +73,4 @@ func (s *Schedule) Forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.next, key)
-	delete(s.pending, key)
 }

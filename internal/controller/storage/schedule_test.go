@@ -32,6 +32,11 @@ func newTestSchedule(clock *testClock) *Schedule {
 	return s
 }
 
+// due reports whether the bucket's check is due now.
+func due(s *Schedule, key types.NamespacedName, uid string, interval time.Duration) bool {
+	return s.Wait(key, uid, interval) == 0
+}
+
 func bucketKey(name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: "team-a", Name: name}
 }
@@ -80,116 +85,48 @@ func TestScheduleFirstSeenIsPlacedOnItsPhase(t *testing.T) {
 			untilPhase := (offset - tt.start%tt.interval + tt.interval) % tt.interval
 			g.Expect(untilPhase).To(BeNumerically(">", 0), "pick a start that is not on the phase")
 
-			g.Expect(s.Due(key, tt.uid, tt.interval)).To(BeFalse(), "first seen: not due yet")
+			wait := s.Wait(key, tt.uid, tt.interval)
+			g.Expect(wait).To(BeNumerically(">", 0), "first seen: not due yet")
 			next := s.next[key]
 			expectAfter(g, start, next, untilPhase, "first seen")
-			g.Expect(s.Take(key, tt.uid, tt.interval)).To(BeFalse(), "first seen: nothing asked")
-			g.Expect(s.next[key]).To(Equal(next), "Take does not move a placed bucket")
+			g.Expect(wait).To(Equal(next.Sub(start)), "Wait says how long until the check")
+			g.Expect(s.Wait(key, tt.uid, tt.interval)).To(Equal(wait), "asking again does not move a placed bucket")
 
 			// A second replica (or a restart) places the bucket on the same phase.
 			other := newTestSchedule(clock)
-			g.Expect(other.Due(key, tt.uid, tt.interval)).To(BeFalse())
+			g.Expect(due(other, key, tt.uid, tt.interval)).To(BeFalse())
 			expectAfter(g, start, other.next[key], untilPhase, "other replica")
 
 			clock.set(next.Add(-time.Nanosecond))
-			g.Expect(s.Due(key, tt.uid, tt.interval)).To(BeFalse(), "just before its time")
-
+			g.Expect(due(s, key, tt.uid, tt.interval)).To(BeFalse(), "just before its time")
 			clock.set(next)
-			g.Expect(s.Due(key, tt.uid, tt.interval)).To(BeTrue(), "at its time")
-			dueAt := clock.now()
-			g.Expect(s.Due(key, tt.uid, tt.interval)).To(BeFalse(), "due only once")
-
-			clock.set(dueAt.Add(tt.interval - time.Nanosecond))
-			g.Expect(s.Due(key, tt.uid, tt.interval)).To(BeFalse(), "not again before a full interval")
-			clock.set(dueAt.Add(tt.interval))
-			g.Expect(s.Due(key, tt.uid, tt.interval)).To(BeTrue(), "again after a full interval")
+			g.Expect(due(s, key, tt.uid, tt.interval)).To(BeTrue(), "at its time")
+			clock.set(next.Add(tt.interval))
+			g.Expect(due(s, key, tt.uid, tt.interval)).To(BeTrue(), "still due until it is checked")
 		})
 	}
 }
 
-func TestScheduleTake(t *testing.T) {
-	const uid, interval = "f47ac10b-58cc-4372-a567-0e02b2c3d479", time.Minute
-	tests := []struct {
-		name  string
-		setup func(g Gomega, s *Schedule, clock *testClock, key types.NamespacedName)
-		want  bool
-	}{
-		{name: "unseen", setup: func(Gomega, *Schedule, *testClock, types.NamespacedName) {}, want: false},
-		{
-			name: "seen, not due",
-			setup: func(_ Gomega, s *Schedule, _ *testClock, key types.NamespacedName) {
-				s.Due(key, uid, interval)
-			},
-			want: false,
-		},
-		{
-			name: "due",
-			setup: func(g Gomega, s *Schedule, clock *testClock, key types.NamespacedName) {
-				s.Due(key, uid, interval)
-				clock.advance(2 * interval)
-				g.Expect(s.Due(key, uid, interval)).To(BeTrue())
-			},
-			want: true,
-		},
-		{
-			name: "marked pending",
-			setup: func(_ Gomega, s *Schedule, _ *testClock, key types.NamespacedName) {
-				s.MarkPending(key)
-			},
-			want: true,
-		},
-		{
-			name: "marked pending and due",
-			setup: func(g Gomega, s *Schedule, clock *testClock, key types.NamespacedName) {
-				s.Due(key, uid, interval)
-				s.MarkPending(key)
-				clock.advance(2 * interval)
-				g.Expect(s.Due(key, uid, interval)).To(BeTrue())
-			},
-			want: true,
-		},
-		{
-			name: "forgotten after being marked",
-			setup: func(_ Gomega, s *Schedule, _ *testClock, key types.NamespacedName) {
-				s.MarkPending(key)
-				s.Forget(key)
-			},
-			want: false,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			clock := newTestClock()
-			s := newTestSchedule(clock)
-			key, other := bucketKey("b"), bucketKey("other")
-			s.MarkPending(other)
-			tt.setup(g, s, clock, key)
-
-			g.Expect(s.Take(key, uid, interval)).To(Equal(tt.want))
-			g.Expect(s.Take(key, uid, interval)).To(BeFalse(), "Take clears the request")
-			g.Expect(s.next).To(HaveKey(key), "Take places a bucket it has not seen")
-			g.Expect(s.Take(other, uid, interval)).To(BeTrue(), "another bucket's request is untouched")
-		})
-	}
-}
-
-func TestScheduleTakePlacesUnseenBucketOnItsPhase(t *testing.T) {
+func TestScheduleCheckNow(t *testing.T) {
 	g := NewWithT(t)
 	clock := newTestClock()
 	s := newTestSchedule(clock)
-	key := bucketKey("b")
-	const uid, interval = "6ba7b810-9dad-11d1-80b4-00c04fd430c8", time.Minute
+	const uid, interval = "f47ac10b-58cc-4372-a567-0e02b2c3d479", time.Minute
+	key, other := bucketKey("b"), bucketKey("other")
+	g.Expect(due(s, key, uid, interval)).To(BeFalse())
+	g.Expect(due(s, other, uid, interval)).To(BeFalse())
 
-	g.Expect(s.Take(key, uid, interval)).To(BeFalse())
-	// The clock starts at phase 0, so the bucket's phase is its offset away.
-	expectAfter(g, clock.now(), s.next[key], jitter.Offset(uid, interval), "placed")
+	s.CheckNow(key)
+	g.Expect(due(s, key, uid, interval)).To(BeTrue(), "a bucket event makes the check due at once")
+	g.Expect(due(s, other, uid, interval)).To(BeFalse(), "another bucket is untouched")
 
-	// A later Take does not move it.
-	placed := s.next[key]
-	clock.advance(time.Second)
-	s.Take(key, uid, interval)
-	g.Expect(s.next[key]).To(Equal(placed))
+	s.Checked(key, uid, interval)
+	g.Expect(due(s, key, uid, interval)).To(BeFalse(), "checked: back on its phase")
+
+	// A bucket not seen before can be asked for too.
+	fresh := bucketKey("fresh")
+	s.CheckNow(fresh)
+	g.Expect(due(s, fresh, uid, interval)).To(BeTrue())
 }
 
 // Checked puts the next check on the bucket's phase, at least half an
@@ -233,9 +170,9 @@ func TestScheduleCheckedReturnsToThePhase(t *testing.T) {
 				lo := time.Duration(float64(tt.want) * 0.98)
 				hi := time.Duration(float64(tt.want) * 1.02)
 				clock.set(checkedAt.Add(lo - time.Millisecond))
-				g.Expect(s.Due(key, uid, interval)).To(BeFalse(), "before the next check")
+				g.Expect(due(s, key, uid, interval)).To(BeFalse(), "before the next check")
 				clock.set(checkedAt.Add(hi + time.Millisecond))
-				g.Expect(s.Due(key, uid, interval)).To(BeTrue(), "at the next check")
+				g.Expect(due(s, key, uid, interval)).To(BeTrue(), "at the next check")
 			})
 		}
 	}
@@ -270,22 +207,17 @@ func TestScheduleForget(t *testing.T) {
 	const uid, interval = "0b8a6c7e-1d2f-4a3b-9c4d-5e6f7a8b9c0d", time.Minute
 
 	for _, k := range []types.NamespacedName{key, kept} {
-		s.Due(k, uid, interval)
-		s.MarkPending(k)
+		s.CheckNow(k)
 	}
-	clock.advance(2 * interval)
-	g.Expect(s.Due(key, uid, interval)).To(BeTrue())
+	g.Expect(due(s, key, uid, interval)).To(BeTrue())
 
 	s.Forget(key)
 
 	g.Expect(s.next).NotTo(HaveKey(key))
-	g.Expect(s.pending).NotTo(HaveKey(key))
-	g.Expect(s.next).To(HaveKey(kept))
-	g.Expect(s.pending).To(HaveKey(kept))
+	g.Expect(due(s, kept, uid, interval)).To(BeTrue(), "another bucket is untouched")
 	// Seen again, it is a new bucket: placed on its phase, not due at once.
-	g.Expect(s.Due(key, uid, interval)).To(BeFalse())
+	g.Expect(due(s, key, uid, interval)).To(BeFalse())
 	expectAfter(g, clock.now(), s.next[key], jitter.Offset(uid, interval), "placed again")
-	g.Expect(s.Take(key, uid, interval)).To(BeFalse())
 	// Forgetting an unknown bucket is harmless.
 	s.Forget(bucketKey("never-seen"))
 }
@@ -338,8 +270,8 @@ func testScheduleSpread(t *testing.T, buckets int, together bool) {
 	}
 	if together {
 		for i, key := range keys {
-			s.MarkPending(key)
-			g.Expect(s.Take(key, uids[i], interval)).To(BeTrue())
+			s.CheckNow(key)
+			g.Expect(due(s, key, uids[i], interval)).To(BeTrue())
 			s.Checked(key, uids[i], interval)
 		}
 	}
@@ -350,10 +282,9 @@ func testScheduleSpread(t *testing.T, buckets int, together bool) {
 	for sec := range seconds {
 		clock.set(start.Add(time.Duration(sec) * time.Second))
 		for i, key := range keys {
-			if !s.Due(key, uids[i], interval) {
+			if !due(s, key, uids[i], interval) {
 				continue
 			}
-			g.Expect(s.Take(key, uids[i], interval)).To(BeTrue())
 			s.Checked(key, uids[i], interval)
 			if checks[i] > 0 {
 				g.Expect(sec-last[i]).To(BeNumerically(">=", 50), "bucket %d checked again too soon", i)

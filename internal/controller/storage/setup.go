@@ -1,13 +1,12 @@
 // Package storage reconciles ObjectStores (S3-compatible stores outside the
 // cluster) and StorageBuckets (buckets in them, created and health-checked on
-// external events). The two controllers share what the manager knows of each
-// store, so they are enabled together as "storage".
+// a schedule and on external events). The two controllers share the stores'
+// clients, so they are enabled together as "storage".
 package storage
 
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,17 +15,24 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
 // ControllerName names the pair in --controllers and --max-concurrent-reconciles.
 const ControllerName = "storage"
 
-// bucketNameOnlyIndex finds StorageBuckets by bucket name, for bucket events.
-const bucketNameOnlyIndex = "storage.bucketName"
+// Field indexes over StorageBuckets.
+const (
+	// bucketStoreIndex finds the buckets of a store.
+	bucketStoreIndex = "spec.storeRef.name"
+	// storeBucketIndex is "<store>/<bucket name>": who else claims a bucket.
+	storeBucketIndex = "storage.storeAndBucket"
+	// bucketNameIndex is the bucket name alone, for bucket events.
+	bucketNameIndex = "storage.bucketName"
+)
 
-// tick is how often the schedule is scanned for due checks.
-const tick = time.Second
+func storeBucketKey(store, bucket string) string { return store + "/" + bucket }
 
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -36,8 +42,8 @@ var Controller = setup.Controller{
 	Setup: Setup,
 }
 
-// Setup registers both controllers, their indexes, the ticker and, when
-// configured, the bucket-events receiver.
+// Setup registers both controllers, their indexes and, when configured, the
+// bucket-events receiver.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
 	return SetupWith(ctx, mgr, opts, func(cfg s3.Config) (s3.Client, error) { return s3.New(cfg) })
 }
@@ -51,39 +57,40 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, newCli
 	}); err != nil {
 		return err
 	}
-	if err := idx.IndexField(ctx, &storagev1.StorageBucket{}, bucketNameIndex, func(o client.Object) []string {
+	if err := idx.IndexField(ctx, &storagev1.StorageBucket{}, storeBucketIndex, func(o client.Object) []string {
 		b := o.(*storagev1.StorageBucket)
-		return []string{b.Spec.StoreRef.Name + "/" + bucketName(b)}
+		return []string{storeBucketKey(b.Spec.StoreRef.Name, bucketName(b))}
 	}); err != nil {
 		return err
 	}
-	if err := idx.IndexField(ctx, &storagev1.StorageBucket{}, bucketNameOnlyIndex, func(o client.Object) []string {
+	if err := idx.IndexField(ctx, &storagev1.StorageBucket{}, bucketNameIndex, func(o client.Object) []string {
 		return []string{bucketName(o.(*storagev1.StorageBucket))}
 	}); err != nil {
 		return err
 	}
 
-	stores, schedule := NewStores(), NewSchedule()
+	stores := NewStores(mgr.GetAPIReader(), opts.Namespace, newClient)
+	schedule := NewSchedule()
 	storeEvents := make(chan event.TypedGenericEvent[*storagev1.ObjectStore])
 	bucketEvents := make(chan event.TypedGenericEvent[*storagev1.StorageBucket])
-	ticks := make(chan event.GenericEvent)
 
 	storeReconciler := &ObjectStoreReconciler{
-		Client: mgr.GetClient(), APIReader: secretReader{mgr.GetAPIReader(), opts.Namespace},
-		Recorder: mgr.GetEventRecorder("objectstore"), Stores: stores, NewClient: newClient,
-		StoreEvents: storeEvents, BucketEvents: bucketEvents, Schedule: schedule,
+		client: mgr.GetClient(),
+		status: status.NewPatcher(mgr.GetClient(), mgr.GetEventRecorder("objectstore"),
+			func(s *storagev1.ObjectStore) *storagev1.ObjectStoreStatus { return &s.Status }, storeStatusEvents...),
+		stores: stores, storeEvents: storeEvents, now: time.Now,
 	}
 	if err := storeReconciler.SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
+	rec := mgr.GetEventRecorder("storagebucket")
 	bucketReconciler := &BucketReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("storagebucket"), Stores: stores, Schedule: schedule,
-		StoreEvents: storeEvents, BucketEvents: bucketEvents, Ticks: ticks,
+		client: mgr.GetClient(), recorder: rec,
+		status: status.NewPatcher(mgr.GetClient(), rec,
+			func(b *storagev1.StorageBucket) *storagev1.StorageBucketStatus { return &b.Status }, bucketStatusEvents...),
+		stores: stores, schedule: schedule, storeEvents: storeEvents, bucketEvents: bucketEvents,
 	}
 	if err := bucketReconciler.SetupWithManager(mgr, opts); err != nil {
-		return err
-	}
-	if err := mgr.Add(&Ticker{Tick: tick, Events: ticks}); err != nil {
 		return err
 	}
 	if opts.BucketEventsAddr != "" && opts.BucketEventsAddr != "0" {
@@ -96,20 +103,4 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, newCli
 		})
 	}
 	return nil
-}
-
-// secretReader reads Secrets only from the manager's own namespace: store
-// credentials live there, so the manager needs no cluster-wide Secret access
-// and a tenant cannot point Trellis at someone else's Secret.
-type secretReader struct {
-	client.Reader
-	namespace string
-}
-
-func (s secretReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if key.Namespace != s.namespace {
-		return fmt.Errorf("%w: credentials must be in the manager's namespace %s, not %s",
-			s3.ErrNoCredentials, s.namespace, strings.TrimSpace(key.Namespace))
-	}
-	return s.Reader.Get(ctx, key, obj, opts...)
 }

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -17,195 +16,114 @@ import (
 var statusLongAgo = metav1.NewTime(time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC))
 
 func statusBucket(generation int64, status storagev1.StorageBucketStatus) *storagev1.StorageBucket {
-	b := &storagev1.StorageBucket{
+	return &storagev1.StorageBucket{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "assets", Generation: generation, UID: "uid-1"},
 		Spec:       storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: "store-a"}},
 		Status:     status,
 	}
-	return b
 }
 
 func statusCondition(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
 	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: "old", ObservedGeneration: 1, LastTransitionTime: statusLongAgo}
 }
 
-func TestComputeBucketStatusHealthy(t *testing.T) {
-	tests := []struct {
-		name  string
+var wasHealthy = storagev1.StorageBucketStatus{
+	ObservedGeneration: 1, BucketName: "team-a-assets", Claim: storagev1.BucketClaimed,
+	Conditions: []metav1.Condition{
+		statusCondition("Healthy", metav1.ConditionTrue, ReasonHealthy), // written by earlier versions
+		statusCondition(conditions.Ready, metav1.ConditionTrue, ReasonHealthy),
+	},
+}
+
+func TestComputeBucketStatus(t *testing.T) {
+	tests := map[string]struct {
 		prior storagev1.StorageBucketStatus
+		res   checkResult
+		// want: Ready's status and reason, the condition besides Ready that
+		// is True ("" for none), and the claim recorded.
+		ready     metav1.ConditionStatus
+		reason    string
+		alsoTrue  string
+		claim     storagev1.BucketClaim
+		readyKept bool // Ready did not flip: its transition time stays
 	}{
-		{name: "first check"},
-		{name: "was unhealthy", prior: storagev1.StorageBucketStatus{
-			ObservedGeneration: 1, BucketName: "team-a-assets",
-			Conditions: []metav1.Condition{
-				statusCondition(conditions.Healthy, metav1.ConditionFalse, string(s3.ReasonStoreUnreachable)),
-				statusCondition(conditions.Ready, metav1.ConditionFalse, string(s3.ReasonStoreUnreachable)),
-			},
-		}},
-		{name: "was healthy", prior: storagev1.StorageBucketStatus{
-			ObservedGeneration: 1, BucketName: "team-a-assets", Claimed: true,
-			Conditions: []metav1.Condition{
-				statusCondition(conditions.Healthy, metav1.ConditionTrue, ReasonHealthy),
-				statusCondition(conditions.Ready, metav1.ConditionTrue, ReasonReady),
-			},
-		}},
+		"first check creates and claims": {
+			res:   checkResult{summary: healthy("team-a-assets", "store-a"), claim: storagev1.BucketClaimed},
+			ready: metav1.ConditionTrue, reason: ReasonHealthy, claim: storagev1.BucketClaimed,
+		},
+		"healthy again": {
+			prior: wasHealthy, res: checkResult{summary: healthy("team-a-assets", "store-a")},
+			ready: metav1.ConditionTrue, reason: ReasonHealthy, claim: storagev1.BucketClaimed, readyKept: true,
+		},
+		"store down: still the claim, and Reconciling": {
+			prior: wasHealthy,
+			res:   checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "down"}},
+			ready: metav1.ConditionFalse, reason: string(s3.ReasonStoreUnreachable), alsoTrue: conditions.Reconciling, claim: storagev1.BucketClaimed,
+		},
+		"conflict: Stalled": {
+			res:   blocked(ReasonConflict, "someone else's"),
+			ready: metav1.ConditionFalse, reason: ReasonConflict, alsoTrue: conditions.Stalled,
+		},
+		"a new bucket name drops the old claim": {
+			prior: storagev1.StorageBucketStatus{BucketName: "old-name", Claim: storagev1.BucketClaimed},
+			res:   blocked(ReasonConflict, "someone else's"),
+			ready: metav1.ConditionFalse, reason: ReasonConflict, alsoTrue: conditions.Stalled,
+		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			b := statusBucket(4, tt.prior)
 			before := b.DeepCopy()
 
-			st := computeBucketStatus(b, bucketObservation{bucket: "team-a-assets"})
+			st := computeBucketStatus(b, tt.res)
 
 			g.Expect(b).To(Equal(before), "the bucket itself is not modified")
 			g.Expect(st.ObservedGeneration).To(Equal(int64(4)))
 			g.Expect(st.BucketName).To(Equal("team-a-assets"))
-			g.Expect(st.Claimed).To(Equal(tt.prior.Claimed), "no claimed observation keeps the previous value")
-			g.Expect(st.Conditions).To(HaveLen(2))
-			for _, c := range []struct{ typ, reason string }{{conditions.Healthy, ReasonHealthy}, {conditions.Ready, ReasonReady}} {
-				got := conditions.Get(st.Conditions, c.typ)
-				g.Expect(got).NotTo(BeNil(), c.typ)
-				g.Expect(got.Status).To(Equal(metav1.ConditionTrue), c.typ)
-				g.Expect(got.Reason).To(Equal(c.reason), c.typ)
-				g.Expect(got.ObservedGeneration).To(Equal(int64(4)), c.typ)
-				g.Expect(got.Message).To(ContainSubstring("team-a-assets"), c.typ)
+			g.Expect(st.Claim).To(Equal(tt.claim))
+			g.Expect(conditions.Get(st.Conditions, "Healthy")).To(BeNil(), "Ready says what Healthy said")
+			ready := conditions.Get(st.Conditions, conditions.Ready)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(tt.ready))
+			g.Expect(ready.Reason).To(Equal(tt.reason))
+			g.Expect(ready.ObservedGeneration).To(Equal(int64(4)))
+			if tt.readyKept {
+				g.Expect(ready.LastTransitionTime).To(Equal(statusLongAgo))
+			} else {
+				g.Expect(ready.LastTransitionTime.Time).To(BeTemporally("~", time.Now(), time.Minute))
 			}
-			g.Expect(conditions.Get(st.Conditions, conditions.Ready).Message).To(ContainSubstring("store-a"))
-			wasTrue := conditions.IsTrue(tt.prior.Conditions, conditions.Ready)
-			for _, c := range st.Conditions {
-				if wasTrue {
-					g.Expect(c.LastTransitionTime).To(Equal(statusLongAgo), "%s did not flip", c.Type)
+			for _, typ := range []string{conditions.Reconciling, conditions.Stalled} {
+				if typ == tt.alsoTrue {
+					g.Expect(conditions.IsTrue(st.Conditions, typ)).To(BeTrue(), typ)
 				} else {
-					g.Expect(c.LastTransitionTime.Time).To(BeTemporally("~", time.Now(), time.Minute), "%s flipped", c.Type)
+					g.Expect(conditions.Get(st.Conditions, typ)).To(BeNil(), typ)
 				}
 			}
 		})
-	}
-}
-
-func TestComputeBucketStatusFailure(t *testing.T) {
-	tests := []struct {
-		reason  string
-		message string
-	}{
-		{reason: string(s3.ReasonStoreUnreachable), message: "ObjectStore store-a: the object store did not answer: connection refused"},
-		{reason: string(s3.ReasonAccessDenied), message: "the object store refused the credentials or the request (AccessDenied)"},
-		{reason: ReasonConflict, message: "bucket team-a-assets already exists in store-a"},
-		{reason: ReasonStoreNotFound, message: "ObjectStore store-a does not exist"},
-		{reason: ReasonStoreNotReady, message: "ObjectStore store-a has not been checked yet"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.reason, func(t *testing.T) {
-			g := NewWithT(t)
-			b := statusBucket(2, storagev1.StorageBucketStatus{
-				ObservedGeneration: 1, BucketName: "team-a-assets", Claimed: true,
-				Conditions: []metav1.Condition{
-					statusCondition(conditions.Healthy, metav1.ConditionTrue, ReasonHealthy),
-					statusCondition(conditions.Ready, metav1.ConditionTrue, ReasonReady),
-				},
-			})
-			obs := bucketObservation{bucket: "team-a-assets"}
-			obs.fail(tt.reason, tt.message)
-
-			st := computeBucketStatus(b, obs)
-
-			g.Expect(st.ObservedGeneration).To(Equal(int64(2)))
-			g.Expect(st.BucketName).To(Equal("team-a-assets"))
-			g.Expect(st.Claimed).To(BeTrue())
-			g.Expect(st.Conditions).To(HaveLen(2))
-			for _, typ := range []string{conditions.Healthy, conditions.Ready} {
-				got := conditions.Get(st.Conditions, typ)
-				g.Expect(got).NotTo(BeNil(), typ)
-				g.Expect(got.Status).To(Equal(metav1.ConditionFalse), typ)
-				g.Expect(got.Reason).To(Equal(tt.reason), typ)
-				g.Expect(got.Message).To(Equal(tt.message), typ)
-				g.Expect(got.ObservedGeneration).To(Equal(int64(2)), typ)
-				g.Expect(got.LastTransitionTime).NotTo(Equal(statusLongAgo), "%s flipped to False", typ)
-			}
-		})
-	}
-}
-
-func TestComputeBucketStatusClaimed(t *testing.T) {
-	yes, no := true, false
-	tests := []struct {
-		prior   bool
-		claimed *bool
-		want    bool
-	}{
-		{prior: false, claimed: nil, want: false},
-		{prior: true, claimed: nil, want: true},
-		{prior: false, claimed: &yes, want: true},
-		{prior: true, claimed: &yes, want: true},
-		{prior: true, claimed: &no, want: false},
-		{prior: false, claimed: &no, want: false},
-	}
-	for _, tt := range tests {
-		name := "nil"
-		if tt.claimed != nil {
-			name = fmt.Sprint(*tt.claimed)
-		}
-		for _, healthy := range []bool{true, false} {
-			t.Run(fmt.Sprintf("prior %v, claimed %s, healthy %v", tt.prior, name, healthy), func(t *testing.T) {
-				g := NewWithT(t)
-				b := statusBucket(1, storagev1.StorageBucketStatus{Claimed: tt.prior})
-				obs := bucketObservation{bucket: "team-a-assets", claimed: tt.claimed}
-				if !healthy {
-					obs.fail(ReasonConflict, "someone else's")
-				}
-				g.Expect(computeBucketStatus(b, obs).Claimed).To(Equal(tt.want))
-				g.Expect(b.Status.Claimed).To(Equal(tt.prior), "the input is not modified")
-			})
-		}
 	}
 }
 
 // A bucket checked again with the same result produces the very same status,
 // so a healthy bucket costs no status write.
 func TestComputeBucketStatusIsIdempotent(t *testing.T) {
-	yes := true
-	tests := []struct {
-		name string
-		obs  bucketObservation
-	}{
-		{name: "healthy", obs: bucketObservation{bucket: "team-a-assets"}},
-		{name: "healthy and claimed", obs: bucketObservation{bucket: "team-a-assets", claimed: &yes}},
-		{name: "failing", obs: bucketObservation{bucket: "team-a-assets", reason: string(s3.ReasonStoreUnreachable), message: "down"}},
+	results := map[string]checkResult{
+		"healthy":             {summary: healthy("team-a-assets", "store-a")},
+		"healthy and claimed": {summary: healthy("team-a-assets", "store-a"), claim: storagev1.BucketClaimed},
+		"failing":             {summary: conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "down"}},
+		"stalled":             blocked(ReasonConflict, "taken"),
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for name, res := range results {
+		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			b := statusBucket(3, storagev1.StorageBucketStatus{})
-			first := computeBucketStatus(b, tt.obs)
+			first := computeBucketStatus(b, res)
 			b.Status = first
 
 			time.Sleep(2 * time.Millisecond) // a churning transition time would differ
-			second := computeBucketStatus(b, tt.obs)
+			second := computeBucketStatus(b, res)
 
 			g.Expect(second).To(Equal(first))
-			b.Status = *second.DeepCopy()
-			g.Expect(computeBucketStatus(b, tt.obs)).To(Equal(first))
 		})
-	}
-}
-
-func TestComputeBucketStatusFollowsGeneration(t *testing.T) {
-	g := NewWithT(t)
-	b := statusBucket(1, storagev1.StorageBucketStatus{})
-	obs := bucketObservation{bucket: "team-a-assets"}
-	b.Status = computeBucketStatus(b, obs)
-	transitions := map[string]metav1.Time{}
-	for _, c := range b.Status.Conditions {
-		transitions[c.Type] = c.LastTransitionTime
-	}
-
-	b.Generation = 2
-	st := computeBucketStatus(b, obs)
-
-	g.Expect(st.ObservedGeneration).To(Equal(int64(2)))
-	for _, c := range st.Conditions {
-		g.Expect(c.ObservedGeneration).To(Equal(int64(2)), c.Type)
-		g.Expect(c.LastTransitionTime).To(Equal(transitions[c.Type]), "%s did not flip", c.Type)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
@@ -39,7 +40,7 @@ func freeAddr() string {
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String()
 }
 
@@ -73,7 +74,7 @@ func newStore(name, secret string) *storagev1.ObjectStore {
 	return &storagev1.ObjectStore{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: storagev1.ObjectStoreSpec{
-			Endpoint: s3srv.Endpoint, Region: "us-east-1", PathStyle: true,
+			Endpoint: s3srv.Endpoint, Region: "us-east-1", PathStyle: ptr.To(true),
 			CredentialsSecretRef: storagev1.SecretReference{Namespace: managerNS, Name: secret},
 		},
 	}
@@ -84,7 +85,7 @@ func newBucket(ns, name, store string) *storagev1.StorageBucket {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: storagev1.StorageBucketSpec{
 			StoreRef:    storagev1.StoreReference{Name: store},
-			HealthCheck: storagev1.HealthCheck{Interval: metav1.Duration{Duration: 10 * time.Second}},
+			HealthCheck: &storagev1.HealthCheck{IntervalSeconds: 10},
 		},
 	}
 }
@@ -110,11 +111,11 @@ func getBucket(g Gomega, ns, name string) *storagev1.StorageBucket {
 	return b
 }
 
-func eventuallyReason(g Gomega, ns, name, condType, reason string) *storagev1.StorageBucket {
+func eventuallyReason(g Gomega, ns, name, reason string) *storagev1.StorageBucket {
 	var b *storagev1.StorageBucket
 	g.Eventually(func(g Gomega) {
 		b = getBucket(g, ns, name)
-		c := meta.FindStatusCondition(b.Status.Conditions, condType)
+		c := meta.FindStatusCondition(b.Status.Conditions, conditions.Ready)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(reason), "message: %s", c.Message)
 	}, timeout, poll).Should(Succeed())
@@ -173,10 +174,10 @@ func TestBucketIsCreatedTaggedAndHealthy(t *testing.T) {
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "assets", store))).To(Succeed())
 
-	b := eventuallyReason(g, ns, "assets", conditions.Ready, ReasonReady)
+	b := eventuallyReason(g, ns, "assets", ReasonHealthy)
 	g.Expect(b.Status.BucketName).To(Equal(ns + "-assets"))
-	g.Expect(b.Status.Claimed).To(BeTrue())
-	g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, conditions.Healthy)).To(BeTrue())
+	g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
+	g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, conditions.Ready)).To(BeTrue())
 	g.Expect(b.Finalizers).To(ContainElement(BucketFinalizer))
 
 	c := direct(g)
@@ -195,14 +196,15 @@ func TestExistingBucketIsAConflictUnlessAdopted(t *testing.T) {
 	store := ensureStore(g)
 	ns := newNamespace(t)
 	c := direct(g)
-	g.Expect(c.CreateBucket(ctx, "someone-elses")).To(Succeed())
+	const foreign = "someone-elses"
+	g.Expect(c.CreateBucket(ctx, foreign)).To(Succeed())
 
 	b := newBucket(ns, "grab", store)
-	b.Spec.BucketName = "someone-elses"
+	b.Spec.BucketName = foreign
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
-	got := eventuallyReason(g, ns, "grab", conditions.Ready, ReasonConflict)
+	got := eventuallyReason(g, ns, "grab", ReasonConflict)
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("adoptExisting"))
-	owner, err := c.Owner(ctx, "someone-elses")
+	owner, err := c.Owner(ctx, foreign)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(owner).To(BeEmpty(), "a conflict must not touch the bucket")
 
@@ -210,27 +212,27 @@ func TestExistingBucketIsAConflictUnlessAdopted(t *testing.T) {
 	got.Spec.DeletionPolicy = storagev1.DeletionDelete
 	g.Expect(k8s.Update(ctx, got)).To(Succeed())
 	deleteBucket(g, ns, "grab")
-	exists, err := c.BucketExists(ctx, "someone-elses")
+	exists, err := c.BucketExists(ctx, foreign)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(exists).To(BeTrue())
 
 	adopt := newBucket(ns, "adopt", store)
-	adopt.Spec.BucketName = "someone-elses"
-	adopt.Spec.AdoptExisting = true
+	adopt.Spec.BucketName = foreign
+	adopt.Spec.AdoptExisting = ptr.To(true)
 	g.Expect(k8s.Create(ctx, adopt)).To(Succeed())
-	got = eventuallyReason(g, ns, "adopt", conditions.Ready, ReasonReady)
-	owner, err = c.Owner(ctx, "someone-elses")
+	got = eventuallyReason(g, ns, "adopt", ReasonHealthy)
+	owner, err = c.Owner(ctx, foreign)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(owner).To(Equal(string(got.UID)))
 
 	// A second StorageBucket claiming the same bucket: the first keeps it.
 	second := newBucket(newNamespace(t), "copycat", store)
-	second.Spec.BucketName = "someone-elses"
-	second.Spec.AdoptExisting = true
+	second.Spec.BucketName = foreign
+	second.Spec.AdoptExisting = ptr.To(true)
 	g.Expect(k8s.Create(ctx, second)).To(Succeed())
-	got = eventuallyReason(g, second.Namespace, "copycat", conditions.Ready, ReasonConflict)
+	got = eventuallyReason(g, second.Namespace, "copycat", ReasonConflict)
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Ready).Message).To(ContainSubstring(ns + "/adopt"))
-	owner, _ = c.Owner(ctx, "someone-elses")
+	owner, _ = c.Owner(ctx, foreign)
 	g.Expect(owner).NotTo(Equal(string(got.UID)))
 	deleteBucket(g, second.Namespace, "copycat")
 	deleteBucket(g, ns, "adopt")
@@ -245,7 +247,7 @@ func TestDeletionPolicies(t *testing.T) {
 
 	keep := newBucket(ns, "keep", store)
 	g.Expect(k8s.Create(ctx, keep)).To(Succeed())
-	eventuallyReason(g, ns, "keep", conditions.Ready, ReasonReady)
+	eventuallyReason(g, ns, "keep", ReasonHealthy)
 	deleteBucket(g, ns, "keep")
 	exists, err := c.BucketExists(ctx, ns+"-keep")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -254,7 +256,7 @@ func TestDeletionPolicies(t *testing.T) {
 	empty := newBucket(ns, "empty", store)
 	empty.Spec.DeletionPolicy = storagev1.DeletionDelete
 	g.Expect(k8s.Create(ctx, empty)).To(Succeed())
-	eventuallyReason(g, ns, "empty", conditions.Ready, ReasonReady)
+	eventuallyReason(g, ns, "empty", ReasonHealthy)
 	deleteBucket(g, ns, "empty")
 	exists, err = c.BucketExists(ctx, ns+"-empty")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -263,11 +265,11 @@ func TestDeletionPolicies(t *testing.T) {
 	full := newBucket(ns, "full", store)
 	full.Spec.DeletionPolicy = storagev1.DeletionDelete
 	g.Expect(k8s.Create(ctx, full)).To(Succeed())
-	eventuallyReason(g, ns, "full", conditions.Ready, ReasonReady)
+	eventuallyReason(g, ns, "full", ReasonHealthy)
 	putObject(g, ns+"-full", "a.txt")
 	putObject(g, ns+"-full", "b.txt")
 	g.Expect(k8s.Delete(ctx, full)).To(Succeed())
-	b := eventuallyReason(g, ns, "full", conditions.Ready, ReasonDeleteBlocked)
+	b := eventuallyReason(g, ns, "full", ReasonDeleteBlocked)
 	g.Expect(meta.FindStatusCondition(b.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("2 objects"))
 	g.Eventually(func(g Gomega) {
 		events := &corev1.EventList{}
@@ -310,7 +312,7 @@ func TestStoreInUseIsProtected(t *testing.T) {
 	g.Expect(k8s.Create(ctx, newStore("guarded", credsSecret))).To(Succeed())
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "user", "guarded"))).To(Succeed())
-	eventuallyReason(g, ns, "user", conditions.Ready, ReasonReady)
+	eventuallyReason(g, ns, "user", ReasonHealthy)
 
 	g.Expect(k8s.Delete(ctx, &storagev1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -334,9 +336,9 @@ func TestBucketEventsTriggerAnImmediateCheck(t *testing.T) {
 	store := ensureStore(g)
 	ns := newNamespace(t)
 	b := newBucket(ns, "hooked", store)
-	b.Spec.HealthCheck.Interval = metav1.Duration{Duration: time.Hour} // only events can trigger a check
+	b.Spec.HealthCheck.IntervalSeconds = 3600 // only events can trigger a check
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
-	eventuallyReason(g, ns, "hooked", conditions.Ready, ReasonReady)
+	eventuallyReason(g, ns, "hooked", ReasonHealthy)
 	bucket := ns + "-hooked"
 
 	// The bucket disappears behind our back. A bad token changes nothing.
@@ -345,12 +347,12 @@ func TestBucketEventsTriggerAnImmediateCheck(t *testing.T) {
 	body := fmt.Sprintf(`{"Records":[{"eventName":"s3:ObjectCreated:Put","s3":{"bucket":{"name":%q}}}]}`, bucket)
 	resp, err := http.Post(eventsURL+"?token=wrong-token-0123456789", "application/json", strings.NewReader(body))
 	g.Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
 	req, _ := http.NewRequest(http.MethodPost, eventsURL, strings.NewReader(body))
 	resp, err = http.DefaultClient.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized), "no token at all")
 	g.Consistently(func() bool {
 		exists, _ := c.BucketExists(ctx, bucket)
@@ -363,7 +365,7 @@ func TestBucketEventsTriggerAnImmediateCheck(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+eventsToken)
 	resp, err = http.DefaultClient.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusAccepted))
 	g.Eventually(func() bool {
 		exists, _ := c.BucketExists(ctx, bucket)
@@ -397,7 +399,7 @@ func TestStoreOutageIsBoundedAndHeals(t *testing.T) {
 		g.Expect(k8s.Create(ctx, newBucket(ns, fmt.Sprintf("o%d", i), store))).To(Succeed())
 	}
 	for i := range 5 {
-		eventuallyReason(g, ns, fmt.Sprintf("o%d", i), conditions.Ready, ReasonReady)
+		eventuallyReason(g, ns, fmt.Sprintf("o%d", i), ReasonHealthy)
 	}
 
 	s3srv.Stop()
@@ -406,10 +408,11 @@ func TestStoreOutageIsBoundedAndHeals(t *testing.T) {
 		var b *storagev1.StorageBucket
 		g.Eventually(func(g Gomega) {
 			b = getBucket(g, ns, fmt.Sprintf("o%d", i))
-			c := meta.FindStatusCondition(b.Status.Conditions, conditions.Healthy)
+			c := meta.FindStatusCondition(b.Status.Conditions, conditions.Ready)
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		}, 25*time.Second, poll).Should(Succeed())
-		c := meta.FindStatusCondition(b.Status.Conditions, conditions.Healthy)
+		c := meta.FindStatusCondition(b.Status.Conditions, conditions.Ready)
+		g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, conditions.Reconciling)).To(BeTrue(), "a store outage heals by itself: not Stalled")
 		g.Expect(c.Reason).To(Equal(string(s3.ReasonStoreUnreachable)))
 		g.Expect(c.Message).To(ContainSubstring("ObjectStore local-s3"))
 	}
@@ -425,7 +428,7 @@ func TestStoreOutageIsBoundedAndHeals(t *testing.T) {
 	for i := range 5 {
 		g.Eventually(func(g Gomega) {
 			b := getBucket(g, ns, fmt.Sprintf("o%d", i))
-			g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, conditions.Healthy)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, conditions.Ready)).To(BeTrue())
 		}, 5*time.Minute, 200*time.Millisecond).Should(Succeed())
 	}
 	for i := range 5 {
@@ -439,7 +442,7 @@ func TestHealthyBucketsCostNoWrites(t *testing.T) {
 	store := ensureStore(g)
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "calm", store))).To(Succeed())
-	eventuallyReason(g, ns, "calm", conditions.Ready, ReasonReady)
+	eventuallyReason(g, ns, "calm", ReasonHealthy)
 	time.Sleep(time.Second)
 
 	mgrWrites.Reset()
@@ -476,13 +479,13 @@ func TestStorageAdmission(t *testing.T) {
 		"IP form":               {mk(func(b *storagev1.StorageBucket) { b.Spec.BucketName = "192.168.1.1" }), "must not look like an IP address"},
 		"double dot":            {mk(func(b *storagev1.StorageBucket) { b.Spec.BucketName = "a..b" }), "must not contain"},
 		"reserved prefix":       {mk(func(b *storagev1.StorageBucket) { b.Spec.BucketName = "xn--abc" }), "reserves"},
-		"interval too short":    {mk(func(b *storagev1.StorageBucket) { b.Spec.HealthCheck.Interval.Duration = 5 * time.Second }), "between 10s and 24h"},
+		"interval too short":    {mk(func(b *storagev1.StorageBucket) { b.Spec.HealthCheck.IntervalSeconds = 5 }), "spec.healthCheck.intervalSeconds"},
 		"bad policy":            {mk(func(b *storagev1.StorageBucket) { b.Spec.DeletionPolicy = "Shred" }), "Unsupported value"},
 		"bucket name too long":  {mk(func(b *storagev1.StorageBucket) { b.Spec.BucketName = strings.Repeat("a", 64) }), "spec.bucketName"},
 		"ends with a dash":      {mk(func(b *storagev1.StorageBucket) { b.Spec.BucketName = "bucket-" }), "bucketName must be 3-63 lower-case"},
 		"reserved suffix":       {mk(func(b *storagev1.StorageBucket) { b.Spec.BucketName = "abc-s3alias" }), "reserves"},
-		"interval too long":     {mk(func(b *storagev1.StorageBucket) { b.Spec.HealthCheck.Interval.Duration = 25 * time.Hour }), "between 10s and 24h"},
-		"no store":              {mk(func(b *storagev1.StorageBucket) { b.Spec.StoreRef.Name = "" }), "spec.storeRef.name"},
+		"interval too long":     {mk(func(b *storagev1.StorageBucket) { b.Spec.HealthCheck.IntervalSeconds = 25 * 3600 }), "spec.healthCheck.intervalSeconds"},
+		"no store":              {mk(func(b *storagev1.StorageBucket) { b.Spec.StoreRef.Name = "" }), "spec.storeRef"},
 		"store endpoint with a path": {func() client.Object {
 			s := newStore("bad-endpoint", credsSecret)
 			s.Spec.Endpoint = "http://127.0.0.1:7070/path"
@@ -519,4 +522,35 @@ func TestStorageAdmission(t *testing.T) {
 		}
 		deleteBucket(g, ns, "fixed")
 	})
+}
+
+// TestCreateThenTagSurvivesAStoreFailureInBetween is the crash window of
+// claiming: the store creates the bucket, then fails the tagging. The intent
+// recorded before the create makes the next check claim the untagged bucket;
+// the bucket is Ready, ours, and deleted under deletionPolicy Delete.
+func TestCreateThenTagSurvivesAStoreFailureInBetween(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	store := ensureStore(g)
+	ns := newNamespace(t)
+	bucket := ns + "-fragile"
+	s3srv.Fail(func(r *http.Request) bool {
+		return r.Method == http.MethodPut && r.URL.Query().Has("tagging") && strings.Contains(r.URL.Path, bucket)
+	}, http.StatusServiceUnavailable, 1)
+
+	b := newBucket(ns, "fragile", store)
+	b.Spec.DeletionPolicy = storagev1.DeletionDelete
+	g.Expect(k8s.Create(ctx, b)).To(Succeed())
+
+	got := eventuallyReason(g, ns, "fragile", ReasonHealthy)
+	g.Expect(got.Status.Claim).To(Equal(storagev1.BucketClaimed))
+	owner, err := direct(g).Owner(ctx, bucket)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(owner).To(Equal(string(got.UID)), "the bucket Trellis created is tagged as its own")
+	g.Expect(checksOf(ns, "fragile")).To(BeNumerically(">=", 2), "the failed tagging was a check of its own")
+
+	deleteBucket(g, ns, "fragile")
+	exists, err := direct(g).BucketExists(ctx, bucket)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(exists).To(BeFalse(), "an empty bucket Trellis created goes with deletionPolicy Delete")
 }

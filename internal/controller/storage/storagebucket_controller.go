@@ -6,13 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -23,85 +22,84 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
-	"github.com/trellis-dev/trellis/internal/controller/statusmemo"
+	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
 // BucketFinalizer holds a StorageBucket until its deletion policy is applied.
 const BucketFinalizer = "storage.trellis.dev/bucket"
 
-// Field indexes over StorageBuckets.
-const (
-	bucketStoreIndex = "spec.storeRef.name"
-	// bucketNameIndex is "<store>/<bucket name>", to find who else claims a bucket.
-	bucketNameIndex = "storage.bucketKey"
-)
+// defaultInterval is the health-check interval of a bucket that sets none.
+const defaultInterval = 60 * time.Second
 
-// deleteCountLimit bounds how many objects are counted to report a blocked deletion.
-const deleteCountLimit = 1000
+// bucketStatusEvents: Ready, a person needed, and a store that stopped answering.
+// Creating and waiting for a store's first check are routine.
+var bucketStatusEvents = []status.EventRule{
+	{Condition: conditions.Ready, Status: metav1.ConditionTrue, Type: corev1.EventTypeNormal},
+	{Condition: conditions.Stalled, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning},
+	{Condition: conditions.Reconciling, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning,
+		Except: []string{ReasonCreating, ReasonStoreNotReady, ReasonDeleting}},
+}
 
 // BucketReconciler reconciles StorageBuckets.
 type BucketReconciler struct {
-	Client   client.Client
-	Recorder recorder.EventRecorder
-	Stores   *Stores
-	Schedule *Schedule
-	// StoreEvents asks the ObjectStore controller to check a store a bucket found down.
-	StoreEvents chan event.TypedGenericEvent[*storagev1.ObjectStore]
-	// BucketEvents carries requests for an immediate check (webhook, store back).
-	BucketEvents chan event.TypedGenericEvent[*storagev1.StorageBucket]
-	// Ticks feeds the schedule scan (the seed's Runnable ticker).
-	Ticks chan event.GenericEvent
-	// written avoids re-sending a status the cache has not caught up with yet.
-	written statusmemo.Memo
+	client   client.Client
+	recorder recorder.EventRecorder
+	status   *status.Patcher[*storagev1.StorageBucket, storagev1.StorageBucketStatus]
+	stores   *Stores
+	schedule *Schedule
+	// storeEvents asks the ObjectStore controller to check a store a bucket found down.
+	storeEvents chan<- event.TypedGenericEvent[*storagev1.ObjectStore]
+	// bucketEvents carries requests for an immediate check (the bucket-event receiver).
+	bucketEvents <-chan event.TypedGenericEvent[*storagev1.StorageBucket]
 }
 
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets/status,verbs=get;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets/finalizers,verbs=update
 
-// SetupWithManager wires the seed's external events: ticks from a Runnable
-// become requests only for buckets whose check is due; bucket events (the
-// webhook receiver, a store that came back) become requests for those buckets.
+// SetupWithManager wires the watches: StorageBuckets (spec changes and the
+// start of a deletion), their store's Ready condition (a store that came back
+// re-checks its unhealthy buckets), and the bucket-event receiver, an
+// external event source. Periodic checks are RequeueAfter results.
 func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
-	dueBuckets := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		list := &storagev1.StorageBucketList{}
-		if err := mgr.GetCache().List(ctx, list); err != nil {
-			log.FromContext(ctx).Error(err, "listing StorageBuckets for due checks")
-			return nil
-		}
-		var reqs []reconcile.Request
-		for i := range list.Items {
-			b := &list.Items[i]
-			key := client.ObjectKeyFromObject(b)
-			if b.DeletionTimestamp.IsZero() && r.Schedule.Due(key, string(b.UID), interval(b)) {
-				reqs = append(reqs, reconcile.Request{NamespacedName: key})
-			}
-		}
-		return reqs
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("storagebucket").
-		For(&storagev1.StorageBucket{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, setup.DeletionStarted))).
+		For(&storagev1.StorageBucket{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeReadyChanged)).
-		WatchesRawSource(source.Channel(r.Ticks, dueBuckets)).
-		WatchesRawSource(source.Channel(r.BucketEvents, &handler.TypedEnqueueRequestForObject[*storagev1.StorageBucket]{})).
+		WatchesRawSource(source.Channel(r.bucketEvents, &handler.TypedEnqueueRequestForObject[*storagev1.StorageBucket]{})).
 		WithOptions(opts.ControllerOptions()).
 		Complete(r)
 }
 
-// storeReadyChanged passes a store's creation and changes of its Ready condition.
+// storeReadyChanged passes a store's creation, its first check, and changes
+// of its Ready status: what buckets waiting on their store wait for.
 var storeReadyChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld.(*storagev1.ObjectStore), e.ObjectNew.(*storagev1.ObjectStore)
-		return conditions.IsTrue(o.Status.Conditions, conditions.Ready) != conditions.IsTrue(n.Status.Conditions, conditions.Ready)
+		o, ok1 := e.ObjectOld.(*storagev1.ObjectStore)
+		n, ok2 := e.ObjectNew.(*storagev1.ObjectStore)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return readyStatus(o) != readyStatus(n)
 	},
+}
+
+func readyStatus(store *storagev1.ObjectStore) metav1.ConditionStatus {
+	if c := conditions.Get(store.Status.Conditions, conditions.Ready); c != nil {
+		return c.Status
+	}
+	return ""
 }
 
 func (r *BucketReconciler) bucketsOfStore(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &storagev1.StorageBucketList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{bucketStoreIndex: o.GetName()}); err != nil {
+	if err := r.client.List(ctx, list, client.MatchingFields{bucketStoreIndex: o.GetName()}); err != nil {
+		// A map function cannot return an error; the buckets' own schedule
+		// still checks them.
+		log.FromContext(ctx).Error(err, "listing the StorageBuckets of a store whose state changed", "store", o.GetName())
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
@@ -112,10 +110,10 @@ func (r *BucketReconciler) bucketsOfStore(ctx context.Context, o client.Object) 
 }
 
 func interval(b *storagev1.StorageBucket) time.Duration {
-	if d := b.Spec.HealthCheck.Interval.Duration; d >= 10*time.Second {
-		return d
+	if b.Spec.HealthCheck != nil && b.Spec.HealthCheck.IntervalSeconds >= 10 {
+		return time.Duration(b.Spec.HealthCheck.IntervalSeconds) * time.Second
 	}
-	return 60 * time.Second
+	return defaultInterval
 }
 
 // bucketName is the bucket's name in the store.
@@ -127,292 +125,238 @@ func bucketName(b *storagev1.StorageBucket) string {
 }
 
 // Reconcile ensures one bucket exists and is ours, and checks its health
-// when a check is due or the spec changed.
+// when a check is due or the bucket is not settled.
 func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := &storagev1.StorageBucket{}
-	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Schedule.Forget(req.NamespacedName)
+	found, err := r.status.Get(ctx, req.NamespacedName, b)
+	if err != nil || !found {
+		if !found {
+			r.schedule.Forget(req.NamespacedName)
 			forgetBucketMetrics(req.NamespacedName)
-			r.written.Forget(req.NamespacedName)
-			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if !b.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, b)
 	}
-	if !controllerutil.ContainsFinalizer(b, BucketFinalizer) {
-		patch := client.MergeFrom(b.DeepCopy())
-		controllerutil.AddFinalizer(b, BucketFinalizer)
-		if err := r.Client.Patch(ctx, b, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
-		}
+	if _, err := finalizer.Ensure(ctx, r.client, b, BucketFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 
-	key := req.NamespacedName
-	asked := r.Schedule.Take(key, string(b.UID), interval(b))
+	key, uid, every := req.NamespacedName, string(b.UID), interval(b)
 	settled := b.Status.ObservedGeneration == b.Generation && b.Status.BucketName != "" &&
 		conditions.IsTrue(b.Status.Conditions, conditions.Ready)
-	if settled && !asked {
+	if wait := r.schedule.Wait(key, uid, every); settled && wait > 0 {
 		// A healthy bucket seen by a start-up listing, a resync or a store
-		// event: nothing is due, and a check now would bunch checks together.
-		// The schedule will ask. (Unhealthy buckets are looked at on any
-		// event: a store that changed state is what they wait for.)
-		return ctrl.Result{}, nil
+		// event: its check is not due, and one now would bunch checks
+		// together. (Buckets that are not Ready are looked at on any event:
+		// a store that changed state is what they wait for.)
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 
-	obs := r.check(ctx, b)
-	r.Schedule.Checked(key, string(b.UID), interval(b))
-	return ctrl.Result{}, r.updateStatus(ctx, b, obs)
-}
-
-// check finds out, with as few store requests as it can, whether the bucket
-// exists, is ours and is healthy. Store errors are states, not reconcile
-// errors: retrying them is the schedule's and the store back-off's job.
-func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket) bucketObservation {
 	start := time.Now()
-	obs := bucketObservation{bucket: bucketName(b)}
-	defer func() {
-		result := ReasonHealthy
-		if obs.reason != "" {
-			result = obs.reason
-		}
-		recordCheck(client.ObjectKeyFromObject(b), result, obs.reason == "", time.Since(start))
-	}()
-
-	if other := r.otherClaimant(ctx, b, obs.bucket); other != "" {
-		obs.fail(ReasonConflict, fmt.Sprintf("bucket %s is already claimed by StorageBucket %s", obs.bucket, other))
-		return obs
-	}
-	store := &storagev1.ObjectStore{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: b.Spec.StoreRef.Name}, store); err != nil {
-		obs.fail(ReasonStoreNotFound, fmt.Sprintf("ObjectStore %s does not exist", b.Spec.StoreRef.Name))
-		return obs
-	}
-	view := r.Stores.View(store.Name)
-	switch {
-	case !view.Checked || view.Client == nil:
-		obs.fail(ReasonStoreNotReady, fmt.Sprintf("ObjectStore %s has not been checked yet", store.Name))
-		return obs
-	case !view.Up:
-		// One store-level check stands for every bucket of a store that is down.
-		obs.fail(string(view.Reason), fmt.Sprintf("ObjectStore %s: %s", store.Name, view.Message))
-		return obs
-	}
-	c := view.Client
-
-	exists, err := c.BucketExists(ctx, obs.bucket)
+	res, err := r.check(ctx, b)
 	if err != nil {
-		return r.storeFailed(ctx, store, obs, err)
+		return ctrl.Result{}, err
 	}
-	owned := b.Status.Claimed && b.Status.BucketName == obs.bucket
-	yes, no := true, false
-	switch {
-	case !exists:
-		if err := c.CreateBucket(ctx, obs.bucket); err != nil {
-			return r.storeFailed(ctx, store, obs, err)
+	r.schedule.Checked(key, uid, every)
+	recordCheck(key, res.summary.Reason, res.summary.Progress == conditions.Done, time.Since(start))
+	if res.event != nil {
+		typ := corev1.EventTypeNormal
+		if res.event.warning {
+			typ = corev1.EventTypeWarning
 		}
-		if err := c.SetOwner(ctx, obs.bucket, string(b.UID)); err != nil {
-			return r.storeFailed(ctx, store, obs, err)
-		}
-		obs.claimed = &yes
-		if owned {
-			r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, "BucketRecreated", "Check", "bucket %s had disappeared from the store and was created again (empty)", obs.bucket)
-		} else {
-			r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "BucketCreated", "Check", "created bucket %s in %s", obs.bucket, store.Name)
-		}
-	case !owned:
-		// Seen for the first time (or after a conflict): whose is it?
-		owner, err := c.Owner(ctx, obs.bucket)
-		if err != nil {
-			return r.storeFailed(ctx, store, obs, err)
-		}
-		switch {
-		case owner == string(b.UID):
-			obs.claimed = &yes
-		case b.Spec.AdoptExisting:
-			if err := c.SetOwner(ctx, obs.bucket, string(b.UID)); err != nil {
-				return r.storeFailed(ctx, store, obs, err)
-			}
-			obs.claimed = &yes
-			r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "BucketAdopted", "Check", "adopted existing bucket %s (adoptExisting: true)", obs.bucket)
-		default:
-			obs.claimed = &no
-			obs.fail(ReasonConflict, fmt.Sprintf("bucket %s already exists in %s and was not created by this StorageBucket; set adoptExisting: true to take it over", obs.bucket, store.Name))
-			return obs
-		}
+		r.recorder.Eventf(b, nil, typ, res.event.reason, "Check", res.event.format, bucketName(b))
 	}
-	if b.Spec.HealthCheck.Probe {
-		if err := c.Probe(ctx, obs.bucket); err != nil {
-			return r.storeFailed(ctx, store, obs, err)
-		}
+	if _, err := r.status.Patch(ctx, b, computeBucketStatus(b, res)); err != nil {
+		return ctrl.Result{}, err
 	}
-	return obs
+	return ctrl.Result{RequeueAfter: r.schedule.Wait(key, uid, every)}, nil
 }
 
-// storeFailed turns a store error into the bucket's state; a store that stopped
-// answering is handed to the store-level check, which backs off.
-func (r *BucketReconciler) storeFailed(ctx context.Context, store *storagev1.ObjectStore, obs bucketObservation, err error) bucketObservation {
-	reason, msg := s3.Classify(err)
-	if reason == s3.ReasonStoreUnreachable {
-		msg = fmt.Sprintf("ObjectStore %s: %s", store.Name, msg)
-		if r.Stores.MarkDown(store.Name, reason, msg) {
-			select {
-			case r.StoreEvents <- event.TypedGenericEvent[*storagev1.ObjectStore]{Object: store}:
-			case <-ctx.Done():
-			}
-		}
+// check finds out whether the bucket exists, is ours and is healthy. Store
+// errors are states, not reconcile errors: the schedule and the store-level
+// check decide when to try again. Errors of the API server are returned.
+func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket) (checkResult, error) {
+	name := bucketName(b)
+	other, err := r.otherClaimant(ctx, b, name)
+	if err != nil {
+		return checkResult{}, err
 	}
-	obs.fail(string(reason), msg)
-	return obs
+	if other != "" {
+		return blocked(ReasonConflict, fmt.Sprintf("bucket %s is already claimed by StorageBucket %s", name, other)), nil
+	}
+	store, res, err := r.usableStore(ctx, b.Spec.StoreRef.Name)
+	if store == nil || err != nil {
+		return res, err
+	}
+	c, err := r.stores.Client(ctx, store)
+	if err != nil {
+		reason, msg := classifyStoreError(err)
+		return blocked(string(reason), fmt.Sprintf("ObjectStore %s: %s", store.Name, msg)), nil
+	}
+	claim := b.Status.Claim
+	if b.Status.BucketName != name {
+		claim = ""
+	}
+	check := bucketCheck{
+		s3: c, store: store.Name, bucket: name, uid: string(b.UID), claim: claim,
+		adopt: ptr.Deref(b.Spec.AdoptExisting, false),
+		probe: b.Spec.HealthCheck != nil && ptr.Deref(b.Spec.HealthCheck.Probe, false),
+		recordIntent: func(ctx context.Context) error {
+			return r.recordCreating(ctx, b, name, store.Name)
+		},
+	}
+	res, err = check.run(ctx)
+	if err != nil {
+		return checkResult{}, err
+	}
+	if res.storeDown {
+		r.storeMayBeDown(ctx, store)
+	}
+	return res, nil
+}
+
+// usableStore reads the bucket's ObjectStore and its state from the cache. It
+// returns no store, and the bucket's state, when the store is missing or not
+// Ready: one store-level check stands for all of a store's buckets, so they
+// send it nothing while it is down.
+func (r *BucketReconciler) usableStore(ctx context.Context, name string) (*storagev1.ObjectStore, checkResult, error) {
+	store := &storagev1.ObjectStore{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: name}, store); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, blocked(ReasonStoreNotFound, fmt.Sprintf("ObjectStore %s does not exist", name)), nil
+		}
+		return nil, checkResult{}, fmt.Errorf("reading ObjectStore %s: %w", name, err)
+	}
+	ready := conditions.Get(store.Status.Conditions, conditions.Ready)
+	switch {
+	case ready == nil || store.Status.ObservedGeneration != store.Generation:
+		return nil, checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonStoreNotReady,
+			Message: fmt.Sprintf("ObjectStore %s has not been checked yet", name)}}, nil
+	case ready.Status != metav1.ConditionTrue:
+		progress := conditions.Working
+		if conditions.IsTrue(store.Status.Conditions, conditions.Stalled) {
+			progress = conditions.Blocked
+		}
+		return nil, checkResult{summary: conditions.Summary{Progress: progress, Reason: ready.Reason,
+			Message: fmt.Sprintf("ObjectStore %s: %s", name, ready.Message)}}, nil
+	}
+	return store, checkResult{}, nil
+}
+
+// storeMayBeDown asks the ObjectStore controller to check a store now: a
+// bucket check found it not answering while its status still says Ready.
+func (r *BucketReconciler) storeMayBeDown(ctx context.Context, store *storagev1.ObjectStore) {
+	select {
+	case r.storeEvents <- event.TypedGenericEvent[*storagev1.ObjectStore]{Object: store}:
+	case <-ctx.Done():
+	}
+}
+
+// recordCreating writes, before the bucket is created, that this
+// StorageBucket is creating it (status claim Creating).
+func (r *BucketReconciler) recordCreating(ctx context.Context, b *storagev1.StorageBucket, bucket, store string) error {
+	next := *b.Status.DeepCopy()
+	next.ObservedGeneration = b.Generation
+	next.BucketName = bucket
+	next.Claim = storagev1.BucketCreating
+	conditions.Summarize(&next.Conditions, b.Generation, conditions.Summary{Progress: conditions.Working, Reason: ReasonCreating,
+		Message: fmt.Sprintf("creating bucket %s in %s", bucket, store)})
+	_, err := r.status.Patch(ctx, b, next)
+	return err
+}
+
+func blocked(reason, message string) checkResult {
+	return checkResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: reason, Message: message}}
 }
 
 // otherClaimant returns another StorageBucket that holds, or has the first
 // claim on, the same bucket in the same store: one that has already claimed it
 // wins; otherwise the older one (creation time, then UID, so both sides agree).
-func (r *BucketReconciler) otherClaimant(ctx context.Context, b *storagev1.StorageBucket, bucket string) string {
+func (r *BucketReconciler) otherClaimant(ctx context.Context, b *storagev1.StorageBucket, bucket string) (string, error) {
 	list := &storagev1.StorageBucketList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{bucketNameIndex: b.Spec.StoreRef.Name + "/" + bucket}); err != nil {
-		return ""
+	if err := r.client.List(ctx, list, client.MatchingFields{storeBucketIndex: storeBucketKey(b.Spec.StoreRef.Name, bucket)}); err != nil {
+		return "", fmt.Errorf("listing other claimants of bucket %s: %w", bucket, err)
 	}
-	mine := b.Status.Claimed && b.Status.BucketName == bucket
+	mine := claims(b, bucket)
 	for i := range list.Items {
 		o := &list.Items[i]
 		if o.UID == b.UID {
 			continue
 		}
-		theirs := o.Status.Claimed && o.Status.BucketName == bucket
+		theirs := claims(o, bucket)
 		older := o.CreationTimestamp.Before(&b.CreationTimestamp) ||
 			(o.CreationTimestamp.Equal(&b.CreationTimestamp) && o.UID < b.UID)
 		if theirs && !mine || theirs == mine && older {
-			return o.Namespace + "/" + o.Name
+			return o.Namespace + "/" + o.Name, nil
 		}
 	}
-	return ""
+	return "", nil
+}
+
+// claims reports whether b's status records a claim (or a creation in
+// progress) on the bucket.
+func claims(b *storagev1.StorageBucket, bucket string) bool {
+	return b.Status.BucketName == bucket && b.Status.Claim != ""
 }
 
 // finalize applies the deletion policy. Retain: the bucket stays. Delete: an
 // empty bucket we own is deleted; a non-empty one, or a store that cannot be
-// reached, blocks the deletion with the reason in status.
+// reached, holds the deletion with the reason in status.
 func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBucket) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(b, BucketFinalizer) {
-		return ctrl.Result{}, nil
-	}
-	name := bucketName(b)
 	if b.Spec.DeletionPolicy == storagev1.DeletionDelete {
-		blocked, retry, err := r.deleteBucket(ctx, b, name)
+		res, err := r.deleteBucket(ctx, b)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if blocked != "" {
+		if !res.done {
 			next := *b.Status.DeepCopy()
-			conditions.Set(&next.Conditions, b.Generation, conditions.Ready, false, ReasonDeleteBlocked, blocked)
-			if err := r.patchStatus(ctx, b, next); err != nil {
+			conditions.Summarize(&next.Conditions, b.Generation, res.summary)
+			if _, err := r.status.Patch(ctx, b, next); err != nil {
 				return ctrl.Result{}, err
 			}
-			return ctrl.Result{RequeueAfter: retry}, nil
+			return setup.RequeueAfter(res.retry), nil
+		}
+		if res.deleted {
+			log.FromContext(ctx).Info("bucket deleted", "bucket", bucketName(b))
+			r.recorder.Eventf(b, nil, corev1.EventTypeNormal, "BucketDeleted", "Delete", "deleted empty bucket %s (deletionPolicy: Delete)", bucketName(b))
 		}
 	}
-	patch := client.MergeFrom(b.DeepCopy())
-	controllerutil.RemoveFinalizer(b, BucketFinalizer)
-	if err := r.Client.Patch(ctx, b, patch); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	if err := finalizer.Remove(ctx, r.client, b, BucketFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
-	r.Schedule.Forget(client.ObjectKeyFromObject(b))
+	r.schedule.Forget(client.ObjectKeyFromObject(b))
 	forgetBucketMetrics(client.ObjectKeyFromObject(b))
 	return ctrl.Result{}, nil
 }
 
-// deleteBucket deletes the bucket if it is ours and empty; otherwise it says
-// why not, and when to look again.
-func (r *BucketReconciler) deleteBucket(ctx context.Context, b *storagev1.StorageBucket, name string) (blocked string, retry time.Duration, err error) {
-	view := r.Stores.View(b.Spec.StoreRef.Name)
-	if view.Client == nil {
-		return fmt.Sprintf("ObjectStore %s is not available, so bucket %s cannot be deleted yet; set deletionPolicy: Retain to let it go", b.Spec.StoreRef.Name, name), time.Minute, nil
+// deleteBucket deletes the bucket if it is ours and empty, or says why not.
+// A store that is not Ready is not asked: its own check says when it is back,
+// and that re-queues its buckets, this one included.
+func (r *BucketReconciler) deleteBucket(ctx context.Context, b *storagev1.StorageBucket) (deletionResult, error) {
+	name := bucketName(b)
+	if b.Status.Claim == "" || b.Status.BucketName != name {
+		// Never created nor claimed by this StorageBucket: nothing of ours to delete.
+		return deletionResult{done: true}, nil
 	}
-	if !view.Up && time.Now().Before(view.NextProbe) {
-		return fmt.Sprintf("ObjectStore %s cannot be reached (%s); bucket %s will be deleted once it answers, or set deletionPolicy: Retain", b.Spec.StoreRef.Name, view.Message, name), time.Until(view.NextProbe) + time.Second, nil
-	}
-	c := view.Client
-	exists, err := c.BucketExists(ctx, name)
+	store, res, err := r.usableStore(ctx, b.Spec.StoreRef.Name)
 	if err != nil {
-		_, msg := s3.Classify(err)
-		return fmt.Sprintf("cannot reach bucket %s to delete it: %s", name, msg), time.Minute, nil
+		return deletionResult{}, err
 	}
-	if !exists {
-		return "", 0, nil
+	if store == nil {
+		if res.summary.Reason == ReasonStoreNotFound {
+			// The store is gone, and its buckets with it as far as Trellis can tell.
+			return deletionResult{done: true}, nil
+		}
+		res.summary.Message += fmt.Sprintf("; bucket %s will be deleted once the store answers, or set deletionPolicy: Retain to let the StorageBucket go", name)
+		return deletionResult{summary: res.summary, retry: time.Minute}, nil
 	}
-	owner, err := c.Owner(ctx, name)
+	c, err := r.stores.Client(ctx, store)
 	if err != nil {
-		_, msg := s3.Classify(err)
-		return fmt.Sprintf("cannot read who owns bucket %s: %s", name, msg), time.Minute, nil
+		reason, msg := classifyStoreError(err)
+		return deletionResult{retry: time.Minute, summary: conditions.Summary{Progress: conditions.Blocked, Reason: string(reason),
+			Message: fmt.Sprintf("ObjectStore %s: %s; bucket %s cannot be deleted until this is fixed, or set deletionPolicy: Retain", store.Name, msg, name)}}, nil
 	}
-	if owner != string(b.UID) {
-		// Not ours (a conflict that never resolved): never delete it.
-		return "", 0, nil
-	}
-	n, err := c.CountObjects(ctx, name, deleteCountLimit)
-	if err != nil {
-		_, msg := s3.Classify(err)
-		return fmt.Sprintf("cannot list bucket %s: %s", name, msg), time.Minute, nil
-	}
-	if n > 0 {
-		count := fmt.Sprintf("%d objects", n)
-		if n >= deleteCountLimit {
-			count = fmt.Sprintf("at least %d objects", n)
-		}
-		msg := fmt.Sprintf("bucket %s still holds %s; empty it, or set deletionPolicy: Retain to keep it and let the StorageBucket go", name, count)
-		if c := conditions.Get(b.Status.Conditions, conditions.Ready); c == nil || c.Reason != ReasonDeleteBlocked {
-			r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, ReasonDeleteBlocked, "Delete", "%s", msg)
-		}
-		return msg, 2 * time.Minute, nil
-	}
-	if err := c.DeleteBucket(ctx, name); err != nil {
-		_, msg := s3.Classify(err)
-		return fmt.Sprintf("deleting bucket %s failed: %s", name, msg), time.Minute, nil
-	}
-	log.FromContext(ctx).Info("bucket deleted", "bucket", name)
-	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "BucketDeleted", "Delete", "deleted empty bucket %s (deletionPolicy: Delete)", name)
-	return "", 0, nil
-}
-
-// updateStatus writes the status only when it changed, with an Event when Ready changes.
-func (r *BucketReconciler) updateStatus(ctx context.Context, b *storagev1.StorageBucket, obs bucketObservation) error {
-	r.useLatestStatus(b)
-	return r.patchStatus(ctx, b, computeBucketStatus(b, obs))
-}
-
-// useLatestStatus puts our last written status on b when the cache has not
-// seen that write yet, so the next status is built on it.
-func (r *BucketReconciler) useLatestStatus(b *storagev1.StorageBucket) {
-	if latest, ok := r.written.Latest(client.ObjectKeyFromObject(b), b.ResourceVersion); ok {
-		st := latest.(storagev1.StorageBucketStatus)
-		b.Status = *st.DeepCopy()
-	}
-}
-
-func (r *BucketReconciler) patchStatus(ctx context.Context, b *storagev1.StorageBucket, next storagev1.StorageBucketStatus) error {
-	if equality.Semantic.DeepEqual(b.Status, next) {
-		return nil
-	}
-	before := conditions.Get(b.Status.Conditions, conditions.Ready)
-	rvBefore := b.ResourceVersion
-	patch := client.MergeFrom(b.DeepCopy())
-	b.Status = next
-	if err := r.Client.Status().Patch(ctx, b, patch); err != nil {
-		return fmt.Errorf("updating status: %w", err)
-	}
-	r.written.Wrote(client.ObjectKeyFromObject(b), rvBefore, *next.DeepCopy())
-	after := conditions.Get(next.Conditions, conditions.Ready)
-	if before == nil || before.Status != after.Status || before.Reason != after.Reason {
-		typ := corev1.EventTypeNormal
-		if after.Status != metav1.ConditionTrue {
-			typ = corev1.EventTypeWarning
-		}
-		if after.Reason != ReasonDeleteBlocked { // that one has its own Event
-			r.Recorder.Eventf(b, nil, typ, after.Reason, "Check", "%s", after.Message)
-		}
-	}
-	return nil
+	return bucketDeletion{s3: c, store: store.Name, bucket: name, uid: string(b.UID), claim: b.Status.Claim}.run(ctx), nil
 }

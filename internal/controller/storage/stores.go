@@ -1,13 +1,149 @@
 package storage
 
 import (
+	"context"
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/jitter"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
+
+// Keys of the credentials Secret.
+const (
+	AccessKeyIDKey     = "accessKeyID"
+	SecretAccessKeyKey = "secretAccessKey"
+)
+
+// Stores keeps one S3 client per ObjectStore, built from its credentials
+// Secret. It holds clients only: whether a store answers is the ObjectStore's
+// Ready condition, which every replica reads from its cache, so a new leader
+// knows it at once.
+type Stores struct {
+	// secrets reads credentials uncached, from the manager's namespace only.
+	secrets   client.Reader
+	namespace string
+	newClient func(s3.Config) (s3.Client, error)
+
+	mu      sync.Mutex
+	clients map[string]storeClient
+}
+
+type storeClient struct {
+	client    s3.Client
+	configSum [32]byte // of endpoint, region, path style and keys; never the keys themselves
+}
+
+// NewStores returns an empty set of clients. Secrets are read with secrets,
+// and only from namespace.
+func NewStores(secrets client.Reader, namespace string, newClient func(s3.Config) (s3.Client, error)) *Stores {
+	return &Stores{secrets: secrets, namespace: namespace, newClient: newClient, clients: map[string]storeClient{}}
+}
+
+// Refresh reads the store's credentials Secret and returns its client,
+// rebuilt only when the configuration or the keys changed. The ObjectStore
+// controller calls it at every store check, which is how rotated keys are
+// picked up.
+func (s *Stores) Refresh(ctx context.Context, store *storagev1.ObjectStore) (s3.Client, error) {
+	cfg, err := s.config(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(cfg.Endpoint + "\x00" + cfg.Region + "\x00" + fmt.Sprint(cfg.PathStyle) + "\x00" + cfg.AccessKey + "\x00" + cfg.SecretKey))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.clients[store.Name]; ok && c.configSum == sum {
+		return c.client, nil
+	}
+	c, err := s.newClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c = counted(store.Name, c)
+	s.clients[store.Name] = storeClient{client: c, configSum: sum}
+	return c, nil
+}
+
+// Client returns the store's client, building it if no check has yet (a
+// bucket reconciled on a new leader before its store was).
+func (s *Stores) Client(ctx context.Context, store *storagev1.ObjectStore) (s3.Client, error) {
+	s.mu.Lock()
+	c, ok := s.clients[store.Name]
+	s.mu.Unlock()
+	if ok {
+		return c.client, nil
+	}
+	return s.Refresh(ctx, store)
+}
+
+// Forget drops a deleted store's client.
+func (s *Stores) Forget(store string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.clients, store)
+}
+
+// Errors reading a store's credentials; each message says what to fix.
+var (
+	errCredentialsNamespace = errors.New("the credentials Secret must be in the manager's namespace")
+	errCredentialsNotFound  = errors.New("the credentials Secret does not exist")
+	errCredentialsForbidden = errors.New("the manager may not read the credentials Secret")
+)
+
+func (s *Stores) config(ctx context.Context, store *storagev1.ObjectStore) (s3.Config, error) {
+	ref := store.Spec.CredentialsSecretRef
+	if ref.Namespace != s.namespace {
+		// A tenant must not be able to point Trellis at someone else's Secret,
+		// and the manager needs no cluster-wide Secret access this way.
+		return s3.Config{}, fmt.Errorf("%w %s, not %s", errCredentialsNamespace, s.namespace, ref.Namespace)
+	}
+	secret := &corev1.Secret{}
+	err := s.secrets.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return s3.Config{}, fmt.Errorf("%w: %s/%s", errCredentialsNotFound, ref.Namespace, ref.Name)
+	case apierrors.IsForbidden(err):
+		return s3.Config{}, fmt.Errorf("%w: %s/%s", errCredentialsForbidden, ref.Namespace, ref.Name)
+	case err != nil:
+		return s3.Config{}, fmt.Errorf("reading the credentials Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	return s3.Config{
+		Endpoint:  store.Spec.Endpoint,
+		Region:    store.Spec.Region,
+		PathStyle: ptr.Deref(store.Spec.PathStyle, false),
+		AccessKey: string(secret.Data[AccessKeyIDKey]),
+		SecretKey: string(secret.Data[SecretAccessKeyKey]),
+	}, nil
+}
+
+// classifyStoreError sorts an error met while talking to a store into a
+// condition reason and a message safe to show (never a key).
+func classifyStoreError(err error) (s3.Reason, string) {
+	switch {
+	case errors.Is(err, errCredentialsNamespace), errors.Is(err, errCredentialsNotFound), errors.Is(err, errCredentialsForbidden):
+		return s3.ReasonCredentialsMissing, err.Error()
+	case errors.Is(err, s3.ErrCredentialsIncomplete):
+		return s3.ReasonCredentialsMissing, fmt.Sprintf("the credentials Secret needs the keys %s and %s", AccessKeyIDKey, SecretAccessKeyKey)
+	}
+	return s3.Classify(err)
+}
+
+// needsPerson reports the store reasons only a person can fix: keys missing
+// or refused. Anything else (a store that does not answer) heals by itself.
+func needsPerson(reason s3.Reason) bool {
+	return reason == s3.ReasonCredentialsMissing || reason == s3.ReasonAccessDenied
+}
 
 // Back-off of the store-level check while a store is down.
 const (
@@ -15,123 +151,14 @@ const (
 	storeBackoffMax  = 5 * time.Minute
 )
 
-// Stores is what the manager knows of each ObjectStore: a client built from
-// its current credentials, and whether it answers. It lets one store-level
-// check stand for all of a store's buckets: while a store is down, bucket
-// reconciles read its state here instead of each sending requests to it.
-type Stores struct {
-	mu    sync.Mutex
-	now   func() time.Time
-	state map[string]*storeState
-}
-
-type storeState struct {
-	client    s3.Client
-	configSum [32]byte // of endpoint, region, path style and keys; never the keys themselves
-	// checked is false until the first store-level check finished.
-	checked   bool
-	up        bool
-	reason    s3.Reason
-	message   string
-	failures  int
-	nextProbe time.Time
-}
-
-// StoreView is a copy of a store's state for one reconcile.
-type StoreView struct {
-	Client    s3.Client
-	Checked   bool
-	Up        bool
-	Reason    s3.Reason
-	Message   string
-	NextProbe time.Time
-}
-
-// NewStores returns an empty tracker.
-func NewStores() *Stores {
-	return &Stores{now: time.Now, state: map[string]*storeState{}}
-}
-
-// SetClient keeps the store's client, rebuilding it only when the
-// configuration (including credentials) changed.
-func (s *Stores) SetClient(store string, cfg s3.Config, build func(s3.Config) (s3.Client, error)) (s3.Client, error) {
-	sum := sha256.Sum256([]byte(cfg.Endpoint + "\x00" + cfg.Region + "\x00" + boolString(cfg.PathStyle) + "\x00" + cfg.AccessKey + "\x00" + cfg.SecretKey))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.get(store)
-	if st.client != nil && st.configSum == sum {
-		return st.client, nil
+// storeRetry is how long a store that is down waits for its next check: as
+// long as it has been down so far (so the waits double), between 5 s and
+// 5 min, ±10%. It is derived from the Ready condition's transition time, so a
+// new leader continues the same back-off.
+func storeRetry(store *storagev1.ObjectStore, now time.Time) time.Duration {
+	down := time.Duration(0)
+	if c := conditions.Get(store.Status.Conditions, conditions.Ready); c != nil && c.Status == metav1.ConditionFalse {
+		down = now.Sub(c.LastTransitionTime.Time)
 	}
-	c, err := build(cfg)
-	if err != nil {
-		return nil, err
-	}
-	st.client, st.configSum = c, sum
-	return c, nil
-}
-
-// View returns the store's state.
-func (s *Stores) View(store string) StoreView {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, ok := s.state[store]
-	if !ok {
-		return StoreView{}
-	}
-	return StoreView{Client: st.client, Checked: st.checked, Up: st.up, Reason: st.reason, Message: st.message, NextProbe: st.nextProbe}
-}
-
-// MarkUp records a successful check; it reports whether the store was down before.
-func (s *Stores) MarkUp(store string) (cameBack bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.get(store)
-	cameBack = st.checked && !st.up
-	st.checked, st.up, st.reason, st.message, st.failures, st.nextProbe = true, true, "", "", 0, time.Time{}
-	return cameBack
-}
-
-// MarkDown records a failed check and schedules the next store-level probe
-// with exponential back-off; it reports whether the store was up before.
-func (s *Stores) MarkDown(store string, reason s3.Reason, message string) (wentDown bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.get(store)
-	wentDown = !st.checked || st.up
-	st.checked, st.up, st.reason, st.message = true, false, reason, message
-	st.failures++
-	st.nextProbe = s.now().Add(backoff(st.failures))
-	return wentDown
-}
-
-// Forget drops a deleted store.
-func (s *Stores) Forget(store string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.state, store)
-}
-
-func (s *Stores) get(store string) *storeState {
-	st, ok := s.state[store]
-	if !ok {
-		st = &storeState{}
-		s.state[store] = st
-	}
-	return st
-}
-
-// backoff is base·2^(n-1), capped, with ±10% jitter.
-func backoff(failures int) time.Duration {
-	d := storeBackoffBase
-	for i := 1; i < failures && d < storeBackoffMax; i++ {
-		d *= 2
-	}
-	return jitter.Duration(min(d, storeBackoffMax), 0.1)
-}
-
-func boolString(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
+	return jitter.Duration(min(max(down, storeBackoffBase), storeBackoffMax), 0.1)
 }

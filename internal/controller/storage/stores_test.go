@@ -1,13 +1,22 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -33,249 +42,216 @@ func (b *countingBuilder) build(cfg s3.Config) (s3.Client, error) {
 	return &stubClient{id: b.calls}, nil
 }
 
-func newTestStores(clock *testClock) *Stores {
-	s := NewStores()
-	s.now = clock.now
-	return s
+// secretsReader serves Secrets from a map, or an error, and counts reads.
+type secretsReader struct {
+	client.Reader
+	secrets map[client.ObjectKey]map[string][]byte
+	err     error
+	reads   int
 }
 
-func baseStoreConfig() s3.Config {
-	return s3.Config{Endpoint: "http://127.0.0.1:9000", Region: "us-east-1", PathStyle: true,
-		AccessKey: "access", SecretKey: "secret-0123456789"}
+func (r *secretsReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	r.reads++
+	if r.err != nil {
+		return r.err
+	}
+	data, ok := r.secrets[key]
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, key.Name)
+	}
+	obj.(*corev1.Secret).Data = data
+	return nil
 }
 
-func TestStoresSetClientRebuildsOnlyOnChange(t *testing.T) {
-	tests := []struct {
-		name    string
-		change  func(*s3.Config)
+const testManagerNS = "trellis-system"
+
+func testStore(name string) *storagev1.ObjectStore {
+	return &storagev1.ObjectStore{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1},
+		Spec: storagev1.ObjectStoreSpec{Endpoint: "http://127.0.0.1:9000", Region: "us-east-1", PathStyle: ptr.To(true),
+			CredentialsSecretRef: storagev1.SecretReference{Namespace: testManagerNS, Name: "creds"}},
+	}
+}
+
+func newTestStores(secrets *secretsReader, b *countingBuilder) *Stores {
+	return NewStores(secrets, testManagerNS, b.build)
+}
+
+func keys(access, secret string) map[string][]byte {
+	return map[string][]byte{AccessKeyIDKey: []byte(access), SecretAccessKeyKey: []byte(secret)}
+}
+
+var credsKey = client.ObjectKey{Namespace: testManagerNS, Name: "creds"}
+
+func TestStoresRefreshRebuildsOnlyOnChange(t *testing.T) {
+	tests := map[string]struct {
+		change  func(*storagev1.ObjectStore, *secretsReader)
 		rebuild bool
 	}{
-		{name: "same config", change: func(*s3.Config) {}, rebuild: false},
-		{name: "secret key", change: func(c *s3.Config) { c.SecretKey = "rotated-secret" }, rebuild: true},
-		{name: "access key", change: func(c *s3.Config) { c.AccessKey = "other" }, rebuild: true},
-		{name: "endpoint", change: func(c *s3.Config) { c.Endpoint = "https://s3.example.com" }, rebuild: true},
-		{name: "region", change: func(c *s3.Config) { c.Region = "eu-west-1" }, rebuild: true},
-		{name: "path style", change: func(c *s3.Config) { c.PathStyle = false }, rebuild: true},
-		// The separators keep moved bytes from colliding.
-		{name: "key bytes moved", change: func(c *s3.Config) { c.AccessKey, c.SecretKey = "accesss", "ecret-0123456789" }, rebuild: true},
+		"nothing":       {change: func(*storagev1.ObjectStore, *secretsReader) {}},
+		"rotated key":   {change: func(_ *storagev1.ObjectStore, r *secretsReader) { r.secrets[credsKey] = keys("access", "rotated") }, rebuild: true},
+		"other access":  {change: func(_ *storagev1.ObjectStore, r *secretsReader) { r.secrets[credsKey] = keys("other", "secret") }, rebuild: true},
+		"endpoint":      {change: func(s *storagev1.ObjectStore, _ *secretsReader) { s.Spec.Endpoint = "https://s3.example.com" }, rebuild: true},
+		"region":        {change: func(s *storagev1.ObjectStore, _ *secretsReader) { s.Spec.Region = "eu-west-1" }, rebuild: true},
+		"path style":    {change: func(s *storagev1.ObjectStore, _ *secretsReader) { s.Spec.PathStyle = nil }, rebuild: true},
+		"bytes shifted": {change: func(_ *storagev1.ObjectStore, r *secretsReader) { r.secrets[credsKey] = keys("accessa", "ecret") }, rebuild: true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			s := newTestStores(newTestClock())
+			secrets := &secretsReader{secrets: map[client.ObjectKey]map[string][]byte{credsKey: keys("access", "secret")}}
 			b := &countingBuilder{}
-			cfg := baseStoreConfig()
+			s := newTestStores(secrets, b)
+			store := testStore("a")
+			ctx := context.Background()
 
-			first, err := s.SetClient("store-a", cfg, b.build)
+			first, err := s.Refresh(ctx, store)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(b.calls).To(Equal(1))
-			again, err := s.SetClient("store-a", cfg, b.build)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(b.calls).To(Equal(1), "the same config reuses the client")
-			g.Expect(again).To(BeIdenticalTo(first))
+			g.Expect(b.last).To(Equal(s3.Config{Endpoint: "http://127.0.0.1:9000", Region: "us-east-1", PathStyle: true, AccessKey: "access", SecretKey: "secret"}))
 
-			changed := cfg
-			tt.change(&changed)
-			got, err := s.SetClient("store-a", changed, b.build)
+			tt.change(store, secrets)
+			got, err := s.Refresh(ctx, store)
 			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(secrets.reads).To(Equal(2), "every refresh reads the Secret again: that is how rotated keys are seen")
 			if tt.rebuild {
 				g.Expect(b.calls).To(Equal(2))
-				g.Expect(b.last).To(Equal(changed))
 				g.Expect(got).NotTo(BeIdenticalTo(first))
-				g.Expect(got.(*stubClient).id).To(Equal(2))
 			} else {
 				g.Expect(b.calls).To(Equal(1))
 				g.Expect(got).To(BeIdenticalTo(first))
 			}
-			g.Expect(s.View("store-a").Client).To(BeIdenticalTo(got))
-
-			// And it is kept from then on.
-			_, err = s.SetClient("store-a", changed, b.build)
+			// Client reuses what Refresh built, without reading the Secret.
+			again, err := s.Client(ctx, store)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(b.calls).To(Equal(map[bool]int{true: 2, false: 1}[tt.rebuild]))
+			g.Expect(again).To(BeIdenticalTo(got))
+			g.Expect(secrets.reads).To(Equal(2))
 		})
 	}
 }
 
-func TestStoresSetClientPerStoreAndOnError(t *testing.T) {
+func TestStoresClientBuildsWhenNoCheckHasYet(t *testing.T) {
 	g := NewWithT(t)
-	s := newTestStores(newTestClock())
+	secrets := &secretsReader{secrets: map[client.ObjectKey]map[string][]byte{credsKey: keys("access", "secret")}}
 	b := &countingBuilder{}
-	cfg := baseStoreConfig()
+	s := newTestStores(secrets, b)
+	ctx := context.Background()
 
-	a, err := s.SetClient("store-a", cfg, b.build)
+	a, err := s.Client(ctx, testStore("a"))
 	g.Expect(err).NotTo(HaveOccurred())
-	other, err := s.SetClient("store-b", cfg, b.build)
+	other, err := s.Client(ctx, testStore("b"))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(b.calls).To(Equal(2), "each store has its own client")
-	g.Expect(other).NotTo(BeIdenticalTo(a))
+	g.Expect(other).NotTo(BeIdenticalTo(a), "each store has its own client")
+	g.Expect(b.calls).To(Equal(2))
 
-	// A failed build returns the error and keeps nothing of the new config.
-	b.fail = errors.New("bad endpoint")
-	rotated := cfg
-	rotated.SecretKey = "rotated"
-	got, err := s.SetClient("store-a", rotated, b.build)
-	g.Expect(err).To(MatchError("bad endpoint"))
-	g.Expect(got).To(BeNil())
-	g.Expect(s.View("store-a").Client).To(BeIdenticalTo(a))
-
-	b.fail = nil
-	got, err = s.SetClient("store-a", rotated, b.build)
+	s.Forget("a")
+	_, err = s.Client(ctx, testStore("a"))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(b.calls).To(Equal(4), "the new config is built again after a failure")
-	g.Expect(got).NotTo(BeIdenticalTo(a))
-
-	// A fresh store whose first build fails has no client.
-	b.fail = errors.New("no")
-	_, err = s.SetClient("store-c", cfg, b.build)
-	g.Expect(err).To(HaveOccurred())
-	g.Expect(s.View("store-c").Client).To(BeNil())
+	g.Expect(b.calls).To(Equal(3), "a forgotten store is built again")
 }
 
-func TestStoresViewOfUnknownStoreIsZero(t *testing.T) {
-	g := NewWithT(t)
-	s := newTestStores(newTestClock())
-	g.Expect(s.View("nope")).To(Equal(StoreView{}))
-
-	s.MarkDown("other", s3.ReasonStoreUnreachable, "down")
-	g.Expect(s.View("nope")).To(Equal(StoreView{}))
-	g.Expect(s.View("other")).NotTo(Equal(StoreView{}))
-}
-
-func TestStoresMarkDownBacksOff(t *testing.T) {
-	g := NewWithT(t)
-	clock := newTestClock()
-	s := newTestStores(clock)
-	const store = "store-a"
-
-	want := []time.Duration{
-		5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second,
-		160 * time.Second, 5 * time.Minute, 5 * time.Minute, 5 * time.Minute, 5 * time.Minute,
-	}
-	for i, base := range want {
-		msg := fmt.Sprintf("failure %d", i+1)
-		wentDown := s.MarkDown(store, s3.ReasonStoreUnreachable, msg)
-		g.Expect(wentDown).To(Equal(i == 0), "failure %d: wentDown only the first time", i+1)
-
-		v := s.View(store)
-		g.Expect(v.Checked).To(BeTrue())
-		g.Expect(v.Up).To(BeFalse())
-		g.Expect(v.Reason).To(Equal(s3.ReasonStoreUnreachable))
-		g.Expect(v.Message).To(Equal(msg))
-		expectWithin10Percent(g, v.NextProbe.Sub(clock.now()), base, msg)
-
-		// The next probe happens when it is due.
-		clock.set(v.NextProbe)
-	}
-}
-
-func TestStoresMarkDownReasonIsTheLatest(t *testing.T) {
-	g := NewWithT(t)
-	s := newTestStores(newTestClock())
-	g.Expect(s.MarkDown("s", s3.ReasonStoreUnreachable, "refused")).To(BeTrue())
-	g.Expect(s.MarkDown("s", s3.ReasonAccessDenied, "denied")).To(BeFalse())
-	v := s.View("s")
-	g.Expect(v.Reason).To(Equal(s3.ReasonAccessDenied))
-	g.Expect(v.Message).To(Equal("denied"))
-}
-
-func TestStoresMarkUp(t *testing.T) {
-	tests := []struct {
-		name     string
-		before   func(s *Stores)
-		cameBack bool
+func TestStoresCredentialErrors(t *testing.T) {
+	tests := map[string]struct {
+		store   func(*storagev1.ObjectStore)
+		secrets *secretsReader
+		build   error
+		want    string
 	}{
-		{name: "never checked", before: func(*Stores) {}, cameBack: false},
-		{name: "was up", before: func(s *Stores) { s.MarkUp("s") }, cameBack: false},
-		{name: "was down", before: func(s *Stores) { s.MarkDown("s", s3.ReasonStoreUnreachable, "x") }, cameBack: true},
-		{
-			name: "was down a long time",
-			before: func(s *Stores) {
-				for range 20 {
-					s.MarkDown("s", s3.ReasonStoreUnreachable, "x")
-				}
-			},
-			cameBack: true,
+		"secret in another namespace": {
+			store:   func(s *storagev1.ObjectStore) { s.Spec.CredentialsSecretRef.Namespace = "team-a" },
+			secrets: &secretsReader{},
+			want:    "must be in the manager's namespace trellis-system, not team-a",
 		},
-		{name: "down then up", before: func(s *Stores) { s.MarkDown("s", "StoreUnreachable", "x"); s.MarkUp("s") }, cameBack: false},
+		"secret missing": {
+			secrets: &secretsReader{},
+			want:    "the credentials Secret does not exist: trellis-system/creds",
+		},
+		"secret forbidden": {
+			secrets: &secretsReader{err: apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "creds", errors.New("no"))},
+			want:    "the manager may not read the credentials Secret: trellis-system/creds",
+		},
+		"keys missing": {
+			secrets: &secretsReader{secrets: map[client.ObjectKey]map[string][]byte{credsKey: {"wrong": []byte("x")}}},
+			build:   s3.ErrCredentialsIncomplete,
+			want:    "needs the keys accessKeyID and secretAccessKey",
+		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			clock := newTestClock()
-			s := newTestStores(clock)
-			tt.before(s)
-
-			g.Expect(s.MarkUp("s")).To(Equal(tt.cameBack))
-
-			v := s.View("s")
-			g.Expect(v).To(Equal(StoreView{Checked: true, Up: true}))
-			g.Expect(s.MarkUp("s")).To(BeFalse(), "up twice is not coming back")
-
-			// The back-off starts over after the store came back.
-			g.Expect(s.MarkDown("s", s3.ReasonStoreUnreachable, "again")).To(BeTrue(), "up then down went down")
-			expectWithin10Percent(g, s.View("s").NextProbe.Sub(clock.now()), storeBackoffBase, "after coming back")
+			s := newTestStores(tt.secrets, &countingBuilder{fail: tt.build})
+			store := testStore("a")
+			if tt.store != nil {
+				tt.store(store)
+			}
+			_, err := s.Refresh(context.Background(), store)
+			g.Expect(err).To(HaveOccurred())
+			reason, msg := classifyStoreError(err)
+			g.Expect(reason).To(Equal(s3.ReasonCredentialsMissing))
+			g.Expect(msg).To(ContainSubstring(tt.want))
+			g.Expect(needsPerson(reason)).To(BeTrue())
 		})
 	}
+
+	t.Run("another error of the API server is passed on", func(t *testing.T) {
+		g := NewWithT(t)
+		s := newTestStores(&secretsReader{err: apierrors.NewServiceUnavailable("etcd")}, &countingBuilder{})
+		_, err := s.Refresh(context.Background(), testStore("a"))
+		g.Expect(apierrors.IsServiceUnavailable(err)).To(BeTrue(), "got %v", err)
+	})
 }
 
-func TestStoresForget(t *testing.T) {
-	g := NewWithT(t)
-	s := newTestStores(newTestClock())
-	b := &countingBuilder{}
-	cfg := baseStoreConfig()
-	_, err := s.SetClient("gone", cfg, b.build)
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = s.SetClient("kept", cfg, b.build)
-	g.Expect(err).NotTo(HaveOccurred())
-	for range 3 {
-		s.MarkDown("gone", s3.ReasonStoreUnreachable, "x")
-	}
-	s.MarkUp("kept")
-
-	s.Forget("gone")
-
-	g.Expect(s.View("gone")).To(Equal(StoreView{}))
-	g.Expect(s.View("kept").Up).To(BeTrue())
-	g.Expect(s.View("kept").Client).NotTo(BeNil())
-	// Its client is built again, and a new failure starts the back-off over.
-	_, err = s.SetClient("gone", cfg, b.build)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(b.calls).To(Equal(3))
-	g.Expect(s.MarkDown("gone", s3.ReasonStoreUnreachable, "x")).To(BeTrue())
-	expectWithin10Percent(g, s.View("gone").NextProbe.Sub(s.now()), storeBackoffBase, "after Forget")
-	s.Forget("never-seen")
-}
-
-func TestBackoff(t *testing.T) {
-	tests := []struct {
-		failures int
-		want     time.Duration
+func TestStoreRetry(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := map[string]struct {
+		ready *metav1.Condition
+		want  time.Duration
 	}{
-		{failures: 0, want: 5 * time.Second},
-		{failures: 1, want: 5 * time.Second},
-		{failures: 2, want: 10 * time.Second},
-		{failures: 3, want: 20 * time.Second},
-		{failures: 4, want: 40 * time.Second},
-		{failures: 5, want: 80 * time.Second},
-		{failures: 6, want: 160 * time.Second},
-		{failures: 7, want: 5 * time.Minute},
-		{failures: 8, want: 5 * time.Minute},
-		{failures: 100, want: 5 * time.Minute},
-		{failures: 1 << 40, want: 5 * time.Minute},
+		"never checked":     {want: 5 * time.Second},
+		"just went down":    {ready: &metav1.Condition{Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(now)}, want: 5 * time.Second},
+		"down 3 s":          {ready: &metav1.Condition{Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-3 * time.Second))}, want: 5 * time.Second},
+		"down 40 s":         {ready: &metav1.Condition{Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-40 * time.Second))}, want: 40 * time.Second},
+		"down 4 min":        {ready: &metav1.Condition{Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-4 * time.Minute))}, want: 4 * time.Minute},
+		"down for an hour":  {ready: &metav1.Condition{Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}, want: 5 * time.Minute},
+		"up (unused, safe)": {ready: &metav1.Condition{Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}, want: 5 * time.Second},
 	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.failures), func(t *testing.T) {
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
+			store := testStore("a")
+			if tt.ready != nil {
+				c := *tt.ready
+				c.Type, c.Reason = conditions.Ready, "StoreUnreachable"
+				store.Status.Conditions = []metav1.Condition{c}
+			}
 			distinct := map[time.Duration]bool{}
-			for range 200 {
-				d := backoff(tt.failures)
-				expectWithin10Percent(g, d, tt.want, "backoff")
+			for range 100 {
+				d := storeRetry(store, now)
+				expectWithin10Percent(g, d, tt.want, "retry")
 				distinct[d] = true
 			}
-			g.Expect(len(distinct)).To(BeNumerically(">", 100), "the back-off is jittered")
+			g.Expect(len(distinct)).To(BeNumerically(">", 50), "the back-off is jittered")
 		})
 	}
+}
+
+// The waits of a store that stays down double: each is as long as the
+// outage so far, from 5 s up to 5 min.
+func TestStoreRetryDoubles(t *testing.T) {
+	g := NewWithT(t)
+	down := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	store := testStore("a")
+	store.Status.Conditions = []metav1.Condition{{Type: conditions.Ready, Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(down), Reason: "StoreUnreachable"}}
+	now := down
+	waits := make([]string, 0, 10)
+	for range 10 {
+		wait := storeRetry(store, now)
+		waits = append(waits, fmt.Sprintf("%.0fs", wait.Seconds()))
+		now = now.Add(wait)
+	}
+	t.Logf("waits: %v", waits)
+	g.Expect(now.Sub(down)).To(BeNumerically(">", 10*time.Minute), "ten waits cover the outage quickly")
+	g.Expect(now.Sub(down)).To(BeNumerically("<", 40*time.Minute))
+	g.Expect(storeRetry(store, now)).To(BeNumerically("<=", time.Duration(1.1*float64(storeBackoffMax))))
 }
 
 func expectWithin10Percent(g Gomega, got, want time.Duration, what string) {

@@ -6,6 +6,7 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 )
 
@@ -20,13 +21,7 @@ func childLabels(t *tenancyv1.Tenant) map[string]string {
 }
 
 func ownerReference(t *tenancyv1.Tenant) *metav1ac.OwnerReferenceApplyConfiguration {
-	return metav1ac.OwnerReference().
-		WithAPIVersion(tenancyv1.GroupVersion.String()).
-		WithKind("Tenant").
-		WithName(t.Name).
-		WithUID(t.UID).
-		WithController(true).
-		WithBlockOwnerDeletion(true)
+	return children.OwnerReference(t, tenancyv1.GroupVersion.WithKind("Tenant"))
 }
 
 func adminSubject(t *tenancyv1.Tenant) *rbacv1ac.SubjectApplyConfiguration {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 )
@@ -33,8 +34,9 @@ func tenantRoleName(t *tenancyv1.Tenant) string { return tenantRolePrefix + t.Na
 // namespaceNames composes the full names of the tenant's namespaces, in spec order.
 func namespaceNames(t *tenancyv1.Tenant) []string {
 	names := make([]string, 0, len(t.Spec.Namespaces))
+	prefix := ptr.Deref(t.Spec.NamespacePrefix, "")
 	for _, n := range t.Spec.Namespaces {
-		names = append(names, t.Spec.NamespacePrefix+n)
+		names = append(names, prefix+n)
 	}
 	return names
 }

@@ -10,6 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 )
@@ -20,7 +21,7 @@ func unitTenant(name, uid, prefix string, namespaces ...string) *tenancyv1.Tenan
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid), Generation: 1},
 		Spec: tenancyv1.TenantSpec{
 			Namespaces:      namespaces,
-			NamespacePrefix: prefix,
+			NamespacePrefix: ptr.To(prefix),
 			Admin:           tenancyv1.AdminSubject{Kind: rbacv1.GroupKind, Name: name + "-admins", APIGroup: rbacv1.GroupName},
 		},
 	}

@@ -76,9 +76,7 @@ func run(m *testing.M) int {
 			if err != nil {
 				return err
 			}
-			reconciler = &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-				Recorder:   mgr.GetEventRecorder(ControllerName),
-				Protection: Protection{ManagerNamespace: o.Namespace, Extra: extra}}
+			reconciler = NewReconciler(mgr, o, Protection{ManagerNamespace: o.Namespace, Extra: extra})
 			return reconciler.SetupWithManager(ctx, mgr, o)
 		},
 	}

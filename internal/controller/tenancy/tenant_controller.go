@@ -5,6 +5,7 @@ package tenancy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -12,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -26,14 +26,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/children"
+	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
-	"github.com/trellis-dev/trellis/internal/controller/statusmemo"
-	"github.com/trellis-dev/trellis/internal/jitter"
+	"github.com/trellis-dev/trellis/internal/controller/status"
 )
 
 const (
@@ -48,8 +47,6 @@ const (
 
 	// namespaceTenantIndex finds a tenant's namespaces in the cache.
 	namespaceTenantIndex = "metadata.labels.tenant"
-	// tenantReadyIndex finds the Ready tenants the re-verifier re-queues.
-	tenantReadyIndex = "status.conditions.ready"
 )
 
 // Controller registers the Tenant controller with the manager.
@@ -61,24 +58,42 @@ var Controller = setup.Controller{
 		if err != nil {
 			return err
 		}
-		r := &Reconciler{
-			Client:     mgr.GetClient(),
-			APIReader:  mgr.GetAPIReader(),
-			Recorder:   mgr.GetEventRecorder(ControllerName),
-			Protection: Protection{ManagerNamespace: opts.Namespace, Extra: extra},
-		}
+		r := NewReconciler(mgr, opts, Protection{ManagerNamespace: opts.Namespace, Extra: extra})
 		return r.SetupWithManager(ctx, mgr, opts)
 	},
 }
 
+// statusEvents: a tenant that became Ready, and one that needs a person.
+var statusEvents = []status.EventRule{
+	{Condition: conditions.Ready, Status: metav1.ConditionTrue, Type: corev1.EventTypeNormal},
+	{Condition: conditions.Stalled, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning},
+}
+
 // Reconciler reconciles Tenant objects.
 type Reconciler struct {
-	Client     client.Client
-	APIReader  client.Reader
-	Recorder   recorder.EventRecorder
-	Protection Protection
-	// written avoids re-sending a status the cache has not caught up with yet.
-	written statusmemo.Memo
+	client     client.Client
+	apiReader  client.Reader
+	children   children.Clients
+	recorder   recorder.EventRecorder
+	status     *status.Patcher[*tenancyv1.Tenant, tenancyv1.TenantStatus]
+	protection Protection
+	// reverify is how often a Ready tenant is looked at again.
+	reverify time.Duration
+}
+
+// NewReconciler builds the reconciler from the manager's clients and the options.
+func NewReconciler(mgr ctrl.Manager, opts setup.Options, protection Protection) *Reconciler {
+	rec := mgr.GetEventRecorder(ControllerName)
+	return &Reconciler{
+		client:    mgr.GetClient(),
+		apiReader: mgr.GetAPIReader(),
+		children:  children.Clients{Cached: mgr.GetClient(), Uncached: mgr.GetAPIReader()},
+		recorder:  rec,
+		status: status.NewPatcher(mgr.GetClient(), rec,
+			func(t *tenancyv1.Tenant) *tenancyv1.TenantStatus { return &t.Status }, statusEvents...),
+		protection: protection,
+		reverify:   opts.TenantReverifyInterval,
+	}
 }
 
 // +kubebuilder:rbac:groups=tenancy.trellis.dev,resources=tenants,verbs=get;list;watch;patch
@@ -91,10 +106,10 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=tenants.tenancy.trellis.dev
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// SetupWithManager wires the seed's watches: the Tenant (spec changes only),
-// the RBAC objects it owns, its namespaces (which carry marks, not owner
-// references, so they are watched and mapped back by label), and a channel
-// of periodic re-verification events.
+// SetupWithManager wires the watches: the Tenant (spec changes, and the
+// start of its deletion, which bumps the generation), the RBAC objects it
+// owns, and its namespaces, which carry marks instead of owner references and
+// are mapped back by label.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Namespace{}, namespaceTenantIndex, func(o client.Object) []string {
 		if t := o.GetLabels()[TenantLabel]; t != "" {
@@ -104,30 +119,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &tenancyv1.Tenant{}, tenantReadyIndex, func(o client.Object) []string {
-		t := o.(*tenancyv1.Tenant)
-		return []string{readyValue(t)}
-	}); err != nil {
-		return err
-	}
-
-	reverify := &Reverifier{
-		Reader:   mgr.GetCache(),
-		Interval: opts.TenantReverifyInterval,
-		Events:   make(chan event.TypedGenericEvent[*tenancyv1.Tenant]),
-	}
-	if err := mgr.Add(reverify); err != nil {
-		return err
-	}
-
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&tenancyv1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, setup.DeletionStarted))).
+		For(&tenancyv1.Tenant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&rbacv1.ClusterRole{}).
 		Owns(&rbacv1.ClusterRoleBinding{}).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(namespaceToTenant), builder.WithPredicates(namespaceChanged)).
-		WatchesRawSource(source.Channel(reverify.Events, &handler.TypedEnqueueRequestForObject[*tenancyv1.Tenant]{})).
 		WithOptions(opts.ControllerOptions()).
 		Complete(r)
 }
@@ -154,11 +152,10 @@ func namespaceToTenant(_ context.Context, o client.Object) []reconcile.Request {
 // Reconcile brings one Tenant's namespaces and RBAC to the desired state.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &tenancyv1.Tenant{}
-	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
-		if apierrors.IsNotFound(err) {
+	found, err := r.status.Get(ctx, req.NamespacedName, t)
+	if err != nil || !found {
+		if !found {
 			forgetMetrics(req.Name)
-			r.written.Forget(req.NamespacedName)
-			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -167,44 +164,70 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// The finalizer goes on before any namespace exists, so no namespace can
 	// outlive a Tenant without its policy being applied.
-	if !controllerutil.ContainsFinalizer(t, Finalizer) {
-		patch := client.MergeFrom(t.DeepCopy())
-		controllerutil.AddFinalizer(t, Finalizer)
-		if err := r.Client.Patch(ctx, t, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
-		}
+	if _, err := finalizer.Ensure(ctx, r.client, t, Finalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 
 	obs := &observation{}
-	if err := r.reconcileNamespaces(ctx, t, obs); err != nil {
+	err = r.reconcileAll(ctx, t, obs)
+	switch {
+	case apierrors.IsConflict(err):
+		// Someone wrote a child since our cache saw it: try again at once,
+		// without telling the world about it.
 		return ctrl.Result{}, err
+	case err != nil:
+		obs.failed = err
 	}
-	if err := r.releaseDropped(ctx, t); err != nil {
+	next := computeStatus(t, obs)
+	readyGauge.WithLabelValues(t.Name).Set(boolGauge(conditions.IsTrue(next.Conditions, conditions.Ready)))
+	if _, perr := r.status.Patch(ctx, t, next); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	switch {
+	case err != nil:
 		return ctrl.Result{}, err
-	}
-	if err := r.reconcileRBAC(ctx, t, obs); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.updateStatus(ctx, t, obs); err != nil {
-		return ctrl.Result{}, err
-	}
-	if obs.blocked() {
-		// A foreign namespace is outside the cache: its removal is no event.
-		return ctrl.Result{RequeueAfter: jitter.Duration(retryAfterConflict, 0.2)}, nil
+	case obs.blocked():
+		// A foreign namespace or RBAC object is outside the cache: its removal is no event.
+		return setup.RequeueAfter(setup.ForeignChildRetry), nil
+	case conditions.IsTrue(next.Conditions, conditions.Ready):
+		// Look again now and then: a safety net for a change any watch might
+		// have missed. An unchanged tenant costs cache reads only.
+		return setup.RequeueAfter(r.reverify), nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// reconcileAll runs the sub-reconcilers in order; the first error stops them.
+func (r *Reconciler) reconcileAll(ctx context.Context, t *tenancyv1.Tenant, obs *observation) error {
+	for _, step := range []func(context.Context, *tenancyv1.Tenant, *observation) error{
+		r.reconcileNamespaces,
+		r.releaseDropped,
+		r.reconcileRBAC,
+	} {
+		if err := step(ctx, t, obs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // reconcileNamespaces creates the tenant's missing namespaces and records the
 // state of each; it never touches a namespace this Tenant did not create.
 func (r *Reconciler) reconcileNamespaces(ctx context.Context, t *tenancyv1.Tenant, obs *observation) error {
 	for _, name := range namespaceNames(t) {
-		if why := r.Protection.Protected(name); why != "" {
+		if why := r.protection.Protected(name); why != "" {
 			obs.set(name, tenancyv1.NamespaceProtected, "refused: "+why)
 			continue
 		}
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		exists, err := children.Lookup(ctx, r.Client, r.APIReader, ns)
+		exists, err := children.Lookup(ctx, r.children, ns)
 		if err != nil {
 			return err
 		}
@@ -246,12 +269,12 @@ func (r *Reconciler) createNamespace(ctx context.Context, t *tenancyv1.Tenant, n
 		Labels:      childLabels(t),
 		Annotations: map[string]string{TenantUIDAnnotation: string(t.UID)},
 	}}
-	if err := r.Client.Create(ctx, ns); err != nil {
+	if err := r.client.Create(ctx, ns); err != nil {
 		return err
 	}
 	namespacesAdded.WithLabelValues(t.Name).Inc()
 	log.FromContext(ctx).Info("namespace created", "namespace", name)
-	r.Recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceCreated", "Reconcile", "created namespace %s", name)
+	r.recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceCreated", "Reconcile", "created namespace %s", name)
 	return nil
 }
 
@@ -275,13 +298,13 @@ func (r *Reconciler) ensureNamespaceLabels(ctx context.Context, t *tenancyv1.Ten
 	for k, v := range want {
 		ns.Labels[k] = v
 	}
-	return r.Client.Patch(ctx, ns, patch)
+	return r.client.Patch(ctx, ns, patch)
 }
 
 // ownedNamespaces lists the namespaces carrying t's marks, from the cache.
 func (r *Reconciler) ownedNamespaces(ctx context.Context, t *tenancyv1.Tenant) ([]corev1.Namespace, error) {
 	list := &corev1.NamespaceList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{namespaceTenantIndex: t.Name}); err != nil {
+	if err := r.client.List(ctx, list, client.MatchingFields{namespaceTenantIndex: t.Name}); err != nil {
 		return nil, err
 	}
 	owned := list.Items[:0]
@@ -294,7 +317,7 @@ func (r *Reconciler) ownedNamespaces(ctx context.Context, t *tenancyv1.Tenant) (
 }
 
 // releaseDropped applies the deletion policy to our namespaces that left the spec.
-func (r *Reconciler) releaseDropped(ctx context.Context, t *tenancyv1.Tenant) error {
+func (r *Reconciler) releaseDropped(ctx context.Context, t *tenancyv1.Tenant, _ *observation) error {
 	owned, err := r.ownedNamespaces(ctx, t)
 	if err != nil {
 		return err
@@ -318,22 +341,22 @@ func (r *Reconciler) release(ctx context.Context, t *tenancyv1.Tenant, ns *corev
 		return nil
 	}
 	if policy == tenancyv1.NamespaceDelete {
-		if err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
+		if err := r.client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
 		}
 		namespacesRemoved.WithLabelValues(t.Name).Inc()
 		log.FromContext(ctx).Info("namespace deleted", "namespace", ns.Name, "policy", policy)
-		r.Recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceDeleted", "Release", "deleted namespace %s (namespaceDeletionPolicy: Delete)", ns.Name)
+		r.recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceDeleted", "Release", "deleted namespace %s (namespaceDeletionPolicy: Delete)", ns.Name)
 		return nil
 	}
 
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: adminRoleBindingName, Namespace: ns.Name}}
-	exists, err := children.Lookup(ctx, r.Client, r.APIReader, rb)
-	if err != nil {
+	exists, err := children.LookupOwned(ctx, r.children, t, "RoleBinding", rb)
+	if err != nil && !children.IsNotOwned(err) {
 		return err
 	}
-	if exists && metav1.IsControlledBy(rb, t) {
-		if err := r.Client.Delete(ctx, rb, client.Preconditions{UID: &rb.UID}); client.IgnoreNotFound(err) != nil {
+	if exists && err == nil {
+		if err := r.client.Delete(ctx, rb, client.Preconditions{UID: &rb.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting RoleBinding in %s: %w", ns.Name, err)
 		}
 	}
@@ -342,80 +365,48 @@ func (r *Reconciler) release(ctx context.Context, t *tenancyv1.Tenant, ns *corev
 	delete(ns.Labels, setup.ManagedByLabel)
 	delete(ns.Labels, "app.kubernetes.io/part-of")
 	delete(ns.Annotations, TenantUIDAnnotation)
-	if err := r.Client.Patch(ctx, ns, patch); client.IgnoreNotFound(err) != nil {
+	if err := r.client.Patch(ctx, ns, patch); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("releasing namespace %s: %w", ns.Name, err)
 	}
 	namespacesRemoved.WithLabelValues(t.Name).Inc()
 	log.FromContext(ctx).Info("namespace released", "namespace", ns.Name, "policy", policy)
-	r.Recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceReleased", "Release", "namespace %s kept with its contents; the tenant's RoleBinding was removed", ns.Name)
+	r.recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceReleased", "Release", "namespace %s kept with its contents; the tenant's RoleBinding was removed", ns.Name)
 	return nil
 }
 
 // reconcileRBAC keeps the admin's RoleBinding in every Ready namespace, and
 // the per-tenant ClusterRole and its binding.
 func (r *Reconciler) reconcileRBAC(ctx context.Context, t *tenancyv1.Tenant, obs *observation) error {
-	ready := obs.ready()
-	for _, ns := range ready {
-		desired := desiredAdminRoleBinding(t, ns)
+	for _, ns := range obs.ready() {
 		live := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: adminRoleBindingName, Namespace: ns}}
-		exists, err := children.Lookup(ctx, r.Client, r.APIReader, live)
-		if err != nil {
-			return err
-		}
-		if exists && !metav1.IsControlledBy(live, t) {
+		_, err := children.ApplyOwned(ctx, r.children, t, "RoleBinding", live, desiredAdminRoleBinding(t, ns), rbacv1ac.ExtractRoleBinding)
+		if children.IsNotOwned(err) {
 			obs.set(ns, tenancyv1.NamespaceConflict, fmt.Sprintf("RoleBinding %s/%s exists and was not created by this Tenant", ns, adminRoleBindingName))
 			continue
 		}
-		var current *rbacv1ac.RoleBindingApplyConfiguration
-		if exists {
-			if current, err = rbacv1ac.ExtractRoleBinding(live, setup.FieldManager); err != nil {
-				return err
-			}
-		}
-		if _, err := children.ApplyIfChanged(ctx, r.Client, desired, current, exists); err != nil {
-			return fmt.Errorf("applying RoleBinding in %s: %w", ns, err)
+		if err != nil {
+			return err
 		}
 	}
 
 	role := desiredTenantRole(t, obs.ready())
-	liveRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: *role.Name}}
-	exists, err := children.Lookup(ctx, r.Client, r.APIReader, liveRole)
-	if err != nil {
-		return err
-	}
-	if exists && !metav1.IsControlledBy(liveRole, t) {
+	_, err := children.ApplyOwned(ctx, r.children, t, "ClusterRole",
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: *role.Name}}, role, rbacv1ac.ExtractClusterRole)
+	if children.IsNotOwned(err) {
 		obs.rbacConflict = fmt.Sprintf("ClusterRole %s exists and was not created by this Tenant", *role.Name)
 		return nil
 	}
-	var currentRole *rbacv1ac.ClusterRoleApplyConfiguration
-	if exists {
-		if currentRole, err = rbacv1ac.ExtractClusterRole(liveRole, setup.FieldManager); err != nil {
-			return err
-		}
-	}
-	if _, err := children.ApplyIfChanged(ctx, r.Client, role, currentRole, exists); err != nil {
-		return fmt.Errorf("applying ClusterRole: %w", err)
-	}
-
-	binding := desiredTenantRoleBinding(t)
-	liveBinding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: *binding.Name}}
-	if exists, err = children.Lookup(ctx, r.Client, r.APIReader, liveBinding); err != nil {
+	if err != nil {
 		return err
 	}
-	if exists && !metav1.IsControlledBy(liveBinding, t) {
+	binding := desiredTenantRoleBinding(t)
+	_, err = children.ApplyOwned(ctx, r.children, t, "ClusterRoleBinding",
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: *binding.Name}}, binding, rbacv1ac.ExtractClusterRoleBinding)
+	if children.IsNotOwned(err) {
 		obs.rbacConflict = fmt.Sprintf("ClusterRoleBinding %s exists and was not created by this Tenant", *binding.Name)
 		return nil
 	}
-	var currentBinding *rbacv1ac.ClusterRoleBindingApplyConfiguration
-	if exists {
-		if currentBinding, err = rbacv1ac.ExtractClusterRoleBinding(liveBinding, setup.FieldManager); err != nil {
-			return err
-		}
-	}
-	if _, err := children.ApplyIfChanged(ctx, r.Client, binding, currentBinding, exists); err != nil {
-		return fmt.Errorf("applying ClusterRoleBinding: %w", err)
-	}
-	return nil
+	return err
 }
 
 // finalize applies the deletion policy to every namespace of a Tenant being
@@ -429,7 +420,7 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1.Tenant) error {
 	policy := t.Spec.NamespaceDeletionPolicy
 	if policy == tenancyv1.NamespaceDelete {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Name: tenantCRDName}, crd)
+		err := r.apiReader.Get(ctx, client.ObjectKey{Name: tenantCRDName}, crd)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("checking whether the Tenant CRD is being deleted: %w", err)
 		}
@@ -447,51 +438,9 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1.Tenant) error {
 			return err
 		}
 	}
-	patch := client.MergeFrom(t.DeepCopy())
-	controllerutil.RemoveFinalizer(t, Finalizer)
-	if err := r.Client.Patch(ctx, t, patch); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing finalizer: %w", err)
+	if err := finalizer.Remove(ctx, r.client, t, Finalizer); err != nil {
+		return err
 	}
 	forgetMetrics(t.Name)
-	return nil
-}
-
-// retryAfterConflict is how soon a tenant blocked by a foreign namespace looks
-// again; the foreign namespace is outside the cache, so its removal is no event.
-const retryAfterConflict = 2 * time.Minute
-
-// updateStatus writes the status only when it differs from what is stored,
-// and emits an Event when Ready changes.
-func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1.Tenant, obs *observation) error {
-	if latest, ok := r.written.Latest(client.ObjectKeyFromObject(t), t.ResourceVersion); ok {
-		st := latest.(tenancyv1.TenantStatus)
-		t.Status = *st.DeepCopy() // the cache has not seen our last write yet
-	}
-	next := computeStatus(t, obs)
-	ready := 0.0
-	if conditions.IsTrue(next.Conditions, conditions.Ready) {
-		ready = 1
-	}
-	readyGauge.WithLabelValues(t.Name).Set(ready)
-	if equality.Semantic.DeepEqual(t.Status, next) {
-		return nil
-	}
-	before := conditions.Get(t.Status.Conditions, conditions.Ready)
-	rvBefore := t.ResourceVersion
-	patch := client.MergeFrom(t.DeepCopy())
-	t.Status = next
-	if err := r.Client.Status().Patch(ctx, t, patch); err != nil {
-		return fmt.Errorf("updating status: %w", err)
-	}
-	r.written.Wrote(client.ObjectKeyFromObject(t), rvBefore, *next.DeepCopy())
-	after := conditions.Get(next.Conditions, conditions.Ready)
-	if before != nil && before.Status == after.Status && before.Reason == after.Reason {
-		return nil
-	}
-	if after.Status == metav1.ConditionTrue {
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, after.Reason, "Reconcile", "%s", after.Message)
-	} else if obs.blocked() {
-		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, after.Reason, "Reconcile", "%s", after.Message)
-	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -36,7 +38,7 @@ func newTenant(name, prefix string, namespaces ...string) *tenancyv1.Tenant {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: tenancyv1.TenantSpec{
 			Namespaces:      namespaces,
-			NamespacePrefix: prefix,
+			NamespacePrefix: ptr.To(prefix),
 			Admin:           tenancyv1.AdminSubject{Kind: rbacv1.GroupKind, Name: name + "-admins", APIGroup: rbacv1.GroupName},
 		},
 	}
@@ -319,13 +321,13 @@ func TestUnchangedTenantMakesZeroWrites(t *testing.T) {
 		return nil
 	}, timeout, interval).Should(Succeed())
 
-	// Direct reconciles, and the periodic re-verifier (every 2s here) for a
-	// few rounds: nothing may be written.
+	// Direct reconciles, and the periodic re-verification (every 2s here)
+	// for a few rounds: nothing may be written.
 	mgrWrites.Reset()
 	for range 5 {
 		res, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: "quiet"}})
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(res).To(Equal(ctrl.Result{}))
+		g.Expect(res.RequeueAfter).To(BeNumerically("~", 2*time.Second, 200*time.Millisecond), "a Ready tenant is looked at again after the re-verify interval, jittered")
 	}
 	time.Sleep(5 * time.Second)
 	n, paths := mgrWrites.Writes()
@@ -339,14 +341,16 @@ func TestUnchangedTenantMakesZeroWrites(t *testing.T) {
 	deleteTenant(g, "quiet")
 }
 
-func TestReverifierRepairsDrift(t *testing.T) {
+func TestDriftIsRepaired(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	g.Expect(k8s.Create(ctx, newTenant("drift", "drift-", "a"))).To(Succeed())
 	eventuallyReady(g, "drift")
 
-	// Strip our labels from the namespace: it leaves the cache, so no watch
-	// event reaches the controller; the periodic re-verification finds it.
+	// Strip our labels from the namespace: it leaves the label-selected
+	// cache, which the controller sees as a deletion mapped back to its
+	// tenant; the uncached read finds it still there, marked by the tenant's
+	// UID, and the labels are put back.
 	ns := getNamespace(g, "drift-a")
 	delete(ns.Labels, TenantLabel)
 	delete(ns.Labels, "app.kubernetes.io/managed-by")
@@ -461,4 +465,60 @@ func TestCRDDeletionKeepsNamespaces(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(getNamespace(g, "crd-data").DeletionTimestamp).To(BeNil())
+}
+
+// TestNewObjectsAreInProgressBeforeAnyReconcile: no controller of these
+// kinds runs in this suite, so what kstatus reads is the API server's alone.
+// status.observedGeneration defaults to 0, below the generation (1): a GitOps
+// tool waits for a controller instead of calling a new object Current.
+func TestNewObjectsAreInProgressBeforeAnyReconcile(t *testing.T) {
+	ctx := context.Background()
+	manifests := map[string]string{
+		"MarkdownView": `{"apiVersion":"view.trellis.dev/v1","kind":"MarkdownView","metadata":{"name":"fresh","namespace":"default"},"spec":{"markdowns":{"a.md":"# A"}}}`,
+		"ObjectStore": `{"apiVersion":"storage.trellis.dev/v1","kind":"ObjectStore","metadata":{"name":"fresh"},` +
+			`"spec":{"endpoint":"http://127.0.0.1:1","credentialsSecretRef":{"namespace":"trellis-system","name":"x"}}}`,
+		"StorageBucket": `{"apiVersion":"storage.trellis.dev/v1","kind":"StorageBucket","metadata":{"name":"fresh","namespace":"default"},"spec":{"storeRef":{"name":"fresh"}}}`,
+	}
+	for kind, manifest := range manifests {
+		t.Run(kind, func(t *testing.T) {
+			g := NewWithT(t)
+			res, err := testenv.KStatusOfNew(ctx, k8s, manifest)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Status).To(Equal(kstatus.InProgressStatus), res.Message)
+		})
+	}
+}
+
+// TestEveryWriteIsTrellis: namespaces, RBAC objects, the Tenant's finalizer
+// and its status name trellis alone as their field manager.
+func TestEveryWriteIsTrellis(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, newTenant("owned", "owned-", "a"))).To(Succeed())
+	eventuallyReady(g, "owned")
+
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "owned-a"}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "owned-a", Name: adminRoleBindingName}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "trellis:tenant:owned"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "trellis:tenant:owned"}},
+	} {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		managers := testenv.FieldManagers(obj)
+		if _, isNamespace := obj.(*corev1.Namespace); isNamespace {
+			delete(managers, "status") // the API server sets a namespace's phase itself
+		}
+		g.Expect(managers).To(Equal(map[string][]string{"": {"trellis"}}), "%T %s", obj, obj.GetName())
+	}
+	tenant := getTenant(g, "owned")
+	managers := testenv.FieldManagers(tenant)
+	g.Expect(managers["status"]).To(ConsistOf("trellis"))
+	// The spec is the test's; the finalizer is Trellis'.
+	g.Expect(managers[""]).To(ContainElement("trellis"))
+	for _, e := range tenant.ManagedFields {
+		if e.Subresource == "" && e.Manager != "trellis" {
+			g.Expect(e.FieldsV1.GetRawString()).NotTo(ContainSubstring("finalizers"), "manager %s", e.Manager)
+		}
+	}
+	deleteTenant(g, "owned")
 }

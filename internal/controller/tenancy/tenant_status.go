@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
@@ -13,7 +13,7 @@ import (
 // Condition reasons of a Tenant, as documented in docs/tenant.md.
 const (
 	ReasonReady              = "Ready"
-	ReasonAsExpected         = "AsExpected"
+	ReasonReconcileError     = "ReconcileError"
 	ReasonNamespaceConflict  = "NamespaceConflict"
 	ReasonProtectedNamespace = "ProtectedNamespace"
 	ReasonRBACConflict       = "RBACConflict"
@@ -25,6 +25,8 @@ const (
 type observation struct {
 	namespaces   []tenancyv1.TenantNamespaceStatus
 	rbacConflict string
+	// failed is an error the reconcile returned (it is retried with back-off).
+	failed error
 }
 
 func (o *observation) set(name string, state tenancyv1.NamespaceState, message string) {
@@ -64,47 +66,44 @@ func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus
 	gen := t.Generation
 	st.ObservedGeneration = gen
 	st.Namespaces = append([]tenancyv1.TenantNamespaceStatus(nil), obs.namespaces...)
+	meta.RemoveStatusCondition(&st.Conditions, "Degraded") // written by earlier versions
+	conditions.Summarize(&st.Conditions, gen, summarize(t, obs))
+	return st
+}
 
-	reason, msgs := ReasonAsExpected, []string(nil)
+// summarize says where the tenant stands: blocked by names or RBAC objects
+// someone else holds, waiting for a namespace to finish terminating, or ready.
+func summarize(t *tenancyv1.Tenant, obs *observation) conditions.Summary {
+	reason, msgs := "", []string(nil)
 	for _, ns := range obs.namespaces {
 		switch ns.State {
 		case tenancyv1.NamespaceConflict:
 			reason = ReasonNamespaceConflict
 			msgs = append(msgs, ns.Message)
 		case tenancyv1.NamespaceProtected:
-			if reason == ReasonAsExpected {
+			if reason == "" {
 				reason = ReasonProtectedNamespace
 			}
 			msgs = append(msgs, fmt.Sprintf("namespace %s %s", ns.Name, ns.Message))
 		}
 	}
 	if obs.rbacConflict != "" {
-		if reason == ReasonAsExpected {
+		if reason == "" {
 			reason = ReasonRBACConflict
 		}
 		msgs = append(msgs, obs.rbacConflict)
 	}
-	conditions.Set(&st.Conditions, gen, conditions.Degraded, reason != ReasonAsExpected, reason, strings.Join(msgs, "; "))
-
 	ready := len(obs.ready())
 	switch {
-	case reason != ReasonAsExpected:
-		conditions.Set(&st.Conditions, gen, conditions.Ready, false, reason,
-			fmt.Sprintf("%d of %d namespaces ready: %s", ready, len(obs.namespaces), strings.Join(msgs, "; ")))
+	case reason != "":
+		return conditions.Summary{Progress: conditions.Blocked, Reason: reason,
+			Message: fmt.Sprintf("%d of %d namespaces ready: %s", ready, len(obs.namespaces), strings.Join(msgs, "; "))}
+	case obs.failed != nil:
+		return conditions.Summary{Progress: conditions.Working, Reason: ReasonReconcileError, Message: obs.failed.Error()}
 	case ready < len(obs.namespaces):
-		conditions.Set(&st.Conditions, gen, conditions.Ready, false, ReasonTerminating,
-			fmt.Sprintf("%d of %d namespaces ready; waiting for a namespace being deleted", ready, len(obs.namespaces)))
-	default:
-		conditions.Set(&st.Conditions, gen, conditions.Ready, true, ReasonReady,
-			fmt.Sprintf("%d namespaces ready, administered by %s %s", ready, t.Spec.Admin.Kind, t.Spec.Admin.Name))
+		return conditions.Summary{Progress: conditions.Working, Reason: ReasonTerminating,
+			Message: fmt.Sprintf("%d of %d namespaces ready; waiting for a namespace being deleted", ready, len(obs.namespaces))}
 	}
-	return st
-}
-
-// readyValue is the value of the Ready index for a Tenant.
-func readyValue(t *tenancyv1.Tenant) string {
-	if c := conditions.Get(t.Status.Conditions, conditions.Ready); c != nil {
-		return string(c.Status)
-	}
-	return string(metav1.ConditionUnknown)
+	return conditions.Summary{Progress: conditions.Done, Reason: ReasonReady,
+		Message: fmt.Sprintf("%d namespaces ready, administered by %s %s", ready, t.Spec.Admin.Kind, t.Spec.Admin.Name)}
 }

@@ -1,6 +1,7 @@
 package tenancy
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -28,20 +29,20 @@ func TestComputeStatus(t *testing.T) {
 		name       string
 		namespaces []tenancyv1.TenantNamespaceStatus
 		rbac       string
+		failed     error
 
-		ready, degraded metav1.ConditionStatus
-		readyReason     string
-		degradedReason  string
-		// Substrings of the Ready and Degraded messages; a nil
-		// degradedMsg means the Degraded message is empty.
-		readyMsg    []string
-		degradedMsg []string
+		ready       metav1.ConditionStatus
+		readyReason string
+		// The condition besides Ready that must be True ("" for none): a
+		// person must act (Stalled), or Trellis is still at work (Reconciling).
+		alsoTrue string
+		// Substrings of the Ready message.
+		readyMsg []string
 	}{
 		{
 			name:       "all ready",
 			namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("acme-dev", tenancyv1.NamespaceReady, ""), nsStatus("acme-prod", tenancyv1.NamespaceReady, "")},
 			ready:      metav1.ConditionTrue, readyReason: ReasonReady,
-			degraded: metav1.ConditionFalse, degradedReason: ReasonAsExpected,
 			readyMsg: []string{"2 namespaces ready", "Group acme-admins"},
 		},
 		{
@@ -49,27 +50,21 @@ func TestComputeStatus(t *testing.T) {
 			namespaces: []tenancyv1.TenantNamespaceStatus{
 				nsStatus("acme-dev", tenancyv1.NamespaceConflict, conflictMsg), nsStatus("acme-prod", tenancyv1.NamespaceReady, ""),
 			},
-			ready: metav1.ConditionFalse, readyReason: ReasonNamespaceConflict,
-			degraded: metav1.ConditionTrue, degradedReason: ReasonNamespaceConflict,
-			readyMsg:    []string{"1 of 2 namespaces ready", conflictMsg},
-			degradedMsg: []string{conflictMsg},
+			ready: metav1.ConditionFalse, readyReason: ReasonNamespaceConflict, alsoTrue: conditions.Stalled,
+			readyMsg: []string{"1 of 2 namespaces ready", conflictMsg},
 		},
 		{
 			name:       "protected only",
 			namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("default", tenancyv1.NamespaceProtected, protectedMsg)},
-			ready:      metav1.ConditionFalse, readyReason: ReasonProtectedNamespace,
-			degraded: metav1.ConditionTrue, degradedReason: ReasonProtectedNamespace,
-			readyMsg:    []string{"0 of 1 namespaces ready", "namespace default " + protectedMsg},
-			degradedMsg: []string{"namespace default " + protectedMsg},
+			ready:      metav1.ConditionFalse, readyReason: ReasonProtectedNamespace, alsoTrue: conditions.Stalled,
+			readyMsg: []string{"0 of 1 namespaces ready", "namespace default " + protectedMsg},
 		},
 		{
 			name:       "rbac conflict only",
 			namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("acme-dev", tenancyv1.NamespaceReady, "")},
 			rbac:       rbacMsg,
-			ready:      metav1.ConditionFalse, readyReason: ReasonRBACConflict,
-			degraded: metav1.ConditionTrue, degradedReason: ReasonRBACConflict,
-			readyMsg:    []string{"1 of 1 namespaces ready", rbacMsg},
-			degradedMsg: []string{rbacMsg},
+			ready:      metav1.ConditionFalse, readyReason: ReasonRBACConflict, alsoTrue: conditions.Stalled,
+			readyMsg: []string{"1 of 1 namespaces ready", rbacMsg},
 		},
 		{
 			name: "conflict wins over an earlier protected name",
@@ -77,36 +72,38 @@ func TestComputeStatus(t *testing.T) {
 				nsStatus("default", tenancyv1.NamespaceProtected, protectedMsg), nsStatus("acme-dev", tenancyv1.NamespaceConflict, conflictMsg),
 			},
 			rbac:  rbacMsg,
-			ready: metav1.ConditionFalse, readyReason: ReasonNamespaceConflict,
-			degraded: metav1.ConditionTrue, degradedReason: ReasonNamespaceConflict,
-			readyMsg:    []string{"0 of 2 namespaces ready", conflictMsg, protectedMsg, rbacMsg},
-			degradedMsg: []string{"namespace default " + protectedMsg + "; " + conflictMsg + "; " + rbacMsg},
+			ready: metav1.ConditionFalse, readyReason: ReasonNamespaceConflict, alsoTrue: conditions.Stalled,
+			readyMsg: []string{"0 of 2 namespaces ready", "namespace default " + protectedMsg + "; " + conflictMsg + "; " + rbacMsg},
 		},
 		{
 			name: "conflict wins over a later protected name",
 			namespaces: []tenancyv1.TenantNamespaceStatus{
 				nsStatus("acme-dev", tenancyv1.NamespaceConflict, conflictMsg), nsStatus("default", tenancyv1.NamespaceProtected, protectedMsg),
 			},
-			ready: metav1.ConditionFalse, readyReason: ReasonNamespaceConflict,
-			degraded: metav1.ConditionTrue, degradedReason: ReasonNamespaceConflict,
-			degradedMsg: []string{conflictMsg + "; namespace default " + protectedMsg},
+			ready: metav1.ConditionFalse, readyReason: ReasonNamespaceConflict, alsoTrue: conditions.Stalled,
+			readyMsg: []string{conflictMsg + "; namespace default " + protectedMsg},
 		},
 		{
 			name:       "protected wins over rbac conflict",
 			namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("default", tenancyv1.NamespaceProtected, protectedMsg)},
 			rbac:       rbacMsg,
-			ready:      metav1.ConditionFalse, readyReason: ReasonProtectedNamespace,
-			degraded: metav1.ConditionTrue, degradedReason: ReasonProtectedNamespace,
-			degradedMsg: []string{protectedMsg, rbacMsg},
+			ready:      metav1.ConditionFalse, readyReason: ReasonProtectedNamespace, alsoTrue: conditions.Stalled,
+			readyMsg: []string{protectedMsg, rbacMsg},
 		},
 		{
 			name: "terminating",
 			namespaces: []tenancyv1.TenantNamespaceStatus{
 				nsStatus("acme-dev", tenancyv1.NamespaceReady, ""), nsStatus("acme-prod", tenancyv1.NamespaceTerminating, "being deleted"),
 			},
-			ready: metav1.ConditionFalse, readyReason: ReasonTerminating,
-			degraded: metav1.ConditionFalse, degradedReason: ReasonAsExpected,
+			ready: metav1.ConditionFalse, readyReason: ReasonTerminating, alsoTrue: conditions.Reconciling,
 			readyMsg: []string{"1 of 2 namespaces ready", "being deleted"},
+		},
+		{
+			name:       "an error is retried, and shown",
+			namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("acme-dev", tenancyv1.NamespaceReady, "")},
+			failed:     errors.New("etcdserver: request timed out"),
+			ready:      metav1.ConditionFalse, readyReason: ReasonReconcileError, alsoTrue: conditions.Reconciling,
+			readyMsg: []string{"request timed out"},
 		},
 	}
 	for _, tt := range tests {
@@ -115,7 +112,7 @@ func TestComputeStatus(t *testing.T) {
 			tenant := unitTenant("acme", "uid-acme", "acme-", "dev", "prod")
 			tenant.Generation = 7
 			tenant.Status.ObservedGeneration = 3
-			obs := &observation{rbacConflict: tt.rbac}
+			obs := &observation{rbacConflict: tt.rbac, failed: tt.failed}
 			for _, ns := range tt.namespaces {
 				obs.set(ns.Name, ns.State, ns.Message)
 			}
@@ -124,8 +121,6 @@ func TestComputeStatus(t *testing.T) {
 
 			g.Expect(st.ObservedGeneration).To(Equal(int64(7)))
 			g.Expect(st.Namespaces).To(Equal(tt.namespaces))
-			g.Expect(st.Conditions).To(HaveLen(2))
-
 			ready := conditions.Get(st.Conditions, conditions.Ready)
 			g.Expect(ready).NotTo(BeNil())
 			g.Expect(ready.Status).To(Equal(tt.ready))
@@ -134,21 +129,18 @@ func TestComputeStatus(t *testing.T) {
 			for _, m := range tt.readyMsg {
 				g.Expect(ready.Message).To(ContainSubstring(m))
 			}
-
-			degraded := conditions.Get(st.Conditions, conditions.Degraded)
-			g.Expect(degraded).NotTo(BeNil())
-			g.Expect(degraded.Status).To(Equal(tt.degraded))
-			g.Expect(degraded.Reason).To(Equal(tt.degradedReason))
-			g.Expect(degraded.ObservedGeneration).To(Equal(int64(7)))
-			if tt.degradedMsg == nil {
-				g.Expect(degraded.Message).To(BeEmpty())
+			for _, typ := range []string{conditions.Reconciling, conditions.Stalled} {
+				c := conditions.Get(st.Conditions, typ)
+				if typ != tt.alsoTrue {
+					g.Expect(c).To(BeNil(), "%s must be absent", typ)
+					continue
+				}
+				g.Expect(c).NotTo(BeNil(), "%s must be set", typ)
+				g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(c.Reason).To(Equal(tt.readyReason))
 			}
-			for _, m := range tt.degradedMsg {
-				g.Expect(degraded.Message).To(ContainSubstring(m))
-			}
-
-			// blocked agrees with Degraded: a person must act exactly when it is True.
-			g.Expect(obs.blocked()).To(Equal(tt.degraded == metav1.ConditionTrue))
+			// blocked agrees with Stalled: a person must act exactly when it is True.
+			g.Expect(obs.blocked()).To(Equal(tt.alsoTrue == conditions.Stalled))
 		})
 	}
 }
@@ -185,18 +177,18 @@ func TestComputeStatusKeepsTransitionTimeUnlessStatusFlips(t *testing.T) {
 	tenant.Generation = 4
 	tenant.Status.Conditions = []metav1.Condition{
 		{Type: conditions.Ready, Status: metav1.ConditionTrue, ObservedGeneration: 3, LastTransitionTime: statusLongAgo, Reason: ReasonReady, Message: "old"},
-		{Type: conditions.Degraded, Status: metav1.ConditionFalse, ObservedGeneration: 3, LastTransitionTime: statusLongAgo, Reason: ReasonAsExpected},
+		{Type: "Degraded", Status: metav1.ConditionFalse, ObservedGeneration: 3, LastTransitionTime: statusLongAgo, Reason: "AsExpected"},
 	}
 
 	same := computeStatus(tenant, &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceReady, "")}})
 	g.Expect(conditions.Get(same.Conditions, conditions.Ready).LastTransitionTime).To(Equal(statusLongAgo))
-	g.Expect(conditions.Get(same.Conditions, conditions.Degraded).LastTransitionTime).To(Equal(statusLongAgo))
+	g.Expect(conditions.Get(same.Conditions, "Degraded")).To(BeNil(), "the condition earlier versions wrote is dropped")
 	g.Expect(conditions.Get(same.Conditions, conditions.Ready).ObservedGeneration).To(Equal(int64(4)))
 
 	before := time.Now().Add(-time.Second)
 	flipped := computeStatus(tenant, &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceConflict, "taken")}})
 	g.Expect(conditions.Get(flipped.Conditions, conditions.Ready).LastTransitionTime.Time).To(BeTemporally(">", before))
-	g.Expect(conditions.Get(flipped.Conditions, conditions.Degraded).LastTransitionTime.Time).To(BeTemporally(">", before))
+	g.Expect(conditions.Get(flipped.Conditions, conditions.Stalled).LastTransitionTime.Time).To(BeTemporally(">", before))
 }
 
 func TestComputeStatusDoesNotAlias(t *testing.T) {
@@ -205,7 +197,6 @@ func TestComputeStatusDoesNotAlias(t *testing.T) {
 	tenant.Generation = 1
 	tenant.Status.Conditions = []metav1.Condition{
 		{Type: conditions.Ready, Status: metav1.ConditionTrue, LastTransitionTime: statusLongAgo, Reason: ReasonReady, Message: "old"},
-		{Type: conditions.Degraded, Status: metav1.ConditionFalse, LastTransitionTime: statusLongAgo, Reason: ReasonAsExpected},
 	}
 	tenant.Status.Namespaces = []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceReady, "")}
 	oldStatus := *tenant.Status.DeepCopy()
@@ -259,39 +250,4 @@ func TestComputeStatusObservationBlocked(t *testing.T) {
 			g.Expect(obs.blocked()).To(Equal(want))
 		})
 	}
-}
-
-func TestComputeStatusReadyValue(t *testing.T) {
-	tests := []struct {
-		name  string
-		conds []metav1.Condition
-		want  string
-	}{
-		{name: "ready", conds: []metav1.Condition{{Type: conditions.Ready, Status: metav1.ConditionTrue}}, want: "True"},
-		{name: "not ready", conds: []metav1.Condition{{Type: conditions.Ready, Status: metav1.ConditionFalse}}, want: "False"},
-		{name: "ready unknown", conds: []metav1.Condition{{Type: conditions.Ready, Status: metav1.ConditionUnknown}}, want: "Unknown"},
-		{name: "no conditions", conds: nil, want: "Unknown"},
-		{name: "only degraded", conds: []metav1.Condition{{Type: conditions.Degraded, Status: metav1.ConditionTrue}}, want: "Unknown"},
-		{name: "ready among others", conds: []metav1.Condition{
-			{Type: conditions.Degraded, Status: metav1.ConditionTrue},
-			{Type: conditions.Ready, Status: metav1.ConditionFalse},
-		}, want: "False"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			tenant := unitTenant("a", "uid-a", "", "dev")
-			tenant.Status.Conditions = tt.conds
-			g.Expect(readyValue(tenant)).To(Equal(tt.want))
-		})
-	}
-}
-
-func TestComputeStatusFeedsReadyValue(t *testing.T) {
-	g := NewWithT(t)
-	tenant := unitTenant("a", "uid-a", "a-", "dev")
-	tenant.Status = computeStatus(tenant, &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceReady, "")}})
-	g.Expect(readyValue(tenant)).To(Equal("True"))
-	tenant.Status = computeStatus(tenant, &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceTerminating, "")}})
-	g.Expect(readyValue(tenant)).To(Equal("False"))
 }

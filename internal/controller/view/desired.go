@@ -9,6 +9,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
+	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 )
 
@@ -48,13 +49,7 @@ func childLabels(mv *viewv1.MarkdownView) map[string]string {
 }
 
 func ownerReference(mv *viewv1.MarkdownView) *metav1ac.OwnerReferenceApplyConfiguration {
-	return metav1ac.OwnerReference().
-		WithAPIVersion(viewv1.GroupVersion.String()).
-		WithKind("MarkdownView").
-		WithName(mv.Name).
-		WithUID(mv.UID).
-		WithController(true).
-		WithBlockOwnerDeletion(true)
+	return children.OwnerReference(mv, viewv1.GroupVersion.WithKind("MarkdownView"))
 }
 
 // desiredConfigMapData is exactly the spec's files: a file removed from the
@@ -73,7 +68,7 @@ func desiredDeployment(mv *viewv1.MarkdownView, image string) *appsv1ac.Deployme
 	if replicas == 0 {
 		replicas = 1 // the CRD defaults it; objects from older clients may lack it
 	}
-	if mv.Spec.ViewerImage != "" {
+	if mv.Spec.ViewerImage != "" { // unset: the manager's --viewer-image
 		image = mv.Spec.ViewerImage
 	}
 	container := corev1ac.Container().

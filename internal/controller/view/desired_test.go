@@ -191,7 +191,7 @@ func TestDesiredService(t *testing.T) {
 		Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromString("http"),
 	}}))
 	// The target port names a port of the viewer container.
-	var names []string
+	names := make([]string, 0, len(d.Spec.Template.Spec.Containers[0].Ports))
 	for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
 		names = append(names, p.Name)
 	}

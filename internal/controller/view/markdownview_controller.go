@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,54 +22,56 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
-	"github.com/trellis-dev/trellis/internal/controller/statusmemo"
+	"github.com/trellis-dev/trellis/internal/controller/status"
 )
 
 // ControllerName names the controller in flags, logs, metrics and Events.
 const ControllerName = "markdownview"
 
-// conflictRetry is how often a MarkdownView blocked by a child it does not own
-// looks again: the foreign object is outside our cache, so its deletion is no event.
-const conflictRetry = 2 * time.Minute
-
 // maxConfigMapBytes is the API server's limit on a ConfigMap's data.
 const maxConfigMapBytes = 1 << 20
 
-// errBlocked stops the sub-reconcilers when only a person can fix what is
-// wrong; the reason is in the observation and ends up in status.
-var errBlocked = errors.New("blocked")
+// errTooLarge stops the sub-reconcilers when the files cannot fit a ConfigMap.
+var errTooLarge = errors.New("markdowns too large for a ConfigMap")
 
 // Controller registers the MarkdownView controller with the manager.
 var Controller = setup.Controller{
 	Name:  ControllerName,
 	Owned: []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}},
 	Setup: func(_ context.Context, mgr ctrl.Manager, opts setup.Options) error {
-		r := &Reconciler{
-			Client:      mgr.GetClient(),
-			APIReader:   mgr.GetAPIReader(),
-			Recorder:    mgr.GetEventRecorder(ControllerName),
-			ViewerImage: opts.ViewerImage,
-		}
-		return r.SetupWithManager(mgr, opts)
+		return NewReconciler(mgr, opts).SetupWithManager(mgr, opts)
 	},
+}
+
+// statusEvents: a site that became Ready, and one that needs a person.
+// Rolling out is routine and stays out of the event stream.
+var statusEvents = []status.EventRule{
+	{Condition: conditions.Ready, Status: metav1.ConditionTrue, Type: corev1.EventTypeNormal},
+	{Condition: conditions.Stalled, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning},
 }
 
 // Reconciler reconciles MarkdownView objects.
 type Reconciler struct {
-	Client client.Client
-	// APIReader reads past the cache, which holds only children Trellis labelled:
-	// it tells "missing" from "exists but not ours" before anything is created.
-	APIReader   client.Reader
-	Recorder    recorder.EventRecorder
-	ViewerImage string
-	// written avoids re-sending a status the cache has not caught up with yet.
-	written statusmemo.Memo
+	client      client.Client
+	children    children.Clients
+	status      *status.Patcher[*viewv1.MarkdownView, viewv1.MarkdownViewStatus]
+	viewerImage string
+}
+
+// NewReconciler builds the reconciler from the manager's clients and the options.
+func NewReconciler(mgr ctrl.Manager, opts setup.Options) *Reconciler {
+	return &Reconciler{
+		client:   mgr.GetClient(),
+		children: children.Clients{Cached: mgr.GetClient(), Uncached: mgr.GetAPIReader()},
+		status: status.NewPatcher(mgr.GetClient(), mgr.GetEventRecorder(ControllerName),
+			func(mv *viewv1.MarkdownView) *viewv1.MarkdownViewStatus { return &mv.Status }, statusEvents...),
+		viewerImage: opts.ViewerImage,
+	}
 }
 
 // +kubebuilder:rbac:groups=view.trellis.dev,resources=markdownviews,verbs=get;list;watch
@@ -132,11 +132,10 @@ func deploymentConditionsEqual(a, b []appsv1.DeploymentCondition) bool {
 // Reconcile brings one MarkdownView's children to the desired state and records what it saw.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mv := &viewv1.MarkdownView{}
-	if err := r.Client.Get(ctx, req.NamespacedName, mv); err != nil {
-		if apierrors.IsNotFound(err) {
+	found, err := r.status.Get(ctx, req.NamespacedName, mv)
+	if err != nil || !found {
+		if !found {
 			forgetMetrics(req.NamespacedName)
-			r.written.Forget(req.NamespacedName)
-			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -146,21 +145,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	var obs observation
+	err = r.reconcileChildren(ctx, mv, &obs)
 	var result ctrl.Result
-	err := r.reconcileChildren(ctx, mv, &obs)
-	if errors.Is(err, errBlocked) {
-		if obs.blockedReason == ReasonChildConflict {
-			result.RequeueAfter = conflictRetry
-		}
+	switch {
+	case children.IsNotOwned(err):
+		obs.blocked(ReasonChildConflict, err.Error())
+		result = setup.RequeueAfter(setup.ForeignChildRetry)
 		err = nil
-	}
-	if err != nil {
+	case errors.Is(err, errTooLarge):
+		err = nil // recorded in obs; only a smaller spec helps
+	case apierrors.IsConflict(err):
+		// Someone wrote the child since our cache saw it: try again at once,
+		// without telling the world about it.
 		return ctrl.Result{}, err
+	case err != nil:
+		obs.failed = err
 	}
-	if err := r.updateStatus(ctx, mv, obs); err != nil {
-		return ctrl.Result{}, err
+
+	next := computeStatus(mv, obs)
+	recordMetrics(mv, next)
+	if _, perr := r.status.Patch(ctx, mv, next); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
 	}
-	return result, nil
+	return result, err
 }
 
 // reconcileChildren runs the sub-reconcilers in order; the first error stops them.
@@ -181,24 +188,23 @@ func (r *Reconciler) reconcileChildren(ctx context.Context, mv *viewv1.MarkdownV
 // files (a file dropped from the spec disappears), writing only on a difference.
 func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: configMapName(mv), Namespace: mv.Namespace}}
-	exists, err := r.lookupOwned(ctx, mv, "ConfigMap", cm, obs)
+	exists, err := children.LookupOwned(ctx, r.children, mv, "ConfigMap", cm)
 	if err != nil {
 		return err
 	}
 	data := desiredConfigMapData(mv)
 	if size := dataSize(data); size > maxConfigMapBytes {
-		obs.blockedReason = ReasonMarkdownsTooLarge
-		obs.blockedMessage = fmt.Sprintf("markdowns take %d bytes, over the %d a ConfigMap can hold; the site keeps serving the last files that fit", size, maxConfigMapBytes)
-		return errBlocked
+		obs.blocked(ReasonMarkdownsTooLarge, fmt.Sprintf("markdowns take %d bytes, over the %d a ConfigMap can hold; the site keeps serving the last files that fit", size, maxConfigMapBytes))
+		return errTooLarge
 	}
 	labels := childLabels(mv)
 	if !exists {
 		cm.Labels = labels
 		cm.Data = data
-		if err := controllerutil.SetControllerReference(mv, cm, r.Client.Scheme()); err != nil {
+		if err := controllerutil.SetControllerReference(mv, cm, r.client.Scheme()); err != nil {
 			return err
 		}
-		if err := r.Client.Create(ctx, cm); err != nil {
+		if err := r.client.Create(ctx, cm); err != nil {
 			return fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
 		}
 		log.FromContext(ctx).Info("ConfigMap created", "configmap", cm.Name)
@@ -213,7 +219,7 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 	maps.Copy(cm.Labels, labels)
 	cm.Data = data
 	cm.BinaryData = nil
-	if err := r.Client.Update(ctx, cm); err != nil {
+	if err := r.client.Update(ctx, cm); err != nil {
 		return fmt.Errorf("updating ConfigMap %s: %w", cm.Name, err)
 	}
 	log.FromContext(ctx).Info("ConfigMap updated", "configmap", cm.Name)
@@ -239,25 +245,16 @@ func hasLabels(have, want map[string]string) bool {
 	return true
 }
 
-// reconcileDeployment applies the viewer Deployment, skipping the request when
-// the fields we own already hold the desired values.
+// reconcileDeployment applies the viewer Deployment and records it for the status.
 func (r *Reconciler) reconcileDeployment(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
-	desired := desiredDeployment(mv, r.ViewerImage)
+	desired := desiredDeployment(mv, r.viewerImage)
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: *desired.Name, Namespace: mv.Namespace}}
-	exists, err := r.lookupOwned(ctx, mv, "Deployment", live, obs)
+	applied, err := children.ApplyOwned(ctx, r.children, mv, "Deployment", live, desired, appsv1ac.ExtractDeployment)
 	if err != nil {
 		return err
 	}
-	var current *appsv1ac.DeploymentApplyConfiguration
-	if exists {
+	if live.UID != "" {
 		obs.deployment = live
-		if current, err = appsv1ac.ExtractDeployment(live, setup.FieldManager); err != nil {
-			return err
-		}
-	}
-	applied, err := children.ApplyIfChanged(ctx, r.Client, desired, current, exists)
-	if err != nil {
-		return fmt.Errorf("applying Deployment %s: %w", *desired.Name, err)
 	}
 	if applied {
 		log.FromContext(ctx).Info("Deployment applied", "deployment", *desired.Name)
@@ -265,96 +262,16 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, mv *viewv1.Markdow
 	return nil
 }
 
-// reconcileService applies the viewer Service, skipping unchanged ones like the Deployment.
-func (r *Reconciler) reconcileService(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
+// reconcileService applies the viewer Service.
+func (r *Reconciler) reconcileService(ctx context.Context, mv *viewv1.MarkdownView, _ *observation) error {
 	desired := desiredService(mv)
 	live := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: *desired.Name, Namespace: mv.Namespace}}
-	exists, err := r.lookupOwned(ctx, mv, "Service", live, obs)
+	applied, err := children.ApplyOwned(ctx, r.children, mv, "Service", live, desired, corev1ac.ExtractService)
 	if err != nil {
 		return err
-	}
-	var current *corev1ac.ServiceApplyConfiguration
-	if exists {
-		if current, err = corev1ac.ExtractService(live, setup.FieldManager); err != nil {
-			return err
-		}
-	}
-	applied, err := children.ApplyIfChanged(ctx, r.Client, desired, current, exists)
-	if err != nil {
-		return fmt.Errorf("applying Service %s: %w", *desired.Name, err)
 	}
 	if applied {
 		log.FromContext(ctx).Info("Service applied", "service", *desired.Name)
 	}
 	return nil
-}
-
-// lookupOwned loads a child and refuses it when it exists but is not
-// controlled by mv: Trellis never adopts an object it did not create.
-func (r *Reconciler) lookupOwned(ctx context.Context, mv *viewv1.MarkdownView, kind string, obj client.Object, obs *observation) (bool, error) {
-	exists, err := children.Lookup(ctx, r.Client, r.APIReader, obj)
-	if err != nil || !exists {
-		return exists, err
-	}
-	if !metav1.IsControlledBy(obj, mv) {
-		return true, childConflict(obs, kind, obj.GetName())
-	}
-	return true, nil
-}
-
-func childConflict(obs *observation, kind, name string) error {
-	obs.blockedReason = ReasonChildConflict
-	obs.blockedMessage = fmt.Sprintf("%s %s already exists and is not controlled by this MarkdownView; delete or rename it", kind, name)
-	return errBlocked
-}
-
-// updateStatus writes the status only when it differs from what is stored,
-// and emits an Event when Ready flips.
-func (r *Reconciler) updateStatus(ctx context.Context, mv *viewv1.MarkdownView, obs observation) error {
-	if latest, ok := r.written.Latest(client.ObjectKeyFromObject(mv), mv.ResourceVersion); ok {
-		st := latest.(viewv1.MarkdownViewStatus)
-		mv.Status = *st.DeepCopy() // the cache has not seen our last write yet
-	}
-	next := computeStatus(mv, obs)
-	recordMetrics(mv, next)
-	if equality.Semantic.DeepEqual(mv.Status, next) {
-		return nil
-	}
-	before := conditions.Get(mv.Status.Conditions, conditions.Ready)
-	rvBefore := mv.ResourceVersion
-	patch := client.MergeFrom(mv.DeepCopy())
-	mv.Status = next
-	if err := r.Client.Status().Patch(ctx, mv, patch); err != nil {
-		return fmt.Errorf("updating status: %w", err)
-	}
-	r.written.Wrote(client.ObjectKeyFromObject(mv), rvBefore, *next.DeepCopy())
-	log.FromContext(ctx).V(1).Info("status written", "conditions", summarize(next.Conditions), "availableReplicas", next.AvailableReplicas)
-	// Events mark what a person may want to know: the site became Ready, or
-	// something needs them. Rolling out is routine and stays out of the stream.
-	after := conditions.Get(next.Conditions, conditions.Ready)
-	changed := before == nil || before.Status != after.Status || before.Reason != after.Reason
-	switch {
-	case !changed:
-	case after.Status == metav1.ConditionTrue:
-		r.Recorder.Eventf(mv, nil, corev1.EventTypeNormal, after.Reason, "Reconcile", "%s", readyMessage(after))
-	case conditions.IsTrue(next.Conditions, conditions.Degraded):
-		r.Recorder.Eventf(mv, nil, corev1.EventTypeWarning, after.Reason, "Reconcile", "%s", readyMessage(after))
-	}
-	return nil
-}
-
-// summarize renders conditions compactly for debug logs.
-func summarize(conds []metav1.Condition) string {
-	var b strings.Builder
-	for _, c := range conds {
-		fmt.Fprintf(&b, "%s=%s/%s(%s) ", c.Type, c.Status, c.Reason, c.Message)
-	}
-	return b.String()
-}
-
-func readyMessage(c *metav1.Condition) string {
-	if c.Message != "" {
-		return c.Message
-	}
-	return "Ready is " + string(c.Status)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,7 @@ import (
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
 const (
@@ -247,7 +249,7 @@ func TestDoesNotAdoptForeignChildren(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		mv := &viewv1.MarkdownView{}
 		g.Expect(k8s.Get(ctx, key(ns, "taken"), mv)).To(Succeed())
-		c := meta.FindStatusCondition(mv.Status.Conditions, conditions.Degraded)
+		c := meta.FindStatusCondition(mv.Status.Conditions, conditions.Stalled)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Reason).To(Equal(ReasonChildConflict))
@@ -273,7 +275,7 @@ func TestAdmissionRejectsBadInput(t *testing.T) {
 	}{
 		"no files": {
 			mutate: func(mv *viewv1.MarkdownView) { mv.Spec.Markdowns = map[string]viewv1.MarkdownText{} },
-			want:   "should have at least 1 properties",
+			want:   "spec.markdowns: Required value",
 		},
 		"file name without .md": {
 			mutate: func(mv *viewv1.MarkdownView) { mv.Spec.Markdowns = map[string]viewv1.MarkdownText{"notes.txt": "x"} },
@@ -418,4 +420,42 @@ func TestDriftUnderContentionHasNoHotLoop(t *testing.T) {
 	for _, p := range paths {
 		g.Expect(p).NotTo(ContainSubstring("/namespaces/"+ns+"/"), "writes after the contention stopped")
 	}
+}
+
+// TestNewTenantIsInProgressBeforeAnyReconcile: no Tenant controller runs in
+// this suite; the API server's default observedGeneration 0 alone makes
+// kstatus wait for one.
+func TestNewTenantIsInProgressBeforeAnyReconcile(t *testing.T) {
+	g := NewWithT(t)
+	res, err := testenv.KStatusOfNew(context.Background(), k8s,
+		`{"apiVersion":"tenancy.trellis.dev/v1","kind":"Tenant","metadata":{"name":"fresh"},"spec":{"namespaces":["a"],"admin":{"kind":"User","name":"bob","apiGroup":"rbac.authorization.k8s.io"}}}`)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Status).To(Equal(kstatus.InProgressStatus), res.Message)
+}
+
+// TestEveryWriteIsTrellis': the managedFields of every child, and of the
+// MarkdownView's status, name trellis alone for what Trellis set. (The test
+// itself plays the Deployment controller and writes the Deployment's status.)
+func TestEveryWriteIsTrellis(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	g.Expect(k8s.Create(ctx, newMarkdownView(ns, "owned", map[string]string{"a.md": "A"}))).To(Succeed())
+	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "viewer-owned"), &appsv1.Deployment{}) }, timeout, interval).Should(Succeed())
+	markAvailable(g, ns, "viewer-owned")
+	g.Eventually(func(g Gomega) {
+		g.Expect(readyCondition(g, ns, "owned").Status).To(Equal(metav1.ConditionTrue))
+	}, timeout, interval).Should(Succeed())
+
+	for _, obj := range []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "markdowns-owned"}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer-owned"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer-owned"}},
+	} {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		g.Expect(testenv.FieldManagers(obj)[""]).To(ConsistOf("trellis"), "%T %s", obj, obj.GetName())
+	}
+	mv := &viewv1.MarkdownView{}
+	g.Expect(k8s.Get(ctx, key(ns, "owned"), mv)).To(Succeed())
+	g.Expect(testenv.FieldManagers(mv)["status"]).To(ConsistOf("trellis"))
 }

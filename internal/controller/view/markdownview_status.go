@@ -5,7 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
@@ -14,16 +14,18 @@ import (
 // Condition reasons of a MarkdownView, as documented in docs/markdownview.md.
 const (
 	ReasonReady                    = "Ready"
-	ReasonAsExpected               = "AsExpected"
 	ReasonChildConflict            = "ChildConflict"
 	ReasonMarkdownsTooLarge        = "MarkdownsTooLarge"
+	ReasonReconcileError           = "ReconcileError"
 	ReasonRollingOut               = "RollingOut"
-	ReasonRolloutComplete          = "RolloutComplete"
 	ReasonMinimumReplicasAvailable = "MinimumReplicasAvailable"
 	ReasonNoReplicasAvailable      = "NoReplicasAvailable"
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	ReasonReplicaFailure           = "ReplicaFailure"
 )
+
+// Conditions earlier versions of Trellis wrote; a status written now drops them.
+var retiredConditions = []string{"Progressing", "Degraded"}
 
 // observation is what one reconcile saw of the world.
 type observation struct {
@@ -33,6 +35,12 @@ type observation struct {
 	// reconciled in a way only a person can fix: a child name taken by an
 	// object we do not own, or files too large for a ConfigMap.
 	blockedReason, blockedMessage string
+	// failed is an error the reconcile returned (it is retried with back-off).
+	failed error
+}
+
+func (o *observation) blocked(reason, message string) {
+	o.blockedReason, o.blockedMessage = reason, message
 }
 
 // computeStatus derives the whole status from the spec and the observation.
@@ -42,53 +50,15 @@ func computeStatus(mv *viewv1.MarkdownView, obs observation) viewv1.MarkdownView
 	gen := mv.Generation
 	st.ObservedGeneration = gen
 	st.URL = siteURL(mv)
-
-	want := mv.Spec.Replicas
-	if want == 0 {
-		want = 1
+	for _, t := range retiredConditions {
+		meta.RemoveStatusCondition(&st.Conditions, t)
 	}
+
 	d := obs.deployment
 	st.AvailableReplicas = 0
 	if d != nil {
 		st.AvailableReplicas = d.Status.AvailableReplicas
 	}
-
-	// Degraded: something needs a human.
-	var stalled, failure *appsv1.DeploymentCondition
-	if d != nil {
-		if c := deploymentCondition(d, appsv1.DeploymentProgressing, corev1.ConditionFalse); c != nil && c.Reason == "ProgressDeadlineExceeded" {
-			stalled = c
-		}
-		failure = deploymentCondition(d, appsv1.DeploymentReplicaFailure, corev1.ConditionTrue)
-	}
-	switch {
-	case obs.blockedReason != "":
-		conditions.Set(&st.Conditions, gen, conditions.Degraded, true, obs.blockedReason, obs.blockedMessage)
-	case stalled != nil:
-		conditions.Set(&st.Conditions, gen, conditions.Degraded, true, ReasonProgressDeadlineExceeded, stalled.Message)
-	case failure != nil:
-		conditions.Set(&st.Conditions, gen, conditions.Degraded, true, ReasonReplicaFailure, failure.Message)
-	default:
-		conditions.Set(&st.Conditions, gen, conditions.Degraded, false, ReasonAsExpected, "")
-	}
-
-	// Progressing: the viewer is being created or rolled out.
-	// A Deployment not yet created and one not yet rolled out read the same,
-	// so the first reconciles of a new object write the status only once.
-	switch {
-	case d == nil:
-		conditions.Set(&st.Conditions, gen, conditions.Progressing, true, ReasonRollingOut, rolloutMessage(0, want))
-	case d.Status.ObservedGeneration < d.Generation,
-		d.Status.UpdatedReplicas < want,
-		d.Status.AvailableReplicas < want,
-		d.Status.Replicas > want:
-		conditions.Set(&st.Conditions, gen, conditions.Progressing, true, ReasonRollingOut,
-			rolloutMessage(min(d.Status.UpdatedReplicas, d.Status.AvailableReplicas), want))
-	default:
-		conditions.Set(&st.Conditions, gen, conditions.Progressing, false, ReasonRolloutComplete, "")
-	}
-
-	// Available: at least the Deployment's minimum is serving.
 	if d != nil && deploymentCondition(d, appsv1.DeploymentAvailable, corev1.ConditionTrue) != nil && d.Status.AvailableReplicas > 0 {
 		conditions.Set(&st.Conditions, gen, conditions.Available, true, ReasonMinimumReplicasAvailable,
 			fmt.Sprintf("%d viewer replicas available", d.Status.AvailableReplicas))
@@ -96,28 +66,46 @@ func computeStatus(mv *viewv1.MarkdownView, obs observation) viewv1.MarkdownView
 		conditions.Set(&st.Conditions, gen, conditions.Available, false, ReasonNoReplicasAvailable, "no viewer replica is available yet")
 	}
 
-	setReady(&st, gen)
+	conditions.Summarize(&st.Conditions, gen, summarize(mv, obs, st))
 	return st
 }
 
-// setReady summarises the other conditions: Ready is True only when the site
-// is served by every desired replica and nothing is wrong.
-func setReady(st *viewv1.MarkdownViewStatus, gen int64) {
-	var blocking *metav1.Condition
+// summarize says where the MarkdownView stands: blocked on something only a
+// person can fix, still rolling out, or serving its site.
+func summarize(mv *viewv1.MarkdownView, obs observation, st viewv1.MarkdownViewStatus) conditions.Summary {
+	want := mv.Spec.Replicas
+	if want == 0 {
+		want = 1
+	}
+	d := obs.deployment
 	switch {
-	case conditions.IsTrue(st.Conditions, conditions.Degraded):
-		blocking = conditions.Get(st.Conditions, conditions.Degraded)
-	case conditions.IsTrue(st.Conditions, conditions.Progressing):
-		blocking = conditions.Get(st.Conditions, conditions.Progressing)
-	case !conditions.IsTrue(st.Conditions, conditions.Available):
-		blocking = conditions.Get(st.Conditions, conditions.Available)
+	case obs.blockedReason != "":
+		return conditions.Summary{Progress: conditions.Blocked, Reason: obs.blockedReason, Message: obs.blockedMessage}
+	case obs.failed != nil:
+		return conditions.Summary{Progress: conditions.Working, Reason: ReasonReconcileError, Message: obs.failed.Error()}
+	case d == nil:
+		// Not created yet and not rolled out yet read the same, so the first
+		// reconciles of a new object write the status only once.
+		return conditions.Summary{Progress: conditions.Working, Reason: ReasonRollingOut, Message: rolloutMessage(0, want)}
 	}
-	if blocking != nil {
-		conditions.Set(&st.Conditions, gen, conditions.Ready, false, blocking.Reason, blocking.Message)
-		return
+	if c := deploymentCondition(d, appsv1.DeploymentProgressing, corev1.ConditionFalse); c != nil && c.Reason == ReasonProgressDeadlineExceeded {
+		return conditions.Summary{Progress: conditions.Blocked, Reason: ReasonProgressDeadlineExceeded, Message: c.Message}
 	}
-	conditions.Set(&st.Conditions, gen, conditions.Ready, true, ReasonReady,
-		fmt.Sprintf("%d viewer replicas serve %s", st.AvailableReplicas, st.URL))
+	if c := deploymentCondition(d, appsv1.DeploymentReplicaFailure, corev1.ConditionTrue); c != nil {
+		// Pods the cluster refuses to create (quota, admission) stay refused
+		// until someone changes the quota, the policy or the spec.
+		return conditions.Summary{Progress: conditions.Blocked, Reason: ReasonReplicaFailure, Message: c.Message}
+	}
+	if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < want ||
+		d.Status.AvailableReplicas < want || d.Status.Replicas > want {
+		return conditions.Summary{Progress: conditions.Working, Reason: ReasonRollingOut,
+			Message: rolloutMessage(min(d.Status.UpdatedReplicas, d.Status.AvailableReplicas), want)}
+	}
+	if !conditions.IsTrue(st.Conditions, conditions.Available) {
+		return conditions.Summary{Progress: conditions.Working, Reason: ReasonNoReplicasAvailable, Message: "no viewer replica is available yet"}
+	}
+	return conditions.Summary{Progress: conditions.Done, Reason: ReasonReady,
+		Message: fmt.Sprintf("%d viewer replicas serve %s", st.AvailableReplicas, st.URL)}
 }
 
 func rolloutMessage(done, want int32) string {

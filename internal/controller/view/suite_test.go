@@ -53,7 +53,15 @@ func run(m *testing.M) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// The manager runs as its ServiceAccount, bound to exactly the generated
+	// config/rbac/role.yaml: a permission the markers do not grant fails here.
+	managerCfg, err := testenv.AsManager(ctx, cfg, k8s)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	opts := manager.NewOptions()
+	opts.Namespace = testenv.ManagerNamespace
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	opts.ViewerImage = testViewerImage
 	// The manager's own controller, plus a handle on an identical reconciler
@@ -61,13 +69,12 @@ func run(m *testing.M) int {
 	ctl := setup.Controller{
 		Name:  Controller.Name,
 		Owned: Controller.Owned,
-		Setup: func(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
-			reconciler = &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-				Recorder: mgr.GetEventRecorder(ControllerName), ViewerImage: o.ViewerImage}
+		Setup: func(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
+			reconciler = NewReconciler(mgr, o)
 			return reconciler.SetupWithManager(mgr, o)
 		},
 	}
-	mgr, err := manager.New(ctx, mgrWrites.Wrap(cfg), scheme, opts, []setup.Controller{ctl})
+	mgr, err := manager.New(ctx, mgrWrites.Wrap(managerCfg), scheme, opts, []setup.Controller{ctl})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -1,0 +1,215 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/s3"
+)
+
+// Reasons of a StorageBucket's conditions besides those of s3.Classify
+// (StoreUnreachable, AccessDenied, BucketNameTaken, ...), as documented in
+// docs/storage.md.
+const (
+	ReasonHealthy       = "Healthy"
+	ReasonCreating      = "Creating"
+	ReasonConflict      = "Conflict"
+	ReasonStoreNotFound = "StoreNotFound"
+	ReasonStoreNotReady = "StoreNotReady"
+	ReasonDeleteBlocked = "DeleteBlocked"
+	ReasonDeleting      = "Deleting"
+)
+
+// bucketCheck is one check of one bucket against its store: the S3 side of a
+// StorageBucket's reconcile, driven by what its status already records, so it
+// can be tested through every exit with a fake s3.Client.
+type bucketCheck struct {
+	s3     s3.Client
+	store  string
+	bucket string
+	uid    string
+	// claim is what the status records for this bucket name ("" if nothing).
+	claim storagev1.BucketClaim
+	adopt bool
+	probe bool
+	// recordIntent persists claim Creating before the bucket is created, so a
+	// bucket created but not yet tagged is recognised as ours afterwards.
+	recordIntent func(context.Context) error
+}
+
+// checkResult is what a check found.
+type checkResult struct {
+	summary conditions.Summary
+	// claim is the claim to record; "" leaves the recorded one.
+	claim storagev1.BucketClaim
+	// event, when set, is worth telling a person (created, adopted, ...).
+	event *bucketEvent
+	// storeDown: the store stopped answering; the store-level check takes over.
+	storeDown bool
+}
+
+type bucketEvent struct {
+	warning        bool
+	reason, format string
+}
+
+func healthy(bucket, store string) conditions.Summary {
+	return conditions.Summary{Progress: conditions.Done, Reason: ReasonHealthy,
+		Message: fmt.Sprintf("bucket %s exists in %s and is healthy", bucket, store)}
+}
+
+// errIntent marks a failure to record the intent to create: an API error,
+// returned from the reconcile instead of shown as the store's fault.
+var errIntent = errors.New("recording the intent to create the bucket")
+
+// run checks the bucket with as few store requests as it can: a claimed
+// bucket costs one HeadBucket (plus the probe, if asked for).
+func (c bucketCheck) run(ctx context.Context) (checkResult, error) {
+	exists, err := c.s3.BucketExists(ctx, c.bucket)
+	if err != nil {
+		return c.storeFailed(err), nil
+	}
+	res := checkResult{}
+	switch {
+	case !exists:
+		if c.claim != storagev1.BucketCreating {
+			if err := c.recordIntent(ctx); err != nil {
+				return checkResult{}, fmt.Errorf("%w: %w", errIntent, err)
+			}
+		}
+		if err := c.s3.CreateBucket(ctx, c.bucket); err != nil {
+			return c.storeFailed(err), nil
+		}
+		if err := c.s3.SetOwner(ctx, c.bucket, c.uid); err != nil {
+			// Created but not tagged: the recorded intent makes the next check claim it.
+			return c.storeFailed(err), nil
+		}
+		res.claim = storagev1.BucketClaimed
+		if c.claim == storagev1.BucketClaimed {
+			res.event = &bucketEvent{warning: true, reason: "BucketRecreated", format: "bucket %s had disappeared from the store and was created again (empty)"}
+		} else {
+			res.event = &bucketEvent{reason: "BucketCreated", format: "created bucket %s"}
+		}
+	case c.claim != storagev1.BucketClaimed:
+		// Seen for the first time, after a conflict, or created by us but not tagged yet.
+		owner, err := c.s3.Owner(ctx, c.bucket)
+		if err != nil {
+			return c.storeFailed(err), nil
+		}
+		switch {
+		case owner == c.uid:
+			res.claim = storagev1.BucketClaimed
+		case owner == "" && c.claim == storagev1.BucketCreating:
+			if err := c.s3.SetOwner(ctx, c.bucket, c.uid); err != nil {
+				return c.storeFailed(err), nil
+			}
+			res.claim = storagev1.BucketClaimed
+			res.event = &bucketEvent{reason: "BucketCreated", format: "created bucket %s (tagged on a later check: the store failed in between)"}
+		case c.adopt:
+			if err := c.s3.SetOwner(ctx, c.bucket, c.uid); err != nil {
+				return c.storeFailed(err), nil
+			}
+			res.claim = storagev1.BucketClaimed
+			res.event = &bucketEvent{reason: "BucketAdopted", format: "adopted existing bucket %s (adoptExisting: true)"}
+		default:
+			return checkResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonConflict,
+				Message: fmt.Sprintf("bucket %s already exists in %s and was not created by this StorageBucket; set adoptExisting: true to take it over", c.bucket, c.store)}}, nil
+		}
+	}
+	if c.probe {
+		if err := c.s3.Probe(ctx, c.bucket); err != nil {
+			failed := c.storeFailed(err)
+			failed.claim, failed.event = res.claim, res.event
+			return failed, nil
+		}
+	}
+	res.summary = healthy(c.bucket, c.store)
+	return res, nil
+}
+
+// storeFailed turns a store error into the bucket's state: names the store
+// refuses, and refused credentials, need a person; anything else heals.
+func (c bucketCheck) storeFailed(err error) checkResult {
+	reason, msg := s3.Classify(err)
+	progress := conditions.Working
+	if needsPerson(reason) || reason == s3.ReasonBucketNameTaken || reason == s3.ReasonInvalidBucketName {
+		progress = conditions.Blocked
+	}
+	return checkResult{
+		summary:   conditions.Summary{Progress: progress, Reason: string(reason), Message: fmt.Sprintf("ObjectStore %s: %s", c.store, msg)},
+		storeDown: reason == s3.ReasonStoreUnreachable,
+	}
+}
+
+// deleteCountLimit bounds how many objects are counted to report a blocked deletion.
+const deleteCountLimit = 1000
+
+// bucketDeletion is the S3 side of deleting a bucket under deletionPolicy
+// Delete: only a bucket this StorageBucket owns, only when it is empty.
+type bucketDeletion struct {
+	s3     s3.Client
+	store  string
+	bucket string
+	uid    string
+	claim  storagev1.BucketClaim
+}
+
+// deletionResult is what a deletion attempt found: done, or why it waits and
+// how soon it tries again.
+type deletionResult struct {
+	done    bool
+	deleted bool
+	summary conditions.Summary
+	retry   time.Duration
+}
+
+func (d bucketDeletion) run(ctx context.Context) deletionResult {
+	exists, err := d.s3.BucketExists(ctx, d.bucket)
+	if err != nil {
+		return d.waitForStore("cannot reach bucket %s to delete it", err)
+	}
+	if !exists {
+		return deletionResult{done: true}
+	}
+	owner, err := d.s3.Owner(ctx, d.bucket)
+	if err != nil {
+		return d.waitForStore("cannot read who owns bucket %s", err)
+	}
+	ours := owner == d.uid || owner == "" && d.claim == storagev1.BucketCreating
+	if !ours {
+		// Not ours (a conflict that never resolved): never delete it.
+		return deletionResult{done: true}
+	}
+	n, err := d.s3.CountObjects(ctx, d.bucket, deleteCountLimit)
+	if err != nil {
+		return d.waitForStore("cannot list bucket %s", err)
+	}
+	if n > 0 {
+		count := fmt.Sprintf("%d objects", n)
+		if n >= deleteCountLimit {
+			count = fmt.Sprintf("at least %d objects", n)
+		}
+		return deletionResult{retry: 2 * time.Minute, summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonDeleteBlocked,
+			Message: fmt.Sprintf("bucket %s still holds %s; empty it, or set deletionPolicy: Retain to keep it and let the StorageBucket go", d.bucket, count)}}
+	}
+	if err := d.s3.DeleteBucket(ctx, d.bucket); err != nil {
+		return d.waitForStore("deleting bucket %s failed", err)
+	}
+	return deletionResult{done: true, deleted: true}
+}
+
+// waitForStore: the store failed during the deletion; it is tried again, and
+// the message says how to let go without it.
+func (d bucketDeletion) waitForStore(what string, err error) deletionResult {
+	reason, msg := s3.Classify(err)
+	progress := conditions.Working
+	if needsPerson(reason) {
+		progress = conditions.Blocked
+	}
+	return deletionResult{retry: time.Minute, summary: conditions.Summary{Progress: progress, Reason: string(reason),
+		Message: fmt.Sprintf(what+": %s; it is tried again, or set deletionPolicy: Retain to let the StorageBucket go", d.bucket, msg)}}
+}

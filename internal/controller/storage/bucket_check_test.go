@@ -1,0 +1,299 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/minio/minio-go/v7"
+	. "github.com/onsi/gomega"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/s3"
+)
+
+// fakeS3 is an s3.Client whose answers the test sets; unset ones succeed
+// (a missing bucket, no owner, no objects). It records the calls made.
+type fakeS3 struct {
+	exists                        bool
+	existsErr                     error
+	owner                         string
+	ownerErr                      error
+	createErr, setOwnerErr        error
+	objects                       int
+	countErr, deleteErr, probeErr error
+	calls                         []string
+}
+
+func (f *fakeS3) Ping(context.Context) error { f.calls = append(f.calls, "Ping"); return nil }
+func (f *fakeS3) BucketExists(context.Context, string) (bool, error) {
+	f.calls = append(f.calls, "BucketExists")
+	return f.exists, f.existsErr
+}
+func (f *fakeS3) CreateBucket(context.Context, string) error {
+	f.calls = append(f.calls, "CreateBucket")
+	return f.createErr
+}
+func (f *fakeS3) DeleteBucket(context.Context, string) error {
+	f.calls = append(f.calls, "DeleteBucket")
+	return f.deleteErr
+}
+func (f *fakeS3) Owner(context.Context, string) (string, error) {
+	f.calls = append(f.calls, "Owner")
+	return f.owner, f.ownerErr
+}
+func (f *fakeS3) SetOwner(context.Context, string, string) error {
+	f.calls = append(f.calls, "SetOwner")
+	return f.setOwnerErr
+}
+func (f *fakeS3) CountObjects(context.Context, string, int) (int, error) {
+	f.calls = append(f.calls, "CountObjects")
+	return f.objects, f.countErr
+}
+func (f *fakeS3) Probe(context.Context, string) error {
+	f.calls = append(f.calls, "Probe")
+	return f.probeErr
+}
+
+var (
+	errDown    = minio.ErrorResponse{Code: "ServiceUnavailable", StatusCode: 503}
+	errDenied  = minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403}
+	errTaken   = minio.ErrorResponse{Code: "BucketAlreadyExists", StatusCode: 409}
+	errBadName = minio.ErrorResponse{Code: "InvalidBucketName", StatusCode: 400}
+)
+
+const (
+	testUID    = "uid-mine"
+	otherUID   = "uid-theirs"
+	testBucket = "team-a-assets"
+)
+
+// TestBucketCheck drives every exit of one check with a fake store.
+func TestBucketCheck(t *testing.T) {
+	cases := map[string]struct {
+		reason string // why this case exists
+		s3     fakeS3
+		claim  storagev1.BucketClaim
+		adopt  bool
+		probe  bool
+		// intentErr makes recording the intent to create fail.
+		intentErr error
+
+		wantErr      bool
+		wantProgress conditions.Progress
+		wantReason   string
+		wantClaim    storagev1.BucketClaim
+		wantEvent    string
+		wantIntent   bool
+		wantDown     bool
+		wantCalls    []string
+	}{
+		"claimed and there": {
+			reason: "a claimed bucket costs exactly one HeadBucket",
+			s3:     fakeS3{exists: true}, claim: storagev1.BucketClaimed,
+			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantCalls: []string{"BucketExists"},
+		},
+		"claimed, there, probed": {
+			reason: "the probe is the only other request",
+			s3:     fakeS3{exists: true}, claim: storagev1.BucketClaimed, probe: true,
+			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantCalls: []string{"BucketExists", "Probe"},
+		},
+		"store down on HeadBucket": {
+			reason: "the store-level check takes over",
+			s3:     fakeS3{existsErr: errDown}, claim: storagev1.BucketClaimed,
+			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true, wantCalls: []string{"BucketExists"},
+		},
+		"credentials refused": {
+			reason:       "only a person can fix keys",
+			s3:           fakeS3{existsErr: errDenied},
+			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists"},
+		},
+		"missing: intent, create, tag": {
+			reason:       "the intent is on record before the bucket exists",
+			s3:           fakeS3{},
+			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketCreated", wantIntent: true,
+			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"},
+		},
+		"missing, intent already recorded": {
+			reason: "a second attempt does not write the intent again",
+			s3:     fakeS3{}, claim: storagev1.BucketCreating,
+			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketCreated",
+			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"},
+		},
+		"missing, intent cannot be recorded": {
+			reason: "no bucket is created without the intent on record",
+			s3:     fakeS3{}, intentErr: errors.New("etcd timeout"),
+			wantErr: true, wantIntent: true, wantCalls: []string{"BucketExists"},
+		},
+		"missing, name taken by another account": {
+			reason:       "a name someone else holds needs a person",
+			s3:           fakeS3{createErr: errTaken},
+			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonBucketNameTaken), wantIntent: true, wantCalls: []string{"BucketExists", "CreateBucket"},
+		},
+		"missing, name refused": {
+			s3:           fakeS3{createErr: errBadName},
+			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonInvalidBucketName), wantIntent: true, wantCalls: []string{"BucketExists", "CreateBucket"},
+		},
+		"created, tagging failed": {
+			reason:       "the crash window: created but not tagged; the intent stays on record",
+			s3:           fakeS3{setOwnerErr: errDown},
+			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantIntent: true, wantDown: true,
+			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"},
+		},
+		"created earlier, untagged, intent on record": {
+			reason: "the next check after the crash window claims it",
+			s3:     fakeS3{exists: true}, claim: storagev1.BucketCreating,
+			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketCreated",
+			wantCalls: []string{"BucketExists", "Owner", "SetOwner"},
+		},
+		"created earlier, untagged, tagging fails again": {
+			s3: fakeS3{exists: true, setOwnerErr: errDown}, claim: storagev1.BucketCreating,
+			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
+			wantCalls: []string{"BucketExists", "Owner", "SetOwner"},
+		},
+		"intent on record, but someone else's tag": {
+			reason: "the intent never overrides another owner",
+			s3:     fakeS3{exists: true, owner: otherUID}, claim: storagev1.BucketCreating,
+			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
+		},
+		"recreated after it vanished": {
+			s3: fakeS3{}, claim: storagev1.BucketClaimed,
+			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketRecreated", wantIntent: true,
+			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"},
+		},
+		"exists, tagged with our UID": {
+			reason:       "status lost, tag says it is ours",
+			s3:           fakeS3{exists: true, owner: testUID},
+			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantCalls: []string{"BucketExists", "Owner"},
+		},
+		"exists, untagged, not ours": {
+			s3:           fakeS3{exists: true},
+			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
+		},
+		"exists, someone else's, adopted": {
+			s3: fakeS3{exists: true, owner: otherUID}, adopt: true,
+			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketAdopted",
+			wantCalls: []string{"BucketExists", "Owner", "SetOwner"},
+		},
+		"adoption fails to tag": {
+			s3: fakeS3{exists: true, setOwnerErr: errDenied}, adopt: true,
+			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists", "Owner", "SetOwner"},
+		},
+		"owner unreadable": {
+			s3:           fakeS3{exists: true, ownerErr: errDown},
+			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true, wantCalls: []string{"BucketExists", "Owner"},
+		},
+		"probe fails after a claim": {
+			reason: "the claim is still recorded when the probe fails",
+			s3:     fakeS3{exists: true, owner: testUID, probeErr: &s3.ProbeError{Step: "writing", Err: errors.New("quota")}}, probe: true,
+			wantProgress: conditions.Working, wantReason: string(s3.ReasonProbeFailed), wantClaim: storagev1.BucketClaimed,
+			wantCalls: []string{"BucketExists", "Owner", "Probe"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			fake := tc.s3
+			intent := false
+			check := bucketCheck{s3: &fake, store: "store-a", bucket: testBucket, uid: testUID, claim: tc.claim, adopt: tc.adopt, probe: tc.probe,
+				recordIntent: func(context.Context) error { intent = true; return tc.intentErr }}
+
+			res, err := check.run(context.Background())
+
+			g.Expect(fake.calls).To(Equal(tc.wantCalls), tc.reason)
+			g.Expect(intent).To(Equal(tc.wantIntent), "intent recorded: %s", tc.reason)
+			if tc.wantErr {
+				g.Expect(err).To(HaveOccurred())
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.summary.Progress).To(Equal(tc.wantProgress), tc.reason)
+			g.Expect(res.summary.Reason).To(Equal(tc.wantReason), tc.reason)
+			g.Expect(res.summary.Message).NotTo(BeEmpty())
+			g.Expect(res.claim).To(Equal(tc.wantClaim), tc.reason)
+			g.Expect(res.storeDown).To(Equal(tc.wantDown), tc.reason)
+			if tc.wantEvent == "" {
+				g.Expect(res.event).To(BeNil())
+			} else {
+				g.Expect(res.event).NotTo(BeNil())
+				g.Expect(res.event.reason).To(Equal(tc.wantEvent))
+			}
+		})
+	}
+}
+
+// TestBucketDeletion drives every exit of a deletion with a fake store.
+func TestBucketDeletion(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		s3     fakeS3
+		claim  storagev1.BucketClaim
+
+		wantDone, wantDeleted bool
+		wantProgress          conditions.Progress
+		wantReason            string
+		wantCalls             []string
+	}{
+		"gone already": {
+			s3: fakeS3{}, claim: storagev1.BucketClaimed, wantDone: true, wantCalls: []string{"BucketExists"},
+		},
+		"ours and empty": {
+			s3: fakeS3{exists: true, owner: testUID}, claim: storagev1.BucketClaimed,
+			wantDone: true, wantDeleted: true, wantCalls: []string{"BucketExists", "Owner", "CountObjects", "DeleteBucket"},
+		},
+		"created untagged, then deleted": {
+			reason: "the crash window: the intent says it is ours",
+			s3:     fakeS3{exists: true}, claim: storagev1.BucketCreating,
+			wantDone: true, wantDeleted: true, wantCalls: []string{"BucketExists", "Owner", "CountObjects", "DeleteBucket"},
+		},
+		"someone else's": {
+			reason: "never delete what is not ours",
+			s3:     fakeS3{exists: true, owner: otherUID}, claim: storagev1.BucketClaimed,
+			wantDone: true, wantCalls: []string{"BucketExists", "Owner"},
+		},
+		"untagged and no intent": {
+			s3: fakeS3{exists: true}, claim: storagev1.BucketClaimed,
+			wantDone: true, wantCalls: []string{"BucketExists", "Owner"},
+		},
+		"not empty": {
+			reason: "data is never lost: a person decides",
+			s3:     fakeS3{exists: true, owner: testUID, objects: 3}, claim: storagev1.BucketClaimed,
+			wantProgress: conditions.Blocked, wantReason: ReasonDeleteBlocked, wantCalls: []string{"BucketExists", "Owner", "CountObjects"},
+		},
+		"store down": {
+			s3: fakeS3{existsErr: errDown}, claim: storagev1.BucketClaimed,
+			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantCalls: []string{"BucketExists"},
+		},
+		"owner unreadable": {
+			s3: fakeS3{exists: true, ownerErr: errDenied}, claim: storagev1.BucketClaimed,
+			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists", "Owner"},
+		},
+		"cannot list": {
+			s3: fakeS3{exists: true, owner: testUID, countErr: errDown}, claim: storagev1.BucketClaimed,
+			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantCalls: []string{"BucketExists", "Owner", "CountObjects"},
+		},
+		"delete refused": {
+			s3: fakeS3{exists: true, owner: testUID, deleteErr: errDenied}, claim: storagev1.BucketClaimed,
+			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists", "Owner", "CountObjects", "DeleteBucket"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			fake := tc.s3
+			res := bucketDeletion{s3: &fake, store: "store-a", bucket: testBucket, uid: testUID, claim: tc.claim}.run(context.Background())
+
+			g.Expect(fake.calls).To(Equal(tc.wantCalls), tc.reason)
+			g.Expect(res.done).To(Equal(tc.wantDone), tc.reason)
+			g.Expect(res.deleted).To(Equal(tc.wantDeleted), tc.reason)
+			if tc.wantDone {
+				return
+			}
+			g.Expect(res.summary.Progress).To(Equal(tc.wantProgress), tc.reason)
+			g.Expect(res.summary.Reason).To(Equal(tc.wantReason), tc.reason)
+			g.Expect(res.summary.Message).To(ContainSubstring("deletionPolicy: Retain"), "the way out is named")
+			g.Expect(res.retry).To(BeNumerically(">", 0))
+		})
+	}
+}

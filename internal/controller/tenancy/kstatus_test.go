@@ -1,0 +1,50 @@
+package tenancy
+
+import (
+	"errors"
+	"testing"
+
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+	"github.com/trellis-dev/trellis/internal/testenv"
+)
+
+// TestKStatusReadsEveryStatus: what GitOps tools make of each Tenant status.
+func TestKStatusReadsEveryStatus(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := tenancyv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ready := func(name string) tenancyv1.TenantNamespaceStatus { return nsStatus(name, tenancyv1.NamespaceReady, "") }
+	cases := map[string]struct {
+		obs      *observation
+		deleting bool
+		want     kstatus.Status
+	}{
+		"ready":                   {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")}}, want: kstatus.CurrentStatus},
+		"namespace taken":         {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceConflict, "taken")}}, want: kstatus.FailedStatus},
+		"protected name":          {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("default", tenancyv1.NamespaceProtected, "shared")}}, want: kstatus.FailedStatus},
+		"RBAC object taken":       {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")}, rbacConflict: "taken"}, want: kstatus.FailedStatus},
+		"a namespace terminating": {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceTerminating, "")}}, want: kstatus.InProgressStatus},
+		"an error, retrying":      {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")}, failed: errors.New("timeout")}, want: kstatus.InProgressStatus},
+		"being deleted":           {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")}}, deleting: true, want: kstatus.TerminatingStatus},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			tenant := unitTenant("a", "uid-a", "a-", "dev")
+			tenant.Status = computeStatus(tenant, tc.obs)
+			if tc.deleting {
+				now := metav1.Now()
+				tenant.DeletionTimestamp = &now
+			}
+			res, err := testenv.KStatus(tenant, scheme)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Status).To(Equal(tc.want), res.Message)
+		})
+	}
+}

@@ -1,0 +1,51 @@
+package tenancy
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+func markedNamespace() *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:        "acme-dev",
+		Labels:      map[string]string{TenantLabel: "acme", "app.kubernetes.io/managed-by": "trellis", "team": "x"},
+		Annotations: map[string]string{TenantUIDAnnotation: "uid-acme", "note": "y"},
+	}}
+}
+
+func TestNamespaceChanged(t *testing.T) {
+	cases := map[string]struct {
+		change func(*corev1.Namespace)
+		want   bool
+	}{
+		"nothing":                   {change: func(*corev1.Namespace) {}, want: false},
+		"someone else's label":      {change: func(ns *corev1.Namespace) { ns.Labels["team"] = "z" }, want: false},
+		"someone else's annotation": {change: func(ns *corev1.Namespace) { ns.Annotations["note"] = "z" }, want: false},
+		"phase":                     {change: func(ns *corev1.Namespace) { ns.Status.Phase = corev1.NamespaceActive }, want: false},
+		"tenant label":              {change: func(ns *corev1.Namespace) { delete(ns.Labels, TenantLabel) }, want: true},
+		"managed-by label":          {change: func(ns *corev1.Namespace) { ns.Labels["app.kubernetes.io/managed-by"] = "me" }, want: true},
+		"tenant UID annotation":     {change: func(ns *corev1.Namespace) { ns.Annotations[TenantUIDAnnotation] = "other" }, want: true},
+		"deletion started":          {change: func(ns *corev1.Namespace) { now := metav1.Now(); ns.DeletionTimestamp = &now }, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			old, updated := markedNamespace(), markedNamespace()
+			tc.change(updated)
+			g.Expect(namespaceChanged.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: updated})).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestNamespaceToTenant(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(namespaceToTenant(context.Background(), markedNamespace())).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "acme"}}}))
+	g.Expect(namespaceToTenant(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}})).To(BeEmpty())
+}

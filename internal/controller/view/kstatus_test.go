@@ -1,0 +1,63 @@
+package view
+
+import (
+	"testing"
+
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
+	"github.com/trellis-dev/trellis/internal/testenv"
+)
+
+// TestKStatusReadsEveryStatus feeds the statuses the controller writes to
+// kstatus, as Flux, kpt and cli-utils appliers would: a site rolling out is
+// InProgress, a served site Current, one only a person can unblock Failed.
+func TestKStatusReadsEveryStatus(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := viewv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	cases := map[string]struct {
+		obs      observation
+		replicas int32
+		deleting bool
+		want     kstatus.Status
+	}{
+		"no Deployment yet":  {obs: observation{}, replicas: 1, want: kstatus.InProgressStatus},
+		"rolling out":        {obs: observation{deployment: statusTestDeployment(2, 1, 1, deployAvailable, deployProgressing)}, replicas: 2, want: kstatus.InProgressStatus},
+		"served":             {obs: observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)}, replicas: 1, want: kstatus.CurrentStatus},
+		"foreign child":      {obs: observation{blockedReason: ReasonChildConflict, blockedMessage: conflictMessage}, replicas: 1, want: kstatus.FailedStatus},
+		"too large":          {obs: observation{blockedReason: ReasonMarkdownsTooLarge, blockedMessage: tooLargeMessage}, replicas: 1, want: kstatus.FailedStatus},
+		"deadline exceeded":  {obs: observation{deployment: statusTestDeployment(1, 0, 0, deployUnavailable, deployStalled)}, replicas: 1, want: kstatus.FailedStatus},
+		"pods refused":       {obs: observation{deployment: statusTestDeployment(1, 0, 0, deployUnavailable, deployProgressing, deployReplicaFailure)}, replicas: 1, want: kstatus.FailedStatus},
+		"being deleted":      {obs: observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)}, replicas: 1, deleting: true, want: kstatus.TerminatingStatus},
+		"an error, retrying": {obs: observation{failed: errTooLarge}, replicas: 1, want: kstatus.InProgressStatus},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			mv := statusTestView(tc.replicas)
+			mv.Status = computeStatus(mv, tc.obs)
+			if tc.deleting {
+				mv.DeletionTimestamp = &now
+			}
+			res, err := testenv.KStatus(mv, scheme)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Status).To(Equal(tc.want), res.Message)
+		})
+	}
+
+	t.Run("a status from an older generation is not Current", func(t *testing.T) {
+		g := NewWithT(t)
+		mv := statusTestView(1)
+		mv.Status = computeStatus(mv, observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)})
+		mv.Generation++
+		res, err := testenv.KStatus(mv, scheme)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.Status).To(Equal(kstatus.InProgressStatus), res.Message)
+	})
+}
