@@ -37,7 +37,7 @@ func applySamples(t *testing.T) {
 	}
 }
 
-// TestDeployedManagerServesTheSampleSite is the seeds' own check: the
+// TestDeployedManagerServesTheSampleSite is the check the README promises: the
 // deployed manager reconciles the samples under its ServiceAccount; then
 // `kubectl port-forward svc/viewer-markdownview-sample PORT:80` and a
 // browser show the rendered Markdown, and an edit of the MarkdownView
