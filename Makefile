@@ -139,7 +139,7 @@ KUSTOMIZE      ?= $(LOCALBIN)/kustomize
 GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint
 
 .PHONY: tools
-tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint ## Build every pinned tool into bin/.
+tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint gateway-api-crds ## Build every pinned tool into bin/.
 
 .PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
@@ -196,6 +196,21 @@ $(eval $(call link-tool,versitygw,$(VERSITYGW_VERSION)))
 $(eval $(call link-tool,controller-gen,$(CONTROLLER_GEN_VERSION)))
 $(eval $(call link-tool,kustomize,$(KUSTOMIZE_VERSION)))
 $(eval $(call link-tool,golangci-lint,$(KUBE_API_LINTER_VERSION)))
+
+# The Gateway API's standard-channel CRDs (HTTPRoute and friends), copied from
+# the sigs.k8s.io/gateway-api module that go.mod pins (its module zip carries
+# them), for `make dev` and the envtest suites (internal/testenv).
+GATEWAY_API_VERSION := $(shell awk '$$1=="sigs.k8s.io/gateway-api" {print $$2}' go.mod)
+.PHONY: gateway-api-crds
+gateway-api-crds: $(LOCALBIN)/gateway-api-crds ## Gateway API CRDs from the pinned module into bin/gateway-api-crds.
+$(LOCALBIN)/gateway-api-crds-$(GATEWAY_API_VERSION):
+	$(GO) mod download sigs.k8s.io/gateway-api
+	rm -rf $@.tmp && mkdir -p $@.tmp
+	cp "$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)"/config/crd/standard/*.yaml $@.tmp/
+	chmod u+w $@.tmp/*.yaml
+	mv $@.tmp $@
+$(LOCALBIN)/gateway-api-crds: $(LOCALBIN)/gateway-api-crds-$(GATEWAY_API_VERSION)
+	ln -sfn gateway-api-crds-$(GATEWAY_API_VERSION) $@
 
 # Headless Chromium for the viewer's browser tests, from Debian's packages.
 .PHONY: chromium
