@@ -49,8 +49,9 @@ func Parse(list, defaultImage string) (AllowList, error) {
 		}
 		return AllowList{patterns: []string{repo}, text: repo}, nil
 	}
-	var patterns []string
-	for _, p := range strings.Split(list, ",") {
+	items := strings.Split(list, ",")
+	patterns := make([]string, 0, len(items))
+	for _, p := range items {
 		p = strings.TrimSpace(p)
 		if p == "" {
 			continue
