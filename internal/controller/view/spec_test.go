@@ -6,6 +6,8 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +21,10 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
+	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
 // testPNG is a real 2×2 PNG.
@@ -417,4 +421,26 @@ func TestFilesAreReadOnlyWhenTheyChanged(t *testing.T) {
 		g.Expect(cm.Data).To(Equal(map[string]string{"a.md": "# A", "b.md": "# B"}))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(mvReads.of(key(ns, "cheap"))).To(BeNumerically(">", reads))
+}
+
+// TestSampleIsAcceptedAndServed: config/samples' MarkdownView passes
+// admission and its logo reaches the ConfigMap as binaryData.
+func TestSampleIsAcceptedAndServed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", "view_v1_markdownview.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	mv := &viewv1.MarkdownView{}
+	g.Expect(yaml.UnmarshalStrict(raw, mv)).To(Succeed())
+	mv.Namespace = newNamespace(t)
+	g.Expect(k8s.Create(ctx, mv)).To(Succeed())
+	g.Expect(mv.Spec.Assets).To(HaveKey("logo.svg"))
+	g.Expect(string(mv.Spec.Assets["logo.svg"])).To(HavePrefix("<svg"))
+	g.Eventually(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(k8s.Get(ctx, key(mv.Namespace, "markdowns-"+mv.Name), cm)).To(Succeed())
+		g.Expect(cm.BinaryData).To(Equal(mv.Spec.Assets))
+		g.Expect(cm.Data).To(HaveKey("page1.md"))
+		g.Expect(cm.Data["page1.md"]).To(ContainSubstring("ページ"))
+	}, timeout, interval).Should(Succeed())
 }
