@@ -102,10 +102,13 @@ test-e2e: tools build ## End-to-end suite on a fresh local cluster.
 
 BENCH_ARGS ?=
 VIEWER_BENCH_ARGS ?=
+# MarkdownViews of each kind (small, maximal, worst) for the manager's memory per view.
+MEMORY_BENCH_VIEWS ?= 100
 .PHONY: bench
-bench: tools build ## Micro-benchmarks, viewer latency on loopback, then scale benchmarks on a fresh local cluster (tens of minutes; BENCH_ARGS=--smoke for a quick run).
+bench: tools build ## Micro-benchmarks, viewer latency on loopback, manager memory per MarkdownView, then scale benchmarks on a fresh local cluster (tens of minutes; BENCH_ARGS=--smoke for a quick run).
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/...
 	$(GO) run ./test/bench/viewerload --viewer $(LOCALBIN)/viewer $(VIEWER_BENCH_ARGS)
+	TRELLIS_MEMORY_VIEWS=$(MEMORY_BENCH_VIEWS) KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test -count=1 -timeout 30m -run='^TestManagerMemoryPerView$$' -v ./internal/controller/view/ | grep -E 'memory_test.go|^(ok|FAIL|---)'
 	$(GO) run ./test/bench $(BENCH_ARGS)
 
 ##@ Deployment
