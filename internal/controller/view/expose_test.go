@@ -18,6 +18,7 @@ import (
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
 // stalledCondition is the Stalled condition of a MarkdownView, nil when absent.
@@ -97,6 +98,7 @@ func TestIngressIsCreatedChangedAndRemoved(t *testing.T) {
 	g.Expect(in.Spec.Rules).To(HaveLen(1))
 	g.Expect(in.Spec.Rules[0].Host).To(Equal("docs.example.com"))
 	g.Expect(in.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name).To(Equal("viewer-site"))
+	g.Expect(testenv.FieldManagers(in)[""]).To(ConsistOf("trellis"))
 
 	markAvailable(g, ns, "viewer-site")
 	g.Eventually(func(g Gomega) {
@@ -152,6 +154,7 @@ func TestHTTPRouteIsCreatedChangedAndRemoved(t *testing.T) {
 	g.Expect(route.Spec.Rules).To(HaveLen(1))
 	g.Expect(route.Spec.Rules[0].BackendRefs[0].Name).To(BeEquivalentTo("viewer-routed"))
 	g.Expect(route.Spec.Rules[0].BackendRefs[0].Port).To(HaveValue(BeEquivalentTo(80)))
+	g.Expect(testenv.FieldManagers(route)[""]).To(ConsistOf("trellis"))
 
 	markAvailable(g, ns, "viewer-routed")
 	g.Eventually(func(g Gomega) {
