@@ -444,3 +444,32 @@ func TestSampleIsAcceptedAndServed(t *testing.T) {
 		g.Expect(cm.Data["page1.md"]).To(ContainSubstring("ページ"))
 	}, timeout, interval).Should(Succeed())
 }
+
+// TestAssetsCountAgainstTheConfigMapLimit: admission cannot read asset
+// bytes (see MarkdownViewSpec), so Markdown and assets that fit admission
+// apart but not a ConfigMap together are stopped by the controller.
+func TestAssetsCountAgainstTheConfigMapLimit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	mv := newMarkdownView(ns, "heavy", map[string]string{"a.md": strings.Repeat("x", 600<<10)})
+	mv.Spec.Assets = map[string][]byte{"photo.jpg": append([]byte{0xFF, 0xD8, 0xFF}, make([]byte, 500<<10)...)}
+	g.Expect(k8s.Create(ctx, mv)).To(Succeed(), "admission counts the Markdown only")
+	msg := expectStalled(g, ns, "heavy", ReasonMarkdownsTooLarge)
+	g.Expect(msg).To(ContainSubstring("markdowns and assets take 1126416 bytes, over the 1048576"))
+	err := k8s.Get(ctx, key(ns, "markdowns-heavy"), &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing is written: %v", err)
+	err = k8s.Get(ctx, key(ns, "viewer-heavy"), &appsv1.Deployment{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing is written: %v", err)
+
+	// A smaller photo fits.
+	editView(g, ns, "heavy", func(mv *viewv1.MarkdownView) {
+		mv.Spec.Assets["photo.jpg"] = []byte{0xFF, 0xD8, 0xFF, 0}
+	})
+	g.Eventually(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(k8s.Get(ctx, key(ns, "markdowns-heavy"), cm)).To(Succeed())
+		g.Expect(cm.BinaryData["photo.jpg"]).To(Equal([]byte{0xFF, 0xD8, 0xFF, 0}))
+		g.Expect(stalledCondition(g, ns, "heavy")).To(BeNil())
+	}, timeout, interval).Should(Succeed())
+}
