@@ -25,24 +25,32 @@ import (
 // reads the MarkdownView's files from the API server only when they differ.
 //
 // Drift stays visible: the ConfigMap transform hashes the data the live
-// object really holds, so an edit of the data by someone else changes the
-// cached hash even when the annotation Trellis wrote is left as it was.
+// object really holds, whatever its annotations say.
+//
+// The transforms write their figures into annotations of the cached copy
+// under keys the API server refuses (they contain spaces), so that no live
+// object can carry them: a copy that has one was trimmed already. Client-go
+// may hand an informer's transform an object it transformed before (the
+// initial list of a watch-list is transformed into a temporary store and
+// again when it replaces the informer's store), so a transform must know.
 
+// contentHashAnnotation, on the ConfigMap, is the SHA-256 of the files
+// Trellis wrote into it (contentHash): for people and tools, and checked
+// like the data.
+const contentHashAnnotation = "view.trellis.dev/content-sha256"
+
+// Keys on cached copies only (invalid on the API server).
 const (
-	// contentHashAnnotation, on the ConfigMap, is the SHA-256 of the files
-	// Trellis wrote into it (contentHash). On cached copies it means more:
-	//   - a cached ConfigMap carries it only when the data it really holds
-	//     has that hash (else it is removed), so it equals the MarkdownView's
-	//     exactly when the ConfigMap is up to date;
-	//   - a cached MarkdownView carries the hash of its own files (the
-	//     ConfigMap content they make).
-	contentHashAnnotation = "view.trellis.dev/content-sha256"
-	// contentBytesAnnotation, on cached MarkdownViews only, is the size in
-	// bytes the ConfigMap of its files takes, as the API server counts it.
-	contentBytesAnnotation = "view.trellis.dev/content-bytes"
-	// podBytesAnnotation, on cached MarkdownViews only, is the size of
-	// spec.pod when it was dropped for being over maxPodSettingsBytes.
-	podBytesAnnotation = "view.trellis.dev/pod-bytes"
+	// cachedContentHash: on a MarkdownView, the hash of its files (the
+	// ConfigMap content they make); on a ConfigMap, the hash of the data it
+	// holds.
+	cachedContentHash = "view.trellis.dev/content-sha256 (cached)"
+	// cachedContentBytes, on a MarkdownView: the size in bytes the ConfigMap
+	// of its files takes, as the API server counts it.
+	cachedContentBytes = "view.trellis.dev/content-bytes (cached)"
+	// cachedPodBytes, on a MarkdownView: the size of spec.pod, when it was
+	// dropped for being over maxPodSettingsBytes.
+	cachedPodBytes = "view.trellis.dev/pod-bytes (cached)"
 )
 
 // maxPodSettingsBytes bounds spec.pod as JSON. It is cached (the Deployment
@@ -109,16 +117,19 @@ func contentSize(data map[string]string, binaryData map[string][]byte) int {
 // the controller; the status patch never sends metadata).
 func trimMarkdownView(in any) (any, error) {
 	mv, ok := in.(*viewv1.MarkdownView)
-	if !ok || (mv.Spec.Markdowns == nil && mv.Annotations[contentHashAnnotation] != "") {
-		return in, nil // not ours, or trimmed already (a stored MarkdownView has at least one file)
+	if !ok {
+		return in, nil
+	}
+	if _, trimmed := mv.Annotations[cachedContentHash]; trimmed {
+		return mv, nil
 	}
 	data, binaryData := desiredContent(mv)
 	annotations := map[string]string{
-		contentHashAnnotation:  contentHash(data, binaryData),
-		contentBytesAnnotation: strconv.Itoa(contentSize(data, binaryData)),
+		cachedContentHash:  contentHash(data, binaryData),
+		cachedContentBytes: strconv.Itoa(contentSize(data, binaryData)),
 	}
 	if pod, err := json.Marshal(mv.Spec.Pod); err != nil || len(pod) > maxPodSettingsBytes {
-		annotations[podBytesAnnotation] = strconv.Itoa(len(pod))
+		annotations[cachedPodBytes] = strconv.Itoa(len(pod))
 		mv.Spec.Pod = viewv1.ViewerPod{}
 	}
 	mv.Spec.Markdowns, mv.Spec.Assets = nil, nil
@@ -127,20 +138,22 @@ func trimMarkdownView(in any) (any, error) {
 	return mv, nil
 }
 
-// trimConfigMap is the cache transform of ConfigMaps: it drops data,
-// binaryData and managedFields (a ConfigMap is created and updated, never
-// applied), and keeps the content-hash annotation only when it is the hash of
-// the data the ConfigMap holds. (Applied twice, it would take the trimmed
-// copy for an empty ConfigMap and drop the annotation: one needless rewrite,
-// never a missed one. Informers transform each object once.)
+// trimConfigMap is the cache transform of ConfigMaps: it replaces data and
+// binaryData by the hash of what they hold, and drops managedFields (a
+// ConfigMap is created and updated, never applied). Labels and annotations
+// stay: an update sends them back as they are.
 func trimConfigMap(in any) (any, error) {
 	cm, ok := in.(*corev1.ConfigMap)
 	if !ok {
 		return in, nil
 	}
-	if h, ok := cm.Annotations[contentHashAnnotation]; ok && h != contentHash(cm.Data, cm.BinaryData) {
-		delete(cm.Annotations, contentHashAnnotation)
+	if _, trimmed := cm.Annotations[cachedContentHash]; trimmed {
+		return cm, nil
 	}
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[cachedContentHash] = contentHash(cm.Data, cm.BinaryData)
 	cm.Data, cm.BinaryData = nil, nil
 	cm.ManagedFields = nil
 	return cm, nil

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 )
@@ -99,10 +100,10 @@ func TestTrimMarkdownViewKeepsHashesNotFiles(t *testing.T) {
 	// Labels and annotations (here a 100 kB last-applied-configuration) are
 	// dropped; the hash and the byte size of the files take their place.
 	g.Expect(got.Annotations).To(Equal(map[string]string{
-		contentHashAnnotation:  wantHash,
-		contentBytesAnnotation: "2020", // "a.md" (4) + 1000 × "é" (2000) + "logo.png" (8) + 8 bytes
+		cachedContentHash:  wantHash,
+		cachedContentBytes: "2020", // "a.md" (4) + 1000 × "é" (2000) + "logo.png" (8) + 8 bytes
 	}))
-	g.Expect(cachedInt(got.Annotations, contentBytesAnnotation)).To(Equal(wantSize))
+	g.Expect(cachedInt(got.Annotations, cachedContentBytes)).To(Equal(wantSize))
 	// What the controller reads from the cache is kept.
 	g.Expect(got.Name).To(Equal("docs"))
 	g.Expect(got.UID).To(BeEquivalentTo("uid"))
@@ -113,8 +114,8 @@ func TestTrimMarkdownViewKeepsHashesNotFiles(t *testing.T) {
 	g.Expect(got.Spec.Expose.Ingress.Host).To(BeEquivalentTo("docs.example.com"))
 	g.Expect(got.Status.URL).To(Equal("http://x"))
 
-	// Trimming again changes nothing (informers transform once, but a
-	// second pass must not take the trimmed copy for an empty site).
+	// Trimming again changes nothing: client-go transforms the objects of a
+	// watch-list twice, and the trimmed copy is not an empty site.
 	again, err := trimMarkdownView(got.DeepCopy())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again).To(Equal(got))
@@ -130,44 +131,60 @@ func TestTrimMarkdownViewDropsOversizedPodSettings(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	got := out.(*viewv1.MarkdownView)
 	g.Expect(got.Spec.Pod.Tolerations).To(BeNil())
-	g.Expect(cachedInt(got.Annotations, podBytesAnnotation)).To(BeNumerically(">", maxPodSettingsBytes))
-
-	// At the bound, nothing is dropped.
-	small := trimTestView()
-	out, err = trimMarkdownView(small)
+	g.Expect(cachedInt(got.Annotations, cachedPodBytes)).To(BeNumerically(">", maxPodSettingsBytes))
+	again, err := trimMarkdownView(got.DeepCopy())
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out.(*viewv1.MarkdownView).Annotations).NotTo(HaveKey(podBytesAnnotation))
+	g.Expect(again).To(Equal(got), "a second pass keeps the verdict")
+
+	// Under the bound, nothing is dropped.
+	out, err = trimMarkdownView(trimTestView())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*viewv1.MarkdownView).Annotations).NotTo(HaveKey(cachedPodBytes))
 }
 
-func TestTrimConfigMapKeepsOnlyAVerifiedHash(t *testing.T) {
+// A MarkdownView's own annotations cannot pass for the cache's: the keys
+// the transform writes are ones the API server refuses.
+func TestCacheKeysCannotBeOnALiveObject(t *testing.T) {
+	g := NewWithT(t)
+	for _, k := range []string{cachedContentHash, cachedContentBytes, cachedPodBytes} {
+		g.Expect(validation.IsQualifiedName(k)).NotTo(BeEmpty(), k)
+	}
+	g.Expect(validation.IsQualifiedName(contentHashAnnotation)).To(BeEmpty(), "the annotation Trellis writes is a valid one")
+
+	// A live view carrying the written annotation's key is trimmed like any other.
+	mv := trimTestView()
+	mv.Annotations[contentHashAnnotation] = "forged"
+	out, err := trimMarkdownView(mv)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*viewv1.MarkdownView).Spec.Markdowns).To(BeNil())
+	g.Expect(out.(*viewv1.MarkdownView).Annotations).NotTo(HaveKey(contentHashAnnotation))
+}
+
+func TestTrimConfigMapHashesWhatItHolds(t *testing.T) {
 	data := map[string]string{"a.md": "A"}
 	binaryData := map[string][]byte{"logo.png": {1}}
-	good := contentHash(data, binaryData)
 	cases := map[string]struct {
-		annotation *string
-		data       map[string]string
-		binary     map[string][]byte
-		wantHash   bool
+		data   map[string]string
+		binary map[string][]byte
 	}{
-		"written by Trellis, unchanged":      {annotation: &good, data: data, binary: binaryData, wantHash: true},
-		"data edited by someone else":        {annotation: &good, data: map[string]string{"a.md": "B"}, binary: binaryData},
-		"a file added by someone else":       {annotation: &good, data: map[string]string{"a.md": "A", "evil.md": "x"}, binary: binaryData},
-		"an asset removed by someone else":   {annotation: &good, data: data},
-		"the annotation edited":              {annotation: new("0000"), data: data, binary: binaryData},
-		"no annotation (an older Trellis)":   {data: data, binary: binaryData},
-		"data cleared, annotation left":      {annotation: &good},
-		"data and a forged annotation agree": {annotation: new(contentHash(map[string]string{"a.md": "B"}, nil)), data: map[string]string{"a.md": "B"}, wantHash: true},
+		"as written":      {data: data, binary: binaryData},
+		"data edited":     {data: map[string]string{"a.md": "B"}, binary: binaryData},
+		"a file added":    {data: map[string]string{"a.md": "A", "evil.md": "x"}, binary: binaryData},
+		"an asset gone":   {data: data},
+		"no data at all":  {},
+		"data as binary":  {binary: map[string][]byte{"a.md": []byte("A")}},
+		"empty, not nil":  {data: map[string]string{}, binary: map[string][]byte{}},
+		"only the assets": {binary: binaryData},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
+			written := contentHash(data, binaryData)
 			cm := &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: "markdowns-docs", Labels: map[string]string{"team": "a"},
-					Annotations: map[string]string{"note": "kept"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "trellis"}}},
+					Annotations:   map[string]string{"note": "kept", contentHashAnnotation: written},
+					ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "trellis"}}},
 				Data: tc.data, BinaryData: tc.binary,
-			}
-			if tc.annotation != nil {
-				cm.Annotations[contentHashAnnotation] = *tc.annotation
 			}
 			out, err := trimConfigMap(cm)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -176,12 +193,14 @@ func TestTrimConfigMapKeepsOnlyAVerifiedHash(t *testing.T) {
 			g.Expect(got.BinaryData).To(BeNil())
 			g.Expect(got.ManagedFields).To(BeNil())
 			g.Expect(got.Labels).To(Equal(map[string]string{"team": "a"}))
-			g.Expect(got.Annotations).To(HaveKeyWithValue("note", "kept"))
-			if tc.wantHash {
-				g.Expect(got.Annotations).To(HaveKeyWithValue(contentHashAnnotation, *tc.annotation))
-			} else {
-				g.Expect(got.Annotations).NotTo(HaveKey(contentHashAnnotation))
-			}
+			g.Expect(got.Annotations).To(Equal(map[string]string{
+				"note":                "kept",
+				contentHashAnnotation: written,                         // what it says it holds, as it was
+				cachedContentHash:     contentHash(tc.data, tc.binary), // what it holds
+			}))
+			again, err := trimConfigMap(got.DeepCopy())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(again).To(Equal(got), "a second pass does not take the trimmed copy for an empty ConfigMap")
 		})
 	}
 }
@@ -193,6 +212,6 @@ func TestTrimLeavesOtherTypesAlone(t *testing.T) {
 		out, err := trim(svc)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(out).To(BeIdenticalTo(svc))
-		g.Expect(svc.Annotations).To(HaveKeyWithValue(contentHashAnnotation, "y"))
+		g.Expect(svc.Annotations).To(Equal(map[string]string{contentHashAnnotation: "y"}))
 	}
 }

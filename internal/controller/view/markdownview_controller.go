@@ -251,11 +251,11 @@ func (r *Reconciler) checkSpec(_ context.Context, mv *viewv1.MarkdownView, obs *
 		obs.blocked(ReasonImageNotAllowed, fmt.Sprintf("viewerImage %s is not allowed by the manager's --viewer-image-allow (%s); nothing is changed until the image or the allow-list is", img, r.imageAllow))
 		return errBlocked
 	}
-	if n := cachedInt(mv.Annotations, podBytesAnnotation); n > 0 {
+	if n := cachedInt(mv.Annotations, cachedPodBytes); n > 0 {
 		obs.blocked(ReasonPodSettingsTooLarge, fmt.Sprintf("spec.pod takes %d bytes as JSON, over the %d Trellis accepts; nothing is changed until it is smaller", n, maxPodSettingsBytes))
 		return errBlocked
 	}
-	if n := cachedInt(mv.Annotations, contentBytesAnnotation); n > maxConfigMapBytes {
+	if n := cachedInt(mv.Annotations, cachedContentBytes); n > maxConfigMapBytes {
 		obs.blocked(ReasonMarkdownsTooLarge, contentTooLargeMessage(n))
 		return errBlocked
 	}
@@ -277,10 +277,12 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 		return err
 	}
 	labels := childLabels(mv)
+	// Up to date: the data it holds, and the hash it says it holds, are the view's.
 	upToDate := func(hash string) bool {
-		return exists && cm.Annotations[contentHashAnnotation] == hash && hasLabels(cm.Labels, labels)
+		return exists && cm.Annotations[cachedContentHash] == hash && cm.Annotations[contentHashAnnotation] == hash &&
+			hasLabels(cm.Labels, labels)
 	}
-	if upToDate(mv.Annotations[contentHashAnnotation]) {
+	if upToDate(mv.Annotations[cachedContentHash]) {
 		return nil
 	}
 
@@ -316,7 +318,8 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 		log.FromContext(ctx).Info("ConfigMap created", "configmap", cm.Name)
 		return nil
 	}
-	// cm is the cached copy (no data); an update replaces all of the data.
+	// cm is the trimmed copy: no data, and the cache's own key, which the API
+	// server would refuse. An update replaces all of the data.
 	if cm.Labels == nil {
 		cm.Labels = map[string]string{}
 	}
@@ -324,6 +327,7 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 	if cm.Annotations == nil {
 		cm.Annotations = map[string]string{}
 	}
+	delete(cm.Annotations, cachedContentHash)
 	cm.Annotations[contentHashAnnotation] = hash
 	cm.Data, cm.BinaryData = data, binaryData
 	if err := r.client.Update(ctx, cm); err != nil {

@@ -117,7 +117,7 @@ func TestManagerMemoryPerView(t *testing.T) {
 		perRSS      int64
 		convergence time.Duration
 	}
-	var rows []row
+	rows := make([]row, 0, len(kinds))
 	for _, kind := range kinds {
 		ns := "mem-" + kind.name
 		g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
@@ -271,7 +271,7 @@ func TestWorstViewIsJustUnderThePodSettingsBound(t *testing.T) {
 	out, err := trimMarkdownView(mv.DeepCopy())
 	g.Expect(err).NotTo(HaveOccurred())
 	trimmed := out.(*viewv1.MarkdownView)
-	g.Expect(trimmed.Annotations).NotTo(HaveKey(podBytesAnnotation))
+	g.Expect(trimmed.Annotations).NotTo(HaveKey(cachedPodBytes))
 	g.Expect(trimmed.Spec.Pod.Annotations).To(HaveLen(16))
 	data, binaryData := desiredContent(mv)
 	g.Expect(contentSize(data, binaryData)).To(BeNumerically("<=", maxConfigMapBytes))

@@ -322,7 +322,7 @@ func TestCachedCopiesCarryNoBodies(t *testing.T) {
 		g.Expect(reconciler.client.Get(ctx, key(ns, "lean"), cached)).To(Succeed())
 		g.Expect(cached.Spec.Markdowns).To(BeNil())
 		g.Expect(cached.Spec.Assets).To(BeNil())
-		g.Expect(cached.Annotations).To(HaveKeyWithValue(contentHashAnnotation, want))
+		g.Expect(cached.Annotations).To(HaveKeyWithValue(cachedContentHash, want))
 		g.Expect(cached.Annotations).NotTo(HaveKey("note"))
 
 		cm := &corev1.ConfigMap{}
@@ -330,7 +330,8 @@ func TestCachedCopiesCarryNoBodies(t *testing.T) {
 		g.Expect(cm.Data).To(BeNil())
 		g.Expect(cm.BinaryData).To(BeNil())
 		g.Expect(cm.ManagedFields).To(BeNil())
-		g.Expect(cm.Annotations).To(HaveKeyWithValue(contentHashAnnotation, want))
+		g.Expect(cm.Annotations).To(HaveKeyWithValue(cachedContentHash, want), "the hash of the data it holds")
+		g.Expect(cm.Annotations).To(HaveKeyWithValue(contentHashAnnotation, want), "the hash Trellis wrote")
 	}, timeout, interval).Should(Succeed())
 	// The API server has it all.
 	full := &corev1.ConfigMap{}
