@@ -103,7 +103,7 @@ test-e2e: tools build ## End-to-end suite on a fresh local cluster.
 BENCH_ARGS ?=
 VIEWER_BENCH_ARGS ?=
 # MarkdownViews of each kind (small, maximal, worst) for the manager's memory per view.
-MEMORY_BENCH_VIEWS ?= 100
+MEMORY_BENCH_VIEWS ?= 80
 .PHONY: bench
 bench: tools build ## Micro-benchmarks, viewer latency on loopback, manager memory per MarkdownView, then scale benchmarks on a fresh local cluster (tens of minutes; BENCH_ARGS=--smoke for a quick run).
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/...

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -39,20 +41,25 @@ const maxBytesPerView = 64 << 10
 // 60 assets, spec.pod just under its 8 KiB, 200 kB of annotations on the
 // MarkdownView). It runs the manager as `bin/manager` builds it (the real
 // cache options, the MarkdownView controller) against an API server of its
-// own, and reads the Go heap after a GC and VmRSS after returning freed
-// memory to the OS.
+// own, and reads the Go heap after a GC (held to 64 KiB per view) and VmRSS
+// after returning freed memory to the OS (reported).
 //
-// go test runs it with 10 views of each kind. More, and the design before
-// the cache transforms for comparison:
+// The test plays the Deployment controller (envtest runs none), so every
+// view becomes Ready and raises its Event, as in a cluster.
 //
-//	TRELLIS_MEMORY_VIEWS=100 go test -run TestManagerMemoryPerView -v ./internal/controller/view/
-//	TRELLIS_MEMORY_VIEWS=100 TRELLIS_MEMORY_UNTRIMMED=1 go test -run TestManagerMemoryPerView -v ./internal/controller/view/
+// go test runs it with 10 views of each kind. More (at most 80), and the
+// design before the cache transforms for comparison:
+//
+//	TRELLIS_MEMORY_VIEWS=80 go test -run TestManagerMemoryPerView -v ./internal/controller/view/
+//	TRELLIS_MEMORY_VIEWS=80 TRELLIS_MEMORY_UNTRIMMED=1 go test -run TestManagerMemoryPerView -v ./internal/controller/view/
 func TestManagerMemoryPerView(t *testing.T) {
 	n := 10
 	if v := os.Getenv("TRELLIS_MEMORY_VIEWS"); v != "" {
 		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			t.Fatalf("TRELLIS_MEMORY_VIEWS=%q: want a positive number", v)
+		// Each view has a Service, and envtest's Service range (a /24)
+		// holds 253: 3 warm-up views and 3 × 80 fit.
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > 80 {
+			t.Fatalf("TRELLIS_MEMORY_VIEWS=%q: want 1 to 80 (the Services of 3 × N views must fit envtest's Service range)", v)
 		}
 	}
 	untrimmed := os.Getenv("TRELLIS_MEMORY_UNTRIMMED") == "1"
@@ -106,6 +113,7 @@ func TestManagerMemoryPerView(t *testing.T) {
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mem-warm-up"}})).To(Succeed())
 	for _, kind := range kinds {
 		g.Expect(c.Create(ctx, kind.make("mem-warm-up", kind.name))).To(Succeed())
+		deploymentAvailable(g, c, "mem-warm-up", "viewer-"+kind.name)
 	}
 	total := len(kinds)
 	waitConverged(g, mgr.GetClient(), total)
@@ -125,6 +133,9 @@ func TestManagerMemoryPerView(t *testing.T) {
 		for i := range n {
 			mv := kind.make(ns, fmt.Sprintf("v%d", i))
 			g.Expect(c.Create(ctx, mv)).To(Succeed(), "%s view %d", kind.name, i)
+		}
+		for i := range n {
+			deploymentAvailable(g, c, ns, fmt.Sprintf("viewer-v%d", i))
 		}
 		total += n
 		waitConverged(g, mgr.GetClient(), total)
@@ -153,18 +164,32 @@ func TestManagerMemoryPerView(t *testing.T) {
 		g.Expect(r.perHeap).To(BeNumerically("<=", maxBytesPerView), "heap per %s view", r.name)
 		rssGrowth += r.rss
 	}
-	// RSS moves in pages and spans, and with what the runtime keeps for
-	// itself: per kind and over few views it is noise. Over all the views
-	// of a long run it is the figure.
-	perView := rssGrowth / int64(n*len(rows))
-	t.Logf("RSS growth over all %d views: %.1f KiB per view", n*len(rows), float64(perView)/1024)
-	if n >= 50 {
-		g.Expect(perView).To(BeNumerically("<=", maxBytesPerView), "RSS per view")
-	}
+	// The resident set of this process also holds the test's own clients and
+	// what the allocator keeps of freed spans: it is reported, not held to
+	// the bound. The manager's RSS, alone in its process, is measured by the
+	// e2e test TestMaximalViewsConvergeUnderTheMemoryLimit.
+	t.Logf("RSS growth over all %d views: %.1f KiB per view", n*len(rows), float64(rssGrowth)/float64(n*len(rows))/1024)
 }
 
-// waitConverged waits until the manager's cache has total MarkdownViews whose
-// status describes their generation, and their ConfigMaps.
+// deploymentAvailable plays the Deployment controller for one viewer.
+func deploymentAvailable(g Gomega, c client.Client, ns, name string) {
+	g.Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(c.Get(context.Background(), key(ns, name), d)).To(Succeed())
+		n := *d.Spec.Replicas
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+			},
+		}
+		g.Expect(c.Status().Update(context.Background(), d)).To(Succeed())
+	}, 2*time.Minute, 100*time.Millisecond).Should(Succeed())
+}
+
+// waitConverged waits until the manager's cache has total MarkdownViews that
+// are Ready for their generation, and their ConfigMaps.
 func waitConverged(g Gomega, cached client.Client, total int) {
 	g.Eventually(func(g Gomega) {
 		views := &viewv1.MarkdownViewList{}
@@ -173,6 +198,7 @@ func waitConverged(g Gomega, cached client.Client, total int) {
 		for _, mv := range views.Items {
 			g.Expect(mv.Status.ObservedGeneration).To(Equal(mv.Generation), "%s/%s", mv.Namespace, mv.Name)
 			g.Expect(stalledReason(mv)).To(BeEmpty(), "%s/%s", mv.Namespace, mv.Name)
+			g.Expect(meta.IsStatusConditionTrue(mv.Status.Conditions, "Ready")).To(BeTrue(), "%s/%s", mv.Namespace, mv.Name)
 		}
 		cms := &corev1.ConfigMapList{}
 		g.Expect(cached.List(context.Background(), cms)).To(Succeed())
