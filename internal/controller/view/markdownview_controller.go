@@ -279,7 +279,7 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 	labels := childLabels(mv)
 	// Up to date: the data it holds, and the hash it says it holds, are the view's.
 	upToDate := func(hash string) bool {
-		return exists && cm.Annotations[cachedContentHash] == hash && cm.Annotations[contentHashAnnotation] == hash &&
+		return exists && hash != "" && cm.Annotations[cachedContentHash] == hash && cm.Annotations[contentHashAnnotation] == hash &&
 			hasLabels(cm.Labels, labels)
 	}
 	if upToDate(mv.Annotations[cachedContentHash]) {
