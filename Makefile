@@ -109,10 +109,13 @@ test-e2e: tools build images node-packages chromium ## End-to-end suite on a fre
 
 BENCH_ARGS ?=
 VIEWER_BENCH_ARGS ?=
+# MarkdownViews of each kind (small, maximal, worst) for the manager's memory per view.
+MEMORY_BENCH_VIEWS ?= 80
 .PHONY: bench
-bench: tools build ## Micro-benchmarks, viewer latency on loopback, then scale benchmarks on a fresh local cluster (tens of minutes; BENCH_ARGS=--smoke for a quick run).
+bench: tools build ## Micro-benchmarks, viewer latency on loopback, manager memory per MarkdownView, then scale benchmarks on a fresh local cluster (tens of minutes; BENCH_ARGS=--smoke for a quick run).
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/...
 	$(GO) run ./test/bench/viewerload --viewer $(LOCALBIN)/viewer $(VIEWER_BENCH_ARGS)
+	TRELLIS_MEMORY_VIEWS=$(MEMORY_BENCH_VIEWS) KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test -count=1 -timeout 30m -run='^TestManagerMemoryPerView$$' -v ./internal/controller/view/ | grep -E 'memory_test.go|^(ok|FAIL|---)'
 	$(GO) run ./test/bench --chart docs/performance-converge.svg $(BENCH_ARGS)
 
 .PHONY: bench-scale
@@ -172,7 +175,7 @@ KUSTOMIZE      ?= $(LOCALBIN)/kustomize
 GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint
 
 .PHONY: tools
-tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd ## Build every pinned tool into bin/.
+tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd gateway-api-crds ## Build every pinned tool into bin/.
 
 .PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
@@ -239,6 +242,21 @@ $(eval $(call link-tool,versitygw,$(VERSITYGW_VERSION)))
 $(eval $(call link-tool,controller-gen,$(CONTROLLER_GEN_VERSION)))
 $(eval $(call link-tool,kustomize,$(KUSTOMIZE_VERSION)))
 $(eval $(call link-tool,golangci-lint,$(KUBE_API_LINTER_VERSION)))
+
+# The Gateway API's standard-channel CRDs (HTTPRoute and friends), copied from
+# the sigs.k8s.io/gateway-api module that go.mod pins (its module zip carries
+# them), for `make dev` and the envtest suites (internal/testenv).
+GATEWAY_API_VERSION := $(shell awk '$$1=="sigs.k8s.io/gateway-api" {print $$2}' go.mod)
+.PHONY: gateway-api-crds
+gateway-api-crds: $(LOCALBIN)/gateway-api-crds ## Gateway API CRDs from the pinned module into bin/gateway-api-crds.
+$(LOCALBIN)/gateway-api-crds-$(GATEWAY_API_VERSION):
+	$(GO) mod download sigs.k8s.io/gateway-api
+	rm -rf $@.tmp && mkdir -p $@.tmp
+	cp "$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)"/config/crd/standard/*.yaml $@.tmp/
+	chmod u+w $@.tmp/*.yaml
+	mv $@.tmp $@
+$(LOCALBIN)/gateway-api-crds: $(LOCALBIN)/gateway-api-crds-$(GATEWAY_API_VERSION)
+	ln -sfn gateway-api-crds-$(GATEWAY_API_VERSION) $@
 
 # Headless Chromium for the viewer's browser tests, from Debian's packages.
 .PHONY: chromium

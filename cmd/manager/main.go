@@ -11,6 +11,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
@@ -53,6 +54,7 @@ func main() {
 	utilruntime.Must(tenancyv1.AddToScheme(scheme))
 	utilruntime.Must(storagev1.AddToScheme(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	utilruntime.Must(gatewayv1.Install(scheme)) // HTTPRoutes, where the cluster serves them
 
 	ctx := ctrl.SetupSignalHandler()
 	mgr, err := manager.New(ctx, ctrl.GetConfigOrDie(), scheme, opts, controllers)

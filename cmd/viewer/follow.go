@@ -38,7 +38,7 @@ func followMarkdownView(ctx context.Context, kubeconfig, ns, name string, mem *v
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, mv); err != nil {
 		return fmt.Errorf("reading MarkdownView %s/%s: %w", ns, name, err)
 	}
-	mem.Set(pagesOf(mv), nil)
+	mem.Set(pagesOf(mv), mv.Spec.Assets)
 
 	go func() {
 		for ctx.Err() == nil {
@@ -51,7 +51,7 @@ func followMarkdownView(ctx context.Context, kubeconfig, ns, name string, mem *v
 				}
 			}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, mv); err == nil {
-				mem.Set(pagesOf(mv), nil)
+				mem.Set(pagesOf(mv), mv.Spec.Assets)
 			}
 		}
 	}()
@@ -75,14 +75,14 @@ func watchOnce(ctx context.Context, c client.WithWatch, ns, name, rv string, mem
 				return fmt.Errorf("watch closed")
 			}
 			if mv, isMV := ev.Object.(*viewv1.MarkdownView); isMV && (ev.Type == watch.Added || ev.Type == watch.Modified) {
-				mem.Set(pagesOf(mv), nil)
+				mem.Set(pagesOf(mv), mv.Spec.Assets)
 			}
 		}
 	}
 }
 
-// pagesOf returns the MarkdownView's Markdown files. (The resource holds no
-// assets yet; when it does, they go to Set's second argument.)
+// pagesOf returns the MarkdownView's Markdown files (its assets go to Set as
+// they are).
 func pagesOf(mv *viewv1.MarkdownView) map[string]string {
 	files := make(map[string]string, len(mv.Spec.Markdowns))
 	for k, v := range mv.Spec.Markdowns {

@@ -7,13 +7,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -48,7 +52,14 @@ func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts *Op
 	if leNamespace == "" {
 		leNamespace = opts.Namespace
 	}
-	syncPeriod := opts.SyncPeriod
+	optional, err := servedOptional(cfg, scheme, enabled)
+	if err != nil {
+		return nil, err
+	}
+	cacheOpts, err := cacheOptions(enabled, optional, opts.SyncPeriod)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metrics,
@@ -62,7 +73,7 @@ func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts *Op
 		RenewDeadline:                 &opts.RenewDeadline,
 		RetryPeriod:                   &opts.RetryPeriod,
 		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
-		Cache:                         cacheOptions(enabled, syncPeriod),
+		Cache:                         cacheOpts,
 		Client: client.Options{FieldOwner: setup.FieldManager, Cache: &client.CacheOptions{
 			// Secrets are read one at a time, straight from the API server, so
 			// the manager never holds (or needs RBAC to list) every Secret.
@@ -86,7 +97,11 @@ func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts *Op
 	}
 
 	for _, c := range enabled {
-		if err := c.Setup(ctx, mgr, opts.ControllerOptions(c.Name)); err != nil {
+		co := opts.ControllerOptions(c.Name)
+		for _, t := range optional[c.Name] {
+			co.Served = append(co.Served, t.gvk)
+		}
+		if err := c.Setup(ctx, mgr, co); err != nil {
 			return nil, fmt.Errorf("setting up controller %s: %w", c.Name, err)
 		}
 	}
@@ -112,26 +127,116 @@ func keepOwnManagedFields(in any) (any, error) {
 	return in, nil
 }
 
-// cacheOptions scopes the informers of owned child types to objects Trellis
-// manages, and drops managedFields from everything else cached (they are large
-// and never read from the cache).
-func cacheOptions(controllers []setup.Controller, syncPeriod time.Duration) cache.Options {
+// servedType is an OptionalOwned type the API server serves.
+type servedType struct {
+	obj client.Object
+	gvk schema.GroupVersionKind
+}
+
+// servedOptional looks up, once, which of the controllers' OptionalOwned
+// types the API server serves. A missing type is logged and left out: the
+// cache would fail to start on it, and a watch on it would fail forever.
+func servedOptional(cfg *rest.Config, scheme *runtime.Scheme, controllers []setup.Controller) (map[string][]servedType, error) {
+	var mapper meta.RESTMapper
+	served := map[string][]servedType{}
+	for _, c := range controllers {
+		for _, obj := range c.OptionalOwned {
+			gvk, err := apiutil.GVKForObject(obj, scheme)
+			if err != nil {
+				return nil, fmt.Errorf("controller %s: optional child type: %w", c.Name, err)
+			}
+			if mapper == nil {
+				httpClient, err := rest.HTTPClientFor(cfg)
+				if err != nil {
+					return nil, err
+				}
+				if mapper, err = apiutil.NewDynamicRESTMapper(cfg, httpClient); err != nil {
+					return nil, fmt.Errorf("discovering the API server's types: %w", err)
+				}
+			}
+			_, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			switch {
+			case meta.IsNoMatchError(err):
+				ctrl.Log.WithName("setup").Info("API not served: its objects are neither cached nor watched until the manager restarts",
+					"controller", c.Name, "kind", gvk.String())
+			case err != nil:
+				return nil, fmt.Errorf("looking up %s: %w", gvk, err)
+			default:
+				served[c.Name] = append(served[c.Name], servedType{obj: obj, gvk: gvk})
+			}
+		}
+	}
+	return served, nil
+}
+
+// cacheOptions scopes the informers of owned child types (and of served
+// optional ones) to objects Trellis manages, trims managedFields from every
+// cached object (to Trellis' own entry on children, which extracting an
+// applied configuration needs; entirely elsewhere) and then applies the
+// controllers' own transforms.
+func cacheOptions(controllers []setup.Controller, optional map[string][]servedType, syncPeriod time.Duration) (cache.Options, error) {
 	managed := labels.SelectorFromSet(labels.Set{setup.ManagedByLabel: setup.ManagedByValue})
-	byObject := map[client.Object]cache.ByObject{}
-	seen := map[string]bool{}
+	type entry struct {
+		obj        client.Object
+		owned      bool
+		transform  toolscache.TransformFunc
+		declaredBy string
+	}
+	entries := map[string]*entry{}
+	var order []string
+	at := func(obj client.Object) *entry {
+		key := fmt.Sprintf("%T", obj)
+		e, ok := entries[key]
+		if !ok {
+			e = &entry{obj: obj}
+			entries[key] = e
+			order = append(order, key)
+		}
+		return e
+	}
 	for _, c := range controllers {
 		for _, obj := range c.Owned {
-			key := fmt.Sprintf("%T", obj)
-			if seen[key] {
-				continue
+			at(obj).owned = true
+		}
+		for _, t := range optional[c.Name] {
+			at(t.obj).owned = true
+		}
+		for _, t := range c.Transforms {
+			e := at(t.Object)
+			if e.transform != nil {
+				return cache.Options{}, fmt.Errorf("controllers %s and %s both transform cached %T objects", e.declaredBy, c.Name, t.Object)
 			}
-			seen[key] = true
-			byObject[obj] = cache.ByObject{Label: managed, Transform: keepOwnManagedFields}
+			e.transform, e.declaredBy = t.Func, c.Name
+		}
+	}
+	byObject := map[client.Object]cache.ByObject{}
+	for _, key := range order {
+		e := entries[key]
+		if e.owned {
+			byObject[e.obj] = cache.ByObject{Label: managed, Transform: chain(keepOwnManagedFields, e.transform)}
+		} else {
+			byObject[e.obj] = cache.ByObject{Transform: chain(cache.TransformStripManagedFields(), e.transform)}
 		}
 	}
 	return cache.Options{
 		SyncPeriod:       &syncPeriod,
 		ByObject:         byObject,
 		DefaultTransform: cache.TransformStripManagedFields(),
+	}, nil
+}
+
+// chain runs the transforms in order, skipping nil ones.
+func chain(fs ...toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		var err error
+		for _, f := range fs {
+			if f == nil {
+				continue
+			}
+			if in, err = f(in); err != nil {
+				return nil, err
+			}
+		}
+		return in, nil
 	}
 }

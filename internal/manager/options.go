@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/imagepolicy"
 )
 
 // Options holds every flag of the manager binary.
@@ -39,6 +40,7 @@ type Options struct {
 	MaxConcurrentReconciles concurrencyFlag
 	RateLimit               setup.RateLimit
 	ViewerImage             string
+	ViewerImageAllow        string
 	TenantProtected         string
 	TenantReverifyInterval  time.Duration
 	BucketEventsAddr        string
@@ -102,6 +104,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.RateLimit.QPS, "rate-limiter-qps", o.RateLimit.QPS, "Reconciles per second each controller's queue hands out overall.")
 	fs.IntVar(&o.RateLimit.Burst, "rate-limiter-burst", o.RateLimit.Burst, "Burst of reconciles above --rate-limiter-qps.")
 	fs.StringVar(&o.ViewerImage, "viewer-image", o.ViewerImage, "Default viewer image of MarkdownViews that name none.")
+	fs.StringVar(&o.ViewerImageAllow, "viewer-image-allow", o.ViewerImageAllow, "Comma-separated images a MarkdownView's spec.viewerImage may name: a repository (any tag or digest), a prefix ending in /*, or *. Default: the repository of --viewer-image.")
 	fs.StringVar(&o.TenantProtected, "tenant-protected-namespaces", o.TenantProtected, "Regular expression of further namespace names no Tenant may take (kube-*, default and the manager's namespace always are).")
 	fs.StringVar(&o.BucketEventsAddr, "bucket-events-bind-address", o.BucketEventsAddr, "Address of the S3 bucket-event receiver (POST /bucket-events); empty or \"0\" disables it.")
 	fs.StringVar(&o.BucketEventsSecret, "bucket-events-token-secret", o.BucketEventsSecret, "Secret in the manager's namespace whose key \"token\" authenticates bucket events.")
@@ -140,6 +143,9 @@ func (o *Options) Validate(known []string) error {
 	if o.TenantReverifyInterval < time.Second {
 		errs = append(errs, errors.New("--tenant-reverify-interval must be at least 1s"))
 	}
+	if _, err := imagepolicy.Parse(o.ViewerImageAllow, o.ViewerImage); err != nil {
+		errs = append(errs, fmt.Errorf("--viewer-image-allow: %w", err))
+	}
 	if _, err := regexp.Compile(o.TenantProtected); err != nil {
 		errs = append(errs, fmt.Errorf("--tenant-protected-namespaces: %w", err))
 	}
@@ -165,6 +171,7 @@ func (o *Options) ControllerOptions(name string) setup.Options {
 		RateLimit:                 o.RateLimit,
 		Namespace:                 o.Namespace,
 		ViewerImage:               o.ViewerImage,
+		ViewerImageAllow:          o.ViewerImageAllow,
 		TenantProtectedNamespaces: o.TenantProtected,
 		TenantReverifyInterval:    o.TenantReverifyInterval,
 		BucketEventsAddr:          o.BucketEventsAddr,

@@ -193,6 +193,7 @@ func TestParseBindsEveryFlag(t *testing.T) {
 		"--rate-limiter-qps=2.5",
 		"--rate-limiter-burst=7",
 		"--viewer-image=registry.example.com/viewer:1",
+		"--viewer-image-allow=registry.example.com/*",
 		"--tenant-protected-namespaces=^prod-.*$",
 		"--tenant-reverify-interval=5m",
 	)
@@ -218,6 +219,7 @@ func TestParseBindsEveryFlag(t *testing.T) {
 	want.MaxConcurrentReconciles = concurrencyFlag{Default: 3, PerController: map[string]int{"markdownview": 5}}
 	want.RateLimit = setup.RateLimit{BaseDelay: 10 * time.Millisecond, MaxDelay: time.Minute, QPS: 2.5, Burst: 7}
 	want.ViewerImage = "registry.example.com/viewer:1"
+	want.ViewerImageAllow = "registry.example.com/*"
 	want.TenantProtected = "^prod-.*$"
 	want.TenantReverifyInterval = 5 * time.Minute
 	g.Expect(o).To(Equal(want))
@@ -377,6 +379,23 @@ func TestValidate(t *testing.T) {
 			args:    []string{"--tenant-protected-namespaces=prod-("},
 			wantErr: []string{"--tenant-protected-namespaces: error parsing regexp"},
 		},
+		{name: "viewer image allow-list", args: []string{"--viewer-image-allow=registry.example.com/team/*, ghcr.io/acme/viewer"}},
+		{name: "viewer image allow-list of everything", args: []string{"--viewer-image-allow=*"}},
+		{
+			name:    "viewer image allow-list with a tag",
+			args:    []string{"--viewer-image-allow=registry.example.com/viewer:1"},
+			wantErr: []string{`--viewer-image-allow: image pattern "registry.example.com/viewer:1": want a repository without tag or digest`},
+		},
+		{
+			name:    "viewer image allow-list with a * inside",
+			args:    []string{"--viewer-image-allow=registry.example.com/*/viewer"},
+			wantErr: []string{"--viewer-image-allow: image pattern"},
+		},
+		{
+			name:    "default allow-list needs a viewer image with a repository",
+			args:    []string{"--viewer-image="},
+			wantErr: []string{"--viewer-image-allow: default viewer image"},
+		},
 		{
 			name: "every problem is reported at once",
 			args: []string{
@@ -462,6 +481,7 @@ func TestControllerOptions(t *testing.T) {
 		"--rate-limiter-burst=9",
 		"--tenant-protected-namespaces=^prod-",
 		"--tenant-reverify-interval=2m",
+		"--viewer-image-allow=registry.example.com/*",
 	)
 	g.Expect(err).NotTo(HaveOccurred())
 	wantRL := setup.RateLimit{BaseDelay: 20 * time.Millisecond, MaxDelay: 30 * time.Second, QPS: 3, Burst: 9}
@@ -472,6 +492,7 @@ func TestControllerOptions(t *testing.T) {
 		g.Expect(got.RateLimit).To(Equal(wantRL), name)
 		g.Expect(got.Namespace).To(Equal("ops"), name)
 		g.Expect(got.ViewerImage).To(Equal("registry.example.com/viewer:2"), name)
+		g.Expect(got.ViewerImageAllow).To(Equal("registry.example.com/*"), name)
 		g.Expect(got.TenantProtectedNamespaces).To(Equal("^prod-"), name)
 		g.Expect(got.TenantReverifyInterval).To(Equal(2*time.Minute), name)
 	}
@@ -487,6 +508,7 @@ func TestControllerOptionsDefaults(t *testing.T) {
 	g.Expect(got.RateLimit).To(Equal(setup.DefaultRateLimit))
 	g.Expect(got.Namespace).To(Equal(DefaultNamespace))
 	g.Expect(got.ViewerImage).To(Equal(DefaultViewerImage))
+	g.Expect(got.ViewerImageAllow).To(BeEmpty(), "empty: the repository of the viewer image")
 	g.Expect(got.TenantProtectedNamespaces).To(BeEmpty())
 	g.Expect(got.TenantReverifyInterval).To(Equal(time.Minute))
 }
@@ -509,7 +531,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"graceful-shutdown-timeout", "sync-period", "kube-api-qps", "kube-api-burst", "namespace",
 		"controllers", "max-concurrent-reconciles",
 		"rate-limiter-base-delay", "rate-limiter-max-delay", "rate-limiter-qps", "rate-limiter-burst",
-		"viewer-image", "tenant-protected-namespaces", "tenant-reverify-interval",
+		"viewer-image", "viewer-image-allow", "tenant-protected-namespaces", "tenant-reverify-interval",
 	} {
 		g.Expect(fs.Lookup(name)).NotTo(BeNil(), name)
 		g.Expect(help.String()).To(ContainSubstring("-"+name), name)

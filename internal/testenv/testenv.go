@@ -31,13 +31,11 @@ func RepoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// Start runs a control plane with the CRDs from config/crd/bases installed.
-// It fails when the binaries are missing instead of downloading anything.
-func Start(scheme *k8sruntime.Scheme) (*envtest.Environment, *rest.Config, error) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(RepoRoot(), "bin")
-	}
+// Start runs a control plane with the CRDs from config/crd/bases installed,
+// and those in the further directories given (GatewayAPICRDs, say). It
+// fails when the binaries are missing instead of downloading anything.
+func Start(scheme *k8sruntime.Scheme, crdDirs ...string) (*envtest.Environment, *rest.Config, error) {
+	assets := assetsDir()
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
 			return nil, nil, fmt.Errorf("%s not found in %s: run `make tools` first", bin, assets)
@@ -45,7 +43,7 @@ func Start(scheme *k8sruntime.Scheme) (*envtest.Environment, *rest.Config, error
 	}
 	env := &envtest.Environment{
 		Scheme:                scheme,
-		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		CRDDirectoryPaths:     append([]string{filepath.Join(RepoRoot(), "config", "crd", "bases")}, crdDirs...),
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
 	}
@@ -55,6 +53,26 @@ func Start(scheme *k8sruntime.Scheme) (*envtest.Environment, *rest.Config, error
 		return nil, nil, fmt.Errorf("starting envtest: %w", err)
 	}
 	return env, cfg, nil
+}
+
+// assetsDir is where `make tools` put the pinned binaries (and the Gateway
+// API CRDs): $KUBEBUILDER_ASSETS, else bin/.
+func assetsDir() string {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir
+	}
+	return filepath.Join(RepoRoot(), "bin")
+}
+
+// GatewayAPICRDs is the directory of the Gateway API's standard-channel CRDs
+// that `make gateway-api-crds` (part of `make tools`) copies into bin/ from
+// the sigs.k8s.io/gateway-api module go.mod pins.
+func GatewayAPICRDs() (string, error) {
+	dir := filepath.Join(assetsDir(), "gateway-api-crds")
+	if _, err := os.Stat(filepath.Join(dir, "gateway.networking.k8s.io_httproutes.yaml")); err != nil {
+		return "", fmt.Errorf("the Gateway API CRDs are not in %s: run `make gateway-api-crds` (or `make tools`) first", dir)
+	}
+	return dir, nil
 }
 
 // WriteCounter counts mutating requests (POST, PUT, PATCH, DELETE) sent through

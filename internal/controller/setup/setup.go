@@ -5,9 +5,12 @@ package setup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +32,26 @@ type Controller struct {
 	// only the objects of these types that carry Trellis' managed-by label, so
 	// unrelated objects in the cluster cost it no memory.
 	Owned []client.Object
+	// OptionalOwned lists child types whose API a cluster may not serve (a
+	// CRD of another project, such as Gateway API's HTTPRoute). The manager
+	// looks each up once, at start-up: a served type is cached like Owned; a
+	// missing one is neither cached nor watched, and Options.Serves tells
+	// Setup which is which.
+	OptionalOwned []client.Object
+	// Transforms trim what the cache keeps of a type to what the controller
+	// reads from it (after managedFields are trimmed). A transform applies to
+	// every cached object of its type, whichever controller reads it, so at
+	// most one controller may declare one for a type.
+	Transforms []Transform
+}
+
+// Transform is a cache transform for the objects of one type.
+type Transform struct {
+	// Object is an object of the type, such as &corev1.ConfigMap{}.
+	Object client.Object
+	// Func changes the object in place (it gets the informer's own copy) and
+	// returns it.
+	Func toolscache.TransformFunc
 }
 
 // ManagedByLabel and ManagedByValue mark every object Trellis creates; the
@@ -55,6 +78,12 @@ type Options struct {
 	Namespace string
 	// ViewerImage is the default image of MarkdownView viewers.
 	ViewerImage string
+	// ViewerImageAllow is the allow-list of images a MarkdownView may name
+	// (internal/imagepolicy); empty stands for ViewerImage's repository.
+	ViewerImageAllow string
+	// Served lists the controller's OptionalOwned types that the API server
+	// served when the manager started.
+	Served []schema.GroupVersionKind
 	// TenantProtectedNamespaces is an extra pattern of namespace names no
 	// Tenant may take (kube-*, default and Namespace always are).
 	TenantProtectedNamespaces string
@@ -100,6 +129,12 @@ func (r RateLimit) Limiter() workqueue.TypedRateLimiter[reconcile.Request] {
 		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.BaseDelay, r.MaxDelay),
 		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(r.QPS), r.Burst)},
 	)
+}
+
+// Serves reports whether gvk, one of the controller's OptionalOwned types,
+// was served when the manager started.
+func (o Options) Serves(gvk schema.GroupVersionKind) bool {
+	return slices.Contains(o.Served, gvk)
 }
 
 // ControllerOptions turns Options into controller-runtime's per-controller options.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -150,4 +151,18 @@ func TestOptionsControllerOptions(t *testing.T) {
 	// The limiter is built from o.RateLimit.
 	g.Expect(co.RateLimiter.When(request("a"))).To(Equal(7 * time.Millisecond))
 	g.Expect(co.RateLimiter.When(request("a"))).To(Equal(14 * time.Millisecond))
+}
+
+func TestOptionsServes(t *testing.T) {
+	route := schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "HTTPRoute"}
+	if (Options{}).Serves(route) {
+		t.Error("nothing is served unless the manager found it")
+	}
+	o := Options{Served: []schema.GroupVersionKind{route}}
+	if !o.Serves(route) {
+		t.Error("a served type is not reported")
+	}
+	if o.Serves(schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1beta1", Kind: "HTTPRoute"}) {
+		t.Error("another version of a served type is reported served")
+	}
 }

@@ -5,6 +5,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -51,8 +52,10 @@ type Patcher[O Object, S any] struct {
 	written map[types.NamespacedName]written[O]
 }
 
-// written is an object as Trellis last wrote its status, and the
-// resourceVersion it had just before that write.
+// written is the status Trellis last wrote for an object (on an otherwise
+// empty O: the object the API server answers a status patch with carries
+// its whole spec, which may be large, and is not worth remembering), and
+// the resourceVersion the object had just before that write.
 type written[O any] struct {
 	rvBefore string
 	obj      O
@@ -97,11 +100,19 @@ func (p *Patcher[O, S]) Patch(ctx context.Context, obj O, next S) (bool, error) 
 	if err := p.client.Status().Patch(ctx, obj, patch); err != nil {
 		return false, fmt.Errorf("writing status: %w", err)
 	}
+	statusOnly := newObject[O]()
+	*p.status(statusOnly) = *p.status(obj.DeepCopyObject().(O))
 	p.mu.Lock()
-	p.written[client.ObjectKeyFromObject(obj)] = written[O]{rvBefore: rvBefore, obj: obj.DeepCopyObject().(O)}
+	p.written[client.ObjectKeyFromObject(obj)] = written[O]{rvBefore: rvBefore, obj: statusOnly}
 	p.mu.Unlock()
 	p.recordEvents(obj, before, obj.GetConditions())
 	return true, nil
+}
+
+// newObject returns a new, empty O (O is a pointer to a struct).
+func newObject[O client.Object]() O {
+	var zero O
+	return reflect.New(reflect.TypeOf(zero).Elem()).Interface().(O)
 }
 
 // Forget drops what is remembered of a deleted object.

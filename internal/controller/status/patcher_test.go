@@ -167,3 +167,27 @@ func TestGetReportsAGoneObject(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(found).To(BeFalse())
 }
+
+// The patcher remembers the status it wrote, not the object the API server
+// answered with: that carries the whole spec (a MarkdownView's up to 1 MiB
+// of files), which would stay in memory for as long as the object exists.
+func TestPatchRemembersOnlyTheStatus(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t)
+	obj := f.get(t)
+	obj.Spec.Namespaces = []string{"a-very-large-spec"}
+	obj.Labels = map[string]string{"big": "label"}
+	next := withSummary(obj, conditions.Summary{Progress: conditions.Done, Reason: "Ready", Message: "all there"})
+	_, err := f.patcher.Patch(context.Background(), obj, next)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	w := f.patcher.written[f.key]
+	g.Expect(w.obj.Status).To(Equal(obj.Status), "the status as the API server stored it")
+	g.Expect(w.obj.Status.Conditions).To(HaveLen(len(next.Conditions)))
+	g.Expect(w.obj.Spec).To(BeZero())
+	g.Expect(w.obj.ObjectMeta).To(BeZero())
+
+	// What is remembered is a copy: changing the object written does not change it.
+	obj.Status.Conditions[0].Message = "changed"
+	g.Expect(f.patcher.written[f.key].obj.Status.Conditions[0].Message).To(Equal("all there"))
+}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
@@ -65,7 +66,7 @@ func TestDesiredDeployment(t *testing.T) {
 	g := NewWithT(t)
 	mv := desiredTestView(3, "")
 
-	ac := desiredDeployment(mv, desiredTestDefaultImage)
+	ac := deploymentOf(g, mv)
 	d := asTyped[appsv1.Deployment](g, ac)
 
 	g.Expect(d.APIVersion).To(Equal("apps/v1"))
@@ -158,7 +159,7 @@ func TestDesiredDeploymentImageAndReplicas(t *testing.T) {
 			g := NewWithT(t)
 			mv := desiredTestView(tt.replicas, tt.specImage)
 
-			d := asTyped[appsv1.Deployment](g, desiredDeployment(mv, desiredTestDefaultImage))
+			d := asTyped[appsv1.Deployment](g, deploymentOf(g, mv))
 
 			g.Expect(d.Spec.Replicas).To(HaveValue(Equal(tt.wantReplicas)))
 			g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(1))
@@ -172,7 +173,7 @@ func TestDesiredService(t *testing.T) {
 	mv := desiredTestView(2, "")
 
 	svc := asTyped[corev1.Service](g, desiredService(mv))
-	d := asTyped[appsv1.Deployment](g, desiredDeployment(mv, desiredTestDefaultImage))
+	d := asTyped[appsv1.Deployment](g, deploymentOf(g, mv))
 
 	g.Expect(svc.APIVersion).To(Equal("v1"))
 	g.Expect(svc.Kind).To(Equal("Service"))
@@ -207,8 +208,8 @@ func TestDesiredChildrenOfDifferentViewsDoNotOverlap(t *testing.T) {
 	b := desiredTestView(1, "")
 	b.Name, b.UID = "handbook", "other-uid"
 
-	da := asTyped[appsv1.Deployment](g, desiredDeployment(a, desiredTestDefaultImage))
-	db := asTyped[appsv1.Deployment](g, desiredDeployment(b, desiredTestDefaultImage))
+	da := asTyped[appsv1.Deployment](g, deploymentOf(g, a))
+	db := asTyped[appsv1.Deployment](g, deploymentOf(g, b))
 	sa := asTyped[corev1.Service](g, desiredService(a))
 
 	g.Expect(db.Name).To(Equal("viewer-handbook"))
@@ -246,7 +247,7 @@ func TestDesiredConfigMapData(t *testing.T) {
 			mv := desiredTestView(1, "")
 			mv.Spec.Markdowns = tt.files
 
-			got := desiredConfigMapData(mv)
+			got := dataOf(mv)
 
 			g.Expect(got).NotTo(BeNil())
 			g.Expect(got).To(Equal(tt.want))
@@ -257,11 +258,11 @@ func TestDesiredConfigMapData(t *testing.T) {
 func TestDesiredConfigMapDataDropsRemovedFiles(t *testing.T) {
 	g := NewWithT(t)
 	mv := desiredTestView(1, "")
-	g.Expect(desiredConfigMapData(mv)).To(HaveKey("SUMMARY.md"))
+	g.Expect(dataOf(mv)).To(HaveKey("SUMMARY.md"))
 
 	delete(mv.Spec.Markdowns, "SUMMARY.md")
 
-	g.Expect(desiredConfigMapData(mv)).To(Equal(map[string]string{"README.md": "# Hello"}))
+	g.Expect(dataOf(mv)).To(Equal(map[string]string{"README.md": "# Hello"}))
 }
 
 func TestChildLabels(t *testing.T) {
@@ -291,7 +292,7 @@ func TestDesiredIsDeterministic(t *testing.T) {
 	g := NewWithT(t)
 	mv := desiredTestView(2, "")
 
-	d1, d2 := desiredDeployment(mv, desiredTestDefaultImage), desiredDeployment(mv, desiredTestDefaultImage)
+	d1, d2 := deploymentOf(g, mv), deploymentOf(g, mv)
 	g.Expect(equality.Semantic.DeepEqual(d1, d2)).To(BeTrue())
 	g.Expect(mustJSON(g, d1)).To(Equal(mustJSON(g, d2)))
 
@@ -299,12 +300,12 @@ func TestDesiredIsDeterministic(t *testing.T) {
 	g.Expect(equality.Semantic.DeepEqual(s1, s2)).To(BeTrue())
 	g.Expect(mustJSON(g, s1)).To(Equal(mustJSON(g, s2)))
 
-	g.Expect(equality.Semantic.DeepEqual(desiredConfigMapData(mv), desiredConfigMapData(mv))).To(BeTrue())
+	g.Expect(equality.Semantic.DeepEqual(dataOf(mv), dataOf(mv))).To(BeTrue())
 
 	// And the comparison can tell a different input apart.
 	other := mv.DeepCopy()
 	other.Spec.Replicas = 3
-	g.Expect(equality.Semantic.DeepEqual(d1, desiredDeployment(other, desiredTestDefaultImage))).To(BeFalse())
+	g.Expect(equality.Semantic.DeepEqual(d1, deploymentOf(g, other))).To(BeFalse())
 }
 
 func TestDesiredDoesNotMutateView(t *testing.T) {
@@ -312,13 +313,27 @@ func TestDesiredDoesNotMutateView(t *testing.T) {
 	mv := desiredTestView(0, "")
 	want := mv.DeepCopy()
 
-	_ = desiredDeployment(mv, desiredTestDefaultImage)
+	_ = deploymentOf(g, mv)
 	_ = desiredService(mv)
-	data := desiredConfigMapData(mv)
+	data := dataOf(mv)
 	data["README.md"] = "changed"
 	data["new.md"] = "x"
 
 	g.Expect(mv).To(Equal(want))
+}
+
+// deploymentOf is desiredDeployment with the manager's default image; it
+// fails the test on an error.
+func deploymentOf(g Gomega, mv *viewv1.MarkdownView) *appsv1ac.DeploymentApplyConfiguration {
+	d, err := desiredDeployment(mv, desiredTestDefaultImage)
+	g.Expect(err).NotTo(HaveOccurred())
+	return d
+}
+
+// dataOf is the ConfigMap data (the Markdown) desiredContent makes of mv.
+func dataOf(mv *viewv1.MarkdownView) map[string]string {
+	data, _ := desiredContent(mv)
+	return data
 }
 
 func mustJSON(g Gomega, v any) string {
@@ -331,6 +346,8 @@ func BenchmarkDesiredDeployment(b *testing.B) {
 	mv := desiredTestView(2, "")
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = desiredDeployment(mv, desiredTestDefaultImage)
+		if _, err := desiredDeployment(mv, desiredTestDefaultImage); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

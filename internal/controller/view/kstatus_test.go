@@ -1,6 +1,7 @@
 package view
 
 import (
+	"errors"
 	"testing"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -35,7 +36,19 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 		"deadline exceeded":  {obs: observation{deployment: statusTestDeployment(1, 0, 0, deployUnavailable, deployStalled)}, replicas: 1, want: kstatus.FailedStatus},
 		"pods refused":       {obs: observation{deployment: statusTestDeployment(1, 0, 0, deployUnavailable, deployProgressing, deployReplicaFailure)}, replicas: 1, want: kstatus.FailedStatus},
 		"being deleted":      {obs: observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)}, replicas: 1, deleting: true, want: kstatus.TerminatingStatus},
-		"an error, retrying": {obs: observation{failed: errTooLarge}, replicas: 1, want: kstatus.InProgressStatus},
+		"an error, retrying": {obs: observation{failed: errors.New("connection refused")}, replicas: 1, want: kstatus.InProgressStatus},
+		// A served site whose spec asks for something Trellis refuses is
+		// Failed all the same: the spec is not what runs.
+		"image not allowed": {obs: observation{blockedReason: ReasonImageNotAllowed, blockedMessage: "viewerImage evil:1 is not allowed"},
+			replicas: 1, want: kstatus.FailedStatus},
+		"pod settings too large": {obs: observation{blockedReason: ReasonPodSettingsTooLarge, blockedMessage: "spec.pod takes 9000 bytes"},
+			replicas: 1, want: kstatus.FailedStatus},
+		"child refused by the API server": {obs: observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing),
+			blockedReason: ReasonChildRejected, blockedMessage: "Deployment.apps viewer-docs is invalid"}, replicas: 1, want: kstatus.FailedStatus},
+		"no Gateway API": {obs: observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing),
+			blockedReason: ReasonGatewayAPIUnavailable, blockedMessage: "install the Gateway API CRDs"}, replicas: 1, want: kstatus.FailedStatus},
+		"route refused by its Gateway": {obs: observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing),
+			blockedReason: ReasonRouteNotAccepted, blockedMessage: "Gateway team-a/public does not accept HTTPRoute viewer-docs"}, replicas: 1, want: kstatus.FailedStatus},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -1,5 +1,6 @@
-// Package view reconciles MarkdownViews into a ConfigMap of Markdown files, a
-// viewer Deployment that renders them, and a Service in front of it.
+// Package view reconciles MarkdownViews into a ConfigMap of Markdown files and
+// images, a viewer Deployment that renders them, a Service in front of it and,
+// when asked, an Ingress or a Gateway API HTTPRoute that exposes it.
 package view
 
 import (
@@ -10,24 +11,29 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
+	"github.com/trellis-dev/trellis/internal/imagepolicy"
 )
 
 // ControllerName names the controller in flags, logs, metrics and Events.
@@ -36,15 +42,31 @@ const ControllerName = "markdownview"
 // maxConfigMapBytes is the API server's limit on a ConfigMap's data.
 const maxConfigMapBytes = 1 << 20
 
-// errTooLarge stops the sub-reconcilers when the files cannot fit a ConfigMap.
-var errTooLarge = errors.New("markdowns too large for a ConfigMap")
+// errBlocked stops the sub-reconcilers on something only a person can fix;
+// what it is has been recorded in the observation.
+var errBlocked = errors.New("blocked; see the observation")
+
+// httpRouteGVK is the Gateway API type an exposed site may use; clusters
+// without the Gateway API CRDs do not serve it.
+var httpRouteGVK = schema.GroupVersionKind{Group: gatewayv1.GroupName, Version: "v1", Kind: "HTTPRoute"}
 
 // Controller registers the MarkdownView controller with the manager.
 var Controller = setup.Controller{
-	Name:  ControllerName,
-	Owned: []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}},
+	Name:          ControllerName,
+	Owned:         []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}, &networkingv1.Ingress{}},
+	OptionalOwned: []client.Object{&gatewayv1.HTTPRoute{}},
+	// The cache keeps content hashes instead of files (content.go), so the
+	// manager's memory does not grow with what the MarkdownViews hold.
+	Transforms: []setup.Transform{
+		{Object: &viewv1.MarkdownView{}, Func: trimMarkdownView},
+		{Object: &corev1.ConfigMap{}, Func: trimConfigMap},
+	},
 	Setup: func(_ context.Context, mgr ctrl.Manager, opts setup.Options) error {
-		return NewReconciler(mgr, opts).SetupWithManager(mgr, opts)
+		r, err := NewReconciler(mgr, opts)
+		if err != nil {
+			return err
+		}
+		return r.SetupWithManager(mgr, opts)
 	},
 }
 
@@ -57,21 +79,37 @@ var statusEvents = []status.EventRule{
 
 // Reconciler reconciles MarkdownView objects.
 type Reconciler struct {
-	client      client.Client
-	children    children.Clients
-	status      *status.Patcher[*viewv1.MarkdownView, viewv1.MarkdownViewStatus]
-	viewerImage string
+	client client.Client
+	// uncached reads a MarkdownView's files, which the cache does not hold.
+	uncached client.Reader
+	children children.Clients
+	// configMaps is children with ConfigMaps read around the cache trimmed
+	// as the cache trims them.
+	configMaps   children.Clients
+	status       *status.Patcher[*viewv1.MarkdownView, viewv1.MarkdownViewStatus]
+	viewerImage  string
+	imageAllow   imagepolicy.AllowList
+	routesServed bool
 }
 
 // NewReconciler builds the reconciler from the manager's clients and the options.
-func NewReconciler(mgr ctrl.Manager, opts setup.Options) *Reconciler {
-	return &Reconciler{
-		client:   mgr.GetClient(),
-		children: children.Clients{Cached: mgr.GetClient(), Uncached: mgr.GetAPIReader()},
-		status: status.NewPatcher(mgr.GetClient(), mgr.GetEventRecorder(ControllerName),
-			func(mv *viewv1.MarkdownView) *viewv1.MarkdownViewStatus { return &mv.Status }, statusEvents...),
-		viewerImage: opts.ViewerImage,
+func NewReconciler(mgr ctrl.Manager, opts setup.Options) (*Reconciler, error) {
+	allow, err := imagepolicy.Parse(opts.ViewerImageAllow, opts.ViewerImage)
+	if err != nil {
+		return nil, fmt.Errorf("viewer image allow-list: %w", err)
 	}
+	cached, uncached := mgr.GetClient(), mgr.GetAPIReader()
+	return &Reconciler{
+		client:     cached,
+		uncached:   uncached,
+		children:   children.Clients{Cached: cached, Uncached: uncached},
+		configMaps: children.Clients{Cached: cached, Uncached: trimmedReader{Reader: uncached, trim: trimConfigMap}},
+		status: status.NewPatcher(cached, mgr.GetEventRecorder(ControllerName),
+			func(mv *viewv1.MarkdownView) *viewv1.MarkdownViewStatus { return &mv.Status }, statusEvents...),
+		viewerImage:  opts.ViewerImage,
+		imageAllow:   allow,
+		routesServed: opts.Serves(httpRouteGVK),
+	}, nil
 }
 
 // +kubebuilder:rbac:groups=view.trellis.dev,resources=markdownviews,verbs=get;list;watch
@@ -80,19 +118,29 @@ func NewReconciler(mgr ctrl.Manager, opts setup.Options) *Reconciler {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager wires the watches: the MarkdownView itself (spec changes
-// only, so our status writes do not echo back), and its three children.
+// only, so our status writes do not echo back), and its children. HTTPRoutes
+// are watched only where the API server served them at start-up.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	return r.setupWith(mgr, opts.ControllerOptions())
+}
+
+func (r *Reconciler) setupWith(mgr ctrl.Manager, opts controller.Options) error {
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&viewv1.MarkdownView{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&appsv1.Deployment{}, builder.WithPredicates(deploymentChanged)).
 		Owns(&corev1.Service{}).
-		WithOptions(opts.ControllerOptions()).
-		Complete(r)
+		Owns(&networkingv1.Ingress{})
+	if r.routesServed {
+		b = b.Owns(&gatewayv1.HTTPRoute{})
+	}
+	return b.WithOptions(opts).Complete(r)
 }
 
 // deploymentChanged passes the Deployment updates that matter to us: spec or
@@ -129,7 +177,8 @@ func deploymentConditionsEqual(a, b []appsv1.DeploymentCondition) bool {
 	return true
 }
 
-// Reconcile brings one MarkdownView's children to the desired state and records what it saw.
+// Reconcile brings one MarkdownView's children to the desired state and
+// records what it saw. mv is the cached copy: its files are not in it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mv := &viewv1.MarkdownView{}
 	found, err := r.status.Get(ctx, req.NamespacedName, mv)
@@ -152,12 +201,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		obs.blocked(ReasonChildConflict, err.Error())
 		result = setup.RequeueAfter(setup.ForeignChildRetry)
 		err = nil
-	case errors.Is(err, errTooLarge):
-		err = nil // recorded in obs; only a smaller spec helps
+	case errors.Is(err, errBlocked):
+		err = nil // recorded in obs; only a person helps
 	case apierrors.IsConflict(err):
 		// Someone wrote the child since our cache saw it: try again at once,
 		// without telling the world about it.
 		return ctrl.Result{}, err
+	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
+		// The API server (or an admission policy, or a quota) refuses what
+		// the spec asks for: the message says what to change. A policy or
+		// quota can change without an event, so look again later.
+		obs.blocked(ReasonChildRejected, err.Error())
+		result = setup.RequeueAfter(setup.ForeignChildRetry)
+		err = nil
 	case err != nil:
 		obs.failed = err
 	}
@@ -173,9 +229,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // reconcileChildren runs the sub-reconcilers in order; the first error stops them.
 func (r *Reconciler) reconcileChildren(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
 	for _, step := range []func(context.Context, *viewv1.MarkdownView, *observation) error{
+		r.checkSpec,
 		r.reconcileConfigMap,
 		r.reconcileDeployment,
 		r.reconcileService,
+		r.reconcileIngress,
+		r.reconcileHTTPRoute,
 	} {
 		if err := step(ctx, mv, obs); err != nil {
 			return err
@@ -184,23 +243,72 @@ func (r *Reconciler) reconcileChildren(ctx context.Context, mv *viewv1.MarkdownV
 	return nil
 }
 
+// checkSpec refuses, before anything is written, a spec the manager will not
+// carry out: an image outside the allow-list (the Deployment keeps the image
+// it has), files or pod settings too large for the bounds Trellis keeps.
+func (r *Reconciler) checkSpec(_ context.Context, mv *viewv1.MarkdownView, obs *observation) error {
+	if img := mv.Spec.ViewerImage; img != "" && !r.imageAllow.Allows(img) {
+		obs.blocked(ReasonImageNotAllowed, fmt.Sprintf("viewerImage %s is not allowed by the manager's --viewer-image-allow (%s); nothing is changed until the image or the allow-list is", img, r.imageAllow))
+		return errBlocked
+	}
+	if n := cachedInt(mv.Annotations, cachedPodBytes); n > 0 {
+		obs.blocked(ReasonPodSettingsTooLarge, fmt.Sprintf("spec.pod takes %d bytes as JSON, over the %d Trellis accepts; nothing is changed until it is smaller", n, maxPodSettingsBytes))
+		return errBlocked
+	}
+	if n := cachedInt(mv.Annotations, cachedContentBytes); n > maxConfigMapBytes {
+		obs.blocked(ReasonMarkdownsTooLarge, contentTooLargeMessage(n))
+		return errBlocked
+	}
+	return nil
+}
+
+func contentTooLargeMessage(n int) string {
+	return fmt.Sprintf("markdowns and assets take %d bytes, over the %d a ConfigMap can hold; the site keeps serving the last files that fit", n, maxConfigMapBytes)
+}
+
 // reconcileConfigMap keeps the ConfigMap's data exactly equal to the spec's
-// files (a file dropped from the spec disappears), writing only on a difference.
+// files (a file dropped from the spec disappears), writing only on a
+// difference. The cache holds neither side's files, only their hashes; the
+// files are read from the API server only when the hashes differ.
 func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: configMapName(mv), Namespace: mv.Namespace}}
-	exists, err := children.LookupOwned(ctx, r.children, mv, "ConfigMap", cm)
+	exists, err := children.LookupOwned(ctx, r.configMaps, mv, "ConfigMap", cm)
 	if err != nil {
 		return err
 	}
-	data := desiredConfigMapData(mv)
-	if size := dataSize(data); size > maxConfigMapBytes {
-		obs.blocked(ReasonMarkdownsTooLarge, fmt.Sprintf("markdowns take %d bytes, over the %d a ConfigMap can hold; the site keeps serving the last files that fit", size, maxConfigMapBytes))
-		return errTooLarge
-	}
 	labels := childLabels(mv)
+	// Up to date: the data it holds, and the hash it says it holds, are the view's.
+	upToDate := func(hash string) bool {
+		return exists && hash != "" && cm.Annotations[cachedContentHash] == hash && cm.Annotations[contentHashAnnotation] == hash &&
+			hasLabels(cm.Labels, labels)
+	}
+	if upToDate(mv.Annotations[cachedContentHash]) {
+		return nil
+	}
+
+	full := &viewv1.MarkdownView{}
+	if err := r.uncached.Get(ctx, client.ObjectKeyFromObject(mv), full); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // deleted since; its children go with it
+		}
+		return fmt.Errorf("reading the files of MarkdownView %s: %w", mv.Name, err)
+	}
+	if full.UID != mv.UID {
+		return nil // replaced by a new object of the same name, which has its own reconcile coming
+	}
+	data, binaryData := desiredContent(full)
+	if size := contentSize(data, binaryData); size > maxConfigMapBytes {
+		obs.blocked(ReasonMarkdownsTooLarge, contentTooLargeMessage(size))
+		return errBlocked
+	}
+	hash := contentHash(data, binaryData)
+	if upToDate(hash) {
+		return nil // the cache's copy of the MarkdownView was behind
+	}
 	if !exists {
 		cm.Labels = labels
-		cm.Data = data
+		cm.Annotations = map[string]string{contentHashAnnotation: hash}
+		cm.Data, cm.BinaryData = data, binaryData
 		if err := controllerutil.SetControllerReference(mv, cm, r.client.Scheme()); err != nil {
 			return err
 		}
@@ -210,29 +318,23 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 		log.FromContext(ctx).Info("ConfigMap created", "configmap", cm.Name)
 		return nil
 	}
-	if equality.Semantic.DeepEqual(cm.Data, data) && len(cm.BinaryData) == 0 && hasLabels(cm.Labels, labels) {
-		return nil
-	}
+	// cm is the trimmed copy: no data, and the cache's own key, which the API
+	// server would refuse. An update replaces all of the data.
 	if cm.Labels == nil {
 		cm.Labels = map[string]string{}
 	}
 	maps.Copy(cm.Labels, labels)
-	cm.Data = data
-	cm.BinaryData = nil
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	delete(cm.Annotations, cachedContentHash)
+	cm.Annotations[contentHashAnnotation] = hash
+	cm.Data, cm.BinaryData = data, binaryData
 	if err := r.client.Update(ctx, cm); err != nil {
 		return fmt.Errorf("updating ConfigMap %s: %w", cm.Name, err)
 	}
 	log.FromContext(ctx).Info("ConfigMap updated", "configmap", cm.Name)
 	return nil
-}
-
-// dataSize counts a ConfigMap's data as the API server does: keys and values, in bytes.
-func dataSize(data map[string]string) int {
-	n := 0
-	for k, v := range data {
-		n += len(k) + len(v)
-	}
-	return n
 }
 
 // hasLabels reports whether every wanted label is set on have.
@@ -247,7 +349,10 @@ func hasLabels(have, want map[string]string) bool {
 
 // reconcileDeployment applies the viewer Deployment and records it for the status.
 func (r *Reconciler) reconcileDeployment(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
-	desired := desiredDeployment(mv, r.viewerImage)
+	desired, err := desiredDeployment(mv, r.viewerImage)
+	if err != nil {
+		return err
+	}
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: *desired.Name, Namespace: mv.Namespace}}
 	applied, err := children.ApplyOwned(ctx, r.children, mv, "Deployment", live, desired, appsv1ac.ExtractDeployment)
 	if err != nil {

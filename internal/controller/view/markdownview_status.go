@@ -22,6 +22,11 @@ const (
 	ReasonNoReplicasAvailable      = "NoReplicasAvailable"
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	ReasonReplicaFailure           = "ReplicaFailure"
+	ReasonImageNotAllowed          = "ImageNotAllowed"
+	ReasonPodSettingsTooLarge      = "PodSettingsTooLarge"
+	ReasonChildRejected            = "ChildRejected"
+	ReasonGatewayAPIUnavailable    = "GatewayAPIUnavailable"
+	ReasonRouteNotAccepted         = "RouteNotAccepted"
 )
 
 // Conditions earlier versions of Trellis wrote; a status written now drops them.
@@ -31,16 +36,20 @@ var retiredConditions = []string{"Progressing", "Degraded"}
 type observation struct {
 	// deployment is the live viewer Deployment; nil when it does not exist yet.
 	deployment *appsv1.Deployment
-	// blockedReason and blockedMessage say why the children could not be
-	// reconciled in a way only a person can fix: a child name taken by an
-	// object we do not own, or files too large for a ConfigMap.
+	// blockedReason and blockedMessage say why the spec cannot be carried
+	// out in a way only a person can fix: a child name taken by an object we
+	// do not own, files too large for a ConfigMap, an image not allowed, a
+	// child the API server refuses, an HTTPRoute without the Gateway API or
+	// refused by its Gateway. The first one recorded is kept.
 	blockedReason, blockedMessage string
 	// failed is an error the reconcile returned (it is retried with back-off).
 	failed error
 }
 
 func (o *observation) blocked(reason, message string) {
-	o.blockedReason, o.blockedMessage = reason, message
+	if o.blockedReason == "" {
+		o.blockedReason, o.blockedMessage = reason, message
+	}
 }
 
 // computeStatus derives the whole status from the spec and the observation.

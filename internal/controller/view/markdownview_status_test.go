@@ -509,3 +509,24 @@ func BenchmarkComputeStatus(b *testing.B) {
 		_ = computeStatus(mv, obs)
 	}
 }
+
+func TestComputeStatusOfAnExposedSite(t *testing.T) {
+	g := NewWithT(t)
+	mv := statusTestView(1)
+	mv.Spec.Expose.Ingress = viewv1.IngressExpose{Host: "docs.example.com", TLSSecretName: "docs-tls"}
+
+	st := computeStatus(mv, observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)})
+
+	g.Expect(st.URL).To(Equal("https://docs.example.com"))
+	ready := conditions.Get(st.Conditions, conditions.Ready)
+	g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(ready.Message).To(Equal("1 viewer replicas serve https://docs.example.com"))
+
+	// Exposure refused: the URL still names what the spec asks for, Ready
+	// says why it is not served there.
+	st = computeStatus(mv, observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing),
+		blockedReason: ReasonChildConflict, blockedMessage: conflictMessage})
+	g.Expect(st.URL).To(Equal("https://docs.example.com"))
+	g.Expect(conditions.Get(st.Conditions, conditions.Stalled).Reason).To(Equal(ReasonChildConflict))
+	g.Expect(conditions.IsTrue(st.Conditions, conditions.Available)).To(BeTrue(), "the pods serve the site inside the cluster meanwhile")
+}

@@ -3,14 +3,20 @@ package view
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
@@ -23,8 +29,47 @@ import (
 var (
 	k8s        client.Client
 	mgrWrites  testenv.WriteCounter
+	mvReads    viewReads
 	reconciler *Reconciler
 )
+
+// viewReads counts the manager's GETs of single MarkdownViews: the reads
+// around the cache that fetch a view's files.
+type viewReads struct {
+	mu sync.Mutex
+	n  map[string]int // by request path
+}
+
+func (v *viewReads) wrap(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet && req.URL.Query().Get("watch") == "" &&
+				strings.HasPrefix(req.URL.Path, "/apis/view.trellis.dev/v1/namespaces/") &&
+				strings.Count(strings.TrimPrefix(req.URL.Path, "/apis/view.trellis.dev/v1/namespaces/"), "/") == 2 {
+				v.mu.Lock()
+				if v.n == nil {
+					v.n = map[string]int{}
+				}
+				v.n[req.URL.Path]++
+				v.mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return out
+}
+
+// of returns how many times the MarkdownView was read so far.
+func (v *viewReads) of(view types.NamespacedName) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.n["/apis/view.trellis.dev/v1/namespaces/"+view.Namespace+"/markdownviews/"+view.Name]
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 const testViewerImage = "example.com/viewer:test"
 
@@ -37,8 +82,14 @@ func run(m *testing.M) int {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(viewv1.AddToScheme(scheme))
+	utilruntime.Must(gatewayv1.Install(scheme))
 
-	env, cfg, err := testenv.Start(scheme)
+	gatewayCRDs, err := testenv.GatewayAPICRDs()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env, cfg, err := testenv.Start(scheme, gatewayCRDs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -66,15 +117,14 @@ func run(m *testing.M) int {
 	opts.ViewerImage = testViewerImage
 	// The manager's own controller, plus a handle on an identical reconciler
 	// (same counted client) so tests can call Reconcile directly.
-	ctl := setup.Controller{
-		Name:  Controller.Name,
-		Owned: Controller.Owned,
-		Setup: func(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
-			reconciler = NewReconciler(mgr, o)
-			return reconciler.SetupWithManager(mgr, o)
-		},
+	ctl := Controller
+	ctl.Setup = func(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
+		if reconciler, err = NewReconciler(mgr, o); err != nil {
+			return err
+		}
+		return reconciler.SetupWithManager(mgr, o)
 	}
-	mgr, err := manager.New(ctx, mgrWrites.Wrap(managerCfg), scheme, opts, []setup.Controller{ctl})
+	mgr, err := manager.New(ctx, mvReads.wrap(mgrWrites.Wrap(managerCfg)), scheme, opts, []setup.Controller{ctl})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
