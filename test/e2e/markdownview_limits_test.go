@@ -33,6 +33,7 @@ import (
 // default --viewer-image-allow (the repository of --viewer-image), refuses a
 // MarkdownView naming another image, and creates nothing for it.
 func TestViewerImageOutsideTheAllowListIsStalled(t *testing.T) {
+	useLocalManager(t)
 	mv := "apiVersion: view.trellis.dev/v1\nkind: MarkdownView\nmetadata: {name: foreign-image, namespace: default}\n" +
 		"spec:\n  markdowns: {index.md: \"# x\"}\n  viewerImage: registry.example.com/miner:1\n"
 	if _, err := kubectlIn([]byte(mv), "apply", "--server-side", "-f", "-"); err != nil {
