@@ -12,7 +12,7 @@ const userPolicy = `{"Version":"2012-10-17","Id":"mine","Statement":[{"Sid":"Pub
 func statementSids(g Gomega, doc string) []string {
 	var d struct{ Statement []struct{ Sid string } }
 	g.Expect(json.Unmarshal([]byte(doc), &d)).To(Succeed(), doc)
-	var out []string
+	out := make([]string, 0, len(d.Statement))
 	for _, s := range d.Statement {
 		out = append(out, s.Sid)
 	}
