@@ -380,6 +380,8 @@ func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBuc
 			log.FromContext(ctx).Info("bucket deleted", "bucket", bucketName(b))
 			r.recorder.Eventf(b, nil, corev1.EventTypeNormal, "BucketDeleted", "Delete", "deleted empty bucket %s (deletionPolicy: Delete)", bucketName(b))
 		}
+	} else {
+		r.markRetained(ctx, b)
 	}
 	if err := finalizer.Remove(ctx, r.client, b, BucketFinalizer); err != nil {
 		return ctrl.Result{}, err
@@ -387,6 +389,35 @@ func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBuc
 	r.schedule.Forget(client.ObjectKeyFromObject(b))
 	forgetBucketMetrics(client.ObjectKeyFromObject(b))
 	return ctrl.Result{}, nil
+}
+
+// markRetained makes sure a bucket kept by deletionPolicy Retain carries
+// its namespace tag, so the namespace can take it back: buckets tagged by a
+// Trellis that did not record namespaces yet lack it. Best effort: a store
+// that does not answer does not hold the deletion (the bucket then needs the
+// store's adoption leave to be taken back), and a Warning says so.
+func (r *BucketReconciler) markRetained(ctx context.Context, b *storagev1.StorageBucket) {
+	name := bucketName(b)
+	if b.Status.Claim != storagev1.BucketClaimed || b.Status.BucketName != name {
+		return
+	}
+	store, _, err := usableStore(ctx, r.client, b.Spec.StoreRef.Name)
+	if err != nil || store == nil {
+		return
+	}
+	mine := s3.Owner{UID: string(b.UID), Namespace: b.Namespace}
+	c, err := r.stores.Client(ctx, store)
+	if err == nil {
+		var owner s3.Owner
+		if owner, err = c.Owner(ctx, name); err == nil && owner.UID == mine.UID && owner.Namespace != mine.Namespace {
+			err = c.SetOwner(ctx, name, mine)
+		}
+	}
+	if err != nil {
+		_, msg := classifyStoreError(err)
+		r.recorder.Eventf(b, nil, corev1.EventTypeWarning, "RetainedUntagged", "Delete",
+			"bucket %s is kept, but its namespace tag could not be checked (%s): taking it back may need the store's adoption leave", name, msg)
+	}
 }
 
 // recheckAccesses has the BucketAccesses of a bucket look at their grants

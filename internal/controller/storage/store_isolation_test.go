@@ -163,3 +163,21 @@ func TestKeptBucketStaysWithItsNamespace(t *testing.T) {
 		deleteBucket(g, b.ns, b.name)
 	}
 }
+
+// TestRetainRecordsTheNamespace: a bucket tagged before namespaces were
+// recorded (only its UID) gets its namespace tag when its StorageBucket is
+// deleted with Retain, so its namespace can take it back.
+func TestRetainRecordsTheNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	store := ensureStore(g)
+	ns := newNamespace(t)
+	g.Expect(k8s.Create(ctx, newBucket(ns, "old", store))).To(Succeed())
+	b := eventuallyReason(g, ns, "old", ReasonHealthy)
+	c := direct(g)
+	g.Expect(c.SetOwner(ctx, ns+"-old", s3.Owner{UID: string(b.UID)})).To(Succeed()) // as an earlier Trellis tagged it
+	deleteBucket(g, ns, "old")
+	owner, err := c.Owner(ctx, ns+"-old")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(owner).To(Equal(s3.Owner{UID: string(b.UID), Namespace: ns}))
+}
