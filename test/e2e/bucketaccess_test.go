@@ -125,48 +125,7 @@ func TestBucketAccessWorkload(t *testing.T) {
 		t.Fatalf("building the workload: %v\n%s", err, out)
 	}
 	const ns, closedNS = "e2e-access", "e2e-access-closed"
-	store := fmt.Sprintf(`apiVersion: storage.trellis.dev/v1
-kind: ObjectStore
-metadata: {name: e2e-access-s3}
-spec:
-  type: Versitygw
-  endpoint: http://127.0.0.1:%d
-  pathStyle: true
-  credentialsSecretRef: {namespace: trellis-system, name: local-s3-credentials}
-  namespaceSelector: {matchLabels: {e2e-s3: open}}
-`, s3Port)
-	if _, err := kubectlIn([]byte(store), "apply", "--server-side", "-f", "-"); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{ns, closedNS} {
-		if _, err := kubectl("create", "namespace", n); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := kubectl("create", "rolebinding", "e2e-dev-edit", "-n", n, "--clusterrole=edit", "--user=e2e-dev"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := kubectl("label", "namespace", ns, "e2e-s3=open"); err != nil {
-		t.Fatal(err)
-	}
-	// What the editor may not do: open the store to another namespace.
-	if _, err := kubectl("label", "namespace", closedNS, "e2e-s3=open", "--as", "e2e-dev"); err == nil {
-		t.Fatal("a namespace editor labelled a namespace")
-	}
-
-	asEditor := func(manifest, namespace string) {
-		t.Helper()
-		// The aggregation controller adds Trellis' rules to edit shortly
-		// after the CRDs' roles exist; a few tries cover that.
-		var err error
-		for range 30 {
-			if _, err = kubectlIn([]byte(manifest), "apply", "--server-side", "-n", namespace, "--as", "e2e-dev", "-f", "-"); err == nil {
-				return
-			}
-			time.Sleep(time.Second)
-		}
-		t.Fatal(err)
-	}
+	openStoreTo(t, ns, closedNS)
 	bucket := `apiVersion: storage.trellis.dev/v1
 kind: StorageBucket
 metadata: {name: data}
@@ -183,10 +142,10 @@ spec:
   secretName: app-s3
 `
 	other := strings.Replace(bucket, "name: data", "name: other", 1)
-	asEditor(bucket, ns)
-	asEditor(other, ns)
-	asEditor(access, ns)
-	asEditor(bucket, closedNS)
+	asEditor(t, bucket, ns)
+	asEditor(t, other, ns)
+	asEditor(t, access, ns)
+	asEditor(t, bucket, closedNS)
 	for _, obj := range []string{"storagebucket/data", "storagebucket/other", "bucketaccess/app"} {
 		if _, err := kubectl("wait", "--for=condition=Ready", obj, "-n", ns, "--timeout=120s"); err != nil {
 			t.Fatal(err)
@@ -256,7 +215,74 @@ spec:
 	}
 
 	// The secret key never reached the manager's log, Events or any status.
-	secretKey := envValue(env, "AWS_SECRET_ACCESS_KEY")
+	expectNowhere(t, envValue(env, "AWS_SECRET_ACCESS_KEY"))
+
+	if _, err := kubectl("delete", "namespace", closedNS, "--wait=true", "--timeout=120s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubectl("delete", "objectstore", "e2e-access-s3", "--wait=true", "--timeout=60s"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openStoreTo makes the store of the test, open to namespaces labelled
+// e2e-s3=open, and the namespaces, each with the user e2e-dev as an editor
+// (the built-in edit role); only the first is labelled in, by the admin.
+func openStoreTo(t *testing.T, open string, others ...string) {
+	t.Helper()
+	store := fmt.Sprintf(`apiVersion: storage.trellis.dev/v1
+kind: ObjectStore
+metadata: {name: e2e-access-s3}
+spec:
+  type: Versitygw
+  endpoint: http://127.0.0.1:%d
+  pathStyle: true
+  credentialsSecretRef: {namespace: trellis-system, name: local-s3-credentials}
+  namespaceSelector: {matchLabels: {e2e-s3: open}}
+`, s3Port)
+	if _, err := kubectlIn([]byte(store), "apply", "--server-side", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range append([]string{open}, others...) {
+		if _, err := kubectl("create", "namespace", n); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kubectl("create", "rolebinding", "e2e-dev-edit", "-n", n, "--clusterrole=edit", "--user=e2e-dev"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := kubectl("label", "namespace", open, "e2e-s3=open"); err != nil {
+		t.Fatal(err)
+	}
+	// What the editor may not do: open the store to another namespace.
+	for _, n := range others {
+		if _, err := kubectl("label", "namespace", n, "e2e-s3=open", "--as", "e2e-dev"); err == nil {
+			t.Fatal("a namespace editor labelled a namespace")
+		}
+	}
+}
+
+// asEditor applies a manifest in a namespace as the editor e2e-dev.
+func asEditor(t *testing.T, manifest, namespace string) {
+	t.Helper()
+	// The aggregation controller adds Trellis' rules to edit shortly after
+	// the roles exist; a few tries cover that.
+	var err error
+	for range 30 {
+		if _, err = kubectlIn([]byte(manifest), "apply", "--server-side", "-n", namespace, "--as", "e2e-dev", "-f", "-"); err == nil {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatal(err)
+}
+
+// expectNowhere checks a secret value is in no manager log, Event or status.
+func expectNowhere(t *testing.T, secret string) {
+	t.Helper()
+	if len(secret) < 20 {
+		t.Fatalf("secret %q too short to grep for", secret)
+	}
 	var logs []byte
 	for _, l := range managerLogs {
 		b, _ := os.ReadFile(l)
@@ -265,15 +291,8 @@ spec:
 	events, _ := kubectl("get", "events", "-A", "-o", "yaml")
 	objects, _ := kubectl("get", "storagebuckets,bucketaccesses,objectstores", "-A", "-o", "yaml")
 	for name, text := range map[string]string{"manager log": string(logs), "Events": events, "object status": objects} {
-		if len(secretKey) < 20 || strings.Contains(text, secretKey) {
-			t.Errorf("the workload's secret key appears in the %s", name)
+		if strings.Contains(text, secret) {
+			t.Errorf("a workload's secret key appears in the %s", name)
 		}
-	}
-
-	if _, err := kubectl("delete", "namespace", closedNS, "--wait=true", "--timeout=120s"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kubectl("delete", "objectstore", "e2e-access-s3", "--wait=true", "--timeout=60s"); err != nil {
-		t.Fatal(err)
 	}
 }

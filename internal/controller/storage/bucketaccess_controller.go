@@ -355,7 +355,7 @@ func (r *AccessReconciler) finalize(ctx context.Context, a *storagev1.BucketAcce
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if res.storeDown {
+		if res.storeDown && res.store != nil {
 			r.storeMayBeDown(ctx, res.store)
 		}
 		for _, id := range res.revoked {
@@ -396,7 +396,11 @@ func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess
 	}
 	accounts, err := r.stores.Accounts(ctx, store)
 	if errors.Is(err, s3.ErrAccessNotSupported) {
-		return revocationResult{done: true}, nil // no account was ever made there
+		// The store had an account driver when the accounts were made (the
+		// target is recorded only then): its type was changed since.
+		return revocationResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonAccessNotSupported,
+			Message: fmt.Sprintf("ObjectStore %s is now of type %s, so the key's accounts made there cannot be revoked; set its type back to %s, or remove the finalizer by hand (the accounts then stay in the store)",
+				store.Name, store.Spec.Type, storagev1.StoreTypeVersitygw)}}, nil
 	}
 	if err != nil {
 		return revocationResult{summary: storeProblem(store.Name, "building its clients", err)}, nil
