@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// The manager under test: a real bin/manager process, and what its
+// Prometheus metrics say (writes by resource, reconciles, bucket checks, RSS).
+
+type managerProc struct {
+	cmd         *exec.Cmd
+	metricsAddr string
+	probeAddr   string
+}
+
+func (b *bench) startManager() error {
+	m := &managerProc{metricsAddr: freeAddr(), probeAddr: freeAddr()}
+	logFile, err := os.Create(filepath.Join(b.root, ".dev", b.cluster+"-manager.log"))
+	if err != nil {
+		return err
+	}
+	args := []string{"--kubeconfig", b.kubeconfig, "--namespace", "trellis-system",
+		"--metrics-bind-address", m.metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", m.probeAddr,
+		"--zap-log-level", "error"}
+	args = append(args, strings.Fields(b.cfg.managerArgs)...)
+	m.cmd = exec.Command(filepath.Join(b.bin, "manager"), args...)
+	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := m.cmd.Start(); err != nil {
+		return err
+	}
+	b.mgr = m
+	return waitFor(2*time.Minute, func() (bool, error) {
+		resp, err := http.Get("http://" + m.probeAddr + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+func (m *managerProc) stop() {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = m.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(45 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-done
+	}
+	m.cmd = nil
+}
+
+// peakRSS reads VmHWM, the process' high-water mark of resident memory.
+func (m *managerProc) peakRSS() (float64, error) { return m.status("VmHWM:") }
+
+// rss reads VmRSS, the process' resident memory now.
+func (m *managerProc) rss() (float64, error) { return m.status("VmRSS:") }
+
+// status reads a kB figure from /proc/<pid>/status.
+func (m *managerProc) status(field string) (float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = f.Close() }()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), field); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, m.cmd.Process.Pid)
+}
+
+// writeCounts is the manager's own count of mutating API requests by resource.
+type writeCounts map[string]float64
+
+func (w writeCounts) total() float64 {
+	t := 0.0
+	for _, v := range w {
+		t += v
+	}
+	return t
+}
+
+// withoutEvents is the total of writes other than Events.
+func (w writeCounts) withoutEvents() float64 { return w.total() - w["events"] }
+
+// sub is the writes since before.
+func (w writeCounts) sub(before writeCounts) writeCounts {
+	out := writeCounts{}
+	for k, v := range w {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func (w writeCounts) String() string { return w.minus(nil) }
+
+func (w writeCounts) minus(before writeCounts) string {
+	keys := make([]string, 0, len(w))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		if d := w[k] - before[k]; d != 0 {
+			parts = append(parts, fmt.Sprintf("%s=%g", k, d))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func (m *managerProc) scrape() (map[string]*dto.MetricFamily, error) {
+	resp, err := http.Get("http://" + m.metricsAddr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
+}
+
+func (m *managerProc) writes() (writeCounts, error) {
+	fams, err := m.scrape()
+	if err != nil {
+		return nil, err
+	}
+	out := writeCounts{}
+	if f, ok := fams["trellis_api_requests_total"]; ok {
+		for _, metric := range f.Metric {
+			labels := map[string]string{}
+			for _, l := range metric.Label {
+				labels[l.GetName()] = l.GetValue()
+			}
+			switch labels["verb"] {
+			case "POST", "PUT", "PATCH", "DELETE":
+				if labels["resource"] == "leases" {
+					continue
+				}
+				out[labels["resource"]] += metric.GetCounter().GetValue()
+			}
+		}
+	}
+	return out, nil
+}
+
+// requests is every request the manager sent, by "VERB resource" (reads
+// included), for seeing where a run's requests went.
+func (m *managerProc) requests() (writeCounts, error) {
+	fams, err := m.scrape()
+	if err != nil {
+		return nil, err
+	}
+	out := writeCounts{}
+	if f, ok := fams["trellis_api_requests_total"]; ok {
+		for _, metric := range f.Metric {
+			labels := map[string]string{}
+			for _, l := range metric.Label {
+				labels[l.GetName()] = l.GetValue()
+			}
+			out[labels["verb"]+" "+labels["resource"]] += metric.GetCounter().GetValue()
+		}
+	}
+	return out, nil
+}
+
+func (m *managerProc) reconciles(controller string) (float64, error) {
+	fams, err := m.scrape()
+	if err != nil {
+		return 0, err
+	}
+	return sumCounter(fams, "controller_runtime_reconcile_total", map[string]string{"controller": controller}), nil
+}
+
+func (m *managerProc) bucketCounters() (checks, requests float64, err error) {
+	fams, err := m.scrape()
+	if err != nil {
+		return 0, 0, err
+	}
+	return sumCounter(fams, "trellis_storagebucket_checks_total", nil), sumCounter(fams, "trellis_objectstore_requests_total", nil), nil
+}
+
+func sumCounter(fams map[string]*dto.MetricFamily, name string, match map[string]string) float64 {
+	f, ok := fams[name]
+	if !ok {
+		return 0
+	}
+	total := 0.0
+next:
+	for _, metric := range f.Metric {
+		for k, v := range match {
+			found := false
+			for _, l := range metric.Label {
+				if l.GetName() == k && l.GetValue() == v {
+					found = true
+				}
+			}
+			if !found {
+				continue next
+			}
+		}
+		total += metric.GetCounter().GetValue()
+	}
+	return total
+}

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+)
+
+// The MarkdownView scenarios: N views created at once against a floor that
+// creates the same children directly; writes per view; a quiet window; a
+// restart; edit latency.
+
+// convergence is one size's times, for the chart.
+type convergence struct {
+	Views   int     `json:"views"`
+	Floor   float64 `json:"floorSeconds"`
+	Trellis float64 `json:"trellisSeconds"`
+}
+
+// runCost is what one convergence run cost: its time, the API writes of whoever
+// created the objects, and the CPU seconds of every process.
+type runCost struct {
+	took   time.Duration
+	writes writeCounts
+	cpu    cpuSample
+}
+
+func (b *bench) markdownViewScenarios() error {
+	ctx := context.Background()
+	for _, n := range b.cfg.viewSizes {
+		floor, trellis, err := b.convergeViews(ctx, n)
+		if err != nil {
+			return err
+		}
+		b.points = append(b.points, convergence{Views: n, Floor: floor.took.Seconds(), Trellis: trellis.took.Seconds()})
+		scenario := fmt.Sprintf("%d MarkdownViews created at once", n)
+		b.add(row{Scenario: scenario, Figure: "time until all Ready (floor: all Available)", Value: trellis.took.Seconds(), Unit: "s",
+			Floor: floor.took.Seconds(), Ratio: trellis.took.Seconds() / floor.took.Seconds(), Target: "≤ 1.5× floor",
+			Met: trellis.took.Seconds() <= 1.5*floor.took.Seconds()})
+		b.add(row{Scenario: "same", Figure: "kube-apiserver CPU", Value: trellis.cpu["kube-apiserver"], Unit: "s",
+			Floor: floor.cpu["kube-apiserver"], Ratio: trellis.cpu["kube-apiserver"] / floor.cpu["kube-apiserver"], Target: "≤ 1.5× floor",
+			Met: trellis.cpu["kube-apiserver"] <= 1.5*floor.cpu["kube-apiserver"]})
+		b.add(row{Scenario: "same", Figure: "etcd CPU", Value: trellis.cpu["etcd"], Unit: "s",
+			Floor: floor.cpu["etcd"], Ratio: trellis.cpu["etcd"] / floor.cpu["etcd"], Target: "report", Met: true})
+		b.add(row{Scenario: "same", Figure: "manager CPU", Value: trellis.cpu["manager"], Unit: "s", Target: "report", Met: true})
+		b.add(row{Scenario: "same", Figure: "API writes per view (Events included)", Value: trellis.writes.total() / float64(n), Unit: "writes",
+			Floor: floor.writes.total() / float64(n), Ratio: trellis.writes.total() / floor.writes.total(), Target: "report", Met: true})
+		perView := trellis.writes.withoutEvents() / float64(n)
+		b.add(row{Scenario: "same", Figure: "API writes per view, Events excluded", Value: perView, Unit: "writes",
+			Target: fmt.Sprintf("≤ %d (design minimum, docs/markdownview.md)", viewWritesMinimum), Met: perView <= viewWritesMinimum+0.05})
+	}
+	n, total := b.cfg.markdownViews, b.totalViews()
+	if rss, err := b.mgr.rss(); err == nil {
+		log("manager RSS with %d MarkdownViews: %.1f MiB", total, rss/(1<<20))
+	}
+	// Quiet window: nothing changes, nothing is written.
+	log("quiet window %s", b.cfg.quiet)
+	before, _ := b.mgr.writes()
+	time.Sleep(b.cfg.quiet)
+	after, _ := b.mgr.writes()
+	quiet := after.total() - before.total()
+	b.add(row{Scenario: fmt.Sprintf("all %d MarkdownViews converged", total), Figure: fmt.Sprintf("writes in a %s quiet window", b.cfg.quiet), Value: quiet, Unit: "writes", Target: "0", Met: quiet == 0})
+
+	// Edit latency: one MarkdownView edited while all exist.
+	lat := make([]float64, 0, b.cfg.edits)
+	for i := range b.cfg.edits {
+		want := fmt.Sprintf("# Edit %d %d\n", i, time.Now().UnixNano())
+		mv := &viewv1.MarkdownView{}
+		if err := b.c.Get(ctx, client.ObjectKey{Namespace: viewNamespace(n), Name: "mv-0"}, mv); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(mv.DeepCopy())
+		mv.Spec.Markdowns["index.md"] = viewv1.MarkdownText(want)
+		start := time.Now()
+		if err := b.c.Patch(ctx, mv, patch); err != nil {
+			return err
+		}
+		if err := waitFor(time.Minute, func() (bool, error) {
+			cm := &corev1.ConfigMap{}
+			err := b.c.Get(ctx, client.ObjectKey{Namespace: viewNamespace(n), Name: "markdowns-mv-0"}, cm)
+			return err == nil && cm.Data["index.md"] == want, client.IgnoreNotFound(err)
+		}, 5*time.Millisecond); err != nil {
+			return fmt.Errorf("edit %d: %w", i, err)
+		}
+		lat = append(lat, time.Since(start).Seconds()*1000)
+	}
+	sort.Float64s(lat)
+	b.add(row{Scenario: fmt.Sprintf("one MarkdownView edited while %d exist", n), Figure: fmt.Sprintf("edit live in ConfigMap, p50 over %d edits", len(lat)), Value: percentile(lat, 50), Unit: "ms", Target: "report", Met: true})
+	b.add(row{Scenario: "same", Figure: "p99", Value: percentile(lat, 99), Unit: "ms", Target: "report", Met: true})
+	return nil
+}
+
+// convergeViews creates n views' children directly (the floor), then n
+// MarkdownViews, each until everything is served, in namespaces of their own.
+// The floor is measured twice, before and after Trellis, and the mean taken,
+// so neither side profits from going first on a fresher cluster.
+func (b *bench) convergeViews(ctx context.Context, n int) (floor, trellis runCost, err error) {
+	first, err := b.floorViews(ctx, n, "floor-a")
+	if err != nil {
+		return runCost{}, runCost{}, err
+	}
+	if trellis, err = b.trellisViews(ctx, n); err != nil {
+		return runCost{}, runCost{}, err
+	}
+	second, err := b.floorViews(ctx, n, "floor-b")
+	if err != nil {
+		return runCost{}, runCost{}, err
+	}
+	log("floor %d views: %s then %s", n, first.took, second.took)
+	floor = runCost{took: (first.took + second.took) / 2, writes: writeCounts{}, cpu: cpuSample{}}
+	for k := range first.writes {
+		floor.writes[k] = (first.writes[k] + second.writes[k]) / 2
+	}
+	for k := range first.cpu {
+		floor.cpu[k] = (first.cpu[k] + second.cpu[k]) / 2
+	}
+	return floor, trellis, nil
+}
+
+// totalViews is how many MarkdownViews the convergence runs leave behind.
+func (b *bench) totalViews() int {
+	total := 0
+	for _, n := range b.cfg.viewSizes {
+		total += n
+	}
+	return total
+}
+
+func viewNamespace(n int) string { return fmt.Sprintf("mv-%d", n) }
+
+// viewWritesMinimum is what a new MarkdownView needs, Events aside: the
+// ConfigMap, Deployment and Service, and two status writes (rolling out, Ready).
+const viewWritesMinimum = 5
+
+// measure runs create, then waits for done, and says what it cost.
+func (b *bench) measure(what string, writes func() writeCounts, create func() error, done func() (bool, error)) (runCost, error) {
+	cpu0, err := b.cpu()
+	if err != nil {
+		return runCost{}, err
+	}
+	w0 := writes()
+	start := time.Now()
+	if err := create(); err != nil {
+		return runCost{}, err
+	}
+	created := time.Since(start)
+	if err := waitFor(30*time.Minute, done); err != nil {
+		return runCost{}, fmt.Errorf("%s: %w", what, err)
+	}
+	r := runCost{took: time.Since(start)}
+	log("%s: objects sent in %s", what, created)
+	time.Sleep(2 * time.Second) // let the last writes (status, Events) land before counting
+	r.writes = writes().sub(w0)
+	cpu1, err := b.cpu()
+	if err != nil {
+		return runCost{}, err
+	}
+	r.cpu = cpu1.minus(cpu0)
+	log("%s: %s, writes %s, CPU %s", what, r.took, r.writes, r.cpu)
+	return r, nil
+}
+
+func (b *bench) floorViews(ctx context.Context, n int, ns string) (runCost, error) {
+	ns = fmt.Sprintf("%s-%d", ns, n)
+	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return runCost{}, err
+	}
+	return b.measure(fmt.Sprintf("floor: %d ConfigMaps + Deployments + Services created directly", n),
+		b.floorWrites.counts,
+		func() error {
+			return parallel(n, b.cfg.workers, func(i int) error { return b.createFloorViewer(ctx, ns, i) })
+		},
+		func() (bool, error) { return b.deploymentsAvailable(ctx, ns, n) })
+}
+
+func (b *bench) trellisViews(ctx context.Context, n int) (runCost, error) {
+	ns := viewNamespace(n)
+	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return runCost{}, err
+	}
+	before, _ := b.mgr.requests()
+	defer func() {
+		if after, err := b.mgr.requests(); err == nil {
+			log("trellis: %d MarkdownViews: every request: %s", n, after.sub(before))
+		}
+	}()
+	return b.measure(fmt.Sprintf("trellis: %d MarkdownViews", n),
+		func() writeCounts {
+			w, err := b.mgr.writes()
+			if err != nil {
+				log("scraping the manager: %v", err)
+			}
+			return w
+		},
+		func() error {
+			return parallel(n, b.cfg.workers, func(i int) error { return b.c.Create(ctx, markdownView(ns, i)) })
+		},
+		func() (bool, error) { return b.markdownViewsReady(ctx, ns, n) })
+}
+
+func markdownView(ns string, i int) *viewv1.MarkdownView {
+	return &viewv1.MarkdownView{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("mv-%d", i)},
+		Spec: viewv1.MarkdownViewSpec{Markdowns: map[string]viewv1.MarkdownText{
+			"SUMMARY.md": "# Summary\n- [Index](index.md)\n", "index.md": viewv1.MarkdownText(fmt.Sprintf("# Page %d\n", i)),
+		}},
+	}
+}
+
+// createFloorViewer creates what a MarkdownView would get, without Trellis.
+func (b *bench) createFloorViewer(ctx context.Context, ns string, i int) error {
+	name := fmt.Sprintf("viewer-%d", i)
+	labels := map[string]string{"app": name}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "markdowns-" + name},
+		Data: map[string]string{"SUMMARY.md": "# Summary\n- [Index](index.md)\n", "index.md": fmt.Sprintf("# Page %d\n", i)}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "viewer", Image: "trellis-viewer:dev", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}},
+		}}}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{
+		Selector: labels, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}}}
+	for _, o := range []client.Object{cm, d, svc} {
+		if err := b.floor.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *bench) deploymentsAvailable(ctx context.Context, ns string, n int) (bool, error) {
+	list := &appsv1.DeploymentList{}
+	if err := b.c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return false, err
+	}
+	ok := 0
+	for _, d := range list.Items {
+		if d.Status.AvailableReplicas >= 1 {
+			ok++
+		}
+	}
+	b.progress(ns, len(list.Items), ok, n)
+	return ok >= n, nil
+}
+
+// progress logs, once each, when all n Deployments of a namespace exist and
+// when half of them are available: where a run's time goes.
+func (b *bench) progress(ns string, exist, available, n int) {
+	b.progressMu.Lock()
+	defer b.progressMu.Unlock()
+	if b.progressSeen == nil {
+		b.progressSeen = map[string]bool{}
+	}
+	for what, reached := range map[string]bool{"all Deployments exist": exist >= n, "half the Deployments available": available >= n/2} {
+		if key := ns + " " + what; reached && !b.progressSeen[key] {
+			b.progressSeen[key] = true
+			log("%s: %s", ns, what)
+		}
+	}
+}
+
+func (b *bench) markdownViewsReady(ctx context.Context, ns string, n int) (bool, error) {
+	if _, err := b.deploymentsAvailable(ctx, ns, n); err != nil {
+		return false, err
+	}
+	list := &viewv1.MarkdownViewList{}
+	if err := b.c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return false, err
+	}
+	ok := 0
+	for _, mv := range list.Items {
+		if meta.IsStatusConditionTrue(mv.Status.Conditions, conditions.Ready) {
+			ok++
+		}
+	}
+	return ok >= n, nil
+}
