@@ -24,7 +24,7 @@ func s3Root(t *testing.T) s3.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := s3.Config{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", s3Port), Region: "us-east-1", PathStyle: true}
+	cfg := s3.Config{Endpoint: s3Endpoint(), Region: "us-east-1", PathStyle: true}
 	for _, line := range strings.Split(string(raw), "\n") {
 		if k, v, ok := strings.Cut(line, "="); ok {
 			switch k {
@@ -83,6 +83,72 @@ func workloadEnv(t *testing.T, ns, secret string) []string {
 	return env
 }
 
+// buildWorkload builds test/e2e/s3client as a static linux/amd64 binary (it
+// runs on this host too) and, as `make images` builds the manager's, an image
+// of it, imported into the real node. It returns the binary and the image.
+func buildWorkload(t *testing.T) (string, string) {
+	t.Helper()
+	const image = "trellis-e2e-s3client:dev"
+	dir := t.TempDir()
+	binary, archive := filepath.Join(dir, "s3client"), filepath.Join(dir, "s3client.tar")
+	build := exec.Command("go", "build", "-trimpath", "-o", binary, "./test/e2e/s3client")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the workload: %v\n%s", err, out)
+	}
+	img := exec.Command("go", "run", ".", "image", "-binary", binary, "-entrypoint", "/s3client", "-ref", image, "-out", archive)
+	img.Dir = filepath.Join(root, "hack", "images")
+	if out, err := img.CombinedOutput(); err != nil {
+		t.Fatalf("building the workload's image: %v\n%s", err, out)
+	}
+	if out, err := clusterSh("node-import", cluster, archive); err != nil {
+		t.Fatal(err, out)
+	}
+	return binary, image
+}
+
+// runPod runs the workload image as a pod of the editor e2e-dev that takes
+// the Secret app-s3 with envFrom (bucket, when set, overrides BUCKET_NAME),
+// waits for it to end, and returns its phase and log.
+func runPod(t *testing.T, ns, name, image, bucket string) (string, string) {
+	t.Helper()
+	env := ""
+	if bucket != "" {
+		env = fmt.Sprintf("\n    env: [{name: BUCKET_NAME, value: %s}]", bucket)
+	}
+	pod := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: s3client
+    image: %s
+    imagePullPolicy: Never
+    envFrom: [{secretRef: {name: app-s3}}]%s
+    securityContext: {runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+`, name, image, env)
+	asEditor(t, pod, ns)
+	var phase string
+	deadline := time.Now().Add(3 * time.Minute)
+	for phase != "Succeeded" && phase != "Failed" {
+		if time.Now().After(deadline) {
+			out, _ := kubectl("describe", "pod", name, "-n", ns)
+			t.Fatalf("pod %s did not end (phase %q):\n%s", name, phase, tail(out, 30))
+		}
+		time.Sleep(time.Second)
+		phase, _ = kubectl("get", "pod", name, "-n", ns, "-o", "jsonpath={.status.phase}")
+	}
+	if node, _ := kubectl("get", "pod", name, "-n", ns, "-o", "jsonpath={.spec.nodeName}"); node != "real-node" {
+		t.Fatalf("pod %s ran on %q, want real-node", name, node)
+	}
+	logs, err := kubectl("logs", name, "-n", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return phase, logs
+}
+
 // runWorkload runs test/e2e/s3client, a separate process, with env.
 func runWorkload(t *testing.T, workload string, env []string) (string, error) {
 	t.Helper()
@@ -101,29 +167,18 @@ func envValue(env []string, key string) string {
 	return ""
 }
 
-func withEnv(env []string, key, value string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, key+"=") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, key+"="+value)
-}
-
-// TestBucketAccessWorkload is the whole story on a real cluster: the
-// platform team opens a store to a team's namespace; an editor of that
-// namespace (the built-in edit role, with Trellis' rules aggregated into it)
-// asks for a bucket and a read-write key; a workload process uses the
-// Secret's AWS_… environment with minio-go to write and read an object, and
-// is refused on another bucket. Another namespace cannot use the store.
-// Deleting the namespace revokes the key before the bucket goes, and leaves
-// no account behind.
+// TestBucketAccessWorkload is the whole story on a real cluster, with the
+// manager deployed as the README installs it: the platform team opens a
+// store to a team's namespace; an editor of that namespace (the built-in
+// edit role, with Trellis' rules aggregated into it) asks for buckets and a
+// read-write key; a pod on the real node takes the Secret with envFrom and
+// writes, reads back and deletes an object with minio-go; a pod of the same
+// namespace aimed at another bucket is refused. Another namespace cannot use
+// the store. Deleting the namespace revokes the key before the buckets go,
+// and leaves no account behind.
 func TestBucketAccessWorkload(t *testing.T) {
-	workload := filepath.Join(t.TempDir(), "s3client")
-	if out, err := exec.Command("go", "build", "-o", workload, filepath.Join(root, "test", "e2e", "s3client")).CombinedOutput(); err != nil {
-		t.Fatalf("building the workload: %v\n%s", err, out)
-	}
+	useDeployedManager(t)
+	workload, image := buildWorkload(t)
 	const ns, closedNS = "e2e-access", "e2e-access-closed"
 	openStoreTo(t, ns, closedNS)
 	bucket := `apiVersion: storage.trellis.dev/v1
@@ -173,13 +228,13 @@ spec:
 		t.Fatalf("BUCKET_NAME = %q", got)
 	}
 	start := time.Now()
-	if out, err := runWorkload(t, workload, env); err != nil {
-		t.Fatalf("the workload could not use its key: %v\n%s", err, out)
-	} else {
-		t.Logf("workload: %s (%.2fs)", strings.TrimSpace(out), time.Since(start).Seconds())
+	phase, logs := runPod(t, ns, "writer", image, "")
+	if phase != "Succeeded" || !strings.Contains(logs, "wrote, read back and deleted "+ns+"-data/") {
+		t.Fatalf("the pod could not use its key: %s\n%s", phase, logs)
 	}
-	if out, err := runWorkload(t, workload, withEnv(env, "BUCKET_NAME", ns+"-other")); err == nil || !strings.Contains(out, "status 403") {
-		t.Fatalf("the key reached another bucket of the same namespace: %v\n%s", err, out)
+	t.Logf("pod on the real node: %s (%.1fs from creation to its end)", strings.TrimSpace(logs), time.Since(start).Seconds())
+	if phase, logs := runPod(t, ns, "intruder", image, ns+"-other"); phase != "Failed" || !strings.Contains(logs, "status 403") {
+		t.Fatalf("the key reached another bucket of the same namespace: %s\n%s", phase, logs)
 	}
 	uid, err := kubectl("get", "bucketaccess", "app", "-n", ns, "-o", "jsonpath={.metadata.uid}")
 	if err != nil {
@@ -192,7 +247,9 @@ spec:
 	}
 
 	// Deleting the namespace (the namespace controller deletes everything
-	// in it at once): the key is revoked first, then the bucket goes.
+	// in it at once): the key is revoked first, then the bucket goes. The
+	// pods go with it; the same program, as a process on the host, tries the
+	// old key afterwards.
 	start = time.Now()
 	if _, err := kubectl("delete", "namespace", ns, "--wait=true", "--timeout=180s"); err != nil {
 		t.Fatalf("namespace deletion did not finish: %v", err)
@@ -215,6 +272,7 @@ spec:
 	}
 
 	// The secret key never reached the manager's log, Events or any status.
+	saveDeployedManagerLogs()
 	expectNowhere(t, envValue(env, "AWS_SECRET_ACCESS_KEY"))
 
 	if _, err := kubectl("delete", "namespace", closedNS, "--wait=true", "--timeout=120s"); err != nil {
@@ -235,18 +293,24 @@ kind: ObjectStore
 metadata: {name: e2e-access-s3}
 spec:
   type: Versitygw
-  endpoint: http://127.0.0.1:%d
+  endpoint: %s
   pathStyle: true
   credentialsSecretRef: {namespace: trellis-system, name: local-s3-credentials}
   namespaceSelector: {matchLabels: {e2e-s3: open}}
-`, s3Port)
+`, s3Endpoint())
 	if _, err := kubectlIn([]byte(store), "apply", "--server-side", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range append([]string{open}, others...) {
+	// The open namespace's pods run on the real node (steer creates it).
+	if out, err := clusterSh("steer", cluster, open); err != nil {
+		t.Fatal(err, out)
+	}
+	for _, n := range others {
 		if _, err := kubectl("create", "namespace", n); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, n := range append([]string{open}, others...) {
 		if _, err := kubectl("create", "rolebinding", "e2e-dev-edit", "-n", n, "--clusterrole=edit", "--user=e2e-dev"); err != nil {
 			t.Fatal(err)
 		}
