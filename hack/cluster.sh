@@ -21,7 +21,7 @@ case $cmd in
   node-down) node_down "$@" ;;
   node-net) node_net "$@" ;;
   steer) steer_to_real_node "$@" ;;
-  node-import) node_in "$1" "$BIN/ctr" -n k8s.io images import --local "$2" >/dev/null ;;
+  node-import) node_in "$1" "$BIN/ctr" -n k8s.io images import --local "$(realpath "$2")" >/dev/null ;;
   s3-credentials) s3_credentials "$@" ;;
   s3-up) s3_up "$@" ;;
   s3-down) s3_down "$@" ;;
