@@ -6,6 +6,7 @@
 #   hack/cluster.sh node-down NAME        stop it
 #   hack/cluster.sh node-net NAME         print HOST_IP NODE_IP NETNS of its node network
 #   hack/cluster.sh steer NAME NAMESPACE  send NAMESPACE's new pods to the real node
+#   hack/cluster.sh node-import NAME TAR  import an image archive (make images' format) into its real node
 #   hack/cluster.sh s3-credentials NAME   generate its S3 keys and event token (once)
 #   hack/cluster.sh s3-up NAME PORT [URL] start versitygw (URL: bucket-event webhook)
 #   hack/cluster.sh s3-down NAME          stop it
@@ -20,8 +21,9 @@ case $cmd in
   node-down) node_down "$@" ;;
   node-net) node_net "$@" ;;
   steer) steer_to_real_node "$@" ;;
+  node-import) node_in "$1" "$BIN/ctr" -n k8s.io images import --local "$(realpath "$2")" >/dev/null ;;
   s3-credentials) s3_credentials "$@" ;;
   s3-up) s3_up "$@" ;;
   s3-down) s3_down "$@" ;;
-  *) echo "usage: $0 up|down|node-up|node-down|node-net|steer|s3-credentials|s3-up|s3-down ..." >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|node-up|node-down|node-net|steer|node-import|s3-credentials|s3-up|s3-down ..." >&2; exit 2 ;;
 esac

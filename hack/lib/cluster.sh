@@ -112,10 +112,12 @@ s3_up() {
   # shellcheck disable=SC1091
   . "$dir/credentials"
   # Credentials and the webhook URL (it carries the token) go through the
-  # environment, not argv, so `ps` does not show them.
+  # environment, not argv, so `ps` does not show them. Internal IAM (the
+  # accounts BucketAccesses get) and versioning keep their state beside the data.
+  mkdir -p "$dir/iam" "$dir/versions"
   ROOT_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID ROOT_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY VGW_EVENT_WEBHOOK_URL=$webhook \
-    nohup "$BIN/versitygw" --port "$addr:$port" --region us-east-1 \
-    posix "$dir/data" > "$dir/log" 2>&1 &
+    nohup "$BIN/versitygw" --port "$addr:$port" --region us-east-1 --iam-dir "$dir/iam" \
+    posix --versioning-dir "$dir/versions" "$dir/data" > "$dir/log" 2>&1 &
   echo $! > "$dir/pid"
   for _ in $(seq 50); do
     if (exec 3<>"/dev/tcp/$addr/$port") 2>/dev/null; then return 0; fi

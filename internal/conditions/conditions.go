@@ -23,6 +23,9 @@ const (
 	Stalled = "Stalled"
 	// Available is True when a MarkdownView's site is served.
 	Available = "Available"
+	// SettingsApplied is True when the store holds the bucket settings a
+	// StorageBucket declares (versioning, policy, CORS, lifecycle).
+	SettingsApplied = "SettingsApplied"
 )
 
 // Progress is where a reconcile left an object.

@@ -90,6 +90,11 @@ func TestClassify(t *testing.T) {
 			err:  minio.ErrorResponse{Code: "MalformedXML", StatusCode: 400, Message: "request for " + leakyURL},
 			want: ReasonStoreError, msg: "MalformedXML",
 		},
+		{name: "not implemented", err: minio.ErrorResponse{Code: "NotImplemented", StatusCode: 501}, want: ReasonNotSupported, msg: "does not implement"},
+		{name: "versitygw without IAM", err: minio.ErrorResponse{Code: "XAdminMethodNotSupported", StatusCode: 501}, want: ReasonNotSupported, msg: "--iam-dir"},
+		{name: "not an admin", err: minio.ErrorResponse{Code: "XAdminAccessDenied", StatusCode: 403}, want: ReasonAccessDenied},
+		{name: "policy refused", err: minio.ErrorResponse{Code: "MalformedPolicy", StatusCode: 400, Message: "Invalid principal in policy"}, want: ReasonInvalidRequest, msg: "Invalid principal in policy"},
+		{name: "policy refused, message with a URL", err: minio.ErrorResponse{Code: "MalformedPolicy", StatusCode: 400, Message: "see " + leakyURL}, want: ReasonInvalidRequest, msg: "(MalformedPolicy)"},
 		{name: "other code, 409", err: minio.ErrorResponse{Code: "BucketNotEmpty", StatusCode: 409}, want: ReasonStoreError, msg: "BucketNotEmpty"},
 		{name: "plain error", err: errors.New("something odd"), want: ReasonStoreError, msg: "something odd"},
 	}

@@ -19,9 +19,22 @@ import (
 	"github.com/minio/minio-go/v7/pkg/tags"
 )
 
-// OwnerTag is the bucket tag that records which StorageBucket (by UID)
-// created or adopted a bucket.
-const OwnerTag = "trellis.dev/owner-uid"
+// Bucket tags that record who a bucket belongs to: the UID of the
+// StorageBucket that created or adopted it, and that StorageBucket's
+// namespace. The namespace outlives the StorageBucket: a bucket kept by
+// deletionPolicy Retain can be taken back by the namespace it belonged to,
+// and by no other without the store's leave (docs/storage.md).
+const (
+	OwnerTag          = "trellis.dev/owner-uid"
+	OwnerNamespaceTag = "trellis.dev/owner-namespace"
+)
+
+// Owner is what a bucket's ownership tags say; empty fields for a tag that
+// is not set.
+type Owner struct {
+	UID       string
+	Namespace string
+}
 
 // probeKey is the small object the optional write/read/delete probe uses.
 const probeKey = ".trellis-health-probe"
@@ -47,14 +60,44 @@ type Client interface {
 	BucketExists(ctx context.Context, bucket string) (bool, error)
 	CreateBucket(ctx context.Context, bucket string) error
 	DeleteBucket(ctx context.Context, bucket string) error
-	// Owner returns the OwnerTag of the bucket, "" when it has none.
-	Owner(ctx context.Context, bucket string) (string, error)
-	SetOwner(ctx context.Context, bucket, uid string) error
-	// CountObjects counts objects, stopping at limit.
+	// Owner returns the bucket's ownership tags.
+	Owner(ctx context.Context, bucket string) (Owner, error)
+	// SetOwner sets both ownership tags, keeping the bucket's other tags.
+	SetOwner(ctx context.Context, bucket string, owner Owner) error
+	// CountObjects counts objects and object versions, stopping at limit.
 	CountObjects(ctx context.Context, bucket string, limit int) (int, error)
 	// Probe writes, reads back and deletes a small object.
 	Probe(ctx context.Context, bucket string) error
+
+	// Settings reads what the bucket settings Trellis manages are in the store.
+	Settings
 }
+
+// Settings are the bucket settings Trellis applies. Each getter returns the
+// empty value (never an error) for a setting that was never made.
+type Settings interface {
+	// Versioning returns VersioningEnabled, VersioningSuspended or "" (never enabled).
+	Versioning(ctx context.Context, bucket string) (string, error)
+	SetVersioning(ctx context.Context, bucket, status string) error
+	// Policy returns the bucket policy document, "" when the bucket has none.
+	Policy(ctx context.Context, bucket string) (string, error)
+	// SetPolicy stores the bucket policy; "" deletes it.
+	SetPolicy(ctx context.Context, bucket, policy string) error
+	// CORS returns the bucket's CORS rules, none when it has no configuration.
+	CORS(ctx context.Context, bucket string) ([]CORSRule, error)
+	// SetCORS replaces the CORS rules; no rules deletes the configuration.
+	SetCORS(ctx context.Context, bucket string, rules []CORSRule) error
+	// Lifecycle returns the bucket's lifecycle rules, none when it has no configuration.
+	Lifecycle(ctx context.Context, bucket string) ([]ExpirationRule, error)
+	// SetLifecycle replaces the lifecycle rules; no rules deletes the configuration.
+	SetLifecycle(ctx context.Context, bucket string, rules []ExpirationRule) error
+}
+
+// Versioning states, as S3 names them.
+const (
+	VersioningEnabled   = "Enabled"
+	VersioningSuspended = "Suspended"
+)
 
 // New builds a Client for cfg.
 func New(cfg Config) (Client, error) {
@@ -129,17 +172,18 @@ func (c *client) DeleteBucket(ctx context.Context, bucket string) error {
 	return c.mc.RemoveBucket(ctx, bucket)
 }
 
-func (c *client) Owner(ctx context.Context, bucket string) (string, error) {
+func (c *client) Owner(ctx context.Context, bucket string) (Owner, error) {
 	ctx, cancel := c.ctx(ctx)
 	defer cancel()
 	t, err := c.mc.GetBucketTagging(ctx, bucket)
 	if err != nil {
 		if isNoTagSet(err) {
-			return "", nil
+			return Owner{}, nil
 		}
-		return "", err
+		return Owner{}, err
 	}
-	return t.ToMap()[OwnerTag], nil
+	m := t.ToMap()
+	return Owner{UID: m[OwnerTag], Namespace: m[OwnerNamespaceTag]}, nil
 }
 
 // isNoTagSet reports the store's answer for a bucket without tags.
@@ -148,10 +192,10 @@ func isNoTagSet(err error) bool {
 	return code == "NoSuchTagSet" || code == "NoSuchTagSetError"
 }
 
-// SetOwner adds the owner tag to the bucket's tags. S3 replaces a bucket's
-// whole tag set at once, so the others are read first; if they cannot be
-// read, nothing is written rather than someone's tags lost.
-func (c *client) SetOwner(ctx context.Context, bucket, uid string) error {
+// SetOwner adds the ownership tags to the bucket's tags. S3 replaces a
+// bucket's whole tag set at once, so the others are read first; if they
+// cannot be read, nothing is written rather than someone's tags lost.
+func (c *client) SetOwner(ctx context.Context, bucket string, owner Owner) error {
 	ctx, cancel := c.ctx(ctx)
 	defer cancel()
 	existing := map[string]string{}
@@ -162,7 +206,8 @@ func (c *client) SetOwner(ctx context.Context, bucket, uid string) error {
 	case !isNoTagSet(err):
 		return err
 	}
-	existing[OwnerTag] = uid
+	existing[OwnerTag] = owner.UID
+	existing[OwnerNamespaceTag] = owner.Namespace
 	next, err := tags.NewTags(existing, false)
 	if err != nil {
 		return err
@@ -177,7 +222,9 @@ func (c *client) CountObjects(ctx context.Context, bucket string, limit int) (in
 	ctx, cancel := c.ctx(ctx)
 	defer cancel()
 	n := 0
-	for obj := range c.mc.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true, MaxKeys: limit}) {
+	// Versions too: a versioned bucket holding only old versions or delete
+	// markers is not empty, and the store refuses to delete it.
+	for obj := range c.mc.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true, MaxKeys: limit, WithVersions: true}) {
 		if obj.Err != nil {
 			return n, obj.Err
 		}
@@ -247,6 +294,12 @@ const (
 	ReasonProbeFailed        Reason = "ProbeFailed"
 	ReasonCredentialsMissing Reason = "CredentialsMissing"
 	ReasonStoreError         Reason = "StoreError"
+	// ReasonNotSupported: the store does not implement what was asked (an
+	// S3 call answered NotImplemented, or versitygw's admin API without IAM).
+	ReasonNotSupported Reason = "NotSupported"
+	// ReasonInvalidRequest: the store refused a bucket policy (one naming
+	// an unknown principal, say).
+	ReasonInvalidRequest Reason = "InvalidRequest"
 )
 
 // Classify maps an S3 or network error to a Reason and a message safe to show
@@ -272,7 +325,7 @@ func Classify(err error) (Reason, string) {
 		resp = minio.ToErrorResponse(err)
 	}
 	switch resp.Code {
-	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "XAdminUserNotFound", "InvalidToken", "ExpiredToken":
+	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "XAdminUserNotFound", "XAdminAccessDenied", "InvalidToken", "ExpiredToken":
 		return ReasonAccessDenied, "the object store refused the credentials or the request (" + resp.Code + ")"
 	case "NoSuchBucket":
 		return ReasonBucketMissing, "the bucket does not exist in the object store"
@@ -280,6 +333,18 @@ func Classify(err error) (Reason, string) {
 		return ReasonBucketNameTaken, "the bucket name is taken by another account of the object store"
 	case "InvalidBucketName":
 		return ReasonInvalidBucketName, "the object store refused the bucket name"
+	case "NotImplemented":
+		return ReasonNotSupported, "the object store does not implement this (NotImplemented)"
+	case "XAdminMethodNotSupported":
+		return ReasonNotSupported, "the store's admin API manages no accounts: versitygw runs without IAM (start it with --iam-dir or another IAM backend)"
+	case "MalformedPolicy":
+		// The store says what is wrong with the policy in fixed words
+		// ("Invalid principal in policy"); anything longer is not shown.
+		msg := resp.Message
+		if len(msg) > 200 || strings.Contains(msg, "://") {
+			msg = ""
+		}
+		return ReasonInvalidRequest, strings.TrimSuffix("the object store refused the bucket policy (MalformedPolicy): "+msg, ": ")
 	}
 	if resp.StatusCode == 403 {
 		return ReasonAccessDenied, "the object store refused the request (HTTP 403)"

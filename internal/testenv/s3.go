@@ -17,9 +17,10 @@ import (
 	"time"
 )
 
-// S3Server is a real versitygw (bin/versitygw) on loopback, behind a counting
-// reverse proxy so tests can assert how many requests Trellis sent, and can be
-// stopped and started again to play an outage.
+// S3Server is a real versitygw (bin/versitygw) on loopback, with internal
+// IAM (accounts, for BucketAccesses) and versioning on, behind a counting
+// reverse proxy so tests can assert how many requests Trellis sent, and can
+// be stopped and started again to play an outage.
 type S3Server struct {
 	// Endpoint is the proxy's URL: what an ObjectStore should point at.
 	Endpoint string
@@ -81,8 +82,15 @@ func StartS3(webhook string) (*S3Server, error) {
 func (s *S3Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	iamDir, versionsDir, dataDir := filepath.Join(s.dataDir, "iam"), filepath.Join(s.dataDir, "versions"), filepath.Join(s.dataDir, "data")
+	for _, d := range []string{iamDir, versionsDir, dataDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
 	cmd := exec.Command(filepath.Join(RepoRoot(), "bin", "versitygw"),
-		"--port", fmt.Sprintf("127.0.0.1:%d", s.port), "--region", "us-east-1", "posix", s.dataDir)
+		"--port", fmt.Sprintf("127.0.0.1:%d", s.port), "--region", "us-east-1", "--iam-dir", iamDir,
+		"posix", "--versioning-dir", versionsDir, dataDir)
 	// Keys and the webhook URL (it carries a token) stay out of argv.
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
 	if s.webhook != "" {

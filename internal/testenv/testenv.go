@@ -191,3 +191,48 @@ func FieldManagers(obj metav1.Object) map[string][]string {
 	}
 	return out
 }
+
+// ApplyClusterRoles creates the ClusterRoles of a file of config/ (relative
+// to the repository), as `make deploy` would install them.
+func ApplyClusterRoles(ctx context.Context, c client.Client, path string) error {
+	raw, err := os.ReadFile(filepath.Join(RepoRoot(), path))
+	if err != nil {
+		return err
+	}
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		role := &rbacv1.ClusterRole{}
+		if err := yaml.Unmarshal([]byte(doc), role); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if role.Kind != "ClusterRole" {
+			continue
+		}
+		if err := c.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("%s: ClusterRole %s: %w", path, role.Name, err)
+		}
+	}
+	return nil
+}
+
+// AsNamespaceEditor returns a copy of cfg that acts as user, bound in each of
+// namespaces to the built-in edit ClusterRole and to the extra ClusterRoles
+// given. envtest runs no kube-controller-manager, so edit is empty here (its
+// rules come by aggregation): the extra roles are what aggregation would have
+// put into it in a real cluster, and all the user may do.
+func AsNamespaceEditor(ctx context.Context, cfg *rest.Config, c client.Client, user string, namespaces []string, extra ...string) (*rest.Config, error) {
+	for _, ns := range namespaces {
+		for _, role := range append([]string{"edit"}, extra...) {
+			rb := &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user + "-" + role},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+				Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+			}
+			if err := c.Create(ctx, rb); err != nil && !apierrors.IsAlreadyExists(err) {
+				return nil, err
+			}
+		}
+	}
+	out := rest.CopyConfig(cfg)
+	out.Impersonate = rest.ImpersonationConfig{UserName: user}
+	return out, nil
+}

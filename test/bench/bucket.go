@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -24,7 +25,9 @@ func (b *bench) bucketScenario() error {
 	n := b.cfg.buckets
 	if err := b.c.Create(ctx, &storagev1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "bench-s3"}, Spec: storagev1.ObjectStoreSpec{
 		Endpoint: fmt.Sprintf("http://127.0.0.1:%d", b.s3Port), Region: "us-east-1", PathStyle: ptr.To(true),
-		CredentialsSecretRef: storagev1.SecretReference{Namespace: "trellis-system", Name: "s3"}}}); err != nil {
+		CredentialsSecretRef: storagev1.SecretReference{Namespace: "trellis-system", Name: "s3"},
+		// A store serves only the namespaces it is opened to.
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "buckets"}}}}); err != nil {
 		return err
 	}
 	log("trellis: %d StorageBuckets, interval %s", n, b.cfg.bucketInterval)

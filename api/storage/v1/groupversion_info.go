@@ -1,4 +1,4 @@
-// Package v1 contains the API of the storage.trellis.dev group: ObjectStore and StorageBucket.
+// Package v1 contains the API of the storage.trellis.dev group: ObjectStore, StorageBucket and BucketAccess.
 // +kubebuilder:object:generate=true
 // +groupName=storage.trellis.dev
 package v1
@@ -21,7 +21,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &ObjectStore{}, &ObjectStoreList{}, &StorageBucket{}, &StorageBucketList{})
+	scheme.AddKnownTypes(GroupVersion, &ObjectStore{}, &ObjectStoreList{}, &StorageBucket{}, &StorageBucketList{}, &BucketAccess{}, &BucketAccessList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

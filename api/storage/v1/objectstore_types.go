@@ -19,8 +19,47 @@ type SecretReference struct {
 	Name string `json:"name,omitempty"`
 }
 
-// ObjectStoreSpec is how to reach an S3-compatible object store.
+// StoreType names the software behind an ObjectStore, which decides what
+// Trellis can manage in it besides buckets.
+// +kubebuilder:validation:Enum=S3;Versitygw
+type StoreType string
+
+const (
+	// StoreTypeS3 is any S3-compatible store: buckets and their settings;
+	// no BucketAccesses (S3 has no API for accounts).
+	StoreTypeS3 StoreType = "S3"
+	// StoreTypeVersitygw is a versitygw: also scoped accounts for
+	// BucketAccesses, through its admin API (it must run with an IAM backend,
+	// e.g. --iam-dir).
+	StoreTypeVersitygw StoreType = "Versitygw"
+)
+
+// VersitygwOptions are the settings only a versitygw store has.
+type VersitygwOptions struct {
+	// adminEndpoint is the URL of versitygw's admin API when it is served
+	// apart from S3 (--admin-port); the S3 endpoint when unset.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/?#@]+/?$')",message="adminEndpoint must be an http(s) URL with a host and optional port, and no path, query or credentials"
+	AdminEndpoint string `json:"adminEndpoint,omitempty"`
+}
+
+// ObjectStoreSpec is how to reach an S3-compatible object store, and who may
+// use it.
+// +kubebuilder:validation:XValidation:rule="!has(self.versitygw) || self.type == 'Versitygw'",message="versitygw options need type: Versitygw"
 type ObjectStoreSpec struct {
+	// type is the store's software: S3 (default: any S3-compatible store;
+	// buckets and bucket settings) or Versitygw (also scoped accounts for
+	// BucketAccesses).
+	// +optional
+	// +default="S3"
+	Type StoreType `json:"type,omitempty"`
+
+	// versitygw holds options of a Versitygw store.
+	// +optional
+	Versitygw *VersitygwOptions `json:"versitygw,omitempty"`
+
 	// endpoint is the store's URL, e.g. https://s3.example.com or http://127.0.0.1:7070.
 	// +required
 	// +kubebuilder:validation:MinLength=1
@@ -45,6 +84,23 @@ type ObjectStoreSpec struct {
 	// never logs it or copies it into status or Events.
 	// +required
 	CredentialsSecretRef SecretReference `json:"credentialsSecretRef,omitzero"`
+
+	// namespaceSelector selects the namespaces whose StorageBuckets and
+	// BucketAccesses may use this store, by their labels. Unset or empty
+	// selects no namespace: a store is opened to namespaces explicitly.
+	// (To open it to every namespace, select on a label every namespace
+	// has, e.g. kubernetes.io/metadata.name with operator Exists.)
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// adoptionNamespaceSelector selects the namespaces whose StorageBuckets
+	// may take over a bucket that exists and was not created for them
+	// (adoptExisting), or name a bucket outside their own names
+	// ("<namespace>-…"). Unset or empty selects none. A namespace may always
+	// take back a bucket one of its own StorageBuckets kept
+	// (deletionPolicy: Retain), as the bucket's ownership tag records.
+	// +optional
+	AdoptionNamespaceSelector *metav1.LabelSelector `json:"adoptionNamespaceSelector,omitempty"`
 }
 
 // ObjectStoreStatus is what the controller observed.
@@ -72,6 +128,7 @@ type ObjectStoreStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=trellis
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.spec.endpoint`
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

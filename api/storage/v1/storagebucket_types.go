@@ -73,6 +73,135 @@ type StorageBucketSpec struct {
 	// healthCheck configures the periodic health check.
 	// +optional
 	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`
+
+	// versioning keeps every version of every object: Enabled, or Suspended
+	// to stop making new versions (S3 cannot turn versioning off once it was
+	// on). Unset leaves the store's setting as it is.
+	// +optional
+	Versioning BucketVersioning `json:"versioning,omitempty"`
+
+	// policy is the bucket policy, a JSON document as S3 defines it
+	// ({"Version": "2012-10-17", "Statement": [...]}). Trellis adds to it the
+	// statements that grant the bucket's BucketAccesses their keys (Sids
+	// starting with TrellisAccess, reserved). Unset leaves the statements
+	// the bucket has as they are; a policy with an empty Statement list
+	// removes them. The store judges the statements: one it refuses is shown
+	// in the SettingsApplied condition.
+	// +optional
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=20480
+	Policy string `json:"policy,omitempty"`
+
+	// cors sets the bucket's CORS rules, for browsers on other origins.
+	// Unset leaves the store's rules as they are; no rules removes them.
+	// +optional
+	CORS *BucketCORS `json:"cors,omitempty"`
+
+	// lifecycle sets rules that expire objects. Unset leaves the store's
+	// rules as they are; no rules removes them. Not every store implements
+	// lifecycle rules (versitygw v1.8.0 does not): the SettingsApplied
+	// condition says so, and the bucket is Stalled until the field is removed.
+	// +optional
+	Lifecycle *BucketLifecycle `json:"lifecycle,omitempty"`
+}
+
+// BucketVersioning is the versioning state of a bucket.
+// +kubebuilder:validation:Enum=Enabled;Suspended
+type BucketVersioning string
+
+const (
+	// VersioningEnabled keeps every version of every object.
+	VersioningEnabled BucketVersioning = "Enabled"
+	// VersioningSuspended stops making new versions; existing ones stay.
+	VersioningSuspended BucketVersioning = "Suspended"
+)
+
+// BucketCORS is the CORS configuration of a bucket.
+type BucketCORS struct {
+	// rules are tried in order; the first that matches a request applies.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	Rules []CORSRule `json:"rules,omitempty"`
+}
+
+// CORSMethod is an HTTP method a CORS rule allows.
+// +kubebuilder:validation:Enum=GET;PUT;POST;DELETE;HEAD
+type CORSMethod string
+
+// CORSRule allows requests from some origins with some methods.
+type CORSRule struct {
+	// allowedOrigins are the origins allowed, e.g. https://app.example.com;
+	// "*" allows any, and one "*" may stand for part of an origin.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
+
+	// allowedMethods are the methods allowed.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=5
+	AllowedMethods []CORSMethod `json:"allowedMethods,omitempty"`
+
+	// allowedHeaders are the request headers a preflight may ask for; "*"
+	// allows any.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	AllowedHeaders []string `json:"allowedHeaders,omitempty"`
+
+	// exposeHeaders are the response headers a browser lets scripts read.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	ExposeHeaders []string `json:"exposeHeaders,omitempty"`
+
+	// maxAgeSeconds is how long a browser may cache the preflight answer.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	MaxAgeSeconds int32 `json:"maxAgeSeconds,omitempty"`
+}
+
+// BucketLifecycle is the lifecycle configuration of a bucket.
+type BucketLifecycle struct {
+	// rules expire objects.
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=100
+	Rules []ExpirationRule `json:"rules,omitempty"`
+}
+
+// ExpirationRule deletes objects some days after they were written.
+type ExpirationRule struct {
+	// id names the rule.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	ID string `json:"id,omitempty"`
+
+	// prefix limits the rule to objects whose key starts with it; unset
+	// means every object.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Prefix string `json:"prefix,omitempty"`
+
+	// expirationDays is how many days after it was written an object is deleted.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=36500
+	ExpirationDays int32 `json:"expirationDays,omitempty"`
 }
 
 // BucketClaim is how far Trellis got in making a bucket its own.
@@ -91,9 +220,11 @@ const (
 
 // StorageBucketStatus is what the controller observed.
 type StorageBucketStatus struct {
-	// conditions are Ready (the summary: the bucket exists, is ours and passed
-	// its last check), Reconciling (work in progress, or the store does not
-	// answer) and Stalled (a person must act).
+	// conditions are Ready (the summary: the bucket exists, is ours, passed
+	// its last check and has the settings asked for), Reconciling (work in
+	// progress, or the store does not answer), Stalled (a person must act)
+	// and SettingsApplied (present when the spec declares bucket settings:
+	// whether the store holds them).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -22,6 +22,15 @@ const (
 	ReasonStoreNotReady = "StoreNotReady"
 	ReasonDeleteBlocked = "DeleteBlocked"
 	ReasonDeleting      = "Deleting"
+	// ReasonNamespaceNotAllowed: the store's namespaceSelector does not
+	// select the bucket's namespace.
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	// ReasonAdoptionNotAllowed: the bucket exists, was not created for this
+	// namespace, and the store does not let the namespace adopt it.
+	ReasonAdoptionNotAllowed = "AdoptionNotAllowed"
+	// ReasonBucketNameNotAllowed: bucketName is outside the namespace's own
+	// names, and the store does not let the namespace use other names.
+	ReasonBucketNameNotAllowed = "BucketNameNotAllowed"
 )
 
 // bucketCheck is one check of one bucket against its store: the S3 side of a
@@ -31,11 +40,18 @@ type bucketCheck struct {
 	s3     s3.Client
 	store  string
 	bucket string
-	uid    string
+	// owner is this StorageBucket, as the bucket's ownership tags name it.
+	owner s3.Owner
 	// claim is what the status records for this bucket name ("" if nothing).
 	claim storagev1.BucketClaim
+	// adopt is spec.adoptExisting.
 	adopt bool
-	probe bool
+	// mayAdopt: the store lets this namespace take over buckets that were
+	// not created for it (adoptionNamespaceSelector).
+	mayAdopt bool
+	// foreignName: bucketName is outside the namespace's own names.
+	foreignName bool
+	probe       bool
 	// recordIntent persists claim Creating before the bucket is created, so a
 	// bucket created but not yet tagged is recognised as ours afterwards.
 	recordIntent func(context.Context) error
@@ -50,6 +66,9 @@ type checkResult struct {
 	event *bucketEvent
 	// storeDown: the store stopped answering; the store-level check takes over.
 	storeDown bool
+	// settings is what applying the declared bucket settings found; nil
+	// when they were not looked at (none declared, or the check failed).
+	settings *settingsResult
 }
 
 type bucketEvent struct {
@@ -76,6 +95,10 @@ func (c bucketCheck) run(ctx context.Context) (checkResult, error) {
 	res := checkResult{}
 	switch {
 	case !exists:
+		if c.foreignName && !c.mayAdopt {
+			return checkResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonBucketNameNotAllowed,
+				Message: fmt.Sprintf("bucket name %s is outside this namespace's names (%s-…), and ObjectStore %s does not let namespace %s create buckets under other names (its adoptionNamespaceSelector); name the bucket %s-…, or ask the platform team", c.bucket, c.owner.Namespace, c.store, c.owner.Namespace, c.owner.Namespace)}}, nil
+		}
 		if c.claim != storagev1.BucketCreating {
 			if err := c.recordIntent(ctx); err != nil {
 				return checkResult{}, fmt.Errorf("%w: %w", errIntent, err)
@@ -84,7 +107,7 @@ func (c bucketCheck) run(ctx context.Context) (checkResult, error) {
 		if err := c.s3.CreateBucket(ctx, c.bucket); err != nil {
 			return c.storeFailed(err), nil
 		}
-		if err := c.s3.SetOwner(ctx, c.bucket, c.uid); err != nil {
+		if err := c.s3.SetOwner(ctx, c.bucket, c.owner); err != nil {
 			// Created but not tagged: the recorded intent makes the next check claim it.
 			return c.storeFailed(err), nil
 		}
@@ -100,24 +123,44 @@ func (c bucketCheck) run(ctx context.Context) (checkResult, error) {
 		if err != nil {
 			return c.storeFailed(err), nil
 		}
+		ownNamespace := owner.Namespace != "" && owner.Namespace == c.owner.Namespace
 		switch {
-		case owner == c.uid:
+		case owner.UID == c.owner.UID:
+			if owner.Namespace != c.owner.Namespace {
+				// Tagged before namespaces were recorded.
+				if err := c.s3.SetOwner(ctx, c.bucket, c.owner); err != nil {
+					return c.storeFailed(err), nil
+				}
+			}
 			res.claim = storagev1.BucketClaimed
-		case owner == "" && c.claim == storagev1.BucketCreating:
-			if err := c.s3.SetOwner(ctx, c.bucket, c.uid); err != nil {
+		case owner.UID == "" && c.claim == storagev1.BucketCreating:
+			if err := c.s3.SetOwner(ctx, c.bucket, c.owner); err != nil {
 				return c.storeFailed(err), nil
 			}
 			res.claim = storagev1.BucketClaimed
 			res.event = &bucketEvent{reason: "BucketCreated", format: "created bucket %s (tagged on a later check: the store failed in between)"}
-		case c.adopt:
-			if err := c.s3.SetOwner(ctx, c.bucket, c.uid); err != nil {
+		case c.adopt && (c.mayAdopt || ownNamespace):
+			if err := c.s3.SetOwner(ctx, c.bucket, c.owner); err != nil {
 				return c.storeFailed(err), nil
 			}
 			res.claim = storagev1.BucketClaimed
 			res.event = &bucketEvent{reason: "BucketAdopted", format: "adopted existing bucket %s (adoptExisting: true)"}
+			if ownNamespace && !c.mayAdopt {
+				res.event.format = "took back bucket %s, kept by an earlier StorageBucket of this namespace (adoptExisting: true)"
+			}
+		case c.adopt:
+			return checkResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonAdoptionNotAllowed,
+				Message: fmt.Sprintf("bucket %s already exists in %s and was not created for namespace %s; ObjectStore %s does not let this namespace adopt buckets (its adoptionNamespaceSelector), so it is left untouched", c.bucket, c.store, c.owner.Namespace, c.store)}}, nil
 		default:
+			hint := "set adoptExisting: true to take it over"
+			switch {
+			case ownNamespace:
+				hint = "it was kept by an earlier StorageBucket of this namespace: set adoptExisting: true to take it back"
+			case !c.mayAdopt:
+				hint = fmt.Sprintf("it was not created for namespace %s, and ObjectStore %s does not let this namespace adopt buckets", c.owner.Namespace, c.store)
+			}
 			return checkResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonConflict,
-				Message: fmt.Sprintf("bucket %s already exists in %s and was not created by this StorageBucket; set adoptExisting: true to take it over", c.bucket, c.store)}}, nil
+				Message: fmt.Sprintf("bucket %s already exists in %s and was not created by this StorageBucket; %s", c.bucket, c.store, hint)}}, nil
 		}
 	}
 	if c.probe {
@@ -179,7 +222,7 @@ func (d bucketDeletion) run(ctx context.Context) deletionResult {
 	if err != nil {
 		return d.waitForStore("cannot read who owns bucket %s", err)
 	}
-	ours := owner == d.uid || owner == "" && d.claim == storagev1.BucketCreating
+	ours := owner.UID == d.uid || owner.UID == "" && d.claim == storagev1.BucketCreating
 	if !ours {
 		// Not ours (a conflict that never resolved): never delete it.
 		return deletionResult{done: true}

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/minio/minio-go/v7"
@@ -14,16 +15,27 @@ import (
 )
 
 // fakeS3 is an s3.Client whose answers the test sets; unset ones succeed
-// (a missing bucket, no owner, no objects). It records the calls made.
+// (a missing bucket, no owner, no objects, no settings). It records the
+// calls made, and the settings written.
 type fakeS3 struct {
 	exists                        bool
 	existsErr                     error
-	owner                         string
+	owner                         s3.Owner
 	ownerErr                      error
 	createErr, setOwnerErr        error
 	objects                       int
 	countErr, deleteErr, probeErr error
-	calls                         []string
+
+	versioning                      string
+	versioningErr, setVersioningErr error
+	policy                          string
+	policyErr, setPolicyErr         error
+	cors                            []s3.CORSRule
+	corsErr, setCORSErr             error
+	lifecycle                       []s3.ExpirationRule
+	lifecycleErr, setLifecycleErr   error
+	calls                           []string
+	setOwnerTo                      s3.Owner
 }
 
 func (f *fakeS3) Ping(context.Context) error { f.calls = append(f.calls, "Ping"); return nil }
@@ -39,12 +51,13 @@ func (f *fakeS3) DeleteBucket(context.Context, string) error {
 	f.calls = append(f.calls, "DeleteBucket")
 	return f.deleteErr
 }
-func (f *fakeS3) Owner(context.Context, string) (string, error) {
+func (f *fakeS3) Owner(context.Context, string) (s3.Owner, error) {
 	f.calls = append(f.calls, "Owner")
 	return f.owner, f.ownerErr
 }
-func (f *fakeS3) SetOwner(context.Context, string, string) error {
+func (f *fakeS3) SetOwner(_ context.Context, _ string, o s3.Owner) error {
 	f.calls = append(f.calls, "SetOwner")
+	f.setOwnerTo = o
 	return f.setOwnerErr
 }
 func (f *fakeS3) CountObjects(context.Context, string, int) (int, error) {
@@ -54,6 +67,50 @@ func (f *fakeS3) CountObjects(context.Context, string, int) (int, error) {
 func (f *fakeS3) Probe(context.Context, string) error {
 	f.calls = append(f.calls, "Probe")
 	return f.probeErr
+}
+func (f *fakeS3) Versioning(context.Context, string) (string, error) {
+	f.calls = append(f.calls, "Versioning")
+	return f.versioning, f.versioningErr
+}
+func (f *fakeS3) SetVersioning(_ context.Context, _ string, v string) error {
+	f.calls = append(f.calls, "SetVersioning")
+	if f.setVersioningErr == nil {
+		f.versioning = v
+	}
+	return f.setVersioningErr
+}
+func (f *fakeS3) Policy(context.Context, string) (string, error) {
+	f.calls = append(f.calls, "Policy")
+	return f.policy, f.policyErr
+}
+func (f *fakeS3) SetPolicy(_ context.Context, _ string, p string) error {
+	f.calls = append(f.calls, "SetPolicy")
+	if f.setPolicyErr == nil {
+		f.policy = p
+	}
+	return f.setPolicyErr
+}
+func (f *fakeS3) CORS(context.Context, string) ([]s3.CORSRule, error) {
+	f.calls = append(f.calls, "CORS")
+	return f.cors, f.corsErr
+}
+func (f *fakeS3) SetCORS(_ context.Context, _ string, rules []s3.CORSRule) error {
+	f.calls = append(f.calls, "SetCORS")
+	if f.setCORSErr == nil {
+		f.cors = rules
+	}
+	return f.setCORSErr
+}
+func (f *fakeS3) Lifecycle(context.Context, string) ([]s3.ExpirationRule, error) {
+	f.calls = append(f.calls, "Lifecycle")
+	return f.lifecycle, f.lifecycleErr
+}
+func (f *fakeS3) SetLifecycle(_ context.Context, _ string, rules []s3.ExpirationRule) error {
+	f.calls = append(f.calls, "SetLifecycle")
+	if f.setLifecycleErr == nil {
+		f.lifecycle = rules
+	}
+	return f.setLifecycleErr
 }
 
 var (
@@ -67,6 +124,16 @@ const (
 	testUID    = "uid-mine"
 	otherUID   = "uid-theirs"
 	testBucket = "team-a-assets"
+	testNS     = "team-a"
+	otherNS    = "team-b"
+)
+
+var (
+	mine         = s3.Owner{UID: testUID, Namespace: testNS}
+	theirs       = s3.Owner{UID: otherUID, Namespace: otherNS}
+	keptByUs     = s3.Owner{UID: otherUID, Namespace: testNS}
+	errNotImpl   = minio.ErrorResponse{Code: "NotImplemented", StatusCode: 501}
+	errBadPolicy = minio.ErrorResponse{Code: "MalformedPolicy", StatusCode: 400, Message: "Invalid principal in policy"}
 )
 
 // TestBucketCheck drives every exit of one check with a fake store.
@@ -76,7 +143,10 @@ func TestBucketCheck(t *testing.T) {
 		s3     fakeS3
 		claim  storagev1.BucketClaim
 		adopt  bool
-		probe  bool
+		// mayAdopt and foreign: the store lets the namespace adopt; the name
+		// is outside the namespace's own.
+		mayAdopt, foreign bool
+		probe             bool
 		// intentErr makes recording the intent to create fail.
 		intentErr error
 
@@ -88,6 +158,9 @@ func TestBucketCheck(t *testing.T) {
 		wantIntent   bool
 		wantDown     bool
 		wantCalls    []string
+		// wantTagged is what SetOwner wrote, when it was called.
+		wantTagged s3.Owner
+		wantMsg    string
 	}{
 		"claimed and there": {
 			reason: "a claimed bucket costs exactly one HeadBucket",
@@ -154,7 +227,7 @@ func TestBucketCheck(t *testing.T) {
 		},
 		"intent on record, but someone else's tag": {
 			reason: "the intent never overrides another owner",
-			s3:     fakeS3{exists: true, owner: otherUID}, claim: storagev1.BucketCreating,
+			s3:     fakeS3{exists: true, owner: theirs}, claim: storagev1.BucketCreating,
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
 		},
 		"recreated after it vanished": {
@@ -164,20 +237,73 @@ func TestBucketCheck(t *testing.T) {
 		},
 		"exists, tagged with our UID": {
 			reason:       "status lost, tag says it is ours",
-			s3:           fakeS3{exists: true, owner: testUID},
+			s3:           fakeS3{exists: true, owner: mine},
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantCalls: []string{"BucketExists", "Owner"},
+		},
+		"exists, tagged with our UID before namespaces were": {
+			reason:       "the namespace tag is added, so the bucket can be taken back if kept",
+			s3:           fakeS3{exists: true, owner: s3.Owner{UID: testUID}},
+			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed,
+			wantCalls: []string{"BucketExists", "Owner", "SetOwner"}, wantTagged: mine,
 		},
 		"exists, untagged, not ours": {
 			s3:           fakeS3{exists: true},
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
 		},
-		"exists, someone else's, adopted": {
-			s3: fakeS3{exists: true, owner: otherUID}, adopt: true,
+		"exists, another namespace's, adopted where the store allows": {
+			s3: fakeS3{exists: true, owner: theirs}, adopt: true, mayAdopt: true,
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketAdopted",
-			wantCalls: []string{"BucketExists", "Owner", "SetOwner"},
+			wantCalls: []string{"BucketExists", "Owner", "SetOwner"}, wantTagged: mine,
+		},
+		"exists, another namespace's, adoption not allowed": {
+			reason: "team B cannot take team A's kept bucket: untouched",
+			s3:     fakeS3{exists: true, owner: theirs}, adopt: true,
+			wantProgress: conditions.Blocked, wantReason: ReasonAdoptionNotAllowed, wantCalls: []string{"BucketExists", "Owner"},
+			wantMsg: "does not let this namespace adopt",
+		},
+		"exists, made outside Trellis, adoption not allowed": {
+			s3: fakeS3{exists: true}, adopt: true,
+			wantProgress: conditions.Blocked, wantReason: ReasonAdoptionNotAllowed, wantCalls: []string{"BucketExists", "Owner"},
+		},
+		"exists, kept by this namespace, taken back": {
+			reason: "a team takes back its own retained bucket without the store's leave",
+			s3:     fakeS3{exists: true, owner: keptByUs}, adopt: true,
+			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketAdopted",
+			wantCalls: []string{"BucketExists", "Owner", "SetOwner"}, wantTagged: mine,
+		},
+		"exists, kept by this namespace, under a foreign name, taken back": {
+			s3: fakeS3{exists: true, owner: keptByUs}, adopt: true, foreign: true,
+			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketAdopted",
+			wantCalls: []string{"BucketExists", "Owner", "SetOwner"}, wantTagged: mine,
+		},
+		"exists, kept by this namespace, not asked to adopt": {
+			s3:           fakeS3{exists: true, owner: keptByUs},
+			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
+			wantMsg: "set adoptExisting: true to take it back",
+		},
+		"exists, another namespace's, not asked, not allowed": {
+			s3:           fakeS3{exists: true, owner: theirs},
+			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
+			wantMsg: "does not let this namespace adopt",
+		},
+		"exists, another namespace's, not asked, allowed": {
+			s3: fakeS3{exists: true, owner: theirs}, mayAdopt: true,
+			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
+			wantMsg: "set adoptExisting: true to take it over",
+		},
+		"missing, a foreign name, not allowed": {
+			reason: "no bucket is made under another namespace's names, and no intent recorded",
+			s3:     fakeS3{}, foreign: true,
+			wantProgress: conditions.Blocked, wantReason: ReasonBucketNameNotAllowed, wantCalls: []string{"BucketExists"},
+			wantMsg: "name the bucket team-a-",
+		},
+		"missing, a foreign name, allowed": {
+			s3: fakeS3{}, foreign: true, mayAdopt: true,
+			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketCreated", wantIntent: true,
+			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"}, wantTagged: mine,
 		},
 		"adoption fails to tag": {
-			s3: fakeS3{exists: true, setOwnerErr: errDenied}, adopt: true,
+			s3: fakeS3{exists: true, setOwnerErr: errDenied}, adopt: true, mayAdopt: true,
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists", "Owner", "SetOwner"},
 		},
 		"owner unreadable": {
@@ -186,7 +312,7 @@ func TestBucketCheck(t *testing.T) {
 		},
 		"probe fails after a claim": {
 			reason: "the claim is still recorded when the probe fails",
-			s3:     fakeS3{exists: true, owner: testUID, probeErr: &s3.ProbeError{Step: "writing", Err: errors.New("quota")}}, probe: true,
+			s3:     fakeS3{exists: true, owner: mine, probeErr: &s3.ProbeError{Step: "writing", Err: errors.New("quota")}}, probe: true,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonProbeFailed), wantClaim: storagev1.BucketClaimed,
 			wantCalls: []string{"BucketExists", "Owner", "Probe"},
 		},
@@ -196,7 +322,8 @@ func TestBucketCheck(t *testing.T) {
 			g := NewWithT(t)
 			fake := tc.s3
 			intent := false
-			check := bucketCheck{s3: &fake, store: "store-a", bucket: testBucket, uid: testUID, claim: tc.claim, adopt: tc.adopt, probe: tc.probe,
+			check := bucketCheck{s3: &fake, store: "store-a", bucket: testBucket, owner: mine, claim: tc.claim,
+				adopt: tc.adopt, mayAdopt: tc.mayAdopt, foreignName: tc.foreign, probe: tc.probe,
 				recordIntent: func(context.Context) error { intent = true; return tc.intentErr }}
 
 			res, err := check.run(context.Background())
@@ -211,6 +338,10 @@ func TestBucketCheck(t *testing.T) {
 			g.Expect(res.summary.Progress).To(Equal(tc.wantProgress), tc.reason)
 			g.Expect(res.summary.Reason).To(Equal(tc.wantReason), tc.reason)
 			g.Expect(res.summary.Message).NotTo(BeEmpty())
+			g.Expect(res.summary.Message).To(ContainSubstring(tc.wantMsg))
+			if slices.Contains(tc.wantCalls, "SetOwner") && tc.wantTagged != (s3.Owner{}) {
+				g.Expect(fake.setOwnerTo).To(Equal(tc.wantTagged), "both tags, this StorageBucket's")
+			}
 			g.Expect(res.claim).To(Equal(tc.wantClaim), tc.reason)
 			g.Expect(res.storeDown).To(Equal(tc.wantDown), tc.reason)
 			if tc.wantEvent == "" {
@@ -239,7 +370,7 @@ func TestBucketDeletion(t *testing.T) {
 			s3: fakeS3{}, claim: storagev1.BucketClaimed, wantDone: true, wantCalls: []string{"BucketExists"},
 		},
 		"ours and empty": {
-			s3: fakeS3{exists: true, owner: testUID}, claim: storagev1.BucketClaimed,
+			s3: fakeS3{exists: true, owner: mine}, claim: storagev1.BucketClaimed,
 			wantDone: true, wantDeleted: true, wantCalls: []string{"BucketExists", "Owner", "CountObjects", "DeleteBucket"},
 		},
 		"created untagged, then deleted": {
@@ -249,7 +380,12 @@ func TestBucketDeletion(t *testing.T) {
 		},
 		"someone else's": {
 			reason: "never delete what is not ours",
-			s3:     fakeS3{exists: true, owner: otherUID}, claim: storagev1.BucketClaimed,
+			s3:     fakeS3{exists: true, owner: theirs}, claim: storagev1.BucketClaimed,
+			wantDone: true, wantCalls: []string{"BucketExists", "Owner"},
+		},
+		"kept by this namespace, but another StorageBucket's": {
+			reason: "the namespace tag allows taking back, never deleting",
+			s3:     fakeS3{exists: true, owner: keptByUs}, claim: storagev1.BucketClaimed,
 			wantDone: true, wantCalls: []string{"BucketExists", "Owner"},
 		},
 		"untagged and no intent": {
@@ -258,7 +394,7 @@ func TestBucketDeletion(t *testing.T) {
 		},
 		"not empty": {
 			reason: "data is never lost: a person decides",
-			s3:     fakeS3{exists: true, owner: testUID, objects: 3}, claim: storagev1.BucketClaimed,
+			s3:     fakeS3{exists: true, owner: mine, objects: 3}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Blocked, wantReason: ReasonDeleteBlocked, wantCalls: []string{"BucketExists", "Owner", "CountObjects"},
 		},
 		"store down": {
@@ -270,11 +406,11 @@ func TestBucketDeletion(t *testing.T) {
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists", "Owner"},
 		},
 		"cannot list": {
-			s3: fakeS3{exists: true, owner: testUID, countErr: errDown}, claim: storagev1.BucketClaimed,
+			s3: fakeS3{exists: true, owner: mine, countErr: errDown}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantCalls: []string{"BucketExists", "Owner", "CountObjects"},
 		},
 		"delete refused": {
-			s3: fakeS3{exists: true, owner: testUID, deleteErr: errDenied}, claim: storagev1.BucketClaimed,
+			s3: fakeS3{exists: true, owner: mine, deleteErr: errDenied}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists", "Owner", "CountObjects", "DeleteBucket"},
 		},
 	}

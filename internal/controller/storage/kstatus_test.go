@@ -23,6 +23,11 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 	}
 	now := metav1.Now()
 	storeDown := conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "no answer"}
+	settingsNotSupported := settingsResult{declared: []string{settingLifecycle},
+		problems: []settingProblem{{setting: settingLifecycle, reason: ReasonSettingNotSupported, blocked: true, message: "lifecycle: not implemented"}}}
+	policyRefused := settingsResult{declared: []string{settingPolicy},
+		problems: []settingProblem{{setting: settingPolicy, reason: ReasonInvalidPolicy, blocked: true, message: "policy: not JSON"}}}
+	settingsApplied := settingsResult{declared: []string{settingVersioning}}
 	deleteBlocked := conditions.Summary{Progress: conditions.Blocked, Reason: ReasonDeleteBlocked, Message: "holds 2 objects"}
 	t.Run("StorageBucket", func(t *testing.T) {
 		cases := map[string]struct {
@@ -30,15 +35,26 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 			deleting bool
 			want     kstatus.Status
 		}{
-			"healthy":          {res: checkResult{summary: healthy(testBucket, "store-a"), claim: storagev1.BucketClaimed}, want: kstatus.CurrentStatus},
-			"creating":         {res: checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonCreating, Message: "creating"}}, want: kstatus.InProgressStatus},
-			"store down":       {res: checkResult{summary: storeDown}, want: kstatus.InProgressStatus},
-			"store not ready":  {res: checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonStoreNotReady, Message: "not checked"}}, want: kstatus.InProgressStatus},
-			"conflict":         {res: blocked(ReasonConflict, "someone else's"), want: kstatus.FailedStatus},
-			"no such store":    {res: blocked(ReasonStoreNotFound, "no store"), want: kstatus.FailedStatus},
-			"keys refused":     {res: blocked(string(s3.ReasonAccessDenied), "refused"), want: kstatus.FailedStatus},
-			"being deleted":    {res: checkResult{summary: healthy(testBucket, "store-a")}, deleting: true, want: kstatus.TerminatingStatus},
-			"delete held back": {res: checkResult{summary: deleteBlocked}, deleting: true, want: kstatus.TerminatingStatus},
+			"healthy":                         {res: checkResult{summary: healthy(testBucket, "store-a"), claim: storagev1.BucketClaimed}, want: kstatus.CurrentStatus},
+			"creating":                        {res: checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonCreating, Message: "creating"}}, want: kstatus.InProgressStatus},
+			"store down":                      {res: checkResult{summary: storeDown}, want: kstatus.InProgressStatus},
+			"store not ready":                 {res: checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonStoreNotReady, Message: "not checked"}}, want: kstatus.InProgressStatus},
+			"conflict":                        {res: blocked(ReasonConflict, "someone else's"), want: kstatus.FailedStatus},
+			"no such store":                   {res: blocked(ReasonStoreNotFound, "no store"), want: kstatus.FailedStatus},
+			"keys refused":                    {res: blocked(string(s3.ReasonAccessDenied), "refused"), want: kstatus.FailedStatus},
+			"being deleted":                   {res: checkResult{summary: healthy(testBucket, "store-a")}, deleting: true, want: kstatus.TerminatingStatus},
+			"delete held back":                {res: checkResult{summary: deleteBlocked}, deleting: true, want: kstatus.TerminatingStatus},
+			"store not open to the namespace": {res: blocked(ReasonNamespaceNotAllowed, "not open"), want: kstatus.FailedStatus},
+			"adoption not allowed":            {res: blocked(ReasonAdoptionNotAllowed, "not yours"), want: kstatus.FailedStatus},
+			"bucket name not allowed":         {res: blocked(ReasonBucketNameNotAllowed, "not your name"), want: kstatus.FailedStatus},
+			"setting not supported": {res: checkResult{summary: settingsNotSupported.summary(), settings: &settingsNotSupported},
+				want: kstatus.FailedStatus},
+			"policy refused": {res: checkResult{summary: policyRefused.summary(), settings: &policyRefused}, want: kstatus.FailedStatus},
+			"settings applied": {res: checkResult{summary: healthy(testBucket, "store-a"), claim: storagev1.BucketClaimed, settings: &settingsApplied},
+				want: kstatus.CurrentStatus},
+			"waiting for its accesses to go": {res: checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonInUse, Message: "waits"}},
+				deleting: true, want: kstatus.TerminatingStatus},
+			"held by accesses still in use": {res: blocked(ReasonInUse, "delete them first"), deleting: true, want: kstatus.TerminatingStatus},
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
@@ -61,20 +77,65 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 	})
 	t.Run("ObjectStore", func(t *testing.T) {
 		cases := map[string]struct {
-			summary conditions.Summary
-			want    kstatus.Status
+			summary  conditions.Summary
+			deleting bool
+			want     kstatus.Status
 		}{
-			"reachable":      {summary: conditions.Summary{Progress: conditions.Done, Reason: ReasonReachable, Message: "answers"}, want: kstatus.CurrentStatus},
-			"unreachable":    {summary: storeDown, want: kstatus.InProgressStatus},
-			"no credentials": {summary: conditions.Summary{Progress: conditions.Blocked, Reason: string(s3.ReasonCredentialsMissing), Message: "missing"}, want: kstatus.FailedStatus},
+			"reachable":        {summary: conditions.Summary{Progress: conditions.Done, Reason: ReasonReachable, Message: "answers"}, want: kstatus.CurrentStatus},
+			"unreachable":      {summary: storeDown, want: kstatus.InProgressStatus},
+			"no credentials":   {summary: conditions.Summary{Progress: conditions.Blocked, Reason: string(s3.ReasonCredentialsMissing), Message: "missing"}, want: kstatus.FailedStatus},
+			"invalid selector": {summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInvalidSelector, Message: "bad operator"}, want: kstatus.FailedStatus},
+			"in use, deleting": {summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse, Message: "accesses remain"}, deleting: true, want: kstatus.TerminatingStatus},
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
 				g := NewWithT(t)
 				store := testStore("a")
 				store.Status.ObservedGeneration = store.Generation
+				if tc.deleting {
+					store.DeletionTimestamp = &now
+				}
 				conditions.Summarize(&store.Status.Conditions, store.Generation, tc.summary)
 				res, err := testenv.KStatus(store, scheme)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(res.Status).To(Equal(tc.want), res.Message)
+			})
+		}
+	})
+	t.Run("BucketAccess", func(t *testing.T) {
+		issued := accessResult{issued: &issuedKey{accessKeyID: keyV1, secretKey: "s"}, keysKnown: true,
+			summary: conditions.Summary{Progress: conditions.Done, Reason: ReasonGranted, Message: "granted"}}
+		cases := map[string]struct {
+			res      accessResult
+			deleting bool
+			want     kstatus.Status
+		}{
+			"granted":              {res: issued, want: kstatus.CurrentStatus},
+			"issuing":              {res: accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonIssuing, Message: "issuing"}}, want: kstatus.InProgressStatus},
+			"bucket not ready":     {res: accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonBucketNotReady, Message: "waiting"}}, want: kstatus.InProgressStatus},
+			"store down":           {res: accessResult{summary: storeDown, storeDown: true}, want: kstatus.InProgressStatus},
+			"bucket not found":     {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonBucketNotFound, Message: "no bucket"}}, want: kstatus.FailedStatus},
+			"bucket stalled":       {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonBucketNotReady, Message: "stalled"}}, want: kstatus.FailedStatus},
+			"bucket being deleted": {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonBucketDeleting, Message: "going"}}, want: kstatus.FailedStatus},
+			"Secret not ours":      {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonSecretConflict, Message: "taken"}}, want: kstatus.FailedStatus},
+			"no account driver":    {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonAccessNotSupported, Message: "S3"}}, want: kstatus.FailedStatus},
+			"namespace not allowed": {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonNamespaceNotAllowed, Message: "closed"}},
+				want: kstatus.FailedStatus},
+			"store without IAM": {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: string(s3.ReasonNotSupported), Message: "no IAM"}},
+				want: kstatus.FailedStatus},
+			"revoking": {res: accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonRevoking, Message: "store down"}},
+				deleting: true, want: kstatus.TerminatingStatus},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				g := NewWithT(t)
+				a := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app", Generation: 2},
+					Spec: storagev1.BucketAccessSpec{BucketRef: storagev1.BucketReference{Name: "assets"}, Mode: storagev1.AccessReadOnly, SecretName: "s", KeyVersion: 1}}
+				a.Status = computeAccessStatus(a, tc.res)
+				if tc.deleting {
+					a.DeletionTimestamp = &now
+				}
+				res, err := testenv.KStatus(a, scheme)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(res.Status).To(Equal(tc.want), res.Message)
 			})

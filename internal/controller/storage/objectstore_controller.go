@@ -30,7 +30,11 @@ const StoreFinalizer = "storage.trellis.dev/in-use"
 // Reasons of an ObjectStore's conditions besides those of s3.Classify.
 const (
 	ReasonReachable = "Reachable"
-	ReasonInUse     = "InUse"
+	// ReasonInUse: a deletion waits for what uses the object (StorageBuckets
+	// of a store, BucketAccesses of a bucket or of a store).
+	ReasonInUse = "InUse"
+	// ReasonInvalidSelector: a namespace selector of the store cannot be used.
+	ReasonInvalidSelector = "InvalidSelector"
 )
 
 // storeCheckInterval is how often a healthy store is checked (and its
@@ -59,16 +63,20 @@ type ObjectStoreReconciler struct {
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=objectstores,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=objectstores/status,verbs=get;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=objectstores/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get
+// Store credentials are read with the get on Secrets the BucketAccess
+// controller holds (bucketaccess_controller.go); Stores.config still refuses
+// any namespace but the manager's own.
 
 // SetupWithManager watches ObjectStores (spec changes and the start of a
-// deletion), the StorageBuckets that use them (for in-use protection), and
-// requests from bucket checks.
+// deletion), the StorageBuckets that use them and the BucketAccesses with
+// accounts in them (for in-use protection), and requests from bucket and
+// access checks that found a store not answering.
 func (r *ObjectStoreReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("objectstore").
 		For(&storagev1.ObjectStore{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(storeOfBucket), builder.WithPredicates(bucketCreatedOrGone)).
+		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(storeOfAccess), builder.WithPredicates(accessGone)).
 		WatchesRawSource(source.Channel(r.storeEvents, &handler.TypedEnqueueRequestForObject[*storagev1.ObjectStore]{})).
 		WithOptions(opts.ControllerOptions()).
 		Complete(r)
@@ -80,6 +88,15 @@ func storeOfBucket(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: b.Spec.StoreRef.Name}}}
+}
+
+// storeOfAccess maps a BucketAccess to the store its accounts live in.
+func storeOfAccess(_ context.Context, o client.Object) []reconcile.Request {
+	a, ok := o.(*storagev1.BucketAccess)
+	if !ok || a.Status.StoreName == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: a.Status.StoreName}}}
 }
 
 // bucketCreatedOrGone: a store only cares how many buckets use it.
@@ -105,12 +122,19 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 
+	next := *store.Status.DeepCopy()
+	next.ObservedGeneration = store.Generation
+	if err := validateSelectors(store); err != nil {
+		// Nothing a store check could change: no request is sent.
+		conditions.Summarize(&next.Conditions, store.Generation, conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInvalidSelector,
+			Message: fmt.Sprintf("%v; no namespace may use the store until it is fixed", err)})
+		_, err := r.status.Patch(ctx, store, next)
+		return ctrl.Result{}, err
+	}
 	c, checkErr := r.stores.Refresh(ctx, store)
 	if checkErr == nil {
 		checkErr = c.Ping(ctx)
 	}
-	next := *store.Status.DeepCopy()
-	next.ObservedGeneration = store.Generation
 	summary := conditions.Summary{Progress: conditions.Done, Reason: ReasonReachable, Message: "the store answers and accepts the credentials"}
 	if checkErr != nil {
 		reason, msg := classifyStoreError(checkErr)
@@ -131,16 +155,27 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return setup.RequeueAfter(storeCheckInterval), nil
 }
 
-// finalize lets a store go only when no StorageBucket uses it any more.
+// finalize lets a store go only when no StorageBucket uses it any more, and
+// no BucketAccess still has an account in it to revoke.
 func (r *ObjectStoreReconciler) finalize(ctx context.Context, store *storagev1.ObjectStore) (ctrl.Result, error) {
 	list := &storagev1.StorageBucketList{}
 	if err := r.client.List(ctx, list, client.MatchingFields{bucketStoreIndex: store.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
-	if n := len(list.Items); n > 0 {
+	accesses := &storagev1.BucketAccessList{}
+	if err := r.client.List(ctx, accesses, client.MatchingFields{accessStoreIndex: store.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	var msg string
+	switch {
+	case len(list.Items) > 0:
+		msg = fmt.Sprintf("deletion waits: %d StorageBuckets still use this store (e.g. %s/%s)", len(list.Items), list.Items[0].Namespace, list.Items[0].Name)
+	case len(accesses.Items) > 0:
+		msg = fmt.Sprintf("deletion waits: %d BucketAccesses still have accounts in this store to revoke (e.g. %s/%s)", len(accesses.Items), accesses.Items[0].Namespace, accesses.Items[0].Name)
+	}
+	if msg != "" {
 		next := *store.Status.DeepCopy()
-		conditions.Summarize(&next.Conditions, store.Generation, conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse,
-			Message: fmt.Sprintf("deletion waits: %d StorageBuckets still use this store (e.g. %s/%s)", n, list.Items[0].Namespace, list.Items[0].Name)})
+		conditions.Summarize(&next.Conditions, store.Generation, conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse, Message: msg})
 		_, err := r.status.Patch(ctx, store, next)
 		return ctrl.Result{}, err
 	}

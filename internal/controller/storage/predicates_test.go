@@ -53,3 +53,60 @@ func TestBucketCreatedOrGone(t *testing.T) {
 	g.Expect(bucketCreatedOrGone.Update(event.UpdateEvent{ObjectOld: b, ObjectNew: b})).To(BeFalse(), "a store only counts its buckets")
 	g.Expect(storeOfBucket(context.Background(), b)).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "store-a"}}}))
 }
+
+func TestStoreReadyChangedFollowsTheStoreController(t *testing.T) {
+	g := NewWithT(t)
+	old := testStore("a")
+	old.Status.ObservedGeneration = 1
+	old.Status.Conditions = []metav1.Condition{{Type: conditions.Ready, Status: metav1.ConditionTrue, Reason: ReasonReachable}}
+	edited := old.DeepCopy()
+	edited.Generation = 2
+	g.Expect(storeReadyChanged.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: edited})).To(BeFalse(),
+		"a spec change alone: its users would only find the store not checked yet")
+	seen := edited.DeepCopy()
+	seen.Status.ObservedGeneration = 2
+	g.Expect(storeReadyChanged.Update(event.UpdateEvent{ObjectOld: edited, ObjectNew: seen})).To(BeTrue(),
+		"the store controller took in the new spec (a selector may have changed)")
+}
+
+func TestBucketStateChanged(t *testing.T) {
+	base := statusBucket(1, storagev1.StorageBucketStatus{ObservedGeneration: 1, BucketName: testBucket, Claim: storagev1.BucketClaimed,
+		Conditions: []metav1.Condition{{Type: conditions.Ready, Status: metav1.ConditionTrue, Reason: ReasonHealthy}}})
+	now := metav1.Now()
+	cases := map[string]struct {
+		change func(*storagev1.StorageBucket)
+		want   bool
+	}{
+		"nothing":               {change: func(*storagev1.StorageBucket) {}},
+		"a health check's news": {change: func(b *storagev1.StorageBucket) { b.Status.Conditions[0].Message = "slow" }},
+		"spec interval":         {change: func(b *storagev1.StorageBucket) { b.Generation = 2 }},
+		"claim":                 {change: func(b *storagev1.StorageBucket) { b.Status.Claim = storagev1.BucketCreating }, want: true},
+		"bucket name":           {change: func(b *storagev1.StorageBucket) { b.Status.BucketName = "other" }, want: true},
+		"deletion starts":       {change: func(b *storagev1.StorageBucket) { b.DeletionTimestamp = &now }, want: true},
+		"stalled": {change: func(b *storagev1.StorageBucket) {
+			b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: conditions.Stalled, Status: metav1.ConditionTrue})
+		}, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			updated := base.DeepCopy()
+			tc.change(updated)
+			g.Expect(bucketStateChanged.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: updated})).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestAccessGone(t *testing.T) {
+	g := NewWithT(t)
+	a := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"},
+		Spec:   storagev1.BucketAccessSpec{BucketRef: storagev1.BucketReference{Name: "assets"}},
+		Status: storagev1.BucketAccessStatus{StoreName: "store-a"}}
+	g.Expect(accessGone.Delete(event.DeleteEvent{Object: a})).To(BeTrue(), "a bucket or store being deleted may be waiting for it")
+	g.Expect(accessGone.Create(event.CreateEvent{Object: a})).To(BeFalse())
+	g.Expect(accessGone.Update(event.UpdateEvent{ObjectOld: a, ObjectNew: a})).To(BeFalse())
+	g.Expect(bucketOfAccess(context.Background(), a)).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: "team-a", Name: "assets"}}}))
+	g.Expect(storeOfAccess(context.Background(), a)).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "store-a"}}}))
+	a.Status.StoreName = ""
+	g.Expect(storeOfAccess(context.Background(), a)).To(BeEmpty(), "no account made anywhere yet")
+}

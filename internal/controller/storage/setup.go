@@ -1,7 +1,9 @@
 // Package storage reconciles ObjectStores (S3-compatible stores outside the
-// cluster) and StorageBuckets (buckets in them, created and health-checked on
-// a schedule and on external events). The two controllers share the stores'
-// clients, so they are enabled together as "storage".
+// cluster), StorageBuckets (buckets in them, created, health-checked on a
+// schedule and on external events, and given the settings they declare) and
+// BucketAccesses (a key of its own to one bucket, for a workload). The three
+// controllers share the stores' clients, so they are enabled together as
+// "storage".
 package storage
 
 import (
@@ -14,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
-	"github.com/trellis-dev/trellis/internal/s3"
 )
 
 // ControllerName names the pair in --controllers and --max-concurrent-reconciles.
@@ -30,27 +32,32 @@ const (
 	storeBucketIndex = "storage.storeAndBucket"
 	// bucketNameIndex is the bucket name alone, for bucket events.
 	bucketNameIndex = "storage.bucketName"
+	// accessBucketIndex finds the BucketAccesses of a StorageBucket (by
+	// name, within a namespace).
+	accessBucketIndex = "spec.bucketRef.name"
+	// accessStoreIndex finds the BucketAccesses with accounts in a store.
+	accessStoreIndex = "status.storeName"
 )
 
 func storeBucketKey(store, bucket string) string { return store + "/" + bucket }
 
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Controller registers the ObjectStore and StorageBucket controllers.
+// Controller registers the ObjectStore, StorageBucket and BucketAccess controllers.
 var Controller = setup.Controller{
 	Name:  ControllerName,
 	Setup: Setup,
 }
 
-// Setup registers both controllers, their indexes and, when configured, the
-// bucket-events receiver.
+// Setup registers the three controllers, their indexes and, when configured,
+// the bucket-events receiver.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
-	return SetupWith(ctx, mgr, opts, func(cfg s3.Config) (s3.Client, error) { return s3.New(cfg) })
+	return SetupWith(ctx, mgr, opts, DefaultBackends)
 }
 
-// SetupWith is Setup with the S3 client constructor given (tests point it at a
-// real server with other timeouts).
-func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, newClient func(s3.Config) (s3.Client, error)) error {
+// SetupWith is Setup with the store clients given (tests point them at a real
+// server with other timeouts).
+func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backends Backends) error {
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &storagev1.StorageBucket{}, bucketStoreIndex, func(o client.Object) []string {
 		return []string{o.(*storagev1.StorageBucket).Spec.StoreRef.Name}
@@ -68,11 +75,26 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, newCli
 	}); err != nil {
 		return err
 	}
+	if err := idx.IndexField(ctx, &storagev1.BucketAccess{}, accessBucketIndex, func(o client.Object) []string {
+		return []string{o.(*storagev1.BucketAccess).Spec.BucketRef.Name}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &storagev1.BucketAccess{}, accessStoreIndex, func(o client.Object) []string {
+		if store := o.(*storagev1.BucketAccess).Status.StoreName; store != "" {
+			return []string{store}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 
-	stores := NewStores(mgr.GetAPIReader(), opts.Namespace, newClient)
+	stores := NewStores(mgr.GetAPIReader(), opts.Namespace, backends)
+	namespaces := newNamespaceLabels(mgr.GetAPIReader())
 	schedule := NewSchedule()
 	storeEvents := make(chan event.TypedGenericEvent[*storagev1.ObjectStore])
 	bucketEvents := make(chan event.TypedGenericEvent[*storagev1.StorageBucket])
+	accessEvents := make(chan event.TypedGenericEvent[*storagev1.BucketAccess])
 
 	storeReconciler := &ObjectStoreReconciler{
 		client: mgr.GetClient(),
@@ -88,9 +110,21 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, newCli
 		client: mgr.GetClient(), recorder: rec,
 		status: status.NewPatcher(mgr.GetClient(), rec,
 			func(b *storagev1.StorageBucket) *storagev1.StorageBucketStatus { return &b.Status }, bucketStatusEvents...),
-		stores: stores, schedule: schedule, storeEvents: storeEvents, bucketEvents: bucketEvents,
+		stores: stores, schedule: schedule, namespaces: namespaces, storeEvents: storeEvents, bucketEvents: bucketEvents,
+		accessEvents: accessEvents,
 	}
 	if err := bucketReconciler.SetupWithManager(mgr, opts); err != nil {
+		return err
+	}
+	accessRec := mgr.GetEventRecorder("bucketaccess")
+	accessReconciler := &AccessReconciler{
+		client: mgr.GetClient(), recorder: accessRec,
+		children: children.Clients{Cached: mgr.GetClient(), Uncached: mgr.GetAPIReader()},
+		status: status.NewPatcher(mgr.GetClient(), accessRec,
+			func(a *storagev1.BucketAccess) *storagev1.BucketAccessStatus { return &a.Status }, accessStatusEvents...),
+		stores: stores, namespaces: namespaces, storeEvents: storeEvents, accessEvents: accessEvents, now: time.Now,
+	}
+	if err := accessReconciler.SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	if opts.BucketEventsAddr != "" && opts.BucketEventsAddr != "0" {

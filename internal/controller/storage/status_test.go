@@ -127,3 +127,30 @@ func TestComputeBucketStatusIsIdempotent(t *testing.T) {
 		})
 	}
 }
+
+func TestComputeAccessStatus(t *testing.T) {
+	g := NewWithT(t)
+	a := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Generation: 3},
+		Spec: storagev1.BucketAccessSpec{KeyVersion: 2},
+		Status: storagev1.BucketAccessStatus{StoreName: "s", BucketName: testBucket, AccessKeyID: keyV1, KeyVersion: 1,
+			RetiringKeys: []storagev1.RetiringKey{retiringAt(keyV2, syncNow)}}}
+	granted := conditions.Summary{Progress: conditions.Done, Reason: ReasonGranted, Message: "granted"}
+
+	st := computeAccessStatus(a, accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "down"}})
+	g.Expect(st.AccessKeyID).To(Equal(keyV1), "a failed reconcile records no key")
+	g.Expect(st.KeyVersion).To(Equal(int32(1)))
+	g.Expect(st.RetiringKeys).To(HaveLen(1), "nor forgets the keys to revoke")
+	g.Expect(st.ObservedGeneration).To(Equal(int64(3)))
+	g.Expect(conditions.IsTrue(st.Conditions, conditions.Reconciling)).To(BeTrue())
+
+	st = computeAccessStatus(a, accessResult{summary: granted, issued: &issuedKey{accessKeyID: keyV2, secretKey: "x"},
+		keysKnown: true, retiring: []storagev1.RetiringKey{retiringAt(keyV1, syncNow)}})
+	g.Expect(st.AccessKeyID).To(Equal(keyV2))
+	g.Expect(st.KeyVersion).To(Equal(int32(2)))
+	g.Expect(keyIDs(st.RetiringKeys)).To(Equal([]string{keyV1}))
+	g.Expect(st.StoreName).To(Equal("s"))
+	g.Expect(conditions.IsTrue(st.Conditions, conditions.Ready)).To(BeTrue())
+
+	st = computeAccessStatus(a, accessResult{summary: granted, keysKnown: true})
+	g.Expect(st.RetiringKeys).To(BeEmpty(), "revoked keys leave the record")
+}

@@ -54,9 +54,15 @@ func waitListening(addr string) error {
 	return fmt.Errorf("nothing listens on %s", addr)
 }
 
-func newNamespace(t *testing.T) string {
+// adopterLabel marks the namespaces the suite's store lets adopt buckets.
+var adopterLabel = map[string]string{"storage-test/adopt": "yes"}
+
+func newNamespace(t *testing.T, labels ...map[string]string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("sb-%d", nsCounter.Add(1))}}
+	for _, l := range labels {
+		ns.Labels = l
+	}
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
@@ -70,12 +76,21 @@ func direct(g Gomega) s3.Client {
 	return c
 }
 
+// everyNamespace selects every namespace (all have this label).
+var everyNamespace = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+	{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpExists},
+}}
+
+// newStore is the suite's versitygw, open to every namespace.
 func newStore(name, secret string) *storagev1.ObjectStore {
 	return &storagev1.ObjectStore{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: storagev1.ObjectStoreSpec{
+			Type:     storagev1.StoreTypeVersitygw,
 			Endpoint: s3srv.Endpoint, Region: "us-east-1", PathStyle: ptr.To(true),
-			CredentialsSecretRef: storagev1.SecretReference{Namespace: managerNS, Name: secret},
+			CredentialsSecretRef:      storagev1.SecretReference{Namespace: managerNS, Name: secret},
+			NamespaceSelector:         everyNamespace,
+			AdoptionNamespaceSelector: &metav1.LabelSelector{MatchLabels: adopterLabel},
 		},
 	}
 }
@@ -186,7 +201,7 @@ func TestBucketIsCreatedTaggedAndHealthy(t *testing.T) {
 	g.Expect(exists).To(BeTrue())
 	owner, err := c.Owner(ctx, ns+"-assets")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(owner).To(Equal(string(b.UID)))
+	g.Expect(owner).To(Equal(s3.Owner{UID: string(b.UID), Namespace: ns}), "tagged with its StorageBucket and namespace")
 	deleteBucket(g, ns, "assets")
 }
 
@@ -194,7 +209,7 @@ func TestExistingBucketIsAConflictUnlessAdopted(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	store := ensureStore(g)
-	ns := newNamespace(t)
+	ns := newNamespace(t, adopterLabel)
 	c := direct(g)
 	const foreign = "someone-elses"
 	g.Expect(c.CreateBucket(ctx, foreign)).To(Succeed())
@@ -206,7 +221,7 @@ func TestExistingBucketIsAConflictUnlessAdopted(t *testing.T) {
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("adoptExisting"))
 	owner, err := c.Owner(ctx, foreign)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(owner).To(BeEmpty(), "a conflict must not touch the bucket")
+	g.Expect(owner).To(BeZero(), "a conflict must not touch the bucket")
 
 	// Deleting the conflicted StorageBucket, even with policy Delete, leaves the bucket.
 	got.Spec.DeletionPolicy = storagev1.DeletionDelete
@@ -223,17 +238,17 @@ func TestExistingBucketIsAConflictUnlessAdopted(t *testing.T) {
 	got = eventuallyReason(g, ns, "adopt", ReasonHealthy)
 	owner, err = c.Owner(ctx, foreign)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(owner).To(Equal(string(got.UID)))
+	g.Expect(owner).To(Equal(s3.Owner{UID: string(got.UID), Namespace: ns}))
 
 	// A second StorageBucket claiming the same bucket: the first keeps it.
-	second := newBucket(newNamespace(t), "copycat", store)
+	second := newBucket(newNamespace(t, adopterLabel), "copycat", store)
 	second.Spec.BucketName = foreign
 	second.Spec.AdoptExisting = ptr.To(true)
 	g.Expect(k8s.Create(ctx, second)).To(Succeed())
 	got = eventuallyReason(g, second.Namespace, "copycat", ReasonConflict)
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Ready).Message).To(ContainSubstring(ns + "/adopt"))
 	owner, _ = c.Owner(ctx, foreign)
-	g.Expect(owner).NotTo(Equal(string(got.UID)))
+	g.Expect(owner.UID).NotTo(Equal(string(got.UID)))
 	deleteBucket(g, second.Namespace, "copycat")
 	deleteBucket(g, ns, "adopt")
 }
@@ -546,7 +561,7 @@ func TestCreateThenTagSurvivesAStoreFailureInBetween(t *testing.T) {
 	g.Expect(got.Status.Claim).To(Equal(storagev1.BucketClaimed))
 	owner, err := direct(g).Owner(ctx, bucket)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(owner).To(Equal(string(got.UID)), "the bucket Trellis created is tagged as its own")
+	g.Expect(owner.UID).To(Equal(string(got.UID)), "the bucket Trellis created is tagged as its own")
 	g.Expect(checksOf(ns, "fragile")).To(BeNumerically(">=", 2), "the failed tagging was a check of its own")
 
 	deleteBucket(g, ns, "fragile")

@@ -3,10 +3,11 @@ package storage
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,37 +46,48 @@ var bucketStatusEvents = []status.EventRule{
 
 // BucketReconciler reconciles StorageBuckets.
 type BucketReconciler struct {
-	client   client.Client
-	recorder recorder.EventRecorder
-	status   *status.Patcher[*storagev1.StorageBucket, storagev1.StorageBucketStatus]
-	stores   *Stores
-	schedule *Schedule
+	client     client.Client
+	recorder   recorder.EventRecorder
+	status     *status.Patcher[*storagev1.StorageBucket, storagev1.StorageBucketStatus]
+	stores     *Stores
+	schedule   *Schedule
+	namespaces *namespaceLabels
 	// storeEvents asks the ObjectStore controller to check a store a bucket found down.
 	storeEvents chan<- event.TypedGenericEvent[*storagev1.ObjectStore]
 	// bucketEvents carries requests for an immediate check (the bucket-event receiver).
 	bucketEvents <-chan event.TypedGenericEvent[*storagev1.StorageBucket]
+	// accessEvents asks the BucketAccess controller to look at the accesses
+	// of a bucket whose policy this controller rewrote.
+	accessEvents chan<- event.TypedGenericEvent[*storagev1.BucketAccess]
 }
 
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets/status,verbs=get;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // SetupWithManager wires the watches: StorageBuckets (spec changes and the
-// start of a deletion), their store's Ready condition (a store that came back
-// re-checks its unhealthy buckets), and the bucket-event receiver, an
-// external event source. Periodic checks are RequeueAfter results.
+// start of a deletion), their store's Ready condition and spec (a store that
+// came back re-checks its unhealthy buckets; a changed selector re-decides
+// who may use it), BucketAccesses that go (a deletion waits for them), and
+// the bucket-event receiver, an external event source. Periodic checks are
+// RequeueAfter results.
 func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("storagebucket").
 		For(&storagev1.StorageBucket{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeReadyChanged)).
+		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(bucketOfAccess), builder.WithPredicates(accessGone)).
 		WatchesRawSource(source.Channel(r.bucketEvents, &handler.TypedEnqueueRequestForObject[*storagev1.StorageBucket]{})).
 		WithOptions(opts.ControllerOptions()).
 		Complete(r)
 }
 
-// storeReadyChanged passes a store's creation, its first check, and changes
-// of its Ready status: what buckets waiting on their store wait for.
+// storeReadyChanged passes a store's creation, its first check, changes of
+// its Ready status (what buckets waiting on their store wait for), and the
+// store controller taking in a new spec (its selectors decide who may use
+// it). Not the spec change itself: until the store is checked against it,
+// its users would only find it "not checked yet".
 var storeReadyChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*storagev1.ObjectStore)
@@ -83,8 +95,24 @@ var storeReadyChanged = predicate.Funcs{
 		if !ok1 || !ok2 {
 			return true
 		}
-		return readyStatus(o) != readyStatus(n)
+		return readyStatus(o) != readyStatus(n) || o.Status.ObservedGeneration != n.Status.ObservedGeneration
 	},
+}
+
+// accessGone passes the deletion of a BucketAccess: the deletion of its
+// StorageBucket may be waiting for it.
+var accessGone = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func bucketOfAccess(_ context.Context, o client.Object) []reconcile.Request {
+	a, ok := o.(*storagev1.BucketAccess)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.BucketRef.Name}}}
 }
 
 func readyStatus(store *storagev1.ObjectStore) metav1.ConditionStatus {
@@ -168,6 +196,14 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		r.recorder.Eventf(b, nil, typ, res.event.reason, "Check", res.event.format, bucketName(b))
 	}
+	if res.settings != nil && len(res.settings.changed) > 0 {
+		r.recorder.Eventf(b, nil, corev1.EventTypeNormal, "BucketSettingsApplied", "Apply", "set %s of bucket %s", strings.Join(res.settings.changed, ", "), bucketName(b))
+		if slices.Contains(res.settings.changed, settingPolicy) {
+			if err := r.recheckAccesses(ctx, b); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
 	if _, err := r.status.Patch(ctx, b, computeBucketStatus(b, res)); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -186,8 +222,12 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	if other != "" {
 		return blocked(ReasonConflict, fmt.Sprintf("bucket %s is already claimed by StorageBucket %s", name, other)), nil
 	}
-	store, res, err := r.usableStore(ctx, b.Spec.StoreRef.Name)
+	store, res, err := usableStore(ctx, r.client, b.Spec.StoreRef.Name)
 	if store == nil || err != nil {
+		return res, err
+	}
+	access, res, err := r.storeAccessOf(ctx, store, b.Namespace)
+	if err != nil || !access.use {
 		return res, err
 	}
 	c, err := r.stores.Client(ctx, store)
@@ -200,9 +240,10 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 		claim = ""
 	}
 	check := bucketCheck{
-		s3: c, store: store.Name, bucket: name, uid: string(b.UID), claim: claim,
-		adopt: ptr.Deref(b.Spec.AdoptExisting, false),
-		probe: b.Spec.HealthCheck != nil && ptr.Deref(b.Spec.HealthCheck.Probe, false),
+		s3: c, store: store.Name, bucket: name, owner: s3.Owner{UID: string(b.UID), Namespace: b.Namespace}, claim: claim,
+		adopt: ptr.Deref(b.Spec.AdoptExisting, false), mayAdopt: access.adopt,
+		foreignName: b.Spec.BucketName != "" && !ownBucketName(b.Namespace, b.Spec.BucketName),
+		probe:       b.Spec.HealthCheck != nil && ptr.Deref(b.Spec.HealthCheck.Probe, false),
 		recordIntent: func(ctx context.Context) error {
 			return r.recordCreating(ctx, b, name, store.Name)
 		},
@@ -211,38 +252,37 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	if err != nil {
 		return checkResult{}, err
 	}
+	if settings := settingsOf(b); res.summary.Progress == conditions.Done && len(settings.declared()) > 0 {
+		settings.s3, settings.store, settings.bucket = c, store.Name, name
+		settings.lockPolicy = func() func() { return r.stores.LockPolicy(store.Name, name) }
+		applied := settings.apply(ctx)
+		res.settings = &applied
+		res.storeDown = applied.storeDown
+		if sum := applied.summary(); sum.Progress != conditions.Done {
+			res.summary = sum
+		}
+	}
 	if res.storeDown {
 		r.storeMayBeDown(ctx, store)
 	}
 	return res, nil
 }
 
-// usableStore reads the bucket's ObjectStore and its state from the cache. It
-// returns no store, and the bucket's state, when the store is missing or not
-// Ready: one store-level check stands for all of a store's buckets, so they
-// send it nothing while it is down.
-func (r *BucketReconciler) usableStore(ctx context.Context, name string) (*storagev1.ObjectStore, checkResult, error) {
-	store := &storagev1.ObjectStore{}
-	if err := r.client.Get(ctx, client.ObjectKey{Name: name}, store); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, blocked(ReasonStoreNotFound, fmt.Sprintf("ObjectStore %s does not exist", name)), nil
-		}
-		return nil, checkResult{}, fmt.Errorf("reading ObjectStore %s: %w", name, err)
+// storeAccessOf reads what the store lets the namespace do. A namespace the
+// store is not opened to gets the bucket's state and no store request.
+func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.ObjectStore, namespace string) (storeAccess, checkResult, error) {
+	nsLabels, err := r.namespaces.Get(ctx, namespace)
+	if err != nil {
+		return storeAccess{}, checkResult{}, err
 	}
-	ready := conditions.Get(store.Status.Conditions, conditions.Ready)
-	switch {
-	case ready == nil || store.Status.ObservedGeneration != store.Generation:
-		return nil, checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonStoreNotReady,
-			Message: fmt.Sprintf("ObjectStore %s has not been checked yet", name)}}, nil
-	case ready.Status != metav1.ConditionTrue:
-		progress := conditions.Working
-		if conditions.IsTrue(store.Status.Conditions, conditions.Stalled) {
-			progress = conditions.Blocked
-		}
-		return nil, checkResult{summary: conditions.Summary{Progress: progress, Reason: ready.Reason,
-			Message: fmt.Sprintf("ObjectStore %s: %s", name, ready.Message)}}, nil
+	access, err := accessOf(store, nsLabels)
+	if err != nil {
+		return storeAccess{}, blocked(ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s has an invalid %v; ask the platform team", store.Name, err)), nil
 	}
-	return store, checkResult{}, nil
+	if !access.use {
+		return access, blocked(ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s is not open to namespace %s (its namespaceSelector does not select it); ask the platform team to open it, or use another store", store.Name, namespace)), nil
+	}
+	return access, checkResult{}, nil
 }
 
 // storeMayBeDown asks the ObjectStore controller to check a store now: a
@@ -274,6 +314,9 @@ func blocked(reason, message string) checkResult {
 // otherClaimant returns another StorageBucket that holds, or has the first
 // claim on, the same bucket in the same store: one that has already claimed it
 // wins; otherwise the older one (creation time, then UID, so both sides agree).
+// An unclaimed one that is Stalled (refused by the store, or in conflict
+// itself) makes no move on the bucket, so it stands in no one's way: a
+// namespace cannot block another's bucket by naming it first.
 func (r *BucketReconciler) otherClaimant(ctx context.Context, b *storagev1.StorageBucket, bucket string) (string, error) {
 	list := &storagev1.StorageBucketList{}
 	if err := r.client.List(ctx, list, client.MatchingFields{storeBucketIndex: storeBucketKey(b.Spec.StoreRef.Name, bucket)}); err != nil {
@@ -286,6 +329,9 @@ func (r *BucketReconciler) otherClaimant(ctx context.Context, b *storagev1.Stora
 			continue
 		}
 		theirs := claims(o, bucket)
+		if !theirs && o.Status.ObservedGeneration == o.Generation && conditions.IsTrue(o.Status.Conditions, conditions.Stalled) {
+			continue
+		}
 		older := o.CreationTimestamp.Before(&b.CreationTimestamp) ||
 			(o.CreationTimestamp.Equal(&b.CreationTimestamp) && o.UID < b.UID)
 		if theirs && !mine || theirs == mine && older {
@@ -305,6 +351,18 @@ func claims(b *storagev1.StorageBucket, bucket string) bool {
 // empty bucket we own is deleted; a non-empty one, or a store that cannot be
 // reached, holds the deletion with the reason in status.
 func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBucket) (ctrl.Result, error) {
+	if wait, err := r.accessesRemain(ctx, b); err != nil || wait != nil {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		next := *b.Status.DeepCopy()
+		conditions.Summarize(&next.Conditions, b.Generation, *wait)
+		if _, err := r.status.Patch(ctx, b, next); err != nil {
+			return ctrl.Result{}, err
+		}
+		// The deletion of each BucketAccess is an event; this is the safety net.
+		return setup.RequeueAfter(setup.ForeignChildRetry), nil
+	}
 	if b.Spec.DeletionPolicy == storagev1.DeletionDelete {
 		res, err := r.deleteBucket(ctx, b)
 		if err != nil {
@@ -322,6 +380,8 @@ func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBuc
 			log.FromContext(ctx).Info("bucket deleted", "bucket", bucketName(b))
 			r.recorder.Eventf(b, nil, corev1.EventTypeNormal, "BucketDeleted", "Delete", "deleted empty bucket %s (deletionPolicy: Delete)", bucketName(b))
 		}
+	} else {
+		r.markRetained(ctx, b)
 	}
 	if err := finalizer.Remove(ctx, r.client, b, BucketFinalizer); err != nil {
 		return ctrl.Result{}, err
@@ -329,6 +389,82 @@ func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBuc
 	r.schedule.Forget(client.ObjectKeyFromObject(b))
 	forgetBucketMetrics(client.ObjectKeyFromObject(b))
 	return ctrl.Result{}, nil
+}
+
+// markRetained makes sure a bucket kept by deletionPolicy Retain carries
+// its namespace tag, so the namespace can take it back: buckets tagged by a
+// Trellis that did not record namespaces yet lack it. Best effort: a store
+// that does not answer does not hold the deletion (the bucket then needs the
+// store's adoption leave to be taken back), and a Warning says so.
+func (r *BucketReconciler) markRetained(ctx context.Context, b *storagev1.StorageBucket) {
+	name := bucketName(b)
+	if b.Status.Claim != storagev1.BucketClaimed || b.Status.BucketName != name {
+		return
+	}
+	store, _, err := usableStore(ctx, r.client, b.Spec.StoreRef.Name)
+	if err != nil || store == nil {
+		return
+	}
+	mine := s3.Owner{UID: string(b.UID), Namespace: b.Namespace}
+	c, err := r.stores.Client(ctx, store)
+	if err == nil {
+		var owner s3.Owner
+		if owner, err = c.Owner(ctx, name); err == nil && owner.UID == mine.UID && owner.Namespace != mine.Namespace {
+			err = c.SetOwner(ctx, name, mine)
+		}
+	}
+	if err != nil {
+		_, msg := classifyStoreError(err)
+		r.recorder.Eventf(b, nil, corev1.EventTypeWarning, "RetainedUntagged", "Delete",
+			"bucket %s is kept, but its namespace tag could not be checked (%s): taking it back may need the store's adoption leave", name, msg)
+	}
+}
+
+// recheckAccesses has the BucketAccesses of a bucket look at their grants
+// now: the policy was rewritten, maybe because someone had replaced it, and
+// took their grants with it.
+func (r *BucketReconciler) recheckAccesses(ctx context.Context, b *storagev1.StorageBucket) error {
+	list := &storagev1.BucketAccessList{}
+	if err := r.client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{accessBucketIndex: b.Name}); err != nil {
+		return fmt.Errorf("listing the BucketAccesses of StorageBucket %s: %w", b.Name, err)
+	}
+	for i := range list.Items {
+		select {
+		case r.accessEvents <- event.TypedGenericEvent[*storagev1.BucketAccess]{Object: &list.Items[i]}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// accessesRemain holds the deletion of a StorageBucket while BucketAccesses
+// use it: each must first revoke its key and take its grant out of the
+// bucket's policy, which needs the bucket. It returns nil when none remain.
+func (r *BucketReconciler) accessesRemain(ctx context.Context, b *storagev1.StorageBucket) (*conditions.Summary, error) {
+	list := &storagev1.BucketAccessList{}
+	if err := r.client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{accessBucketIndex: b.Name}); err != nil {
+		return nil, fmt.Errorf("listing the BucketAccesses of StorageBucket %s: %w", b.Name, err)
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	names := make([]string, 0, len(list.Items))
+	leaving := true
+	for _, a := range list.Items {
+		names = append(names, a.Name)
+		leaving = leaving && !a.DeletionTimestamp.IsZero()
+	}
+	slices.Sort(names)
+	if len(names) > 5 {
+		names = append(names[:5], fmt.Sprintf("and %d more", len(list.Items)-5))
+	}
+	if leaving {
+		return &conditions.Summary{Progress: conditions.Working, Reason: ReasonInUse,
+			Message: fmt.Sprintf("deletion waits for BucketAccesses %s to revoke their keys", strings.Join(names, ", "))}, nil
+	}
+	return &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse,
+		Message: fmt.Sprintf("deletion waits: BucketAccesses %s still use this bucket; delete them first (their keys are revoked with them)", strings.Join(names, ", "))}, nil
 }
 
 // deleteBucket deletes the bucket if it is ours and empty, or says why not.
@@ -340,7 +476,7 @@ func (r *BucketReconciler) deleteBucket(ctx context.Context, b *storagev1.Storag
 		// Never created nor claimed by this StorageBucket: nothing of ours to delete.
 		return deletionResult{done: true}, nil
 	}
-	store, res, err := r.usableStore(ctx, b.Spec.StoreRef.Name)
+	store, res, err := usableStore(ctx, r.client, b.Spec.StoreRef.Name)
 	if err != nil {
 		return deletionResult{}, err
 	}

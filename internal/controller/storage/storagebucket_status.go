@@ -21,6 +21,15 @@ func computeBucketStatus(b *storagev1.StorageBucket, res checkResult) storagev1.
 		st.Claim = res.claim
 	}
 	meta.RemoveStatusCondition(&st.Conditions, "Healthy") // written by earlier versions; Ready says it now
+	switch {
+	case len(settingsOf(b).declared()) == 0:
+		meta.RemoveStatusCondition(&st.Conditions, conditions.SettingsApplied)
+	case res.settings != nil:
+		s := res.settings.summary()
+		conditions.Set(&st.Conditions, gen, conditions.SettingsApplied, s.Progress == conditions.Done, s.Reason, s.Message)
+	}
+	// Otherwise the check did not get as far as the settings: what is known
+	// of them stays.
 	conditions.Summarize(&st.Conditions, gen, res.summary)
 	return st
 }

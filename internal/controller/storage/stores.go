@@ -27,28 +27,48 @@ const (
 )
 
 // Stores keeps one S3 client per ObjectStore, built from its credentials
-// Secret. It holds clients only: whether a store answers is the ObjectStore's
-// Ready condition, which every replica reads from its cache, so a new leader
-// knows it at once.
+// Secret, and for store types that have one, its account driver. It holds
+// clients only: whether a store answers is the ObjectStore's Ready
+// condition, which every replica reads from its cache, so a new leader knows
+// it at once.
 type Stores struct {
 	// secrets reads credentials uncached, from the manager's namespace only.
 	secrets   client.Reader
 	namespace string
-	newClient func(s3.Config) (s3.Client, error)
+	backends  Backends
 
 	mu      sync.Mutex
 	clients map[string]storeClient
+	// policyLocks serialise the read-modify-write of a bucket's policy,
+	// which StorageBuckets (their policy) and BucketAccesses (their grants)
+	// both edit. Only the leader writes, so a lock in memory is enough.
+	policyLocks sync.Map // "<store>/<bucket>" -> *sync.Mutex
+}
+
+// Backends builds the clients of a store: S3 for the data path, Accounts for
+// the account driver of a store type that has one (Versitygw).
+type Backends struct {
+	S3       func(s3.Config) (s3.Client, error)
+	Accounts func(cfg s3.Config, adminEndpoint string) (s3.Accounts, error)
+}
+
+// DefaultBackends are the real clients: minio-go, and versitygw's admin API.
+var DefaultBackends = Backends{
+	S3:       func(cfg s3.Config) (s3.Client, error) { return s3.New(cfg) },
+	Accounts: s3.NewVersitygwAccounts,
 }
 
 type storeClient struct {
-	client    s3.Client
-	configSum [32]byte // of endpoint, region, path style and keys; never the keys themselves
+	client   s3.Client
+	accounts s3.Accounts // nil for a store type without an account driver
+	// configSum is of type, endpoints, region, path style and keys; never the keys themselves.
+	configSum [32]byte
 }
 
 // NewStores returns an empty set of clients. Secrets are read with secrets,
 // and only from namespace.
-func NewStores(secrets client.Reader, namespace string, newClient func(s3.Config) (s3.Client, error)) *Stores {
-	return &Stores{secrets: secrets, namespace: namespace, newClient: newClient, clients: map[string]storeClient{}}
+func NewStores(secrets client.Reader, namespace string, backends Backends) *Stores {
+	return &Stores{secrets: secrets, namespace: namespace, backends: backends, clients: map[string]storeClient{}}
 }
 
 // Refresh reads the store's credentials Secret and returns its client,
@@ -56,35 +76,85 @@ func NewStores(secrets client.Reader, namespace string, newClient func(s3.Config
 // controller calls it at every store check, which is how rotated keys are
 // picked up.
 func (s *Stores) Refresh(ctx context.Context, store *storagev1.ObjectStore) (s3.Client, error) {
+	c, err := s.refresh(ctx, store)
+	return c.client, err
+}
+
+func (s *Stores) refresh(ctx context.Context, store *storagev1.ObjectStore) (storeClient, error) {
 	cfg, err := s.config(ctx, store)
 	if err != nil {
-		return nil, err
+		return storeClient{}, err
 	}
-	sum := sha256.Sum256([]byte(cfg.Endpoint + "\x00" + cfg.Region + "\x00" + fmt.Sprint(cfg.PathStyle) + "\x00" + cfg.AccessKey + "\x00" + cfg.SecretKey))
+	adminEndpoint := ""
+	if store.Spec.Versitygw != nil {
+		adminEndpoint = store.Spec.Versitygw.AdminEndpoint
+	}
+	sum := sha256.Sum256([]byte(string(store.Spec.Type) + "\x00" + adminEndpoint + "\x00" + cfg.Endpoint + "\x00" + cfg.Region + "\x00" +
+		fmt.Sprint(cfg.PathStyle) + "\x00" + cfg.AccessKey + "\x00" + cfg.SecretKey))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.clients[store.Name]; ok && c.configSum == sum {
-		return c.client, nil
+		return c, nil
 	}
-	c, err := s.newClient(cfg)
+	c, err := s.backends.S3(cfg)
 	if err != nil {
-		return nil, err
+		return storeClient{}, err
 	}
-	c = counted(store.Name, c)
-	s.clients[store.Name] = storeClient{client: c, configSum: sum}
-	return c, nil
+	built := storeClient{client: counted(store.Name, c), configSum: sum}
+	if store.Spec.Type == storagev1.StoreTypeVersitygw {
+		a, err := s.backends.Accounts(cfg, adminEndpoint)
+		if err != nil {
+			return storeClient{}, err
+		}
+		built.accounts = countedAccounts(store.Name, a)
+	}
+	s.clients[store.Name] = built
+	return built, nil
 }
 
 // Client returns the store's client, building it if no check has yet (a
 // bucket reconciled on a new leader before its store was).
 func (s *Stores) Client(ctx context.Context, store *storagev1.ObjectStore) (s3.Client, error) {
+	c, err := s.get(ctx, store)
+	return c.client, err
+}
+
+// Accounts returns the store's account driver, or s3.ErrAccessNotSupported
+// for a store type without one.
+func (s *Stores) Accounts(ctx context.Context, store *storagev1.ObjectStore) (s3.Accounts, error) {
+	if store.Spec.Type != storagev1.StoreTypeVersitygw {
+		return nil, s3.ErrAccessNotSupported
+	}
+	c, err := s.get(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	if c.accounts == nil {
+		// Built for another type before the cache saw the change.
+		if c, err = s.refresh(ctx, store); err != nil {
+			return nil, err
+		}
+	}
+	return c.accounts, nil
+}
+
+func (s *Stores) get(ctx context.Context, store *storagev1.ObjectStore) (storeClient, error) {
 	s.mu.Lock()
 	c, ok := s.clients[store.Name]
 	s.mu.Unlock()
 	if ok {
-		return c.client, nil
+		return c, nil
 	}
-	return s.Refresh(ctx, store)
+	return s.refresh(ctx, store)
+}
+
+// LockPolicy takes the lock of a bucket's policy; the caller calls the
+// returned function to release it.
+func (s *Stores) LockPolicy(store, bucket string) (unlock func()) {
+	m, _ := s.policyLocks.LoadOrStore(store+"/"+bucket, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
 }
 
 // Forget drops a deleted store's client.
@@ -135,6 +205,8 @@ func classifyStoreError(err error) (s3.Reason, string) {
 		return s3.ReasonCredentialsMissing, err.Error()
 	case errors.Is(err, s3.ErrCredentialsIncomplete):
 		return s3.ReasonCredentialsMissing, fmt.Sprintf("the credentials Secret needs the keys %s and %s", AccessKeyIDKey, SecretAccessKeyKey)
+	case errors.Is(err, s3.ErrAccessNotSupported):
+		return s3.ReasonNotSupported, err.Error()
 	}
 	return s3.Classify(err)
 }

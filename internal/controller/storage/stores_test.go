@@ -26,11 +26,26 @@ type stubClient struct {
 	id int
 }
 
-// countingBuilder builds stubClients and counts how often it was asked.
+// countingBuilder builds stubClients (and stub account drivers) and counts
+// how often it was asked.
 type countingBuilder struct {
-	calls int
-	fail  error
-	last  s3.Config
+	calls         int
+	fail          error
+	last          s3.Config
+	accountCalls  int
+	adminEndpoint string
+}
+
+// stubAccounts is an s3.Accounts the tests tell apart by id; never called.
+type stubAccounts struct {
+	s3.Accounts
+	id int
+}
+
+func (b *countingBuilder) accounts(cfg s3.Config, adminEndpoint string) (s3.Accounts, error) {
+	b.accountCalls++
+	b.last, b.adminEndpoint = cfg, adminEndpoint
+	return &stubAccounts{id: b.accountCalls}, nil
 }
 
 func (b *countingBuilder) build(cfg s3.Config) (s3.Client, error) {
@@ -74,7 +89,7 @@ func testStore(name string) *storagev1.ObjectStore {
 }
 
 func newTestStores(secrets *secretsReader, b *countingBuilder) *Stores {
-	return NewStores(secrets, testManagerNS, b.build)
+	return NewStores(secrets, testManagerNS, Backends{S3: b.build, Accounts: b.accounts})
 }
 
 func keys(access, secret string) map[string][]byte {
@@ -147,6 +162,64 @@ func TestStoresClientBuildsWhenNoCheckHasYet(t *testing.T) {
 	_, err = s.Client(ctx, testStore("a"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(b.calls).To(Equal(3), "a forgotten store is built again")
+}
+
+func TestStoresAccountDrivers(t *testing.T) {
+	g := NewWithT(t)
+	secrets := &secretsReader{secrets: map[client.ObjectKey]map[string][]byte{credsKey: keys("access", "secret")}}
+	b := &countingBuilder{}
+	s := newTestStores(secrets, b)
+	ctx := context.Background()
+
+	plain := testStore("plain")
+	_, err := s.Accounts(ctx, plain)
+	g.Expect(err).To(MatchError(s3.ErrAccessNotSupported))
+	reason, msg := classifyStoreError(err)
+	g.Expect(reason).To(Equal(s3.ReasonNotSupported))
+	g.Expect(msg).To(Equal("this store type does not support managed access"))
+	g.Expect(b.accountCalls).To(BeZero(), "an S3 store has no account driver")
+
+	vgw := testStore("vgw")
+	vgw.Spec.Type = storagev1.StoreTypeVersitygw
+	a, err := s.Accounts(ctx, vgw)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(a).NotTo(BeNil())
+	g.Expect(b.adminEndpoint).To(BeEmpty(), "the admin API on the S3 endpoint")
+	again, err := s.Accounts(ctx, vgw)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(BeIdenticalTo(a))
+
+	vgw.Spec.Versitygw = &storagev1.VersitygwOptions{AdminEndpoint: "http://127.0.0.1:7071"}
+	_, err = s.Refresh(ctx, vgw)
+	g.Expect(err).NotTo(HaveOccurred())
+	moved, err := s.Accounts(ctx, vgw)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(moved).NotTo(BeIdenticalTo(a), "a new admin endpoint rebuilds the driver")
+	g.Expect(b.adminEndpoint).To(Equal("http://127.0.0.1:7071"))
+
+	// A store that became a versitygw since its client was built gets a driver.
+	_, err = s.Client(ctx, plain)
+	g.Expect(err).NotTo(HaveOccurred())
+	plain.Spec.Type = storagev1.StoreTypeVersitygw
+	got, err := s.Accounts(ctx, plain)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).NotTo(BeNil())
+}
+
+func TestStoresLockPolicySerialises(t *testing.T) {
+	g := NewWithT(t)
+	s := newTestStores(&secretsReader{}, &countingBuilder{})
+	unlock := s.LockPolicy("a", "bucket")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.LockPolicy("a", "bucket")()
+	}()
+	g.Consistently(done, 100*time.Millisecond).ShouldNot(BeClosed(), "the same bucket waits")
+	other := s.LockPolicy("a", "other-bucket") // another bucket does not
+	other()
+	unlock()
+	g.Eventually(done).Should(BeClosed())
 }
 
 func TestStoresCredentialErrors(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,6 +36,8 @@ var (
 	credsSecret  = "s3-credentials"
 	tokenSecret  = "bucket-events"
 	testS3Config func() s3.Config
+	// adminCfg is the test's own (cluster-admin) connection, for impersonation.
+	adminCfg *rest.Config
 )
 
 func TestMain(m *testing.M) {
@@ -57,10 +60,18 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	adminCfg = cfg
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	managerCfg, err := testenv.AsManager(ctx, cfg, k8s)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// The roles config/rbac gives people, for the tests that act as a
+	// namespace editor (envtest runs no aggregation controller, so they are
+	// bound next to the built-in edit role instead of through it).
+	if err := testenv.ApplyClusterRoles(ctx, k8s, "config/rbac/storage_roles.yaml"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -80,9 +91,15 @@ func run(m *testing.M) int {
 	opts.BucketEventsAddr, opts.BucketEventsSecret = eventsAddr, tokenSecret
 	eventsURL = "http://" + eventsAddr + "/bucket-events"
 	ctl := setup.Controller{Name: ControllerName, Setup: func(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
-		return SetupWith(ctx, mgr, o, func(c s3.Config) (s3.Client, error) {
-			c.Timeout = 2 * time.Second
-			return s3.New(c)
+		return SetupWith(ctx, mgr, o, Backends{
+			S3: func(c s3.Config) (s3.Client, error) {
+				c.Timeout = 2 * time.Second
+				return s3.New(c)
+			},
+			Accounts: func(c s3.Config, adminEndpoint string) (s3.Accounts, error) {
+				c.Timeout = 2 * time.Second
+				return s3.NewVersitygwAccounts(c, adminEndpoint)
+			},
 		})
 	}}
 	mgr, err := manager.New(ctx, mgrWrites.Wrap(managerCfg), scheme, opts, []setup.Controller{ctl})

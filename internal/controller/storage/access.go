@@ -1,0 +1,297 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/s3"
+)
+
+// Every store account of a BucketAccess has an access key id derived from
+// the BucketAccess's UID and the key's version: "TRELLIS", 20 hex digits of
+// the UID's hash, "V" and the version. Nothing needs remembering to find
+// them again: an account created just before a crash, or a store that failed
+// half-way, is recognised by its name, and deleting a BucketAccess deletes
+// every account with its prefix.
+
+// accessKeyIDPrefix is the start of the access key ids of one BucketAccess.
+func accessKeyIDPrefix(uid types.UID) string {
+	return "TRELLIS" + strings.ToUpper(grantID(uid)) + "V"
+}
+
+// accessKeyID is the access key id of version v of a BucketAccess's key.
+func accessKeyID(uid types.UID, v int32) string {
+	return accessKeyIDPrefix(uid) + strconv.Itoa(int(v))
+}
+
+// grantID names the bucket-policy statement of a BucketAccess.
+func grantID(uid types.UID) string {
+	sum := sha256.Sum256([]byte(uid))
+	return hex.EncodeToString(sum[:10])
+}
+
+// secretKeyLength is the length of generated secret keys (AWS uses 40).
+const secretKeyLength = 40
+
+const secretKeyAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// newSecretKey returns a random secret key: 40 letters and digits, 238 bits.
+func newSecretKey() (string, error) {
+	var b strings.Builder
+	max := big.NewInt(int64(len(secretKeyAlphabet)))
+	for range secretKeyLength {
+		n, err := rand.Int(rand.Reader, max)
+		if err != nil {
+			return "", fmt.Errorf("generating a secret key: %w", err)
+		}
+		b.WriteByte(secretKeyAlphabet[n.Int64()])
+	}
+	return b.String(), nil
+}
+
+// maxRetiringKeys bounds how many replaced keys wait for their grace period
+// (the status field's bound): a rotation beyond it revokes the oldest early.
+const maxRetiringKeys = 15
+
+// accessSync is the store side of one BucketAccess reconcile: the account
+// of the wanted key exists, the bucket policy grants exactly its keys, and
+// replaced keys are revoked when their grace period ends. It is driven by
+// what the status records, so a fake account driver and S3 client take it
+// through every exit.
+type accessSync struct {
+	accounts s3.Accounts
+	s3       s3.Client
+	// lockPolicy serialises edits of the bucket's policy.
+	lockPolicy func() (unlock func())
+	store      string
+	bucket     string
+	grant      s3.Grant // ID and mode; principals are computed
+	// current is the key the status records as issued ("" before the first).
+	current string
+	// want is the key of spec.keyVersion.
+	want string
+	// haveSecret: the Secret holds current with its secret key.
+	haveSecret bool
+	retiring   []storagev1.RetiringKey
+	now        time.Time
+	grace      time.Duration
+}
+
+// accessResult is what one reconcile of a BucketAccess found and did.
+type accessResult struct {
+	summary conditions.Summary
+	// issued is set when a new secret key was made for want: the Secret must
+	// get it before the status records it.
+	issued *issuedKey
+	// retiring is the list of replaced keys to record (when keysKnown).
+	retiring  []storagev1.RetiringKey
+	keysKnown bool
+	// revoked lists the keys revoked now.
+	revoked []string
+	// next is when a replaced key is due to be revoked (zero: none waits).
+	next time.Time
+	// storeDown: the store stopped answering; its own check takes over.
+	storeDown bool
+}
+
+type issuedKey struct {
+	accessKeyID string
+	secretKey   string
+}
+
+func (s accessSync) run(ctx context.Context) accessResult {
+	if s.current != s.want || !s.haveSecret {
+		return s.issue(ctx)
+	}
+	return s.keep(ctx)
+}
+
+// issue makes the account of want with a new secret key and grants it,
+// keeping the replaced key working until its grace period ends.
+func (s accessSync) issue(ctx context.Context) accessResult {
+	secret, err := newSecretKey()
+	if err != nil {
+		return accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonIssuing, Message: err.Error()}}
+	}
+	if err := s.accounts.PutAccount(ctx, s.want, secret); err != nil {
+		return s.storeFailed("creating the key's account", err)
+	}
+	retiring := slices.Clone(s.retiring)
+	if s.current != "" && s.current != s.want && !slices.ContainsFunc(retiring, func(k storagev1.RetiringKey) bool { return k.AccessKeyID == s.current }) {
+		revokeAt := metav1.NewTime(s.now.Add(s.grace).Truncate(time.Second))
+		retiring = append(retiring, storagev1.RetiringKey{AccessKeyID: s.current, RevokeAt: &revokeAt})
+	}
+	for i := 0; len(retiring) > maxRetiringKeys && i < len(retiring); i++ {
+		now := metav1.NewTime(s.now.Truncate(time.Second))
+		retiring[i].RevokeAt = &now
+	}
+	// The replaced key stays granted: workloads switch to the new one
+	// within the grace period.
+	if _, err := s.setGrant(ctx, append([]string{s.want}, keyIDs(retiring)...)); err != nil {
+		return s.storeFailed("granting the key on the bucket", err)
+	}
+	return accessResult{issued: &issuedKey{accessKeyID: s.want, secretKey: secret}, retiring: retiring, keysKnown: true,
+		next: nextRevocation(retiring), summary: s.granted(retiring)}
+}
+
+// keep checks the grant of the issued key and revokes replaced keys whose
+// grace period is over: first out of the policy, then the account.
+func (s accessSync) keep(ctx context.Context) accessResult {
+	var due, kept []storagev1.RetiringKey
+	for _, k := range s.retiring {
+		if k.RevokeAt == nil || !k.RevokeAt.After(s.now) {
+			due = append(due, k)
+		} else {
+			kept = append(kept, k)
+		}
+	}
+	if _, err := s.setGrant(ctx, append([]string{s.current}, keyIDs(kept)...)); err != nil {
+		return s.storeFailed("granting the key on the bucket", err)
+	}
+	res := accessResult{retiring: kept, keysKnown: true, next: nextRevocation(kept), summary: s.granted(kept)}
+	for i, k := range due {
+		if err := s.accounts.DeleteAccount(ctx, k.AccessKeyID); err != nil {
+			failed := s.storeFailed("revoking a replaced key", err)
+			// The ones not yet revoked stay on record, out of the policy.
+			failed.retiring, failed.keysKnown, failed.revoked = append(kept, due[i:]...), true, res.revoked
+			return failed
+		}
+		res.revoked = append(res.revoked, k.AccessKeyID)
+	}
+	return res
+}
+
+func (s accessSync) setGrant(ctx context.Context, principals []string) (bool, error) {
+	g := s.grant
+	g.Principals = principals
+	return editPolicy(ctx, s.s3, s.lockPolicy, s.bucket, func(current string) (string, error) {
+		return s3.WithGrant(current, s.bucket, g)
+	})
+}
+
+func (s accessSync) granted(retiring []storagev1.RetiringKey) conditions.Summary {
+	msg := fmt.Sprintf("the Secret holds a %s key to bucket %s in %s", s.grant.Mode, s.bucket, s.store)
+	if n := len(retiring); n > 0 {
+		msg += fmt.Sprintf("; %d replaced key(s) keep working until %s", n, nextRevocation(retiring).UTC().Format(time.RFC3339))
+	}
+	return conditions.Summary{Progress: conditions.Done, Reason: ReasonGranted, Message: msg}
+}
+
+// storeFailed turns a store error into the access's state: refused
+// credentials, a store without accounts and a refused policy need a person;
+// anything else heals.
+func (s accessSync) storeFailed(what string, err error) accessResult {
+	return accessResult{summary: storeProblem(s.store, what, err), storeDown: isUnreachable(err)}
+}
+
+func storeProblem(store, what string, err error) conditions.Summary {
+	reason, msg := classifyStoreError(err)
+	var invalid *invalidPolicyError
+	progress := conditions.Working
+	switch {
+	case errors.As(err, &invalid):
+		reason, msg, progress = ReasonInvalidPolicy, invalid.Error(), conditions.Blocked
+	case reason == s3.ReasonInvalidRequest:
+		reason, progress = ReasonInvalidPolicy, conditions.Blocked
+	case needsPerson(reason) || reason == s3.ReasonNotSupported:
+		progress = conditions.Blocked
+	}
+	return conditions.Summary{Progress: progress, Reason: string(reason), Message: fmt.Sprintf("ObjectStore %s: %s: %s", store, what, msg)}
+}
+
+func isUnreachable(err error) bool {
+	reason, _ := classifyStoreError(err)
+	return reason == s3.ReasonStoreUnreachable
+}
+
+func keyIDs(keys []storagev1.RetiringKey) []string {
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k.AccessKeyID)
+	}
+	return out
+}
+
+func nextRevocation(keys []storagev1.RetiringKey) time.Time {
+	var next time.Time
+	for _, k := range keys {
+		if k.RevokeAt != nil && (next.IsZero() || k.RevokeAt.Before(&metav1.Time{Time: next})) {
+			next = k.RevokeAt.Time
+		}
+	}
+	return next
+}
+
+// accessRevocation is the store side of deleting a BucketAccess: its grant
+// leaves the bucket's policy, then every account with its prefix goes, found
+// by listing the store's accounts (so one created just before a crash goes
+// too).
+type accessRevocation struct {
+	accounts   s3.Accounts
+	s3         s3.Client
+	lockPolicy func() (unlock func())
+	store      string
+	bucket     string // "" when no bucket was ever granted
+	grant      s3.Grant
+	prefix     string
+}
+
+// revocationResult is what a revocation found: done, or why it waits.
+type revocationResult struct {
+	done      bool
+	revoked   []string
+	summary   conditions.Summary
+	storeDown bool
+	// store is the store revoked in, set by the reconciler.
+	store *storagev1.ObjectStore
+}
+
+func (r accessRevocation) run(ctx context.Context) revocationResult {
+	if r.bucket != "" {
+		g := r.grant
+		g.Principals = nil
+		_, err := editPolicy(ctx, r.s3, r.lockPolicy, r.bucket, func(current string) (string, error) {
+			return s3.WithGrant(current, r.bucket, g)
+		})
+		if reason, _ := classifyStoreError(err); err != nil && reason != s3.ReasonBucketMissing {
+			return r.wait("taking the grant out of the bucket policy", err)
+		}
+	}
+	ids, err := r.accounts.ListAccounts(ctx)
+	if err != nil {
+		return r.wait("listing the store's accounts", err)
+	}
+	res := revocationResult{done: true}
+	for _, id := range ids {
+		if !strings.HasPrefix(id, r.prefix) {
+			continue
+		}
+		if err := r.accounts.DeleteAccount(ctx, id); err != nil {
+			failed := r.wait("deleting the key's account", err)
+			failed.revoked = res.revoked
+			return failed
+		}
+		res.revoked = append(res.revoked, id)
+	}
+	return res
+}
+
+func (r accessRevocation) wait(what string, err error) revocationResult {
+	s := storeProblem(r.store, what, err)
+	s.Message += "; the key is revoked once this succeeds (removing the finalizer by hand leaves the account in the store)"
+	return revocationResult{summary: s, storeDown: isUnreachable(err)}
+}

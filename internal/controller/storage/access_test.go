@@ -1,0 +1,410 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/s3"
+)
+
+// fakeAccounts is an s3.Accounts holding accounts in a map; errors the test
+// sets are returned instead. It records the calls made.
+type fakeAccounts struct {
+	accounts             map[string]string // access key id -> secret
+	putErr, deleteErr    error
+	listErr              error
+	calls                []string
+	deleteFailsAfterCall int // DeleteAccount fails from this call on (0: never)
+	deletes              int
+}
+
+func (f *fakeAccounts) PutAccount(_ context.Context, id, secret string) error {
+	f.calls = append(f.calls, "PutAccount "+id)
+	if f.putErr != nil {
+		return f.putErr
+	}
+	if f.accounts == nil {
+		f.accounts = map[string]string{}
+	}
+	f.accounts[id] = secret
+	return nil
+}
+
+func (f *fakeAccounts) DeleteAccount(_ context.Context, id string) error {
+	f.calls = append(f.calls, "DeleteAccount "+id)
+	f.deletes++
+	if f.deleteErr != nil && (f.deleteFailsAfterCall == 0 || f.deletes >= f.deleteFailsAfterCall) {
+		return f.deleteErr
+	}
+	delete(f.accounts, id)
+	return nil
+}
+
+func (f *fakeAccounts) ListAccounts(context.Context) ([]string, error) {
+	f.calls = append(f.calls, "ListAccounts")
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	ids := make([]string, 0, len(f.accounts))
+	for id := range f.accounts {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+func noLock() func() { return func() {} }
+
+// grantedKeys returns who the grant statement of id names in a policy, and its actions.
+func grantedKeys(t *testing.T, policy, id string) (principals, actions []string) {
+	t.Helper()
+	if policy == "" {
+		return nil, nil
+	}
+	var d struct {
+		Statement []struct {
+			Sid       string
+			Principal json.RawMessage
+			Action    json.RawMessage
+		}
+	}
+	if err := json.Unmarshal([]byte(policy), &d); err != nil {
+		t.Fatalf("policy %q: %v", policy, err)
+	}
+	for _, st := range d.Statement {
+		if st.Sid != s3.GrantSidPrefix+id {
+			continue
+		}
+		var p struct{ AWS []string }
+		if err := json.Unmarshal(st.Principal, &p); err != nil {
+			t.Fatalf("grant principal %s: %v", st.Principal, err)
+		}
+		if err := json.Unmarshal(st.Action, &actions); err != nil {
+			t.Fatalf("grant actions %s: %v", st.Action, err)
+		}
+		return p.AWS, actions
+	}
+	return nil, nil
+}
+
+var (
+	syncNow     = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	errVgwNoIAM = minio.ErrorResponse{Code: "XAdminMethodNotSupported", StatusCode: 501}
+	errNoBucket = minio.ErrorResponse{Code: "NoSuchBucket", StatusCode: 404}
+)
+
+func retiringAt(id string, at time.Time) storagev1.RetiringKey {
+	t := metav1.NewTime(at)
+	return storagev1.RetiringKey{AccessKeyID: id, RevokeAt: &t}
+}
+
+const (
+	keyV1 = "TRELLISAAAAV1"
+	keyV2 = "TRELLISAAAAV2"
+	keyV3 = "TRELLISAAAAV3"
+)
+
+// TestAccessSync drives every exit of the store side of a BucketAccess
+// reconcile with a fake account driver and a fake S3 client.
+func TestAccessSync(t *testing.T) {
+	otherGrant := `{"Version":"2012-10-17","Statement":[{"Sid":"Mine","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-a-assets/pub/*"}]}`
+	cases := map[string]struct {
+		reason   string
+		accounts fakeAccounts
+		s3       fakeS3
+		mode     string
+		current  string
+		want     string
+		have     bool
+		retiring []storagev1.RetiringKey
+
+		wantProgress  conditions.Progress
+		wantReason    string
+		wantIssued    bool
+		wantGranted   []string // principals of the grant afterwards (nil: no grant)
+		wantRetiring  []string
+		wantRevoked   []string
+		wantAccounts  []string
+		wantDown      bool
+		wantPolicyPut bool
+	}{
+		"first key": {
+			reason: "account, then grant; the Secret is written by the caller",
+			mode:   s3.ReadWrite, want: keyV1,
+			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true,
+			wantGranted: []string{keyV1}, wantAccounts: []string{keyV1}, wantPolicyPut: true,
+		},
+		"first key, next to the user's statements": {
+			s3:   fakeS3{policy: otherGrant},
+			mode: s3.ReadOnly, want: keyV1,
+			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true,
+			wantGranted: []string{keyV1}, wantAccounts: []string{keyV1}, wantPolicyPut: true,
+		},
+		"issued and granted: nothing to write": {
+			reason:   "a settled access costs one policy read, no write",
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
+			mode:     s3.ReadWrite, current: keyV1, want: keyV1, have: true,
+			wantProgress: conditions.Done, wantReason: ReasonGranted, wantGranted: []string{keyV1}, wantAccounts: []string{keyV1},
+		},
+		"mode changed": {
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
+			mode:     s3.ReadOnly, current: keyV1, want: keyV1, have: true,
+			wantProgress: conditions.Done, wantReason: ReasonGranted, wantGranted: []string{keyV1}, wantAccounts: []string{keyV1}, wantPolicyPut: true,
+		},
+		"Secret lost: the key is reissued under the same id": {
+			reason:   "the old secret stops working; nothing to retire",
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "lost"}},
+			mode:     s3.ReadWrite, current: keyV1, want: keyV1,
+			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true, wantGranted: []string{keyV1}, wantAccounts: []string{keyV1},
+		},
+		"rotation": {
+			reason:   "the new key is granted next to the old, which retires after the grace period",
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
+			mode:     s3.ReadWrite, current: keyV1, want: keyV2, have: true,
+			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true,
+			wantGranted: []string{keyV1, keyV2}, wantRetiring: []string{keyV1}, wantAccounts: []string{keyV1, keyV2}, wantPolicyPut: true,
+		},
+		"rotation again within the grace period": {
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}},
+			mode:     s3.ReadWrite, current: keyV2, want: keyV3, have: true,
+			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow.Add(time.Minute))},
+			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true,
+			wantGranted: []string{keyV1, keyV2, keyV3}, wantRetiring: []string{keyV1, keyV2}, wantAccounts: []string{keyV1, keyV2, keyV3}, wantPolicyPut: true,
+		},
+		"grace period not over": {
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}},
+			mode:     s3.ReadWrite, current: keyV2, want: keyV2, have: true,
+			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow.Add(time.Second))},
+			wantProgress: conditions.Done, wantReason: ReasonGranted,
+			wantGranted: []string{keyV1, keyV2}, wantRetiring: []string{keyV1}, wantAccounts: []string{keyV1, keyV2},
+		},
+		"grace period over: out of the policy, then revoked": {
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}},
+			mode:     s3.ReadWrite, current: keyV2, want: keyV2, have: true,
+			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow)},
+			wantProgress: conditions.Done, wantReason: ReasonGranted,
+			wantGranted: []string{keyV2}, wantRevoked: []string{keyV1}, wantAccounts: []string{keyV2}, wantPolicyPut: true,
+		},
+		"store down while creating the account": {
+			mode: s3.ReadWrite, want: keyV1, accounts: fakeAccounts{putErr: errDown},
+			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
+		},
+		"store without IAM": {
+			mode: s3.ReadWrite, want: keyV1, accounts: fakeAccounts{putErr: errVgwNoIAM},
+			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonNotSupported),
+		},
+		"admin API refuses the keys": {
+			mode: s3.ReadWrite, want: keyV1, accounts: fakeAccounts{putErr: errDenied},
+			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied),
+		},
+		"store fails between account and grant": {
+			reason: "the account exists, ungranted: the next reconcile finds it by name and sets a new secret",
+			mode:   s3.ReadWrite, want: keyV1, s3: fakeS3{setPolicyErr: errDown},
+			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true, wantAccounts: []string{keyV1}, wantPolicyPut: true,
+		},
+		"store refuses the policy": {
+			mode: s3.ReadWrite, want: keyV1, s3: fakeS3{setPolicyErr: errBadPolicy},
+			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy, wantAccounts: []string{keyV1}, wantPolicyPut: true,
+		},
+		"current policy is not one": {
+			reason: "a policy Trellis cannot read is reported, never overwritten",
+			mode:   s3.ReadWrite, want: keyV1, s3: fakeS3{policy: "garbage"},
+			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy, wantAccounts: []string{keyV1},
+		},
+		"revocation fails": {
+			reason:   "the due key is out of the policy, stays on record, and is tried again",
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}, deleteErr: errDown},
+			mode:     s3.ReadWrite, current: keyV2, want: keyV2, have: true,
+			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow.Add(-time.Second))},
+			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
+			wantGranted: []string{keyV2}, wantRetiring: []string{keyV1}, wantAccounts: []string{keyV1, keyV2}, wantPolicyPut: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			accounts, fake := tc.accounts, tc.s3
+			// The grants already in place for the settled cases.
+			if tc.current != "" && fake.policy == "" {
+				granted := append([]string{tc.current}, keyIDs(tc.retiring)...)
+				fake.policy, _ = s3.WithGrant("", testBucket, s3.Grant{ID: "g", Principals: granted, Mode: s3.ReadWrite})
+			}
+			before := fake.policy
+			sync := accessSync{accounts: &accounts, s3: &fake, lockPolicy: noLock, store: "store-a", bucket: testBucket,
+				grant: s3.Grant{ID: "g", Mode: tc.mode}, current: tc.current, want: tc.want, haveSecret: tc.have,
+				retiring: tc.retiring, now: syncNow, grace: time.Hour}
+
+			res := sync.run(context.Background())
+
+			g.Expect(res.summary.Progress).To(Equal(tc.wantProgress), "%s: %s", tc.reason, res.summary.Message)
+			g.Expect(res.summary.Reason).To(Equal(tc.wantReason), res.summary.Message)
+			g.Expect(res.summary.Message).NotTo(BeEmpty())
+			g.Expect(res.storeDown).To(Equal(tc.wantDown))
+			g.Expect(res.issued != nil).To(Equal(tc.wantIssued), tc.reason)
+			if res.issued != nil {
+				g.Expect(res.issued.accessKeyID).To(Equal(tc.want))
+				g.Expect(res.issued.secretKey).To(HaveLen(secretKeyLength))
+				g.Expect(accounts.accounts[tc.want]).To(Equal(res.issued.secretKey), "the account has the secret the Secret gets")
+				g.Expect(res.summary.Message).NotTo(ContainSubstring(res.issued.secretKey))
+			}
+			ids, _ := (&fakeAccounts{accounts: accounts.accounts}).ListAccounts(context.Background())
+			g.Expect(ids).To(ConsistOf(tc.wantAccounts), tc.reason)
+			if tc.wantProgress == conditions.Done || tc.wantGranted != nil {
+				principals, actions := grantedKeys(t, fake.policy, "g")
+				g.Expect(principals).To(ConsistOf(tc.wantGranted), tc.reason)
+				g.Expect(actions).To(ContainElement("s3:GetObject"))
+				if tc.mode == s3.ReadOnly {
+					g.Expect(actions).NotTo(ContainElement("s3:PutObject"))
+				} else {
+					g.Expect(actions).To(ContainElement("s3:PutObject"))
+				}
+			}
+			if strings.Contains(before, "Mine") {
+				g.Expect(fake.policy).To(ContainSubstring(`"Sid":"Mine"`), "the user's statements stay")
+			}
+			g.Expect(slices.Contains(fake.calls, "SetPolicy")).To(Equal(tc.wantPolicyPut), "policy written only when it changes: %v", fake.calls)
+			g.Expect(keyIDs(res.retiring)).To(ConsistOf(tc.wantRetiring))
+			g.Expect(res.revoked).To(Equal(tc.wantRevoked))
+			for _, k := range res.retiring {
+				g.Expect(k.RevokeAt).NotTo(BeNil())
+				if k.AccessKeyID == tc.current && tc.current != tc.want {
+					g.Expect(k.RevokeAt.Time).To(Equal(syncNow.Add(time.Hour)), "the grace period starts at the rotation")
+				}
+			}
+			if len(res.retiring) > 0 && tc.wantProgress == conditions.Done {
+				g.Expect(res.next).To(Equal(nextRevocation(res.retiring)))
+			}
+		})
+	}
+}
+
+func TestAccessSyncCapsRetiringKeys(t *testing.T) {
+	g := NewWithT(t)
+	retiring := make([]storagev1.RetiringKey, 0, maxRetiringKeys)
+	accounts := fakeAccounts{accounts: map[string]string{}}
+	for i := range maxRetiringKeys {
+		id := accessKeyID("uid", int32(i+1))
+		accounts.accounts[id] = "s"
+		retiring = append(retiring, retiringAt(id, syncNow.Add(time.Duration(i+1)*time.Minute)))
+	}
+	current, want := accessKeyID("uid", 100), accessKeyID("uid", 101)
+	accounts.accounts[current] = "s"
+	fake := fakeS3{}
+	res := accessSync{accounts: &accounts, s3: &fake, lockPolicy: noLock, store: "store-a", bucket: testBucket,
+		grant: s3.Grant{ID: "g", Mode: s3.ReadOnly}, current: current, want: want, haveSecret: true,
+		retiring: retiring, now: syncNow, grace: time.Hour}.run(context.Background())
+	g.Expect(res.summary.Progress).To(Equal(conditions.Done))
+	g.Expect(res.retiring).To(HaveLen(maxRetiringKeys + 1))
+	g.Expect(res.retiring[0].RevokeAt.Time).To(Equal(syncNow), "the oldest is due now: the list stays bounded")
+	g.Expect(res.next).To(Equal(syncNow))
+}
+
+// TestAccessRevocation drives every exit of deleting a BucketAccess's keys.
+func TestAccessRevocation(t *testing.T) {
+	const prefix = "TRELLISAAAAV"
+	granted, _ := s3.WithGrant(`{"Statement":[{"Sid":"Mine","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}]}`,
+		testBucket, s3.Grant{ID: "g", Principals: []string{keyV1, keyV2}, Mode: s3.ReadWrite})
+	cases := map[string]struct {
+		reason   string
+		accounts fakeAccounts
+		s3       fakeS3
+		bucket   string
+
+		wantDone     bool
+		wantReason   string
+		wantProgress conditions.Progress
+		wantAccounts []string
+		wantRevoked  []string
+	}{
+		"grant out, every account of the prefix deleted, others kept": {
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s", "TRELLISBBBBV1": "s", "someone": "s"}},
+			s3:       fakeS3{policy: granted}, bucket: testBucket,
+			wantDone: true, wantAccounts: []string{"TRELLISBBBBV1", "someone"}, wantRevoked: []string{keyV1, keyV2},
+		},
+		"an account made just before a crash goes too": {
+			reason:   "found by listing, not by what the status recorded",
+			accounts: fakeAccounts{accounts: map[string]string{keyV3: "s"}},
+			bucket:   testBucket,
+			wantDone: true, wantRevoked: []string{keyV3},
+		},
+		"bucket gone already": {
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
+			s3:       fakeS3{policyErr: errNoBucket}, bucket: testBucket,
+			wantDone: true, wantRevoked: []string{keyV1},
+		},
+		"never granted anywhere": {
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
+			wantDone: true, wantRevoked: []string{keyV1},
+		},
+		"store down": {
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
+			s3:       fakeS3{policyErr: errDown}, bucket: testBucket,
+			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantAccounts: []string{keyV1},
+		},
+		"accounts cannot be listed": {
+			accounts:     fakeAccounts{accounts: map[string]string{keyV1: "s"}, listErr: errDenied},
+			bucket:       testBucket,
+			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantAccounts: []string{keyV1},
+		},
+		"store fails half-way": {
+			reason:       "what was deleted is told; the rest is tried again",
+			accounts:     fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}, deleteErr: errDown, deleteFailsAfterCall: 2},
+			bucket:       testBucket,
+			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantAccounts: []string{keyV2}, wantRevoked: []string{keyV1},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			accounts, fake := tc.accounts, tc.s3
+			res := accessRevocation{accounts: &accounts, s3: &fake, lockPolicy: noLock, store: "store-a", bucket: tc.bucket,
+				grant: s3.Grant{ID: "g", Mode: s3.ReadWrite}, prefix: prefix}.run(context.Background())
+			g.Expect(res.done).To(Equal(tc.wantDone), "%s: %s", tc.reason, res.summary.Message)
+			g.Expect(res.revoked).To(Equal(tc.wantRevoked))
+			ids, _ := (&fakeAccounts{accounts: accounts.accounts}).ListAccounts(context.Background())
+			g.Expect(ids).To(ConsistOf(tc.wantAccounts))
+			if tc.wantDone {
+				principals, _ := grantedKeys(t, fake.policy, "g")
+				g.Expect(principals).To(BeEmpty(), "the grant is out of the policy")
+				if strings.Contains(tc.s3.policy, "Mine") {
+					g.Expect(fake.policy).To(ContainSubstring(`"Sid":"Mine"`))
+				}
+				return
+			}
+			g.Expect(res.summary.Progress).To(Equal(tc.wantProgress))
+			g.Expect(res.summary.Reason).To(Equal(tc.wantReason))
+			g.Expect(res.summary.Message).To(ContainSubstring("removing the finalizer by hand leaves the account"), "the way out is named")
+		})
+	}
+}
+
+func TestAccessKeyNames(t *testing.T) {
+	g := NewWithT(t)
+	a, b := accessKeyID("uid-1", 1), accessKeyID("uid-1", 2)
+	g.Expect(a).To(HavePrefix(accessKeyIDPrefix("uid-1")))
+	g.Expect(b).To(HavePrefix(accessKeyIDPrefix("uid-1")))
+	g.Expect(a).NotTo(Equal(b))
+	g.Expect(accessKeyID("uid-1", 10)).NotTo(HavePrefix(accessKeyID("uid-1", 1)+"V"), "version 1's prefix is not version 10's")
+	g.Expect(accessKeyIDPrefix("uid-2")).NotTo(Equal(accessKeyIDPrefix("uid-1")))
+	g.Expect(a).To(MatchRegexp(`^[A-Z0-9]{16,128}$`), "letters and digits only: valid in SigV4 scopes and policies")
+	g.Expect(accessKeyID("uid-1", 1)).To(Equal(a), "derived, not random: found again after a crash")
+
+	seen := map[string]bool{}
+	for range 100 {
+		k, err := newSecretKey()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(k).To(MatchRegexp(`^[A-Za-z0-9]{40}$`))
+		g.Expect(seen[k]).To(BeFalse())
+		seen[k] = true
+	}
+}

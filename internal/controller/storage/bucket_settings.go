@@ -1,0 +1,237 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/s3"
+)
+
+// Reasons of the SettingsApplied condition (and of Ready, when a setting is
+// what keeps a bucket from being Ready).
+const (
+	ReasonApplied = "Applied"
+	// ReasonInvalidPolicy: spec.policy is not a policy, or the store refused it.
+	ReasonInvalidPolicy = "InvalidPolicy"
+	// ReasonSettingNotSupported: the store does not implement a setting.
+	ReasonSettingNotSupported = "SettingNotSupported"
+)
+
+// The settings, by the names the spec gives them.
+const (
+	settingVersioning = "versioning"
+	settingPolicy     = "policy"
+	settingCORS       = "cors"
+	settingLifecycle  = "lifecycle"
+)
+
+// bucketSettings are the settings a StorageBucket declares, and the means to
+// apply them. Each is read from the store and written only when it differs:
+// an unchanged bucket costs reads, never a write. A setting the spec leaves
+// unset is not read at all.
+type bucketSettings struct {
+	s3     s3.Client
+	store  string
+	bucket string
+	// lockPolicy serialises edits of the bucket's policy with BucketAccesses'.
+	lockPolicy func() (unlock func())
+
+	versioning      string // "" when not managed
+	policy          string // "" when not managed
+	manageCORS      bool
+	cors            []s3.CORSRule
+	manageLifecycle bool
+	lifecycle       []s3.ExpirationRule
+}
+
+// settingsOf reads the settings a StorageBucket declares.
+func settingsOf(b *storagev1.StorageBucket) bucketSettings {
+	s := bucketSettings{versioning: string(b.Spec.Versioning), policy: b.Spec.Policy}
+	if b.Spec.CORS != nil {
+		s.manageCORS = true
+		for _, r := range b.Spec.CORS.Rules {
+			rule := s3.CORSRule{AllowedOrigins: r.AllowedOrigins, AllowedHeaders: r.AllowedHeaders,
+				ExposeHeaders: r.ExposeHeaders, MaxAgeSeconds: int(r.MaxAgeSeconds)}
+			for _, m := range r.AllowedMethods {
+				rule.AllowedMethods = append(rule.AllowedMethods, string(m))
+			}
+			s.cors = append(s.cors, rule)
+		}
+	}
+	if b.Spec.Lifecycle != nil {
+		s.manageLifecycle = true
+		for _, r := range b.Spec.Lifecycle.Rules {
+			s.lifecycle = append(s.lifecycle, s3.ExpirationRule{ID: r.ID, Prefix: r.Prefix, Days: int(r.ExpirationDays)})
+		}
+	}
+	return s
+}
+
+// declared lists the settings the spec declares, in the order they are applied.
+func (s bucketSettings) declared() []string {
+	var out []string
+	if s.versioning != "" {
+		out = append(out, settingVersioning)
+	}
+	if s.policy != "" {
+		out = append(out, settingPolicy)
+	}
+	if s.manageCORS {
+		out = append(out, settingCORS)
+	}
+	if s.manageLifecycle {
+		out = append(out, settingLifecycle)
+	}
+	return out
+}
+
+// settingsResult is what applying the settings found.
+type settingsResult struct {
+	declared []string
+	// changed lists the settings written to the store.
+	changed []string
+	// problems are the settings not in place, each with why.
+	problems []settingProblem
+	// storeDown: the store stopped answering; the rest was not tried.
+	storeDown bool
+}
+
+type settingProblem struct {
+	setting string
+	reason  string
+	message string
+	// blocked: only a person can fix it.
+	blocked bool
+}
+
+// apply brings each declared setting to what the spec says. A setting that
+// fails does not stop the others, except a store that stopped answering.
+func (s bucketSettings) apply(ctx context.Context) settingsResult {
+	res := settingsResult{declared: s.declared()}
+	for _, name := range res.declared {
+		changed, err := s.applyOne(ctx, name)
+		if changed {
+			res.changed = append(res.changed, name)
+		}
+		if err == nil {
+			continue
+		}
+		p := settingProblemOf(name, err)
+		res.problems = append(res.problems, p)
+		if p.reason == string(s3.ReasonStoreUnreachable) {
+			res.storeDown = true
+			break
+		}
+	}
+	return res
+}
+
+func (s bucketSettings) applyOne(ctx context.Context, name string) (bool, error) {
+	switch name {
+	case settingVersioning:
+		current, err := s.s3.Versioning(ctx, s.bucket)
+		if err != nil {
+			return false, err
+		}
+		// A bucket never versioned behaves as a suspended one.
+		if current == s.versioning || current == "" && s.versioning == s3.VersioningSuspended {
+			return false, nil
+		}
+		return true, s.s3.SetVersioning(ctx, s.bucket, s.versioning)
+	case settingPolicy:
+		if err := s3.ValidateUserPolicy(s.policy); err != nil {
+			return false, &invalidPolicyError{err: err}
+		}
+		return editPolicy(ctx, s.s3, s.lockPolicy, s.bucket, func(current string) (string, error) {
+			return s3.WithUserPolicy(current, s.policy)
+		})
+	case settingCORS:
+		current, err := s.s3.CORS(ctx, s.bucket)
+		if err != nil {
+			return false, err
+		}
+		if s3.SameCORS(current, s.cors) {
+			return false, nil
+		}
+		return true, s.s3.SetCORS(ctx, s.bucket, s.cors)
+	case settingLifecycle:
+		current, err := s.s3.Lifecycle(ctx, s.bucket)
+		if err != nil {
+			return false, err
+		}
+		if s3.SameLifecycle(current, s.lifecycle) {
+			return false, nil
+		}
+		return true, s.s3.SetLifecycle(ctx, s.bucket, s.lifecycle)
+	}
+	return false, fmt.Errorf("unknown setting %q", name)
+}
+
+// invalidPolicyError is a spec.policy Trellis refuses before asking the store.
+type invalidPolicyError struct{ err error }
+
+func (e *invalidPolicyError) Error() string { return e.err.Error() }
+func (e *invalidPolicyError) Unwrap() error { return e.err }
+
+func settingProblemOf(setting string, err error) settingProblem {
+	var ip *invalidPolicyError
+	if errors.As(err, &ip) {
+		return settingProblem{setting: setting, reason: ReasonInvalidPolicy, blocked: true, message: "policy: " + ip.Error()}
+	}
+	reason, msg := classifyStoreError(err)
+	p := settingProblem{setting: setting, reason: string(reason), message: setting + ": " + msg}
+	switch reason {
+	case s3.ReasonNotSupported:
+		p.reason, p.blocked = ReasonSettingNotSupported, true
+		p.message = fmt.Sprintf("%s: the store does not implement it (%s); remove it from the spec", setting, msg)
+	case s3.ReasonInvalidRequest:
+		p.reason, p.blocked = ReasonInvalidPolicy, true
+	case s3.ReasonAccessDenied, s3.ReasonCredentialsMissing:
+		p.blocked = true
+	}
+	return p
+}
+
+// editPolicy reads the bucket's policy, applies edit, and writes the result
+// only when it says something else. The lock makes the read-modify-write
+// whole against the other writers of the same policy in this manager.
+func editPolicy(ctx context.Context, c s3.Client, lock func() func(), bucket string, edit func(current string) (string, error)) (bool, error) {
+	unlock := lock()
+	defer unlock()
+	current, err := c.Policy(ctx, bucket)
+	if err != nil {
+		return false, err
+	}
+	next, err := edit(current)
+	if err != nil {
+		return false, &invalidPolicyError{err: err}
+	}
+	if s3.SamePolicy(current, next) {
+		return false, nil
+	}
+	return true, c.SetPolicy(ctx, bucket, next)
+}
+
+// summary is how the settings stand, for Ready: Done when all are in place.
+func (r settingsResult) summary() conditions.Summary {
+	if len(r.problems) == 0 {
+		return conditions.Summary{Progress: conditions.Done, Reason: ReasonApplied,
+			Message: strings.Join(r.declared, ", ") + " in place"}
+	}
+	progress, reason := conditions.Working, r.problems[0].reason
+	for _, p := range r.problems {
+		if p.blocked {
+			progress, reason = conditions.Blocked, p.reason
+			break
+		}
+	}
+	msgs := make([]string, 0, len(r.problems))
+	for _, p := range r.problems {
+		msgs = append(msgs, p.message)
+	}
+	return conditions.Summary{Progress: progress, Reason: reason, Message: "bucket settings not applied: " + strings.Join(msgs, "; ")}
+}

@@ -1,0 +1,176 @@
+package storage
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/s3"
+)
+
+// TestBucketSettings drives every exit of applying bucket settings with a
+// fake store: each setting is read, and written only when it differs.
+func TestBucketSettings(t *testing.T) {
+	userPolicy := `{"Version":"2012-10-17","Statement":[{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-a-assets/pub/*"}]}`
+	withGrant, _ := s3.WithGrant("", testBucket, s3.Grant{ID: "g", Principals: []string{keyV1}, Mode: s3.ReadOnly})
+	withBoth, _ := s3.WithUserPolicy(withGrant, userPolicy)
+	cors := &storagev1.BucketCORS{Rules: []storagev1.CORSRule{{AllowedOrigins: []string{"https://app.example.com"}, AllowedMethods: []storagev1.CORSMethod{"GET", "PUT"}, MaxAgeSeconds: 60}}}
+	corsInStore := []s3.CORSRule{{AllowedOrigins: []string{"https://app.example.com"}, AllowedMethods: []string{"PUT", "GET"}, MaxAgeSeconds: 60}}
+	lifecycle := &storagev1.BucketLifecycle{Rules: []storagev1.ExpirationRule{{ID: "tmp", Prefix: "tmp/", ExpirationDays: 7}}}
+
+	cases := map[string]struct {
+		reason string
+		spec   func(*storagev1.StorageBucketSpec)
+		s3     fakeS3
+
+		wantCalls    []string
+		wantChanged  []string
+		wantProgress conditions.Progress
+		wantReason   string
+		wantDown     bool
+		check        func(Gomega, *fakeS3)
+	}{
+		"nothing declared": {
+			reason: "no setting in the spec: nothing is even read",
+			spec:   func(*storagev1.StorageBucketSpec) {}, wantProgress: conditions.Done, wantReason: ReasonApplied,
+		},
+		"versioning to enable": {
+			spec:      func(s *storagev1.StorageBucketSpec) { s.Versioning = storagev1.VersioningEnabled },
+			wantCalls: []string{"Versioning", "SetVersioning"}, wantChanged: []string{settingVersioning},
+			wantProgress: conditions.Done, wantReason: ReasonApplied,
+			check: func(g Gomega, f *fakeS3) { g.Expect(f.versioning).To(Equal(s3.VersioningEnabled)) },
+		},
+		"versioning in place": {
+			spec: func(s *storagev1.StorageBucketSpec) { s.Versioning = storagev1.VersioningEnabled },
+			s3:   fakeS3{versioning: s3.VersioningEnabled}, wantCalls: []string{"Versioning"},
+			wantProgress: conditions.Done, wantReason: ReasonApplied,
+		},
+		"suspended on a bucket never versioned": {
+			reason:    "the same thing to S3: no write",
+			spec:      func(s *storagev1.StorageBucketSpec) { s.Versioning = storagev1.VersioningSuspended },
+			wantCalls: []string{"Versioning"}, wantProgress: conditions.Done, wantReason: ReasonApplied,
+		},
+		"policy with grants in place": {
+			reason: "the user's statements are set, the grants kept",
+			spec:   func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
+			s3:     fakeS3{policy: withGrant}, wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
+			wantProgress: conditions.Done, wantReason: ReasonApplied,
+			check: func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withBoth)).To(BeTrue(), f.policy) },
+		},
+		"policy in place": {
+			spec: func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
+			s3:   fakeS3{policy: withBoth}, wantCalls: []string{"Policy"},
+			wantProgress: conditions.Done, wantReason: ReasonApplied,
+		},
+		"policy that is not JSON": {
+			reason:       "refused before the store is asked",
+			spec:         func(s *storagev1.StorageBucketSpec) { s.Policy = "allow everyone" },
+			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy,
+		},
+		"policy using the reserved Sid": {
+			spec: func(s *storagev1.StorageBucketSpec) {
+				s.Policy = `{"Statement":[{"Sid":"TrellisAccessX","Effect":"Allow"}]}`
+			},
+			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy,
+		},
+		"policy the store refuses": {
+			spec: func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
+			s3:   fakeS3{setPolicyErr: errBadPolicy}, wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
+			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy,
+		},
+		"cors to set": {
+			spec:      func(s *storagev1.StorageBucketSpec) { s.CORS = cors },
+			wantCalls: []string{"CORS", "SetCORS"}, wantChanged: []string{settingCORS}, wantProgress: conditions.Done, wantReason: ReasonApplied,
+			check: func(g Gomega, f *fakeS3) { g.Expect(s3.SameCORS(f.cors, corsInStore)).To(BeTrue()) },
+		},
+		"cors in place (methods in another order)": {
+			spec: func(s *storagev1.StorageBucketSpec) { s.CORS = cors },
+			s3:   fakeS3{cors: corsInStore}, wantCalls: []string{"CORS"}, wantProgress: conditions.Done, wantReason: ReasonApplied,
+		},
+		"cors with no rules removes them": {
+			spec: func(s *storagev1.StorageBucketSpec) { s.CORS = &storagev1.BucketCORS{} },
+			s3:   fakeS3{cors: corsInStore}, wantCalls: []string{"CORS", "SetCORS"}, wantChanged: []string{settingCORS},
+			wantProgress: conditions.Done, wantReason: ReasonApplied,
+			check: func(g Gomega, f *fakeS3) { g.Expect(f.cors).To(BeEmpty()) },
+		},
+		"lifecycle not implemented, the others still applied": {
+			reason: "versitygw v1.8.0: said so, never faked",
+			spec: func(s *storagev1.StorageBucketSpec) {
+				s.Versioning, s.Lifecycle = storagev1.VersioningEnabled, lifecycle
+			},
+			s3:        fakeS3{lifecycleErr: errNotImpl},
+			wantCalls: []string{"Versioning", "SetVersioning", "Lifecycle"}, wantChanged: []string{settingVersioning},
+			wantProgress: conditions.Blocked, wantReason: ReasonSettingNotSupported,
+		},
+		"lifecycle to set": {
+			spec:      func(s *storagev1.StorageBucketSpec) { s.Lifecycle = lifecycle },
+			wantCalls: []string{"Lifecycle", "SetLifecycle"}, wantChanged: []string{settingLifecycle}, wantProgress: conditions.Done, wantReason: ReasonApplied,
+			check: func(g Gomega, f *fakeS3) {
+				g.Expect(f.lifecycle).To(Equal([]s3.ExpirationRule{{ID: "tmp", Prefix: "tmp/", Days: 7}}))
+			},
+		},
+		"store down: the rest is not tried": {
+			spec: func(s *storagev1.StorageBucketSpec) { s.Versioning, s.CORS = storagev1.VersioningEnabled, cors },
+			s3:   fakeS3{versioningErr: errDown}, wantCalls: []string{"Versioning"},
+			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
+		},
+		"refused credentials": {
+			spec: func(s *storagev1.StorageBucketSpec) { s.CORS = cors },
+			s3:   fakeS3{corsErr: errDenied}, wantCalls: []string{"CORS"},
+			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			b := statusBucket(1, storagev1.StorageBucketStatus{})
+			tc.spec(&b.Spec)
+			fake := tc.s3
+			settings := settingsOf(b)
+			settings.s3, settings.store, settings.bucket, settings.lockPolicy = &fake, "store-a", testBucket, noLock
+
+			res := settings.apply(context.Background())
+
+			g.Expect(fake.calls).To(Equal(tc.wantCalls), tc.reason)
+			g.Expect(res.changed).To(Equal(tc.wantChanged))
+			g.Expect(res.storeDown).To(Equal(tc.wantDown))
+			sum := res.summary()
+			g.Expect(sum.Progress).To(Equal(tc.wantProgress), sum.Message)
+			g.Expect(sum.Reason).To(Equal(tc.wantReason), sum.Message)
+			if tc.check != nil {
+				tc.check(g, &fake)
+			}
+		})
+	}
+}
+
+// TestSettingsStatus: SettingsApplied is there exactly when settings are
+// declared, and a failed check leaves what is known of them.
+func TestSettingsStatus(t *testing.T) {
+	g := NewWithT(t)
+	b := statusBucket(1, wasHealthy)
+	b.Spec.Versioning = storagev1.VersioningEnabled
+	notSupported := settingsResult{declared: []string{settingLifecycle}, problems: []settingProblem{{setting: settingLifecycle, reason: ReasonSettingNotSupported, blocked: true, message: "lifecycle: no"}}}
+	res := checkResult{summary: notSupported.summary(), claim: storagev1.BucketClaimed, settings: &notSupported}
+	st := computeBucketStatus(b, res)
+	c := conditions.Get(st.Conditions, conditions.SettingsApplied)
+	g.Expect(c).NotTo(BeNil())
+	g.Expect(c.Reason).To(Equal(ReasonSettingNotSupported))
+	g.Expect(conditions.IsTrue(st.Conditions, conditions.Stalled)).To(BeTrue())
+
+	// The store goes down: the check stops before the settings; what is known stays.
+	b.Status = st
+	down := checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "down"}}
+	st = computeBucketStatus(b, down)
+	g.Expect(conditions.Get(st.Conditions, conditions.SettingsApplied).Reason).To(Equal(ReasonSettingNotSupported))
+
+	// The settings leave the spec: so does the condition.
+	b.Status = st
+	b.Spec.Versioning = ""
+	st = computeBucketStatus(b, checkResult{summary: healthy(testBucket, "store-a")})
+	g.Expect(conditions.Get(st.Conditions, conditions.SettingsApplied)).To(BeNil())
+	g.Expect(conditions.IsTrue(st.Conditions, conditions.Ready)).To(BeTrue())
+}

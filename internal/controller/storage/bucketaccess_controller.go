@@ -1,0 +1,470 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/children"
+	"github.com/trellis-dev/trellis/internal/controller/finalizer"
+	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/controller/status"
+	"github.com/trellis-dev/trellis/internal/s3"
+)
+
+// AccessFinalizer holds a BucketAccess until its key is revoked in the store.
+const AccessFinalizer = "storage.trellis.dev/access"
+
+// Reasons of a BucketAccess's conditions besides the store's (StoreNotReady,
+// StoreUnreachable, AccessDenied, NamespaceNotAllowed, ...).
+const (
+	ReasonGranted = "Granted"
+	// ReasonIssuing: the key is being made (a routine step).
+	ReasonIssuing = "Issuing"
+	// ReasonBucketNotFound: no StorageBucket of that name in the namespace.
+	ReasonBucketNotFound = "BucketNotFound"
+	// ReasonBucketNotReady: the StorageBucket has not claimed its bucket yet.
+	ReasonBucketNotReady = "BucketNotReady"
+	// ReasonBucketDeleting: the StorageBucket is being deleted.
+	ReasonBucketDeleting = "BucketDeleting"
+	// ReasonAccessNotSupported: the store's type has no account driver.
+	ReasonAccessNotSupported = "AccessNotSupported"
+	// ReasonSecretConflict: a Secret of that name exists and is not ours.
+	ReasonSecretConflict = "SecretConflict"
+	// ReasonRevoking: the key is being revoked (deletion).
+	ReasonRevoking = "Revoking"
+)
+
+// defaultGracePeriod is how long a replaced key keeps working by default.
+const defaultGracePeriod = time.Hour
+
+// accessVerifyInterval is how often a Ready BucketAccess checks that its
+// Secret and its grant are still there (neither is watched: the manager has
+// no cluster-wide watch on Secrets, and stores send no events for policies).
+const accessVerifyInterval = 10 * time.Minute
+
+// accessStoreRetry is how soon an access tries again after a store error.
+const accessStoreRetry = 10 * time.Second
+
+// accessStatusEvents: Ready, a person needed, and trouble that heals;
+// issuing a key, waiting for the bucket or the store, and revoking are routine.
+var accessStatusEvents = []status.EventRule{
+	{Condition: conditions.Ready, Status: metav1.ConditionTrue, Type: corev1.EventTypeNormal},
+	{Condition: conditions.Stalled, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning},
+	{Condition: conditions.Reconciling, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning,
+		Except: []string{ReasonIssuing, ReasonBucketNotReady, ReasonStoreNotReady, ReasonRevoking}},
+}
+
+// AccessReconciler reconciles BucketAccesses.
+type AccessReconciler struct {
+	client     client.Client
+	recorder   recorder.EventRecorder
+	children   children.Clients
+	status     *status.Patcher[*storagev1.BucketAccess, storagev1.BucketAccessStatus]
+	stores     *Stores
+	namespaces *namespaceLabels
+	// storeEvents asks the ObjectStore controller to check a store an access found down.
+	storeEvents chan<- event.TypedGenericEvent[*storagev1.ObjectStore]
+	// accessEvents carries requests to look now (a bucket policy rewritten).
+	accessEvents <-chan event.TypedGenericEvent[*storagev1.BucketAccess]
+	now          func() time.Time
+}
+
+// +kubebuilder:rbac:groups=storage.trellis.dev,resources=bucketaccesses,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=storage.trellis.dev,resources=bucketaccesses/status,verbs=get;patch
+// +kubebuilder:rbac:groups=storage.trellis.dev,resources=bucketaccesses/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;patch;delete
+
+// SetupWithManager watches BucketAccesses (spec changes and the start of a
+// deletion), their StorageBucket's state (claimed, being deleted, gone), their
+// store's Ready condition, and requests from the StorageBucket controller
+// when it rewrote a bucket's policy. Secrets are not watched: that needs a
+// cluster-wide watch on Secrets; a periodic check stands in for it.
+func (r *AccessReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("bucketaccess").
+		For(&storagev1.BucketAccess{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfBucket), builder.WithPredicates(bucketStateChanged)).
+		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfStore), builder.WithPredicates(storeReadyChanged)).
+		WatchesRawSource(source.Channel(r.accessEvents, &handler.TypedEnqueueRequestForObject[*storagev1.BucketAccess]{})).
+		WithOptions(opts.ControllerOptions()).
+		Complete(r)
+}
+
+// bucketStateChanged passes what a BucketAccess waits for in its
+// StorageBucket: its creation and deletion, its claim, the start of its
+// deletion, and whether it is Stalled.
+var bucketStateChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*storagev1.StorageBucket)
+		n, ok2 := e.ObjectNew.(*storagev1.StorageBucket)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return o.Status.Claim != n.Status.Claim || o.Status.BucketName != n.Status.BucketName ||
+			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
+			conditions.IsTrue(o.Status.Conditions, conditions.Stalled) != conditions.IsTrue(n.Status.Conditions, conditions.Stalled)
+	},
+}
+
+func (r *AccessReconciler) accessesOfBucket(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.listed(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{accessBucketIndex: o.GetName()})
+}
+
+func (r *AccessReconciler) accessesOfStore(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.listed(ctx, client.MatchingFields{accessStoreIndex: o.GetName()})
+}
+
+func (r *AccessReconciler) listed(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+	list := &storagev1.BucketAccessList{}
+	if err := r.client.List(ctx, list, opts...); err != nil {
+		// A map function cannot return an error; the periodic check still comes.
+		log.FromContext(ctx).Error(err, "listing BucketAccesses")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// Reconcile makes sure the BucketAccess's key exists, is granted on its
+// bucket and nothing else, and is in its Secret; rotates it when
+// keyVersion rises; revokes replaced keys after their grace period, and
+// everything when the BucketAccess is deleted.
+func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	a := &storagev1.BucketAccess{}
+	found, err := r.status.Get(ctx, req.NamespacedName, a)
+	if err != nil || !found {
+		return ctrl.Result{}, err
+	}
+	if !a.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, a)
+	}
+	if _, err := finalizer.Ensure(ctx, r.client, a, AccessFinalizer); err != nil {
+		return ctrl.Result{}, err
+	}
+	res, err := r.sync(ctx, a)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if res.issued != nil {
+		r.recorder.Eventf(a, nil, corev1.EventTypeNormal, "KeyIssued", "Issue", "issued key %s (keyVersion %d) and wrote it to Secret %s", res.issued.accessKeyID, a.Spec.KeyVersion, a.Spec.SecretName)
+	}
+	for _, id := range res.revoked {
+		r.recorder.Eventf(a, nil, corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked replaced key %s", id)
+	}
+	if _, err := r.status.Patch(ctx, a, computeAccessStatus(a, res)); err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.requeue(res), nil
+}
+
+func (r *AccessReconciler) requeue(res accessResult) ctrl.Result {
+	wait := accessVerifyInterval
+	switch {
+	case res.summary.Progress == conditions.Blocked && res.summary.Reason == ReasonSecretConflict:
+		wait = setup.ForeignChildRetry
+	case res.storeDown:
+		// A store that is really down turns its Ready condition within a
+		// second (storeMayBeDown), and the next try sends it nothing; one
+		// that failed a single request is tried again soon.
+		wait = accessStoreRetry
+	case res.summary.Progress != conditions.Done:
+		wait = time.Minute
+	}
+	if !res.next.IsZero() {
+		if until := res.next.Sub(r.now()); until < wait {
+			// Exactly at the deadline, not before: revoking early breaks
+			// workloads that were promised the grace period.
+			return ctrl.Result{RequeueAfter: max(until, 0) + time.Second}
+		}
+	}
+	return setup.RequeueAfter(wait)
+}
+
+// sync brings the key, its grant and its Secret to what the spec says.
+// Problems a person must fix, and store errors, are states; API errors are
+// returned.
+func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess) (accessResult, error) {
+	sb, res, err := r.bucketOf(ctx, a)
+	if err != nil || sb == nil {
+		return res, err
+	}
+	bucket := sb.Status.BucketName
+	store, checked, err := usableStore(ctx, r.client, sb.Spec.StoreRef.Name)
+	if err != nil || store == nil {
+		return accessResult{summary: checked.summary}, err
+	}
+	nsLabels, err := r.namespaces.Get(ctx, a.Namespace)
+	if err != nil {
+		return accessResult{}, err
+	}
+	if access, err := accessOf(store, nsLabels); err != nil || !access.use {
+		return accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonNamespaceNotAllowed,
+			Message: fmt.Sprintf("ObjectStore %s is not open to namespace %s (its namespaceSelector); ask the platform team", store.Name, a.Namespace)}}, nil
+	}
+	accounts, err := r.stores.Accounts(ctx, store)
+	if errors.Is(err, s3.ErrAccessNotSupported) {
+		return accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonAccessNotSupported,
+			Message: fmt.Sprintf("ObjectStore %s is of type %s: %s; BucketAccesses need a store of type %s", store.Name, store.Spec.Type, s3.ErrAccessNotSupported, storagev1.StoreTypeVersitygw)}}, nil
+	}
+	if err != nil {
+		return accessResult{summary: storeProblem(store.Name, "building its clients", err)}, nil
+	}
+	c, err := r.stores.Client(ctx, store)
+	if err != nil {
+		return accessResult{summary: storeProblem(store.Name, "building its clients", err)}, nil
+	}
+
+	// A Secret of that name that is not ours stops everything, before any
+	// account exists.
+	live := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Spec.SecretName}}
+	exists, err := children.LookupOwned(ctx, r.children, a, "Secret", live)
+	if children.IsNotOwned(err) {
+		return accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonSecretConflict, Message: err.Error()}}, nil
+	}
+	if err != nil {
+		return accessResult{}, err
+	}
+	secretKey := ""
+	if exists && a.Status.AccessKeyID != "" && string(live.Data[envAccessKeyID]) == a.Status.AccessKeyID {
+		secretKey = string(live.Data[envSecretAccessKey])
+	}
+
+	// Where the accounts will live is on record before the first exists.
+	if a.Status.StoreName != store.Name || a.Status.BucketName != bucket {
+		if err := r.recordTarget(ctx, a, store.Name, bucket); err != nil {
+			return accessResult{}, err
+		}
+	}
+
+	sync := accessSync{
+		accounts: accounts, s3: c, store: store.Name, bucket: bucket,
+		lockPolicy: func() func() { return r.stores.LockPolicy(store.Name, bucket) },
+		grant:      s3.Grant{ID: grantID(a.UID), Mode: string(a.Spec.Mode)},
+		current:    a.Status.AccessKeyID, want: accessKeyID(a.UID, a.Spec.KeyVersion),
+		haveSecret: secretKey != "", retiring: a.Status.RetiringKeys,
+		now: r.now(), grace: gracePeriod(a),
+	}
+	res = sync.run(ctx)
+	if res.storeDown {
+		r.storeMayBeDown(ctx, store)
+	}
+	switch {
+	case res.issued != nil:
+		if err := r.applySecret(ctx, a, store, bucket, res.issued.accessKeyID, res.issued.secretKey, live); err != nil {
+			return accessResult{}, err
+		}
+	case res.summary.Progress == conditions.Done:
+		// Keep the secret key; bring the rest (endpoint, region, labels) in line.
+		if err := r.applySecret(ctx, a, store, bucket, a.Status.AccessKeyID, secretKey, live); err != nil {
+			return accessResult{}, err
+		}
+	}
+	return res, nil
+}
+
+// bucketOf reads the StorageBucket the access names, in its own namespace.
+// It returns nil and the access's state when the bucket cannot be granted yet.
+func (r *AccessReconciler) bucketOf(ctx context.Context, a *storagev1.BucketAccess) (*storagev1.StorageBucket, accessResult, error) {
+	sb := &storagev1.StorageBucket{}
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.BucketRef.Name}, sb)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonBucketNotFound,
+			Message: fmt.Sprintf("StorageBucket %s does not exist in namespace %s", a.Spec.BucketRef.Name, a.Namespace)}}, nil
+	case err != nil:
+		return nil, accessResult{}, fmt.Errorf("reading StorageBucket %s: %w", a.Spec.BucketRef.Name, err)
+	case !sb.DeletionTimestamp.IsZero():
+		return nil, accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonBucketDeleting,
+			Message: fmt.Sprintf("StorageBucket %s is being deleted and waits for this BucketAccess: delete it too", sb.Name)}}, nil
+	case sb.Status.Claim != storagev1.BucketClaimed || sb.Status.BucketName == "":
+		progress, msg := conditions.Working, fmt.Sprintf("waiting for StorageBucket %s to create its bucket", sb.Name)
+		if c := conditions.Get(sb.Status.Conditions, conditions.Stalled); c != nil && c.Status == metav1.ConditionTrue {
+			progress, msg = conditions.Blocked, fmt.Sprintf("StorageBucket %s is stalled: %s", sb.Name, c.Message)
+		}
+		return nil, accessResult{summary: conditions.Summary{Progress: progress, Reason: ReasonBucketNotReady, Message: msg}}, nil
+	}
+	return sb, accessResult{}, nil
+}
+
+func gracePeriod(a *storagev1.BucketAccess) time.Duration {
+	if a.Spec.RotationGracePeriodSeconds == nil {
+		return defaultGracePeriod
+	}
+	return time.Duration(*a.Spec.RotationGracePeriodSeconds) * time.Second
+}
+
+// recordTarget writes, before any account is made, which store and bucket
+// the access's accounts belong to: the deletion revokes them from there,
+// even if the StorageBucket is gone by then.
+func (r *AccessReconciler) recordTarget(ctx context.Context, a *storagev1.BucketAccess, store, bucket string) error {
+	next := *a.Status.DeepCopy()
+	next.ObservedGeneration = a.Generation
+	next.StoreName, next.BucketName = store, bucket
+	conditions.Summarize(&next.Conditions, a.Generation, conditions.Summary{Progress: conditions.Working, Reason: ReasonIssuing,
+		Message: fmt.Sprintf("issuing a %s key to bucket %s in %s", a.Spec.Mode, bucket, store)})
+	_, err := r.status.Patch(ctx, a, next)
+	return err
+}
+
+// storeMayBeDown asks the ObjectStore controller to check a store now: an
+// access found it not answering while its status still says Ready. When
+// the store is back, its Ready condition re-queues this access.
+func (r *AccessReconciler) storeMayBeDown(ctx context.Context, store *storagev1.ObjectStore) {
+	select {
+	case r.storeEvents <- event.TypedGenericEvent[*storagev1.ObjectStore]{Object: store}:
+	case <-ctx.Done():
+	}
+}
+
+// applySecret brings the Secret to the given key, creating it if needed
+// (Server-Side Apply, skipped when nothing differs).
+func (r *AccessReconciler) applySecret(ctx context.Context, a *storagev1.BucketAccess, store *storagev1.ObjectStore, bucket, accessKeyID, secretKey string, live *corev1.Secret) error {
+	desired := desiredSecret(a, store, bucket, accessKeyID, secretKey)
+	_, err := children.ApplyOwned(ctx, r.children, a, "Secret", live, desired, corev1ac.ExtractSecret)
+	return err
+}
+
+// finalize revokes the access's key in the store, then lets it go. A store
+// that cannot be reached holds the deletion, with the reason.
+func (r *AccessReconciler) finalize(ctx context.Context, a *storagev1.BucketAccess) (ctrl.Result, error) {
+	if a.Status.StoreName != "" {
+		res, err := r.revoke(ctx, a)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if res.storeDown && res.store != nil {
+			r.storeMayBeDown(ctx, res.store)
+		}
+		for _, id := range res.revoked {
+			r.recorder.Eventf(a, nil, corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked key %s", id)
+		}
+		if !res.done {
+			next := *a.Status.DeepCopy()
+			conditions.Summarize(&next.Conditions, a.Generation, res.summary)
+			if _, err := r.status.Patch(ctx, a, next); err != nil {
+				return ctrl.Result{}, err
+			}
+			return setup.RequeueAfter(time.Minute), nil
+		}
+	}
+	if err := r.deleteSecret(ctx, a); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, finalizer.Remove(ctx, r.client, a, AccessFinalizer)
+}
+
+func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess) (revocationResult, error) {
+	store, state, err := usableStore(ctx, r.client, a.Status.StoreName)
+	if err != nil {
+		return revocationResult{}, err
+	}
+	if store == nil {
+		if state.summary.Reason == ReasonStoreNotFound {
+			// The store is gone from the cluster; nothing of it can be reached.
+			r.recorder.Eventf(a, nil, corev1.EventTypeWarning, "StoreGone", "Revoke", "ObjectStore %s no longer exists: the key's account could not be revoked there", a.Status.StoreName)
+			return revocationResult{done: true}, nil
+		}
+		s := state.summary
+		if s.Progress == conditions.Working {
+			s.Reason = ReasonRevoking
+		}
+		s.Message += "; the key is revoked once the store answers (removing the finalizer by hand leaves the account in the store)"
+		return revocationResult{summary: s}, nil
+	}
+	accounts, err := r.stores.Accounts(ctx, store)
+	if errors.Is(err, s3.ErrAccessNotSupported) {
+		// The store had an account driver when the accounts were made (the
+		// target is recorded only then): its type was changed since.
+		return revocationResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonAccessNotSupported,
+			Message: fmt.Sprintf("ObjectStore %s is now of type %s, so the key's accounts made there cannot be revoked; set its type back to %s, or remove the finalizer by hand (the accounts then stay in the store)",
+				store.Name, store.Spec.Type, storagev1.StoreTypeVersitygw)}}, nil
+	}
+	if err != nil {
+		return revocationResult{summary: storeProblem(store.Name, "building its clients", err)}, nil
+	}
+	c, err := r.stores.Client(ctx, store)
+	if err != nil {
+		return revocationResult{summary: storeProblem(store.Name, "building its clients", err)}, nil
+	}
+	bucket := a.Status.BucketName
+	res := accessRevocation{
+		accounts: accounts, s3: c, store: store.Name, bucket: bucket, prefix: accessKeyIDPrefix(a.UID),
+		lockPolicy: func() func() { return r.stores.LockPolicy(store.Name, bucket) },
+		grant:      s3.Grant{ID: grantID(a.UID), Mode: string(a.Spec.Mode)},
+	}.run(ctx)
+	res.store = store
+	return res, nil
+}
+
+// deleteSecret deletes the access's Secret, only if it is ours: the UID
+// precondition makes sure it is the one just seen.
+func (r *AccessReconciler) deleteSecret(ctx context.Context, a *storagev1.BucketAccess) error {
+	live := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Spec.SecretName}}
+	exists, err := children.LookupOwned(ctx, r.children, a, "Secret", live)
+	if children.IsNotOwned(err) || !exists {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = r.client.Delete(ctx, live, client.Preconditions{UID: ptr.To(live.UID)})
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting Secret %s: %w", live.Name, err)
+	}
+	return nil
+}
+
+// usableStore reads an ObjectStore and its state from the cache. It returns
+// no store, and the state to show, when the store is missing or not Ready:
+// nothing is sent to a store that is down.
+func usableStore(ctx context.Context, c client.Reader, name string) (*storagev1.ObjectStore, checkResult, error) {
+	store := &storagev1.ObjectStore{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, store); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, blocked(ReasonStoreNotFound, fmt.Sprintf("ObjectStore %s does not exist", name)), nil
+		}
+		return nil, checkResult{}, fmt.Errorf("reading ObjectStore %s: %w", name, err)
+	}
+	ready := conditions.Get(store.Status.Conditions, conditions.Ready)
+	switch {
+	case ready != nil && ready.Reason == ReasonInUse && !store.DeletionTimestamp.IsZero():
+		// Being deleted, and waiting for its users to let go: they must be
+		// able to (delete their bucket, revoke their keys), or nothing ever
+		// would. Its last check is not known; a failing request says so.
+		return store, checkResult{}, nil
+	case ready == nil || store.Status.ObservedGeneration != store.Generation:
+		return nil, checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonStoreNotReady,
+			Message: fmt.Sprintf("ObjectStore %s has not been checked yet", name)}}, nil
+	case ready.Status != metav1.ConditionTrue:
+		progress := conditions.Working
+		if conditions.IsTrue(store.Status.Conditions, conditions.Stalled) {
+			progress = conditions.Blocked
+		}
+		return nil, checkResult{summary: conditions.Summary{Progress: progress, Reason: ready.Reason,
+			Message: fmt.Sprintf("ObjectStore %s: %s", name, ready.Message)}}, nil
+	}
+	return store, checkResult{}, nil
+}

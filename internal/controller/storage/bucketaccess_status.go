@@ -1,0 +1,85 @@
+package storage
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/children"
+	"github.com/trellis-dev/trellis/internal/controller/setup"
+)
+
+// computeAccessStatus derives the status from one reconcile. A key is
+// recorded only once the Secret holds it.
+func computeAccessStatus(a *storagev1.BucketAccess, res accessResult) storagev1.BucketAccessStatus {
+	st := *a.Status.DeepCopy()
+	st.ObservedGeneration = a.Generation
+	if res.issued != nil {
+		st.AccessKeyID = res.issued.accessKeyID
+		st.KeyVersion = a.Spec.KeyVersion
+	}
+	if res.keysKnown {
+		st.RetiringKeys = res.retiring
+	}
+	conditions.Summarize(&st.Conditions, a.Generation, res.summary)
+	return st
+}
+
+// Keys of a BucketAccess's Secret: the store's coordinates and the key under
+// plain names (the key names the ObjectStore credentials Secret uses), and
+// the same as the environment variables the AWS SDKs and CLI read, so
+// `envFrom: [{secretRef: {name: ...}}]` configures a client.
+const (
+	secretEndpoint     = "endpoint"
+	secretRegion       = "region"
+	secretBucketName   = "bucketName"
+	secretPathStyle    = "pathStyle"
+	envAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	envSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+	envRegion          = "AWS_REGION"
+	envDefaultRegion   = "AWS_DEFAULT_REGION"
+	envEndpointURLS3   = "AWS_ENDPOINT_URL_S3"
+	envBucketName      = "BUCKET_NAME"
+	envPathStyle       = "S3_FORCE_PATH_STYLE"
+)
+
+// accessSecretLabels mark the Secret of a BucketAccess.
+func accessSecretLabels(a *storagev1.BucketAccess) map[string]string {
+	return map[string]string{
+		setup.ManagedByLabel:          setup.ManagedByValue,
+		"app.kubernetes.io/name":      "bucket-access",
+		"app.kubernetes.io/instance":  a.Name,
+		"app.kubernetes.io/part-of":   "trellis",
+		"app.kubernetes.io/component": "credentials",
+		"storage.trellis.dev/bucket":  a.Spec.BucketRef.Name,
+	}
+}
+
+// desiredSecret is the Secret of a BucketAccess holding the given key.
+func desiredSecret(a *storagev1.BucketAccess, store *storagev1.ObjectStore, bucket, accessKeyID, secretKey string) *corev1ac.SecretApplyConfiguration {
+	pathStyle := strconv.FormatBool(ptr.Deref(store.Spec.PathStyle, false))
+	data := map[string][]byte{
+		secretEndpoint:     []byte(store.Spec.Endpoint),
+		secretRegion:       []byte(store.Spec.Region),
+		secretBucketName:   []byte(bucket),
+		secretPathStyle:    []byte(pathStyle),
+		AccessKeyIDKey:     []byte(accessKeyID),
+		SecretAccessKeyKey: []byte(secretKey),
+		envAccessKeyID:     []byte(accessKeyID),
+		envSecretAccessKey: []byte(secretKey),
+		envRegion:          []byte(store.Spec.Region),
+		envDefaultRegion:   []byte(store.Spec.Region),
+		envEndpointURLS3:   []byte(store.Spec.Endpoint),
+		envBucketName:      []byte(bucket),
+		envPathStyle:       []byte(pathStyle),
+	}
+	return corev1ac.Secret(a.Spec.SecretName, a.Namespace).
+		WithLabels(accessSecretLabels(a)).
+		WithOwnerReferences(children.OwnerReference(a, storagev1.GroupVersion.WithKind("BucketAccess"))).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(data)
+}

@@ -1,0 +1,109 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+)
+
+// storeAccess is what an ObjectStore lets one namespace do.
+type storeAccess struct {
+	// use: its StorageBuckets and BucketAccesses may use the store.
+	use bool
+	// adopt: its StorageBuckets may take over buckets not created for this
+	// namespace, and name buckets outside the namespace's own names.
+	adopt bool
+}
+
+// accessOf reads the store's namespace selectors for a namespace with the
+// given labels. An unset or empty selector selects nothing: a store is
+// opened to namespaces explicitly, never by omission.
+func accessOf(store *storagev1.ObjectStore, nsLabels map[string]string) (storeAccess, error) {
+	use, err := selects(store.Spec.NamespaceSelector, nsLabels)
+	if err != nil {
+		return storeAccess{}, fmt.Errorf("namespaceSelector: %w", err)
+	}
+	adopt, err := selects(store.Spec.AdoptionNamespaceSelector, nsLabels)
+	if err != nil {
+		return storeAccess{}, fmt.Errorf("adoptionNamespaceSelector: %w", err)
+	}
+	return storeAccess{use: use, adopt: use && adopt}, nil
+}
+
+func selects(sel *metav1.LabelSelector, nsLabels map[string]string) (bool, error) {
+	if sel == nil || len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0 {
+		return false, nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false, err
+	}
+	return s.Matches(labels.Set(nsLabels)), nil
+}
+
+// validateSelectors reports a selector of the store that cannot be used.
+func validateSelectors(store *storagev1.ObjectStore) error {
+	_, err := accessOf(store, nil)
+	return err
+}
+
+// ownBucketName reports whether bucket is one of the namespace's own names:
+// "<namespace>-…", the form derived names take. (Namespace "team" also owns
+// "team-a-…" this way, as derived names always allowed; what stops it from
+// taking namespace team-a's buckets is the ownership tag, not the name.)
+func ownBucketName(namespace, bucket string) bool {
+	return strings.HasPrefix(bucket, namespace+"-")
+}
+
+// namespaceLabels reads the labels of namespaces, which the stores'
+// selectors match. Not from the manager's cache: when the tenant controller
+// runs, that holds only namespaces Trellis manages. Each namespace is read at
+// most once per ttl, so a label change takes effect within it.
+type namespaceLabels struct {
+	reader client.Reader
+	ttl    time.Duration
+	now    func() time.Time
+
+	mu   sync.Mutex
+	seen map[string]labelsRead
+}
+
+type labelsRead struct {
+	labels map[string]string
+	at     time.Time
+}
+
+// namespaceLabelsTTL is how long a namespace's labels are reused.
+const namespaceLabelsTTL = 30 * time.Second
+
+func newNamespaceLabels(reader client.Reader) *namespaceLabels {
+	return &namespaceLabels{reader: reader, ttl: namespaceLabelsTTL, now: time.Now, seen: map[string]labelsRead{}}
+}
+
+// Get returns the namespace's labels.
+func (n *namespaceLabels) Get(ctx context.Context, namespace string) (map[string]string, error) {
+	n.mu.Lock()
+	r, ok := n.seen[namespace]
+	n.mu.Unlock()
+	if ok && n.now().Sub(r.at) < n.ttl {
+		return r.labels, nil
+	}
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := n.reader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return nil, fmt.Errorf("reading the labels of namespace %s: %w", namespace, err)
+	}
+	n.mu.Lock()
+	n.seen[namespace] = labelsRead{labels: ns.Labels, at: n.now()}
+	n.mu.Unlock()
+	return ns.Labels, nil
+}

@@ -1,0 +1,98 @@
+package storage
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func TestAccessOf(t *testing.T) {
+	teamA := map[string]string{"team": "a", "kubernetes.io/metadata.name": "team-a"}
+	sel := func(l map[string]string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: l} }
+	cases := map[string]struct {
+		use, adopt *metav1.LabelSelector
+		want       storeAccess
+		wantErr    string
+	}{
+		"no selector: closed":          {},
+		"empty selector: closed":       {use: &metav1.LabelSelector{}},
+		"selected":                     {use: sel(map[string]string{"team": "a"}), want: storeAccess{use: true}},
+		"not selected":                 {use: sel(map[string]string{"team": "b"})},
+		"every namespace":              {use: everyNamespaceSelector(), want: storeAccess{use: true}},
+		"selected, adopts":             {use: everyNamespaceSelector(), adopt: sel(map[string]string{"team": "a"}), want: storeAccess{use: true, adopt: true}},
+		"adopt selector, empty":        {use: everyNamespaceSelector(), adopt: &metav1.LabelSelector{}, want: storeAccess{use: true}},
+		"adoption without use is none": {use: sel(map[string]string{"team": "b"}), adopt: everyNamespaceSelector()},
+		"invalid operator": {use: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}},
+			wantErr: "namespaceSelector"},
+		"invalid adoption selector": {use: everyNamespaceSelector(), adopt: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}}},
+			wantErr: "adoptionNamespaceSelector"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			store := testStore("s")
+			store.Spec.NamespaceSelector, store.Spec.AdoptionNamespaceSelector = tc.use, tc.adopt
+			got, err := accessOf(store, teamA)
+			if tc.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
+				g.Expect(validateSelectors(store)).To(HaveOccurred())
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tc.want))
+		})
+	}
+}
+
+func everyNamespaceSelector() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpExists}}}
+}
+
+func TestOwnBucketName(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(ownBucketName("team-a", "team-a-assets")).To(BeTrue())
+	g.Expect(ownBucketName("team-a", "team-a")).To(BeFalse())
+	g.Expect(ownBucketName("team-a", "team-ab-assets")).To(BeFalse())
+	g.Expect(ownBucketName("team-a", "assets")).To(BeFalse())
+	g.Expect(ownBucketName("team-a", "team-b-assets")).To(BeFalse())
+}
+
+// namespaceReader serves one namespace's labels and counts reads.
+type namespaceReader struct {
+	client.Reader
+	labels map[string]string
+	reads  int
+}
+
+func (r *namespaceReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	r.reads++
+	obj.(*metav1.PartialObjectMetadata).Name = key.Name
+	obj.SetLabels(r.labels)
+	return nil
+}
+
+func TestNamespaceLabelsAreReadAtMostOncePerTTL(t *testing.T) {
+	g := NewWithT(t)
+	reader := &namespaceReader{labels: map[string]string{"team": "a"}}
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := newNamespaceLabels(reader)
+	n.now = func() time.Time { return now }
+	ctx := context.Background()
+
+	l, err := n.Get(ctx, "team-a")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(l).To(HaveKeyWithValue("team", "a"))
+	_, _ = n.Get(ctx, "team-a")
+	g.Expect(reader.reads).To(Equal(1))
+	reader.labels = map[string]string{"team": "b"}
+	now = now.Add(namespaceLabelsTTL)
+	l, _ = n.Get(ctx, "team-a")
+	g.Expect(reader.reads).To(Equal(2), "read again once the TTL is over")
+	g.Expect(l).To(HaveKeyWithValue("team", "b"))
+	_, _ = n.Get(ctx, "team-b")
+	g.Expect(reader.reads).To(Equal(3), "each namespace on its own")
+}
