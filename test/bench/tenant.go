@@ -47,7 +47,7 @@ func (b *bench) tenantScenario() error {
 	if err := parallel(n, b.cfg.workers, func(i int) error {
 		return b.c.Create(ctx, &tenancyv1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d", i)}, Spec: tenancyv1.TenantSpec{
 			Namespaces: []string{"dev", "stg", "prod"}, NamespacePrefix: ptr.To(fmt.Sprintf("t%d-", i)),
-			Admin: tenancyv1.AdminSubject{Kind: "Group", Name: fmt.Sprintf("t%d-admins", i), APIGroup: rbacv1.GroupName}}})
+			Admins: []tenancyv1.Subject{{Kind: "Group", Name: fmt.Sprintf("t%d-admins", i), APIGroup: rbacv1.GroupName}}}})
 	}); err != nil {
 		return err
 	}

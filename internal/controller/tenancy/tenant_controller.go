@@ -1,5 +1,7 @@
-// Package tenancy reconciles Tenants: a team's namespaces, the RoleBinding that
-// makes its admin an admin there, and a ClusterRole that lets the admin read
+// Package tenancy reconciles Tenants: a team's namespaces, the RoleBindings
+// that make its admins admins (and its viewers viewers) there, the guardrails
+// every namespace gets (quota, limit range, network isolation, Pod Security
+// level, labels and annotations), and a ClusterRole that lets the team read
 // its own Tenant and namespaces.
 package tenancy
 
@@ -8,14 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,17 +45,27 @@ const (
 	// as its policy says.
 	Finalizer = "tenancy.trellis.dev/namespaces"
 	// tenantCRDName is checked on deletion: when the CRD itself is going away,
-	// namespaces are kept whatever the policy says.
+	// everything is kept, whatever the policy says.
 	tenantCRDName = "tenants.tenancy.trellis.dev"
 
 	// namespaceTenantIndex finds a tenant's namespaces in the cache.
 	namespaceTenantIndex = "metadata.labels.tenant"
+	// tenantUIDIndex finds a Tenant by UID: a namespace marked with the UID
+	// of a Tenant that still exists is never taken by another.
+	tenantUIDIndex = "metadata.uid"
+
+	// maxParallelRequests bounds the API requests one Tenant's reconcile has
+	// in flight: its namespaces and their children are written in parallel.
+	maxParallelRequests = 8
 )
 
 // Controller registers the Tenant controller with the manager.
 var Controller = setup.Controller{
-	Name:  ControllerName,
-	Owned: []client.Object{&corev1.Namespace{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}},
+	Name: ControllerName,
+	Owned: []client.Object{
+		&corev1.Namespace{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
+		&corev1.ResourceQuota{}, &corev1.LimitRange{}, &networkingv1.NetworkPolicy{},
+	},
 	Setup: func(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
 		extra, err := CompileProtectedPattern(opts.TenantProtectedNamespaces)
 		if err != nil {
@@ -63,10 +76,12 @@ var Controller = setup.Controller{
 	},
 }
 
-// statusEvents: a tenant that became Ready, and one that needs a person.
+// statusEvents: a tenant that became Ready, one that needs a person, and a
+// ServiceAccount subject whose namespace does not exist.
 var statusEvents = []status.EventRule{
 	{Condition: conditions.Ready, Status: metav1.ConditionTrue, Type: corev1.EventTypeNormal},
 	{Condition: conditions.Stalled, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning},
+	{Condition: ConditionSubjectsFound, Status: metav1.ConditionFalse, Type: corev1.EventTypeWarning},
 }
 
 // Reconciler reconciles Tenant objects.
@@ -100,16 +115,18 @@ func NewReconciler(mgr ctrl.Manager, opts setup.Options, protection Protection) 
 // +kubebuilder:rbac:groups=tenancy.trellis.dev,resources=tenants/status,verbs=get;patch
 // +kubebuilder:rbac:groups=tenancy.trellis.dev,resources=tenants/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=admin
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=admin;view
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=tenants.tenancy.trellis.dev
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager wires the watches: the Tenant (spec changes, and the
-// start of its deletion, which bumps the generation), the RBAC objects it
-// owns, and its namespaces, which carry marks instead of owner references and
-// are mapped back by label.
+// start of its deletion, which bumps the generation), and everything it
+// keeps. Those carry the tenant label instead of an owner reference and are
+// mapped back by it.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Namespace{}, namespaceTenantIndex, func(o client.Object) []string {
 		if t := o.GetLabels()[TenantLabel]; t != "" {
@@ -119,37 +136,120 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &tenancyv1.Tenant{}, tenantUIDIndex, func(o client.Object) []string {
+		return []string{string(o.GetUID())}
+	}); err != nil {
+		return err
+	}
+	toTenant := handler.EnqueueRequestsFromMapFunc(childToTenant)
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&tenancyv1.Tenant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&rbacv1.RoleBinding{}).
-		Owns(&rbacv1.ClusterRole{}).
-		Owns(&rbacv1.ClusterRoleBinding{}).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(namespaceToTenant), builder.WithPredicates(namespaceChanged)).
-		WithOptions(opts.ControllerOptions()).
-		Complete(r)
+		Watches(&corev1.Namespace{}, toTenant, builder.WithPredicates(namespaceChanged))
+	for _, obj := range []client.Object{
+		&rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
+		&corev1.ResourceQuota{}, &corev1.LimitRange{}, &networkingv1.NetworkPolicy{},
+	} {
+		// Every change passes: drift is restored, and a quota's usage is summed.
+		b = b.Watches(obj, toTenant)
+	}
+	return b.WithOptions(opts.ControllerOptions()).Complete(r)
 }
 
 // namespaceChanged passes namespace events that can matter: creation and
-// deletion, a change of our marks, and the start of a deletion.
+// deletion, a change of its labels or annotations (marks, Pod Security
+// levels, the tenant's metadata, a hand-over), and the start of a deletion.
 var namespaceChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld, e.ObjectNew
-		return o.GetLabels()[TenantLabel] != n.GetLabels()[TenantLabel] ||
-			o.GetLabels()[setup.ManagedByLabel] != n.GetLabels()[setup.ManagedByLabel] ||
-			o.GetAnnotations()[TenantUIDAnnotation] != n.GetAnnotations()[TenantUIDAnnotation] ||
+		return !mapsEqual(o.GetLabels(), n.GetLabels()) ||
+			!mapsEqual(o.GetAnnotations(), n.GetAnnotations()) ||
 			o.GetDeletionTimestamp().IsZero() != n.GetDeletionTimestamp().IsZero()
 	},
 }
 
-func namespaceToTenant(_ context.Context, o client.Object) []reconcile.Request {
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// childToTenant maps a namespace or any other object of a tenant to its
+// Tenant, by the tenant label.
+func childToTenant(_ context.Context, o client.Object) []reconcile.Request {
 	if t := o.GetLabels()[TenantLabel]; t != "" {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: t}}}
 	}
 	return nil
 }
 
-// Reconcile brings one Tenant's namespaces and RBAC to the desired state.
+// scope is one reconcile of one Tenant.
+type scope struct {
+	t   *tenancyv1.Tenant
+	obs *observation
+	// sem bounds the requests in flight (maxParallelRequests).
+	sem chan struct{}
+	// wasReady are the namespaces the last status reported Ready: they exist,
+	// so a cache miss on one of them means the cache is behind.
+	wasReady map[string]bool
+	// settled says the last status was written for this generation: every
+	// child it asked for was in place.
+	settled bool
+}
+
+func (r *Reconciler) newScope(t *tenancyv1.Tenant) *scope {
+	s := &scope{
+		t:        t,
+		obs:      newObservation(namespaceNames(t)),
+		sem:      make(chan struct{}, maxParallelRequests),
+		wasReady: map[string]bool{},
+		settled:  t.Status.ObservedGeneration == t.Generation,
+	}
+	for _, ns := range t.Status.Namespaces {
+		if ns.State == tenancyv1.NamespaceReady {
+			s.wasReady[ns.Name] = true
+		}
+	}
+	return s
+}
+
+// do runs f while holding one of the scope's request slots.
+func (s *scope) do(f func() error) error {
+	s.sem <- struct{}{}
+	defer func() { <-s.sem }()
+	return f()
+}
+
+// group runs functions concurrently and joins their errors.
+type group struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error
+}
+
+func (g *group) Go(f func() error) {
+	g.wg.Go(func() {
+		if err := f(); err != nil {
+			g.mu.Lock()
+			g.errs = append(g.errs, err)
+			g.mu.Unlock()
+		}
+	})
+}
+
+func (g *group) Wait() error {
+	g.wg.Wait()
+	return errors.Join(g.errs...)
+}
+
+// Reconcile brings one Tenant's namespaces, bindings and guardrails to the
+// desired state.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &tenancyv1.Tenant{}
 	found, err := r.status.Get(ctx, req.NamespacedName, t)
@@ -168,26 +268,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 
-	obs := &observation{}
-	err = r.reconcileAll(ctx, t, obs)
+	s := r.newScope(t)
+	err = r.reconcileAll(ctx, s)
 	switch {
 	case apierrors.IsConflict(err):
 		// Someone wrote a child since our cache saw it: try again at once,
 		// without telling the world about it.
 		return ctrl.Result{}, err
 	case err != nil:
-		obs.failed = err
+		s.obs.failed = err
 	}
-	next := computeStatus(t, obs)
-	readyGauge.WithLabelValues(t.Name).Set(boolGauge(conditions.IsTrue(next.Conditions, conditions.Ready)))
+	next := computeStatus(t, s.obs)
+	recordMetrics(t, next)
 	if _, perr := r.status.Patch(ctx, t, next); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
 	switch {
 	case err != nil:
 		return ctrl.Result{}, err
-	case obs.blocked():
-		// A foreign namespace or RBAC object is outside the cache: its removal is no event.
+	case s.obs.blocked():
+		// A foreign object is outside the cache: its removal is no event.
 		return setup.RequeueAfter(setup.ForeignChildRetry), nil
 	case conditions.IsTrue(next.Conditions, conditions.Ready):
 		// Look again now and then: a safety net for a change any watch might
@@ -198,107 +298,303 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // reconcileAll runs the sub-reconcilers in order; the first error stops them.
-func (r *Reconciler) reconcileAll(ctx context.Context, t *tenancyv1.Tenant, obs *observation) error {
-	for _, step := range []func(context.Context, *tenancyv1.Tenant, *observation) error{
+func (r *Reconciler) reconcileAll(ctx context.Context, s *scope) error {
+	for _, step := range []func(context.Context, *scope) error{
 		r.reconcileNamespaces,
 		r.releaseDropped,
-		r.reconcileRBAC,
+		r.reconcileTenantRole,
+		r.checkSubjects,
 	} {
-		if err := step(ctx, t, obs); err != nil {
+		if err := step(ctx, s); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func boolGauge(b bool) float64 {
-	if b {
-		return 1
+// reconcileNamespaces brings every namespace of the spec, and what it holds,
+// to the desired state, all in parallel.
+func (r *Reconciler) reconcileNamespaces(ctx context.Context, s *scope) error {
+	var g group
+	for _, name := range namespaceNames(s.t) {
+		g.Go(func() error { return r.reconcileNamespace(ctx, s, name) })
 	}
-	return 0
+	return g.Wait()
 }
 
-// reconcileNamespaces creates the tenant's missing namespaces and records the
-// state of each; it never touches a namespace this Tenant did not create.
-func (r *Reconciler) reconcileNamespaces(ctx context.Context, t *tenancyv1.Tenant, obs *observation) error {
-	for _, name := range namespaceNames(t) {
-		if why := r.protection.Protected(name); why != "" {
-			obs.set(name, tenancyv1.NamespaceProtected, "refused: "+why)
-			continue
-		}
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		exists, err := children.Lookup(ctx, r.children, ns)
-		if err != nil {
-			return err
-		}
-		switch {
-		case !exists:
-			if err := r.createNamespace(ctx, t, name); err != nil {
-				if apierrors.IsAlreadyExists(err) {
-					// Someone (another Tenant?) created it since we looked; next time we will see whose it is.
-					obs.set(name, tenancyv1.NamespaceConflict, "created by someone else while this Tenant was creating it")
-					continue
-				}
-				return err
-			}
-			obs.set(name, tenancyv1.NamespaceReady, "")
-		case !isMarkedBy(ns.Annotations, t):
-			obs.set(name, tenancyv1.NamespaceConflict, conflictMessage(ns))
-		case !ns.DeletionTimestamp.IsZero():
-			obs.set(name, tenancyv1.NamespaceTerminating, "being deleted; it will be created again once it is gone")
-		default:
-			if err := r.ensureNamespaceLabels(ctx, t, ns); err != nil {
-				return err
-			}
-			obs.set(name, tenancyv1.NamespaceReady, "")
-		}
+// namespaceClaim is why a namespace is (or is not) the Tenant's.
+type namespaceClaim int
+
+const (
+	claimForeign namespaceClaim = iota
+	// claimOurs: marked with this Tenant's UID.
+	claimOurs
+	// claimReclaim: marked with this Tenant's name by a Tenant object that no
+	// longer exists (the Tenant was re-created, e.g. after its CRD was
+	// deleted and installed again).
+	claimReclaim
+	// claimHandOver: a cluster admin annotated it with this Tenant's name,
+	// and no existing Tenant holds it.
+	claimHandOver
+)
+
+// claim decides whose namespace ns is. It never takes a namespace marked by
+// a Tenant that still exists, whatever its labels or annotations say.
+func (r *Reconciler) claim(ctx context.Context, ns *corev1.Namespace, t *tenancyv1.Tenant) namespaceClaim {
+	if isMarkedBy(ns.Annotations, t) {
+		return claimOurs
 	}
-	return nil
+	held := r.heldByExistingTenant(ctx, ns.Annotations[TenantUIDAnnotation])
+	switch {
+	case held:
+		return claimForeign
+	case ns.Labels[TenantLabel] == t.Name:
+		return claimReclaim
+	case ns.Annotations[HandOverAnnotation] == t.Name:
+		return claimHandOver
+	}
+	return claimForeign
 }
 
-func conflictMessage(ns *corev1.Namespace) string {
-	if other := ns.Labels[TenantLabel]; other != "" {
-		return fmt.Sprintf("namespace %s belongs to Tenant %q; it is left untouched", ns.Name, other)
+// heldByExistingTenant reports whether a Tenant with this UID exists. When
+// unsure (the cache cannot answer), it says yes: a namespace is never taken
+// on a guess.
+func (r *Reconciler) heldByExistingTenant(ctx context.Context, uid string) bool {
+	if uid == "" {
+		return false
 	}
-	return fmt.Sprintf("namespace %s already exists and was not created by this Tenant; it is left untouched", ns.Name)
+	list := &tenancyv1.TenantList{}
+	if err := r.client.List(ctx, list, client.MatchingFields{tenantUIDIndex: uid}); err != nil {
+		log.FromContext(ctx).Error(err, "looking up the Tenant holding a namespace")
+		return true
+	}
+	return len(list.Items) > 0
 }
 
-func (r *Reconciler) createNamespace(ctx context.Context, t *tenancyv1.Tenant, name string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:        name,
-		Labels:      childLabels(t),
-		Annotations: map[string]string{TenantUIDAnnotation: string(t.UID)},
-	}}
-	if err := r.client.Create(ctx, ns); err != nil {
-		return err
-	}
-	namespacesAdded.WithLabelValues(t.Name).Inc()
-	log.FromContext(ctx).Info("namespace created", "namespace", name)
-	r.recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceCreated", "Reconcile", "created namespace %s", name)
-	return nil
+// tenantExists reports whether a Tenant of that name exists (the cache;
+// when unsure, yes).
+func (r *Reconciler) tenantExists(ctx context.Context, name string) bool {
+	err := r.client.Get(ctx, client.ObjectKey{Name: name}, &tenancyv1.Tenant{})
+	return !apierrors.IsNotFound(err)
 }
 
-// ensureNamespaceLabels restores our labels on one of our namespaces (they
-// scope the cache and the index), writing only when one is missing.
-func (r *Reconciler) ensureNamespaceLabels(ctx context.Context, t *tenancyv1.Tenant, ns *corev1.Namespace) error {
-	want := childLabels(t)
-	missing := false
-	for k, v := range want {
-		if ns.Labels[k] != v {
-			missing = true
-		}
+// ownsChild reports whether an object in one of the tenant's namespaces (or
+// a cluster-wide RBAC object named after it) is the tenant's: marked
+// managed-by Trellis and labelled with the tenant's name, or with the name
+// of a Tenant that no longer exists, whose leftovers in a namespace that is
+// now this tenant's must not keep granting anything.
+func (r *Reconciler) ownsChild(ctx context.Context, obj metav1.Object, t *tenancyv1.Tenant) bool {
+	labels := obj.GetLabels()
+	if labels[setup.ManagedByLabel] != setup.ManagedByValue {
+		return false
 	}
-	if !missing {
+	switch owner := labels[TenantLabel]; owner {
+	case t.Name:
+		return true
+	case "":
+		return false
+	default:
+		return !r.tenantExists(ctx, owner)
+	}
+}
+
+// reconcileNamespace creates or takes one namespace of the spec, keeps its
+// labels and annotations, records its state, and reconciles what it holds.
+// It never touches a namespace that is not the Tenant's.
+func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name string) error {
+	t := s.t
+	if why := r.protection.Protected(name); why != "" {
+		s.obs.set(name, tenancyv1.NamespaceProtected, "refused: "+why)
 		return nil
 	}
-	patch := client.MergeFrom(ns.DeepCopy())
-	if ns.Labels == nil {
-		ns.Labels = map[string]string{}
+	live := &corev1.Namespace{}
+	claim := claimForeign
+	var outcome children.Outcome
+	err := s.do(func() (err error) {
+		outcome, err = children.CreateOrSync(ctx, r.children, children.Child[*corev1.Namespace]{
+			Kind: "Namespace", Live: live, Desired: desiredNamespace(t, name),
+			Owns: func(ns *corev1.Namespace) bool {
+				claim = r.claim(ctx, ns, t)
+				return claim != claimForeign
+			},
+			Sync: func(ns *corev1.Namespace) bool {
+				return ns.DeletionTimestamp.IsZero() && syncNamespace(ns, t)
+			},
+			ExpectExists: s.wasReady[name],
+		})
+		return err
+	})
+	switch {
+	case children.IsNotOwned(err):
+		s.obs.set(name, tenancyv1.NamespaceConflict, r.conflictMessage(ctx, live))
+		return nil
+	case err != nil:
+		return err
+	case !live.DeletionTimestamp.IsZero():
+		s.obs.set(name, tenancyv1.NamespaceTerminating, "being deleted; it will be created again once it is gone")
+		return nil
 	}
-	for k, v := range want {
-		ns.Labels[k] = v
+	logger := log.FromContext(ctx)
+	switch {
+	case outcome == children.Created:
+		claim = claimOurs
+		namespacesAdded.WithLabelValues(t.Name).Inc()
+		logger.Info("namespace created", "namespace", name)
+	case claim == claimReclaim:
+		logger.Info("namespace reclaimed: marked with this Tenant's name by a Tenant that no longer exists", "namespace", name)
+		r.recorder.Eventf(t, live, corev1.EventTypeNormal, "NamespaceReclaimed", "Reconcile",
+			"namespace %s was marked with this Tenant's name by a Tenant that no longer exists; it is this Tenant's again", name)
+	case claim == claimHandOver:
+		logger.Info("namespace handed over by annotation", "namespace", name)
+		r.recorder.Eventf(t, live, corev1.EventTypeNormal, "NamespaceHandedOver", "Reconcile",
+			"namespace %s was handed over to this Tenant with the annotation %s", name, HandOverAnnotation)
 	}
-	return r.client.Patch(ctx, ns, patch)
+	s.obs.set(name, tenancyv1.NamespaceReady, "")
+	return r.reconcileNamespaceChildren(ctx, s, name)
+}
+
+func (r *Reconciler) conflictMessage(ctx context.Context, ns *corev1.Namespace) string {
+	if other := ns.Labels[TenantLabel]; other != "" && r.heldByExistingTenant(ctx, ns.Annotations[TenantUIDAnnotation]) {
+		return fmt.Sprintf("namespace %s belongs to Tenant %q; it is left untouched", ns.Name, other)
+	}
+	return fmt.Sprintf("namespace %s already exists and was not created by this Tenant; it is left untouched "+
+		"(a cluster admin can hand it over with the annotation %s=<tenant>)", ns.Name, HandOverAnnotation)
+}
+
+// reconcileNamespaceChildren keeps, in one of the tenant's namespaces, the
+// admin and viewer RoleBindings and the guardrails the spec asks for, and
+// removes those it no longer asks for; all in parallel.
+func (r *Reconciler) reconcileNamespaceChildren(ctx context.Context, s *scope, ns string) error {
+	t := s.t
+	expect := s.wasReady[ns] && s.settled
+	var g group
+	g.Go(func() error {
+		return ensureChild(ctx, r, s, ns, "RoleBinding", &rbacv1.RoleBinding{},
+			desiredRoleBinding(t, ns, adminRoleBindingName, builtinAdminRole, adminSubjects(t)), syncRoleBinding, expect)
+	})
+	if viewers := viewerSubjects(t); len(viewers) > 0 {
+		g.Go(func() error {
+			return ensureChild(ctx, r, s, ns, "RoleBinding", &rbacv1.RoleBinding{},
+				desiredRoleBinding(t, ns, viewerRoleBindingName, builtinViewRole, viewers), syncRoleBinding, expect)
+		})
+	} else {
+		g.Go(func() error {
+			return deleteChild(ctx, r, s, "RoleBinding", ns, viewerRoleBindingName, &rbacv1.RoleBinding{})
+		})
+	}
+	if len(t.Spec.Quota.Hard) > 0 {
+		g.Go(func() error {
+			live := &corev1.ResourceQuota{}
+			if err := ensureChild(ctx, r, s, ns, "ResourceQuota", live, desiredQuota(t, ns), syncQuota, expect); err != nil {
+				return err
+			}
+			if live.Name != "" && ownsQuota(live, t) {
+				s.obs.addQuota(t.Spec.Quota.Hard, live.Status.Used)
+			}
+			return nil
+		})
+	} else {
+		g.Go(func() error { return deleteChild(ctx, r, s, "ResourceQuota", ns, quotaName, &corev1.ResourceQuota{}) })
+	}
+	if len(t.Spec.LimitRange.Limits) > 0 {
+		g.Go(func() error {
+			return ensureChild(ctx, r, s, ns, "LimitRange", &corev1.LimitRange{}, desiredLimitRange(t, ns), syncLimitRange, expect)
+		})
+	} else {
+		g.Go(func() error { return deleteChild(ctx, r, s, "LimitRange", ns, limitRangeName, &corev1.LimitRange{}) })
+	}
+	if t.Spec.NetworkIsolation != nil {
+		g.Go(func() error {
+			return ensureChild(ctx, r, s, ns, "NetworkPolicy", &networkingv1.NetworkPolicy{}, desiredNetworkPolicy(t, ns), syncNetworkPolicy, expect)
+		})
+	} else {
+		g.Go(func() error {
+			return deleteChild(ctx, r, s, "NetworkPolicy", ns, networkPolicyName, &networkingv1.NetworkPolicy{})
+		})
+	}
+	return g.Wait()
+}
+
+// ownsQuota: the quota the sum may count is one carrying this tenant's marks.
+func ownsQuota(q *corev1.ResourceQuota, t *tenancyv1.Tenant) bool {
+	return q.Labels[TenantLabel] == t.Name
+}
+
+// roleRefOf is the immutable role a binding grants; a live binding that
+// grants another one is not ours to fix.
+func roleRefOf(obj client.Object) (rbacv1.RoleRef, bool) {
+	switch b := obj.(type) {
+	case *rbacv1.RoleBinding:
+		return b.RoleRef, true
+	case *rbacv1.ClusterRoleBinding:
+		return b.RoleRef, true
+	}
+	return rbacv1.RoleRef{}, false
+}
+
+// ensureChild creates or syncs one object in a tenant namespace, and records
+// what stops it: an object of someone else's with the name (a conflict), or
+// a guardrail the API server refuses to store (the spec must change).
+func ensureChild[T client.Object](ctx context.Context, r *Reconciler, s *scope, ns, kind string, live, desired T,
+	syncFn func(live, desired T, t *tenancyv1.Tenant) bool, expect bool) error {
+	err := s.do(func() error {
+		_, err := children.CreateOrSync(ctx, r.children, children.Child[T]{
+			Kind: kind, Live: live, Desired: desired,
+			Owns: func(l T) bool {
+				if want, ok := roleRefOf(desired); ok {
+					if got, _ := roleRefOf(l); got != want {
+						return false
+					}
+				}
+				return r.ownsChild(ctx, l, s.t)
+			},
+			Sync:         func(l T) bool { return syncFn(l, desired, s.t) },
+			ExpectExists: expect,
+		})
+		return err
+	})
+	where := desired.GetName()
+	if ns != "" {
+		where = ns + "/" + where
+	}
+	switch {
+	case children.IsNotOwned(err):
+		msg := fmt.Sprintf("%s %s exists and was not created by this Tenant; it is left untouched", kind, where)
+		if ns == "" {
+			s.obs.mu.Lock()
+			s.obs.rbacConflict = msg
+			s.obs.mu.Unlock()
+		} else {
+			s.obs.conflict(ns, msg)
+		}
+		return nil
+	case apierrors.IsInvalid(err):
+		s.obs.refuse(fmt.Sprintf("the API server refused %s %s: %s", kind, where, apiMessage(err)))
+		return nil
+	}
+	return err
+}
+
+// apiMessage is the API server's own words for a refusal.
+func apiMessage(err error) string {
+	var refusal apierrors.APIStatus
+	if errors.As(err, &refusal) {
+		return refusal.Status().Message
+	}
+	return err.Error()
+}
+
+// deleteChild removes a child the spec no longer asks for, if it is ours.
+func deleteChild[T client.Object](ctx context.Context, r *Reconciler, s *scope, kind, ns, name string, obj T) error {
+	obj.SetNamespace(ns)
+	obj.SetName(name)
+	return s.do(func() error {
+		deleted, err := children.DeleteOwned(ctx, r.children, kind, obj, func(o T) bool { return r.ownsChild(ctx, o, s.t) })
+		if deleted {
+			log.FromContext(ctx).Info("removed what the spec no longer asks for", "kind", kind, "namespace", ns, "name", name)
+		}
+		return err
+	})
 }
 
 // ownedNamespaces lists the namespaces carrying t's marks, from the cache.
@@ -317,31 +613,35 @@ func (r *Reconciler) ownedNamespaces(ctx context.Context, t *tenancyv1.Tenant) (
 }
 
 // releaseDropped applies the deletion policy to our namespaces that left the spec.
-func (r *Reconciler) releaseDropped(ctx context.Context, t *tenancyv1.Tenant, _ *observation) error {
-	owned, err := r.ownedNamespaces(ctx, t)
+func (r *Reconciler) releaseDropped(ctx context.Context, s *scope) error {
+	owned, err := r.ownedNamespaces(ctx, s.t)
 	if err != nil {
 		return err
 	}
-	desired := namespaceNames(t)
+	desired := namespaceNames(s.t)
+	var g group
 	for i := range owned {
 		if !slices.Contains(desired, owned[i].Name) {
-			if err := r.release(ctx, t, &owned[i], t.Spec.NamespaceDeletionPolicy); err != nil {
-				return err
-			}
+			g.Go(func() error { return r.release(ctx, s, &owned[i], s.t.Spec.NamespaceDeletionPolicy) })
 		}
 	}
-	return nil
+	return g.Wait()
 }
 
-// release gives up one of our namespaces: Delete deletes it (only if its UID
-// is still the one we saw); Retain keeps it and its contents but removes the
-// tenant's RoleBinding and our marks.
-func (r *Reconciler) release(ctx context.Context, t *tenancyv1.Tenant, ns *corev1.Namespace, policy tenancyv1.NamespaceDeletionPolicy) error {
+// release gives up one of our namespaces. Delete deletes it (only if its UID
+// is still the one we saw). Retain keeps it and everything the team put in
+// it, and takes away everything Trellis put there for the tenant: the admin
+// and viewer RoleBindings, the quota, limit range and network policy, the
+// Pod Security labels and the tenant's labels and annotations, and the marks.
+// It becomes an ordinary namespace.
+func (r *Reconciler) release(ctx context.Context, s *scope, ns *corev1.Namespace, policy tenancyv1.NamespaceDeletionPolicy) error {
+	t := s.t
 	if !ns.DeletionTimestamp.IsZero() {
 		return nil
 	}
 	if policy == tenancyv1.NamespaceDelete {
-		if err := r.client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
+		err := s.do(func() error { return r.client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}) })
+		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
 		}
 		namespacesRemoved.WithLabelValues(t.Name).Inc()
@@ -350,97 +650,130 @@ func (r *Reconciler) release(ctx context.Context, t *tenancyv1.Tenant, ns *corev
 		return nil
 	}
 
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: adminRoleBindingName, Namespace: ns.Name}}
-	exists, err := children.LookupOwned(ctx, r.children, t, "RoleBinding", rb)
-	if err != nil && !children.IsNotOwned(err) {
+	var g group
+	g.Go(func() error {
+		return deleteChild(ctx, r, s, "RoleBinding", ns.Name, adminRoleBindingName, &rbacv1.RoleBinding{})
+	})
+	g.Go(func() error {
+		return deleteChild(ctx, r, s, "RoleBinding", ns.Name, viewerRoleBindingName, &rbacv1.RoleBinding{})
+	})
+	g.Go(func() error {
+		return deleteChild(ctx, r, s, "ResourceQuota", ns.Name, quotaName, &corev1.ResourceQuota{})
+	})
+	g.Go(func() error {
+		return deleteChild(ctx, r, s, "LimitRange", ns.Name, limitRangeName, &corev1.LimitRange{})
+	})
+	g.Go(func() error {
+		return deleteChild(ctx, r, s, "NetworkPolicy", ns.Name, networkPolicyName, &networkingv1.NetworkPolicy{})
+	})
+	if err := g.Wait(); err != nil {
 		return err
 	}
-	if exists && err == nil {
-		if err := r.client.Delete(ctx, rb, client.Preconditions{UID: &rb.UID}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting RoleBinding in %s: %w", ns.Name, err)
+	before := ns.DeepCopy()
+	if releaseNamespace(ns) {
+		err := s.do(func() error { return r.client.Patch(ctx, ns, client.MergeFrom(before)) })
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("releasing namespace %s: %w", ns.Name, err)
 		}
-	}
-	patch := client.MergeFrom(ns.DeepCopy())
-	delete(ns.Labels, TenantLabel)
-	delete(ns.Labels, setup.ManagedByLabel)
-	delete(ns.Labels, "app.kubernetes.io/part-of")
-	delete(ns.Annotations, TenantUIDAnnotation)
-	if err := r.client.Patch(ctx, ns, patch); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("releasing namespace %s: %w", ns.Name, err)
 	}
 	namespacesRemoved.WithLabelValues(t.Name).Inc()
 	log.FromContext(ctx).Info("namespace released", "namespace", ns.Name, "policy", policy)
-	r.recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceReleased", "Release", "namespace %s kept with its contents; the tenant's RoleBinding was removed", ns.Name)
+	r.recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceReleased", "Release",
+		"namespace %s kept with its contents; the tenant's bindings, guardrails and marks were removed", ns.Name)
 	return nil
 }
 
-// reconcileRBAC keeps the admin's RoleBinding in every Ready namespace, and
-// the per-tenant ClusterRole and its binding.
-func (r *Reconciler) reconcileRBAC(ctx context.Context, t *tenancyv1.Tenant, obs *observation) error {
-	for _, ns := range obs.ready() {
-		live := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: adminRoleBindingName, Namespace: ns}}
-		_, err := children.ApplyOwned(ctx, r.children, t, "RoleBinding", live, desiredAdminRoleBinding(t, ns), rbacv1ac.ExtractRoleBinding)
-		if children.IsNotOwned(err) {
-			obs.set(ns, tenancyv1.NamespaceConflict, fmt.Sprintf("RoleBinding %s/%s exists and was not created by this Tenant", ns, adminRoleBindingName))
+// reconcileTenantRole keeps the per-tenant ClusterRole, naming the
+// namespaces that are ready, then its binding to the admins and viewers: in
+// that order, because the API server checks, when a binding is created, that
+// its role exists and grants nothing the manager does not hold.
+func (r *Reconciler) reconcileTenantRole(ctx context.Context, s *scope) error {
+	expect := s.t.Status.ObservedGeneration > 0
+	role := desiredTenantRole(s.t, s.obs.ready())
+	if err := ensureChild(ctx, r, s, "", "ClusterRole", &rbacv1.ClusterRole{}, role, syncClusterRole, expect); err != nil {
+		return err
+	}
+	return ensureChild(ctx, r, s, "", "ClusterRoleBinding", &rbacv1.ClusterRoleBinding{}, desiredTenantRoleBinding(s.t),
+		syncClusterRoleBinding, expect)
+}
+
+// checkSubjects looks for the namespaces of ServiceAccount admins and
+// viewers outside the tenant's own namespaces. Only for a spec not checked
+// yet, or while one was missing: an unchanged Tenant costs no read.
+func (r *Reconciler) checkSubjects(ctx context.Context, s *scope) error {
+	t := s.t
+	if s.settled && conditions.IsTrue(t.Status.Conditions, ConditionSubjectsFound) {
+		return nil
+	}
+	own := namespaceNames(t)
+	seen := map[string]bool{}
+	var missing []string
+	for _, sub := range append(admins(t), t.Spec.Viewers...) {
+		if sub.Kind != rbacv1.ServiceAccountKind || slices.Contains(own, sub.Namespace) {
 			continue
 		}
+		id := "ServiceAccount " + sub.Namespace + "/" + sub.Name
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		exists, err := children.Lookup(ctx, r.children, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sub.Namespace}})
 		if err != nil {
 			return err
 		}
+		if !exists {
+			missing = append(missing, id)
+		}
 	}
-
-	role := desiredTenantRole(t, obs.ready())
-	_, err := children.ApplyOwned(ctx, r.children, t, "ClusterRole",
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: *role.Name}}, role, rbacv1ac.ExtractClusterRole)
-	if children.IsNotOwned(err) {
-		obs.rbacConflict = fmt.Sprintf("ClusterRole %s exists and was not created by this Tenant", *role.Name)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	binding := desiredTenantRoleBinding(t)
-	_, err = children.ApplyOwned(ctx, r.children, t, "ClusterRoleBinding",
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: *binding.Name}}, binding, rbacv1ac.ExtractClusterRoleBinding)
-	if children.IsNotOwned(err) {
-		obs.rbacConflict = fmt.Sprintf("ClusterRoleBinding %s exists and was not created by this Tenant", *binding.Name)
-		return nil
-	}
-	return err
+	s.obs.mu.Lock()
+	s.obs.subjectsChecked, s.obs.missingSubjects = true, missing
+	s.obs.mu.Unlock()
+	return nil
 }
 
 // finalize applies the deletion policy to every namespace of a Tenant being
-// deleted, then lets it go. If the Tenant CRD itself is being deleted (an
-// uninstall, or a reinstall gone wrong), namespaces are kept whatever the
-// policy: deleting a CRD must never delete a team's data.
+// deleted, removes its cluster-wide RBAC objects, then lets it go. If the
+// Tenant CRD itself is being deleted (an uninstall, or a reinstall), nothing
+// is touched: namespaces, bindings, guardrails and marks all stay, so the
+// team keeps working and the same Tenant applied again finds them.
 func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1.Tenant) error {
 	if !controllerutil.ContainsFinalizer(t, Finalizer) {
 		return nil
 	}
-	policy := t.Spec.NamespaceDeletionPolicy
-	if policy == tenancyv1.NamespaceDelete {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		err := r.apiReader.Get(ctx, client.ObjectKey{Name: tenantCRDName}, crd)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("checking whether the Tenant CRD is being deleted: %w", err)
-		}
-		if apierrors.IsNotFound(err) || !crd.DeletionTimestamp.IsZero() {
-			log.FromContext(ctx).Info("Tenant CRD is being deleted: keeping the namespaces despite namespaceDeletionPolicy Delete")
-			policy = tenancyv1.NamespaceRetain
-		}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err := r.apiReader.Get(ctx, client.ObjectKey{Name: tenantCRDName}, crd)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("checking whether the Tenant CRD is being deleted: %w", err)
 	}
-	owned, err := r.ownedNamespaces(ctx, t)
-	if err != nil {
+	if apierrors.IsNotFound(err) || !crd.DeletionTimestamp.IsZero() {
+		log.FromContext(ctx).Info("the Tenant CRD is being deleted: keeping the namespaces, bindings and guardrails as they are")
+	} else if err := r.releaseAll(ctx, t); err != nil {
 		return err
-	}
-	for i := range owned {
-		if err := r.release(ctx, t, &owned[i], policy); err != nil {
-			return err
-		}
 	}
 	if err := finalizer.Remove(ctx, r.client, t, Finalizer); err != nil {
 		return err
 	}
 	forgetMetrics(t.Name)
 	return nil
+}
+
+// releaseAll applies the policy to every namespace the Tenant holds and
+// deletes its ClusterRole and ClusterRoleBinding.
+func (r *Reconciler) releaseAll(ctx context.Context, t *tenancyv1.Tenant) error {
+	s := r.newScope(t)
+	owned, err := r.ownedNamespaces(ctx, t)
+	if err != nil {
+		return err
+	}
+	var g group
+	for i := range owned {
+		g.Go(func() error { return r.release(ctx, s, &owned[i], t.Spec.NamespaceDeletionPolicy) })
+	}
+	g.Go(func() error {
+		return deleteChild(ctx, r, s, "ClusterRoleBinding", "", tenantRoleName(t), &rbacv1.ClusterRoleBinding{})
+	})
+	g.Go(func() error {
+		return deleteChild(ctx, r, s, "ClusterRole", "", tenantRoleName(t), &rbacv1.ClusterRole{})
+	})
+	return g.Wait()
 }
