@@ -56,4 +56,13 @@ func TestChildToTenant(t *testing.T) {
 		Namespace: "acme-dev", Name: quotaName, Labels: map[string]string{TenantLabel: "acme"}}})).
 		To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "acme"}}}), "namespaced children map to their cluster-scoped Tenant")
 	g.Expect(childToTenant(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}})).To(BeEmpty())
+
+	// A namespace being handed over also wakes the Tenant it is handed to.
+	handed := markedNamespace()
+	handed.Annotations[HandOverAnnotation] = "bolt"
+	g.Expect(childToTenant(context.Background(), handed)).To(Equal([]reconcile.Request{
+		{NamespacedName: client.ObjectKey{Name: "acme"}}, {NamespacedName: client.ObjectKey{Name: "bolt"}},
+	}))
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{HandOverAnnotation: "bolt"}}}
+	g.Expect(childToTenant(context.Background(), quota)).To(BeEmpty(), "only namespaces are handed over")
 }

@@ -181,12 +181,19 @@ func mapsEqual(a, b map[string]string) bool {
 }
 
 // childToTenant maps a namespace or any other object of a tenant to its
-// Tenant, by the tenant label.
+// Tenant, by the tenant label; a namespace also to the Tenant it is being
+// handed over to.
 func childToTenant(_ context.Context, o client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
 	if t := o.GetLabels()[TenantLabel]; t != "" {
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: t}}}
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: t}})
 	}
-	return nil
+	if _, isNamespace := o.(*corev1.Namespace); isNamespace {
+		if t := o.GetAnnotations()[HandOverAnnotation]; t != "" && t != o.GetLabels()[TenantLabel] {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: t}})
+		}
+	}
+	return reqs
 }
 
 // scope is one reconcile of one Tenant.
@@ -344,9 +351,8 @@ func (r *Reconciler) claim(ctx context.Context, ns *corev1.Namespace, t *tenancy
 	if isMarkedBy(ns.Annotations, t) {
 		return claimOurs
 	}
-	held := r.heldByExistingTenant(ctx, ns.Annotations[TenantUIDAnnotation])
 	switch {
-	case held:
+	case r.holder(ctx, ns.Annotations[TenantUIDAnnotation]) != "":
 		return claimForeign
 	case ns.Labels[TenantLabel] == t.Name:
 		return claimReclaim
@@ -356,19 +362,21 @@ func (r *Reconciler) claim(ctx context.Context, ns *corev1.Namespace, t *tenancy
 	return claimForeign
 }
 
-// heldByExistingTenant reports whether a Tenant with this UID exists. When
-// unsure (the cache cannot answer), it says yes: a namespace is never taken
-// on a guess.
-func (r *Reconciler) heldByExistingTenant(ctx context.Context, uid string) bool {
+// holder names the Tenant whose UID this is, if it exists. When unsure (the
+// cache cannot answer) it answers "?": a namespace is never taken on a guess.
+func (r *Reconciler) holder(ctx context.Context, uid string) string {
 	if uid == "" {
-		return false
+		return ""
 	}
 	list := &tenancyv1.TenantList{}
 	if err := r.client.List(ctx, list, client.MatchingFields{tenantUIDIndex: uid}); err != nil {
 		log.FromContext(ctx).Error(err, "looking up the Tenant holding a namespace")
-		return true
+		return "?"
 	}
-	return len(list.Items) > 0
+	if len(list.Items) == 0 {
+		return ""
+	}
+	return list.Items[0].Name
 }
 
 // tenantExists reports whether a Tenant of that name exists (the cache;
@@ -454,7 +462,7 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 }
 
 func (r *Reconciler) conflictMessage(ctx context.Context, ns *corev1.Namespace) string {
-	if other := ns.Labels[TenantLabel]; other != "" && r.heldByExistingTenant(ctx, ns.Annotations[TenantUIDAnnotation]) {
+	if other := r.holder(ctx, ns.Annotations[TenantUIDAnnotation]); other != "" {
 		return fmt.Sprintf("namespace %s belongs to Tenant %q; it is left untouched", ns.Name, other)
 	}
 	return fmt.Sprintf("namespace %s already exists and was not created by this Tenant; it is left untouched "+
