@@ -393,7 +393,7 @@ func createFloorTenant(ctx context.Context, c client.Client, v tenantVariant, ro
 	t.Name = name
 	labels := map[string]string{"app.kubernetes.io/managed-by": "bench", "tenancy.trellis.dev/tenant": name}
 	subject := []rbacv1.Subject{{Kind: "Group", Name: name + "-admins", APIGroup: rbacv1.GroupName}}
-	var namespaces []string
+	namespaces := make([]string, 0, len(tenantEnvs))
 	for _, env := range tenantEnvs {
 		ns := name + "-" + env
 		namespaces = append(namespaces, ns)
