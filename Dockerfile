@@ -1,21 +1,39 @@
-# Images for the manager and the viewer (`make docker-build`). Both are static
-# Go binaries on a distroless base, running as the unprivileged "nonroot" user.
+# Images for the manager and the viewer with a container engine
+# (`make docker-build`). `make images` builds the same images without one
+# (hack/images, docs/images.md): a scratch image holding the static binary and
+# the base files hack/images writes (/etc/passwd and /etc/group naming the
+# non-root user 65532, /etc/ssl/certs/ca-certificates.crt), user 65532, the
+# binary as the entrypoint.
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
+COPY hack/images/ hack/images/
+RUN cd hack/images && go mod download && go run . rootfs /out/rootfs
 COPY api/ api/
 COPY cmd/ cmd/
 COPY internal/ internal/
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/manager ./cmd/manager && \
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/viewer ./cmd/viewer
 
-FROM gcr.io/distroless/static:nonroot AS manager
+FROM scratch AS manager
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title=trellis-manager \
+      org.opencontainers.image.description="The Trellis operator" \
+      org.opencontainers.image.source=https://github.com/trellis-dev/trellis \
+      org.opencontainers.image.revision=$REVISION
+COPY --from=build /out/rootfs/ /
 COPY --from=build /out/manager /manager
 USER 65532:65532
 ENTRYPOINT ["/manager"]
 
-FROM gcr.io/distroless/static:nonroot AS viewer
+FROM scratch AS viewer
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title=trellis-viewer \
+      org.opencontainers.image.description="Serves a MarkdownView as a website" \
+      org.opencontainers.image.source=https://github.com/trellis-dev/trellis \
+      org.opencontainers.image.revision=$REVISION
+COPY --from=build /out/rootfs/ /
 COPY --from=build /out/viewer /viewer
 USER 65532:65532
 ENTRYPOINT ["/viewer"]

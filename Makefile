@@ -15,12 +15,14 @@ KWOK_VERSION           ?= v0.8.0
 VERSITYGW_VERSION      ?= v1.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION      ?= v5.8.2
+CONTAINERD_VERSION     ?= v2.3.7
 # golangci-lint v2 with kube-api-linter built in; kube-api-linter has no
 # releases yet, so it is pinned by pseudo-version.
 KUBE_API_LINTER_VERSION ?= v0.0.0-20260716143926-092fe0c72997
 
 IMG        ?= trellis-manager:dev
 VIEWER_IMG ?= trellis-viewer:dev
+IMAGE_DIR  ?= $(CURDIR)/bin/images
 
 export GOTOOLCHAIN := local
 GO        ?= go
@@ -34,7 +36,8 @@ KUBE_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitTreeState=clean \
 	-X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
 
-KUBE_CMDS := kube-apiserver kube-controller-manager kube-scheduler kubectl
+KUBE_CMDS       := kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy
+CONTAINERD_CMDS := containerd containerd-shim-runc-v2 ctr
 
 ##@ General
 
@@ -74,17 +77,21 @@ run: manifests generate ## Run the manager against the current kubeconfig.
 	$(GO) run ./cmd/manager
 
 .PHONY: dev
-dev: tools build ## Local cluster + S3 server + CRDs + manager + samples, in one command (Ctrl-C stops it).
+dev: tools node-packages images kustomize ## Local cluster with a real node, the manager deployed in it, S3 server, samples (Ctrl-C stops it).
 	hack/dev.sh up
 
+.PHONY: dev-local
+dev-local: tools build ## Fast inner loop: local cluster (simulated nodes only), the manager as a local process, S3 server, samples.
+	hack/dev.sh local
+
 .PHONY: dev-down
-dev-down: ## Stop and delete everything `make dev` started.
+dev-down: ## Stop and delete everything `make dev` or `make dev-local` started.
 	hack/dev.sh down
 
 ##@ Test
 
 .PHONY: test
-test: tools chromium ## The whole suite: checks, generated files, unit, envtest and e2e.
+test: tools chromium node-packages ## The whole suite: checks, generated files, unit, envtest and e2e.
 	hack/test.sh
 
 .PHONY: check-generated
@@ -97,8 +104,8 @@ test-unit: ## Unit and envtest suites only.
 	KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test ./api/... ./internal/... ./cmd/...
 
 .PHONY: test-e2e
-test-e2e: tools build ## End-to-end suite on a fresh local cluster.
-	KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test -count=1 -timeout 30m ./test/e2e/...
+test-e2e: tools build images node-packages chromium ## End-to-end suite on a fresh local cluster with a real node.
+	$(GO) test -tags e2e -count=1 -timeout 30m ./test/e2e/...
 
 BENCH_ARGS ?=
 VIEWER_BENCH_ARGS ?=
@@ -106,7 +113,11 @@ VIEWER_BENCH_ARGS ?=
 bench: tools build ## Micro-benchmarks, viewer latency on loopback, then scale benchmarks on a fresh local cluster (tens of minutes; BENCH_ARGS=--smoke for a quick run).
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/...
 	$(GO) run ./test/bench/viewerload --viewer $(LOCALBIN)/viewer $(VIEWER_BENCH_ARGS)
-	$(GO) run ./test/bench $(BENCH_ARGS)
+	$(GO) run ./test/bench --chart docs/performance-converge.svg $(BENCH_ARGS)
+
+.PHONY: bench-scale
+bench-scale: tools build ## One-off scale run: 10,000 MarkdownViews, Tenants and StorageBuckets (about an hour; not part of make test). Its results join the chart of the next make bench.
+	$(GO) run ./test/bench --scale $(BENCH_ARGS)
 
 ##@ Deployment
 
@@ -119,18 +130,40 @@ uninstall: manifests kustomize ## Remove the CRDs (objects with finalizers keep 
 	$(KUSTOMIZE) build config/crd | kubectl delete --ignore-not-found -f -
 
 .PHONY: deploy
-deploy: manifests kustomize ## Deploy the manager image IMG into the current cluster.
+deploy: manifests kustomize ## Deploy the manager image IMG (and viewer image VIEWER_IMG) into the current cluster.
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
+	$(KUSTOMIZE) build config/default | sed 's|--viewer-image=.*|--viewer-image=$(VIEWER_IMG)|' | kubectl apply --server-side -f -
 
 .PHONY: undeploy
 undeploy: kustomize ## Remove the manager from the current cluster.
 	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
 
+# The images' labels name the commit they were built from.
+GIT_REVISION = $(shell git rev-parse HEAD 2>/dev/null)
+GIT_VERSION  = $(shell git describe --tags --always --dirty 2>/dev/null)
+
+.PHONY: images
+images: ## Build the manager and viewer images into bin/images/ (OCI archives, linux/amd64; no container engine).
+	@mkdir -p $(IMAGE_DIR) $(LOCALBIN)/linux-amd64
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/linux-amd64/ ./cmd/manager ./cmd/viewer
+	$(call build-image,manager,$(IMG),The Trellis operator)
+	$(call build-image,viewer,$(VIEWER_IMG),Serves a MarkdownView as a website)
+	cd hack/images && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/linux-amd64/pause ./pause
+	$(call build-image,pause,trellis-pause:dev,The real node's pod sandbox (make dev and e2e only))
+
+# build-image NAME,REF,DESCRIPTION: bin/linux-amd64/NAME as image REF in $(IMAGE_DIR)/trellis-NAME.tar.
+define build-image
+cd hack/images && $(GO) run . image -binary $(LOCALBIN)/linux-amd64/$(1) -entrypoint /$(1) -ref $(2) \
+  -out $(IMAGE_DIR)/trellis-$(1).tar \
+  -label org.opencontainers.image.title=trellis-$(1) -label "org.opencontainers.image.description=$(3)" \
+  -label org.opencontainers.image.source=https://github.com/trellis-dev/trellis \
+  -label org.opencontainers.image.revision=$(GIT_REVISION) -label org.opencontainers.image.version=$(GIT_VERSION)
+endef
+
 .PHONY: docker-build
 docker-build: ## Build the manager and viewer images (needs a container engine).
-	docker build --target manager -t $(IMG) .
-	docker build --target viewer -t $(VIEWER_IMG) .
+	docker build --target manager --build-arg REVISION=$(GIT_REVISION) -t $(IMG) .
+	docker build --target viewer --build-arg REVISION=$(GIT_REVISION) -t $(VIEWER_IMG) .
 
 ##@ Tools (pinned, built once into bin/)
 
@@ -139,10 +172,11 @@ KUSTOMIZE      ?= $(LOCALBIN)/kustomize
 GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint
 
 .PHONY: tools
-tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint ## Build every pinned tool into bin/.
+tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd ## Build every pinned tool into bin/.
 
-.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint
+.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
+containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
 kwok: $(LOCALBIN)/kwok $(LOCALBIN)/kwokctl
 versitygw: $(LOCALBIN)/versitygw
@@ -150,14 +184,22 @@ controller-gen: $(LOCALBIN)/controller-gen
 kustomize: $(LOCALBIN)/kustomize
 golangci-lint: $(LOCALBIN)/golangci-lint
 
-# The Kubernetes commands share one compile, so they are built together.
-$(LOCALBIN)/kube-apiserver-$(KUBE_VERSION):
+# The Kubernetes commands share one compile, so they are built together (a
+# grouped target: any one missing builds them all, mostly from the build cache).
+$(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c)-$(KUBE_VERSION)) &:
 	@mkdir -p $(LOCALBIN)/.build-kube
 	cd hack/kube && $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(LOCALBIN)/.build-kube/ $(foreach c,$(KUBE_CMDS),k8s.io/kubernetes/cmd/$(c))
 	for c in $(KUBE_CMDS); do mv $(LOCALBIN)/.build-kube/$$c $(LOCALBIN)/$$c-$(KUBE_VERSION); done
 	rmdir $(LOCALBIN)/.build-kube
 
-$(foreach c,kube-controller-manager kube-scheduler kubectl,$(LOCALBIN)/$(c)-$(KUBE_VERSION)): $(LOCALBIN)/kube-apiserver-$(KUBE_VERSION)
+# containerd for the real node: the daemon, its runc shim and ctr, one install.
+$(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c)-$(CONTAINERD_VERSION)) &:
+	@mkdir -p $(LOCALBIN)/.gobin-containerd
+	GOBIN=$(LOCALBIN)/.gobin-containerd $(GO) install -trimpath \
+	  -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)" \
+	  $(foreach c,$(CONTAINERD_CMDS),github.com/containerd/containerd/v2/cmd/$(c)@$(CONTAINERD_VERSION))
+	for c in $(CONTAINERD_CMDS); do mv $(LOCALBIN)/.gobin-containerd/$$c $(LOCALBIN)/$$c-$(CONTAINERD_VERSION); done
+	rmdir $(LOCALBIN)/.gobin-containerd
 
 $(LOCALBIN)/etcd-$(ETCD_VERSION):
 	cd hack/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
@@ -189,6 +231,7 @@ $(LOCALBIN)/$(1): $(LOCALBIN)/$(1)-$(2)
 	ln -sf $(1)-$(2) $$@
 endef
 $(foreach c,$(KUBE_CMDS),$(eval $(call link-tool,$(c),$(KUBE_VERSION))))
+$(foreach c,$(CONTAINERD_CMDS),$(eval $(call link-tool,$(c),$(CONTAINERD_VERSION))))
 $(eval $(call link-tool,etcd,$(ETCD_VERSION)))
 $(eval $(call link-tool,kwok,$(KWOK_VERSION)))
 $(eval $(call link-tool,kwokctl,$(KWOK_VERSION)))
@@ -202,6 +245,15 @@ $(eval $(call link-tool,golangci-lint,$(KUBE_API_LINTER_VERSION)))
 chromium:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# What the real node needs from Debian's packages: runc (containerd's runtime),
+# the CNI plugins (bridge, host-local, portmap, loopback in /usr/lib/cni),
+# iptables (the kubelet, kube-proxy and the bridge plugin's masquerading) and
+# socat (the node's relay to the API server).
+.PHONY: node-packages
+node-packages:
+	@{ command -v runc && test -x /usr/lib/cni/bridge && command -v iptables && command -v socat; } >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq runc containernetworking-plugins iptables socat >/dev/null; }
+
 .PHONY: clean
 clean: ## Remove build output (keeps the pinned tools).
 	rm -f $(LOCALBIN)/manager $(LOCALBIN)/viewer
+	rm -rf $(LOCALBIN)/linux-amd64 $(IMAGE_DIR)

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Command-line face of hack/lib/cluster.sh, for the Go e2e suite and the bench:
-#   hack/cluster.sh up NAME [NODES]       create/reuse a KWOK cluster, print its kubeconfig path
-#   hack/cluster.sh down NAME             delete it
+#   hack/cluster.sh up NAME [NODES] [real-node]  create/reuse a KWOK cluster, print its kubeconfig path
+#   hack/cluster.sh down NAME             delete it (and its real node)
+#   hack/cluster.sh node-up NAME          start its real node (images from `make images`)
+#   hack/cluster.sh node-down NAME        stop it
+#   hack/cluster.sh node-net NAME         print HOST_IP NODE_IP NETNS of its node network
+#   hack/cluster.sh steer NAME NAMESPACE  send NAMESPACE's new pods to the real node
 #   hack/cluster.sh s3-credentials NAME   generate its S3 keys and event token (once)
 #   hack/cluster.sh s3-up NAME PORT [URL] start versitygw (URL: bucket-event webhook)
 #   hack/cluster.sh s3-down NAME          stop it
@@ -12,8 +16,12 @@ cmd=${1:-}; shift || true
 case $cmd in
   up) cluster_up "$@" ;;
   down) cluster_down "$@" ;;
+  node-up) node_up "$@" ;;
+  node-down) node_down "$@" ;;
+  node-net) node_net "$@" ;;
+  steer) steer_to_real_node "$@" ;;
   s3-credentials) s3_credentials "$@" ;;
   s3-up) s3_up "$@" ;;
   s3-down) s3_down "$@" ;;
-  *) echo "usage: $0 up|down|s3-up|s3-down ..." >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|node-up|node-down|node-net|steer|s3-credentials|s3-up|s3-down ..." >&2; exit 2 ;;
 esac

@@ -41,5 +41,16 @@ make --no-print-directory -s build
 go test -run='^$' -bench=. -benchtime=1x ./internal/... >/dev/null
 go run ./test/bench --smoke --out "$(mktemp -d)" 2>&1 | sed '/^\[/d'
 
-step "end-to-end on a local KWOK cluster"
+step "images: unit tests of hack/images, and the same source gives the same digest"
+(cd hack/images && go vet ./... && ../../bin/golangci-lint run ./... && go test -count=1 ./...)
+make --no-print-directory -s images >/dev/null
+again=$(mktemp -d)
+make --no-print-directory -s images IMAGE_DIR="$again" >/dev/null
+for tar in bin/images/*.tar; do
+  cmp "$tar" "$again/$(basename "$tar")" || { echo "$tar differs when built again from the same source"; exit 1; }
+done
+rm -rf "$again"
+sha256sum bin/images/*.tar
+
+step "end-to-end on a local KWOK cluster with a real node"
 go test -tags e2e -count=1 -timeout 30m -v ./test/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'

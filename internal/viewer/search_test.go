@@ -31,7 +31,7 @@ func hitLinks(res Results) []string {
 	return out
 }
 
-// seedPage1 is page1.md of the seed sample (config/samples).
+// seedPage1 is page1.md of the MarkdownView sample (config/samples).
 const seedPage1 = "# Page 1\n\n一ページ目のコンテンツです。\n\n- Item 1\n- Item 2\n"
 
 func TestSearchCJK(t *testing.T) {
@@ -47,7 +47,7 @@ func TestSearchCJK(t *testing.T) {
 		query string
 		want  []string // hits in order
 	}{
-		{"ページ", []string{"page1.md#page-1"}},             // the seed's sample page, by its Japanese text; ja.md has the bigrams, not the word
+		{"ページ", []string{"page1.md#page-1"}},             // the sample page, by its Japanese text; ja.md has the bigrams, not the word
 		{"ペー", []string{"ja.md#日本語", "page1.md#page-1"}}, // two characters, one bigram: in both; the shorter section first
 		{"ページ目", []string{"page1.md#page-1"}},            // "ジ目" is only on page 1
 		{"ﾍﾟｰｼﾞ", []string{"page1.md#page-1"}},           // half-width katakana, as some keyboards type them

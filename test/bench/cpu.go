@@ -82,8 +82,8 @@ func cpuSeconds(pid int) (float64, error) {
 	// The command name (field 2) is in parentheses and may hold spaces; the
 	// fields after the last ')' start at field 3, so utime and stime (fields
 	// 14 and 15) are the 12th and 13th of them.
-	rest := string(raw[strings.LastIndexByte(string(raw), ')')+1:])
-	f := strings.Fields(rest)
+	afterName := string(raw[strings.LastIndexByte(string(raw), ')')+1:])
+	f := strings.Fields(afterName)
 	if len(f) < 13 {
 		return 0, fmt.Errorf("short /proc/%d/stat", pid)
 	}

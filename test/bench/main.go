@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,9 +41,10 @@ type config struct {
 	scenarios                                                  string
 	// tenantGuardrails says which Tenant variants run: none, all, or both.
 	tenantGuardrails string
-	// chart is where the converge-time chart (SVG) goes; scalePoints adds
-	// points from a make bench-scale run (its JSON) to it.
-	chart, scaleResults string
+	// chart is where the converge-time chart (SVG) goes; scaleResults adds
+	// points from a make bench-scale run (its JSON) to it; saveAs also
+	// writes the results under this fixed name in out.
+	chart, scaleResults, saveAs string
 }
 
 // row is one line of the result table.
@@ -73,6 +75,9 @@ type bench struct {
 	rows        []row
 	// points are the convergence times per size, for the chart.
 	points []convergence
+	// progressSeen: the progress lines already logged.
+	progressMu   sync.Mutex
+	progressSeen map[string]bool
 }
 
 func main() {
@@ -93,7 +98,8 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "bench/results", "directory for the JSON results")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster afterwards")
 	flag.StringVar(&cfg.managerArgs, "manager-args", "", "extra manager flags, space-separated (to compare settings)")
-	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,memory", "which scenarios to run (memory needs markdownview)")
+	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,restart,memory", "which scenarios to run (memory needs markdownview)")
+	scale := flag.Bool("scale", false, "the one-off scale run (make bench-scale): 10,000 MarkdownViews, Tenants and StorageBuckets; its results (scale.json) join the chart of later runs")
 	flag.Parse()
 	var err error
 	if cfg.viewSizes, err = parseSizes(*sizes); err != nil {
@@ -105,6 +111,11 @@ func main() {
 		cfg = config{viewSizes: []int{10, 20}, markdownViews: 20, unrelated: 200, tenants: 10, buckets: 20, edits: 5, workers: 8,
 			bucketInterval: 10 * time.Second, bucketWindow: 20 * time.Second, quiet: 5 * time.Second, out: cfg.out,
 			managerArgs: cfg.managerArgs, scenarios: cfg.scenarios, tenantGuardrails: cfg.tenantGuardrails}
+	}
+	if *scale {
+		cfg.viewSizes, cfg.markdownViews, cfg.tenants, cfg.buckets = []int{10000}, 10000, 10000, 10000
+		cfg.bucketInterval, cfg.bucketWindow, cfg.edits = 60*time.Second, 120*time.Second, 20
+		cfg.scenarios, cfg.scaleResults, cfg.saveAs = "markdownview,tenant,bucket,restart", "", "scale.json"
 	}
 	if cfg.chart == "" {
 		cfg.chart = filepath.Join(cfg.out, "converge.svg")
@@ -122,9 +133,11 @@ func run(cfg config) error {
 	for _, n := range cfg.viewSizes {
 		views += n
 	}
-	nodes := (2*views)/100 + 2 // every floor and Trellis Deployment runs a pod, and they stay; 110 pods a node
+	nodes := (3*views)/100 + 2 // two floor runs and Trellis: every Deployment runs a pod, and they stay; 110 pods a node
 	log("cluster %s with %d simulated nodes", b.cluster, nodes)
-	out, err := exec.Command(filepath.Join(b.root, "hack", "cluster.sh"), "up", b.cluster, strconv.Itoa(nodes)).Output()
+	up := exec.Command(filepath.Join(b.root, "hack", "cluster.sh"), "up", b.cluster, strconv.Itoa(nodes))
+	up.Env = append(os.Environ(), "TRELLIS_KWOK_DISABLE_QPS_LIMITS=1")
+	out, err := up.Output()
 	if err != nil {
 		return fmt.Errorf("cluster: %w %s", err, exitStderr(err))
 	}
@@ -147,9 +160,10 @@ func run(cfg config) error {
 	steps := []struct {
 		name string
 		run  func() error
-	}{{"markdownview", b.markdownViewScenarios}, {"tenant", b.tenantScenario}, {"bucket", b.bucketScenario}, {"memory", b.memoryScenario}}
+	}{{"markdownview", b.markdownViewScenarios}, {"tenant", b.tenantScenario}, {"bucket", b.bucketScenario},
+		{"restart", b.restartScenario}, {"memory", b.memoryScenario}}
 	for _, step := range steps {
-		if !strings.Contains(","+cfg.scenarios+",", ","+step.name+",") {
+		if !b.ran(step.name) {
 			continue
 		}
 		if err := step.run(); err != nil {
@@ -162,9 +176,20 @@ func run(cfg config) error {
 	return b.report()
 }
 
-func parseSizes(s string) ([]int, error) {
-	var out []int
+func splitList(s string) []string {
+	var out []string
 	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func parseSizes(s string) ([]int, error) {
+	fields := strings.Split(s, ",")
+	out := make([]int, 0, len(fields))
+	for _, f := range fields {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
 			return nil, fmt.Errorf("%q is not a positive count", f)

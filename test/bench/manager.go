@@ -71,7 +71,13 @@ func (m *managerProc) stop() {
 }
 
 // peakRSS reads VmHWM, the process' high-water mark of resident memory.
-func (m *managerProc) peakRSS() (float64, error) {
+func (m *managerProc) peakRSS() (float64, error) { return m.status("VmHWM:") }
+
+// rss reads VmRSS, the process' resident memory now.
+func (m *managerProc) rss() (float64, error) { return m.status("VmRSS:") }
+
+// status reads a kB figure from /proc/<pid>/status.
+func (m *managerProc) status(field string) (float64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
 	if err != nil {
 		return 0, err
@@ -79,12 +85,12 @@ func (m *managerProc) peakRSS() (float64, error) {
 	defer func() { _ = f.Close() }()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(s.Text(), field); ok {
 			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
 			return kb * 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM")
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, m.cmd.Process.Pid)
 }
 
 // writeCounts is the manager's own count of mutating API requests by resource.
@@ -158,6 +164,26 @@ func (m *managerProc) writes() (writeCounts, error) {
 				}
 				out[labels["resource"]] += metric.GetCounter().GetValue()
 			}
+		}
+	}
+	return out, nil
+}
+
+// requests is every request the manager sent, by "VERB resource" (reads
+// included), for seeing where a run's requests went.
+func (m *managerProc) requests() (writeCounts, error) {
+	fams, err := m.scrape()
+	if err != nil {
+		return nil, err
+	}
+	out := writeCounts{}
+	if f, ok := fams["trellis_api_requests_total"]; ok {
+		for _, metric := range f.Metric {
+			labels := map[string]string{}
+			for _, l := range metric.Label {
+				labels[l.GetName()] = l.GetValue()
+			}
+			out[labels["verb"]+" "+labels["resource"]] += metric.GetCounter().GetValue()
 		}
 	}
 	return out, nil

@@ -62,6 +62,9 @@ func (b *bench) markdownViewScenarios() error {
 			Target: fmt.Sprintf("≤ %d (design minimum, docs/markdownview.md)", viewWritesMinimum), Met: perView <= viewWritesMinimum+0.05})
 	}
 	n, total := b.cfg.markdownViews, b.totalViews()
+	if rss, err := b.mgr.rss(); err == nil {
+		log("manager RSS with %d MarkdownViews: %.1f MiB", total, rss/(1<<20))
+	}
 	// Quiet window: nothing changes, nothing is written.
 	log("quiet window %s", b.cfg.quiet)
 	before, _ := b.mgr.writes()
@@ -69,25 +72,6 @@ func (b *bench) markdownViewScenarios() error {
 	after, _ := b.mgr.writes()
 	quiet := after.total() - before.total()
 	b.add(row{Scenario: fmt.Sprintf("all %d MarkdownViews converged", total), Figure: fmt.Sprintf("writes in a %s quiet window", b.cfg.quiet), Value: quiet, Unit: "writes", Target: "0", Met: quiet == 0})
-
-	// Restart: caches sync, every object is reconciled again, nothing is written.
-	log("restarting the manager")
-	b.mgr.stop()
-	start := time.Now()
-	if err := b.startManager(); err != nil {
-		return err
-	}
-	if err := waitFor(10*time.Minute, func() (bool, error) {
-		r, err := b.mgr.reconciles("markdownview")
-		return r >= float64(total), err
-	}); err != nil {
-		return fmt.Errorf("restart: %w", err)
-	}
-	restart := time.Since(start)
-	time.Sleep(2 * time.Second)
-	w, _ := b.mgr.writes()
-	b.add(row{Scenario: "same, manager restarted", Figure: "time until synced and all re-reconciled", Value: restart.Seconds(), Unit: "s", Target: "report", Met: true})
-	b.add(row{Scenario: "same, manager restarted", Figure: "writes after restart", Value: w.total(), Unit: "writes", Target: "0", Met: w.total() == 0})
 
 	// Edit latency: one MarkdownView edited while all exist.
 	lat := make([]float64, 0, b.cfg.edits)
@@ -171,10 +155,12 @@ func (b *bench) measure(what string, writes func() writeCounts, create func() er
 	if err := create(); err != nil {
 		return runCost{}, err
 	}
+	created := time.Since(start)
 	if err := waitFor(30*time.Minute, done); err != nil {
 		return runCost{}, fmt.Errorf("%s: %w", what, err)
 	}
 	r := runCost{took: time.Since(start)}
+	log("%s: objects sent in %s", what, created)
 	time.Sleep(2 * time.Second) // let the last writes (status, Events) land before counting
 	r.writes = writes().sub(w0)
 	cpu1, err := b.cpu()
@@ -204,6 +190,12 @@ func (b *bench) trellisViews(ctx context.Context, n int) (runCost, error) {
 	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return runCost{}, err
 	}
+	before, _ := b.mgr.requests()
+	defer func() {
+		if after, err := b.mgr.requests(); err == nil {
+			log("trellis: %d MarkdownViews: every request: %s", n, after.sub(before))
+		}
+	}()
 	return b.measure(fmt.Sprintf("trellis: %d MarkdownViews", n),
 		func() writeCounts {
 			w, err := b.mgr.writes()
@@ -259,10 +251,30 @@ func (b *bench) deploymentsAvailable(ctx context.Context, ns string, n int) (boo
 			ok++
 		}
 	}
+	b.progress(ns, len(list.Items), ok, n)
 	return ok >= n, nil
 }
 
+// progress logs, once each, when all n Deployments of a namespace exist and
+// when half of them are available: where a run's time goes.
+func (b *bench) progress(ns string, exist, available, n int) {
+	b.progressMu.Lock()
+	defer b.progressMu.Unlock()
+	if b.progressSeen == nil {
+		b.progressSeen = map[string]bool{}
+	}
+	for what, reached := range map[string]bool{"all Deployments exist": exist >= n, "half the Deployments available": available >= n/2} {
+		if key := ns + " " + what; reached && !b.progressSeen[key] {
+			b.progressSeen[key] = true
+			log("%s: %s", ns, what)
+		}
+	}
+}
+
 func (b *bench) markdownViewsReady(ctx context.Context, ns string, n int) (bool, error) {
+	if _, err := b.deploymentsAvailable(ctx, ns, n); err != nil {
+		return false, err
+	}
 	list := &viewv1.MarkdownViewList{}
 	if err := b.c.List(ctx, list, client.InNamespace(ns)); err != nil {
 		return false, err

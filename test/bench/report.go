@@ -48,7 +48,13 @@ func (b *bench) report() error {
 	path := filepath.Join(b.cfg.out, time.Now().UTC().Format("20060102-150405")+".json")
 	data, _ := json.MarshalIndent(map[string]any{"config": fmt.Sprintf("%+v", b.cfg), "results": b.rows, "points": b.points}, "", "  ")
 	log("results written to %s", path)
-	return os.WriteFile(path, data, 0o644)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return err
+	}
+	if b.cfg.saveAs != "" {
+		return os.WriteFile(filepath.Join(b.cfg.out, b.cfg.saveAs), data, 0o644)
+	}
+	return nil
 }
 
 func unitShort(u string) string {

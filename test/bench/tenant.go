@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -46,8 +43,8 @@ import (
 // kube-controller-manager has caught up with the namespaces already created
 // (each gets a ServiceAccount and a root-CA ConfigMap, written at the
 // controller-manager's own QPS), so its backlog loads neither run.
-// Afterwards, the manager is restarted: the time until every Tenant has been
-// reconciled again, and the writes that costs (zero).
+// The restart scenario (restart.go) then restarts the manager with every
+// Tenant in place.
 
 // tenantVariant is one shape of Tenant.
 type tenantVariant struct {
@@ -79,7 +76,7 @@ func (b *bench) tenantScenario() error {
 	}
 	total := 0
 	for _, v := range tenantVariants {
-		if !strings.Contains(","+b.cfg.tenantGuardrails+",", ","+map[bool]string{false: "none", true: "all"}[v.guardrails]+",") {
+		if !b.runsVariant(v) {
 			continue
 		}
 		// The floor runs before and after Trellis and the mean is taken, so
@@ -102,13 +99,13 @@ func (b *bench) tenantScenario() error {
 		if err := b.waitControllerManagerCaughtUp(ctx); err != nil {
 			return err
 		}
-		reqs0, _ := b.mgr.requestsByVerb()
+		reqs0, _ := b.mgr.requests()
 		trellis, err := b.measureTenants(ctx, v, n)
 		if err != nil {
 			return err
 		}
-		reqs1, _ := b.mgr.requestsByVerb()
-		log("trellis %s: API requests by verb and resource: %s", v.name, reqs1.sub(reqs0))
+		reqs1, _ := b.mgr.requests()
+		log("trellis %s: API requests by verb and resource: %s", v.name, reqs1.minus(reqs0))
 		second, err := floorRun("b")
 		if err != nil {
 			return err
@@ -130,50 +127,30 @@ func (b *bench) tenantScenario() error {
 			Floor: floor.cpu["kube-apiserver"], Ratio: trellis.cpu["kube-apiserver"] / floor.cpu["kube-apiserver"], Target: "report", Met: true})
 		b.add(row{Scenario: "same", Figure: "manager CPU", Value: trellis.cpu["manager"], Unit: "s", Target: "report", Met: true})
 	}
-	if total == 0 {
-		return nil
-	}
-	if rss, err := b.mgr.rss(); err == nil {
+	if rss, err := b.mgr.rss(); err == nil && total > 0 {
 		b.add(row{Scenario: fmt.Sprintf("%d Tenants (%d namespaces) converged", total, 3*total), Figure: "manager RSS", Value: rss / (1 << 20), Unit: "MiB", Target: "report", Met: true})
 	}
-	return b.tenantRestart(total)
+	return nil
 }
 
-// tenantRestart restarts the manager with every Tenant converged and
-// measures the time until each has been reconciled again (at start every
-// Tenant is put in the queue once), and what that wrote.
-func (b *bench) tenantRestart(total int) error {
-	b.mgr.stop()
-	start := time.Now()
-	if err := b.startManager(); err != nil {
-		return err
+// tenantCount is how many Tenants the scenario leaves behind (the restart
+// scenario waits until each has been reconciled again).
+func (b *bench) tenantCount() int {
+	variants := 0
+	for _, v := range tenantVariants {
+		if b.runsVariant(v) {
+			variants++
+		}
 	}
-	synced := time.Since(start)
-	w0, err := b.mgr.writes()
-	if err != nil {
-		return err
+	return variants * b.cfg.tenants
+}
+
+func (b *bench) runsVariant(v tenantVariant) bool {
+	want := "none"
+	if v.guardrails {
+		want = "all"
 	}
-	if err := waitFor(30*time.Minute, func() (bool, error) {
-		r, err := b.mgr.reconciles("tenant")
-		return r >= float64(total), err
-	}, 100*time.Millisecond); err != nil {
-		return fmt.Errorf("restart: %w", err)
-	}
-	took := time.Since(start)
-	time.Sleep(5 * time.Second)
-	w1, err := b.mgr.writes()
-	if err != nil {
-		return err
-	}
-	writes := w1.sub(w0)
-	log("restart: ready (caches synced) after %s, every Tenant reconciled after %s; writes: %s", synced, took, writes)
-	scenario := fmt.Sprintf("%d Tenants, manager restarted", total)
-	b.add(row{Scenario: scenario, Figure: "time until started, synced and every Tenant reconciled", Value: took.Seconds(), Unit: "s", Target: "report", Met: true})
-	b.add(row{Scenario: "same", Figure: "writes", Value: writes.total(), Unit: "writes", Target: "0", Met: writes.total() == 0})
-	if rss, err := b.mgr.peakRSS(); err == nil {
-		b.add(row{Scenario: "same", Figure: "manager peak RSS after the restart", Value: rss / (1 << 20), Unit: "MiB", Target: "report", Met: true})
-	}
-	return nil
+	return strings.Contains(","+b.cfg.tenantGuardrails+",", ","+want+",")
 }
 
 // measureTenants creates n Tenants and waits, on a watch, until all are
@@ -448,58 +425,4 @@ func createFloorTenant(ctx context.Context, c client.Client, v tenantVariant, ro
 	}
 	return c.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role, Labels: labels},
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}, Subjects: subject})
-}
-
-// requestCounts are the manager's API requests, "VERB resource" → count.
-type requestCounts map[string]float64
-
-func (r requestCounts) sub(before requestCounts) string {
-	var parts []string
-	for k, v := range r {
-		if d := v - before[k]; d != 0 {
-			parts = append(parts, fmt.Sprintf("%s=%g", k, d))
-		}
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, " ")
-}
-
-// requestsByVerb reads trellis_api_requests_total: where the manager's
-// requests go, reads included.
-func (m *managerProc) requestsByVerb() (requestCounts, error) {
-	fams, err := m.scrape()
-	if err != nil {
-		return nil, err
-	}
-	out := requestCounts{}
-	if f, ok := fams["trellis_api_requests_total"]; ok {
-		for _, metric := range f.Metric {
-			out[labelOf(metric, "verb")+" "+labelOf(metric, "resource")] += metric.GetCounter().GetValue()
-		}
-	}
-	return out, nil
-}
-
-func labelOf(m *dto.Metric, name string) string {
-	for _, l := range m.Label {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
-}
-
-// rss is the manager's resident memory now (VmRSS).
-func (m *managerProc) rss() (float64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS")
 }

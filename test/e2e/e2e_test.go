@@ -1,11 +1,18 @@
 //go:build e2e
 
-// Package e2e runs Trellis as a real process against a fresh local KWOK
-// cluster (real kube-apiserver, etcd, controller-manager and scheduler from
-// bin/, simulated nodes) and checks what a user would: samples become Ready,
-// the manifests apply, metrics need credentials, the viewer renders.
+// Package e2e runs Trellis against a fresh local KWOK cluster (real
+// kube-apiserver, etcd, controller-manager and scheduler from bin/, simulated
+// nodes) with one real node (containerd, kubelet, kube-proxy: hack/lib/node.sh)
+// and checks what a user would: samples become Ready, the manager deployed
+// from its image serves the sample site through its Service, hands its lease
+// over, guards its metrics; the viewer renders in a browser.
 //
-// Run with `make test-e2e` (or `make test`); it needs `make tools build`.
+// Each test sets up the manager it needs (useLocalManager: bin/manager as a
+// process; useDeployedManager: `make install` and `make deploy`), so tests
+// run in any order; checks over the whole run (no secret in any manager's
+// log) run in TestMain after them.
+//
+// Run with `make test-e2e` (or `make test`).
 package e2e
 
 import (
@@ -17,12 +24,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 var (
@@ -30,7 +33,9 @@ var (
 	bin        string // root/bin
 	kubeconfig string
 	cluster    string
-	managerLog string
+	// hostIP is the host end of the real node's veth: pods reach the host
+	// (the S3 server, the API server's relay) there.
+	hostIP string
 )
 
 func TestMain(m *testing.M) {
@@ -41,24 +46,45 @@ func run(m *testing.M) int {
 	wd, _ := os.Getwd()
 	root = filepath.Clean(filepath.Join(wd, "..", ".."))
 	bin = filepath.Join(root, "bin")
-	for _, b := range []string{"manager", "viewer", "kwokctl", "kubectl", "kustomize"} {
+	for _, b := range []string{"manager", "viewer", "kwokctl", "kubectl", "kustomize", "kubelet", "kube-proxy", "containerd",
+		"images/trellis-manager.tar", "images/trellis-viewer.tar", "images/trellis-pause.tar"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			fmt.Fprintf(os.Stderr, "bin/%s missing: run `make tools build`\n", b)
+			fmt.Fprintf(os.Stderr, "bin/%s missing: run `make tools build images`\n", b)
 			return 1
 		}
 	}
 	cluster = fmt.Sprintf("trellis-e2e-%d", os.Getpid())
-	out, err := exec.Command(filepath.Join(root, "hack", "cluster.sh"), "up", cluster, "2").Output()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "creating cluster:", err, string(exitStderr(err)))
-		return 1
-	}
-	kubeconfig = strings.TrimSpace(string(out))
 	defer func() {
-		if err := exec.Command(filepath.Join(root, "hack", "cluster.sh"), "down", cluster).Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "deleting cluster:", err)
+		if out, err := clusterSh("down", cluster); err != nil {
+			fmt.Fprintln(os.Stderr, "deleting cluster:", err, out)
 		}
 	}()
+	out, err := clusterSh("up", cluster, "2", "real-node")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "creating cluster:", err, out)
+		return 1
+	}
+	kubeconfig = strings.TrimSpace(out)
+	nodeNet, err := clusterSh("node-net", cluster)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	hostIP = strings.Fields(nodeNet)[0]
+	start := time.Now()
+	if out, err := clusterSh("node-up", cluster); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the real node:", err, out)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "real node Ready %.1fs after start\n", time.Since(start).Seconds())
+	// The manager and the viewers of `default` run on the real node; every
+	// other namespace's pods stay on the simulated nodes.
+	for _, ns := range []string{"trellis-system", "default"} {
+		if out, err := clusterSh("steer", cluster, ns); err != nil {
+			fmt.Fprintln(os.Stderr, err, out)
+			return 1
+		}
+	}
 
 	if err := installCRDs(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -68,22 +94,29 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	stopManager, err := startManager()
-	if err != nil {
+	// One bucket-event receiver address for the run: versitygw is told it
+	// once, and checks it when it starts, so a manager listens there first.
+	eventsAddr = freeAddr()
+	if _, err := startLocalManager(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// versitygw checks its bucket-event webhook when it starts: after the manager.
-	s3Port = freePort()
 	if err := s3Up(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		_ = stopManager()
+		_ = stopLocalManager()
 		return 1
 	}
-	defer func() { _ = exec.Command(filepath.Join(root, "hack", "cluster.sh"), "s3-down", cluster).Run() }()
+	defer func() { _ = s3Down() }()
+
 	code := m.Run()
-	if err := stopManager(); err != nil {
+
+	if err := stopLocalManager(); err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
+		code = 1
+	}
+	saveDeployedManagerLogs()
+	if leaks := secretLeaks(); len(leaks) > 0 {
+		fmt.Fprintln(os.Stderr, "FAIL: secret values leaked:\n  "+strings.Join(leaks, "\n  "))
 		code = 1
 	}
 	if code != 0 {
@@ -96,6 +129,18 @@ func run(m *testing.M) int {
 	return code
 }
 
+// clusterSh runs hack/cluster.sh and returns its standard output.
+func clusterSh(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(root, "hack", "cluster.sh"), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("hack/cluster.sh %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out), nil
+}
+
 func installCRDs() error {
 	crds, err := exec.Command(filepath.Join(bin, "kustomize"), "build", filepath.Join(root, "config", "crd")).Output()
 	if err != nil {
@@ -104,152 +149,20 @@ func installCRDs() error {
 	if _, err := kubectlIn(crds, "apply", "--server-side", "-f", "-"); err != nil {
 		return err
 	}
-	if _, err := kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"); err != nil {
-		return err
-	}
-	_, err = kubectl("create", "namespace", "trellis-system")
+	// (The namespace trellis-system exists: TestMain steered it to the real node.)
+	_, err = kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
 	return err
 }
 
-// managerKubeconfig installs config/rbac as `make deploy` would and returns a
-// kubeconfig that authenticates as the manager's ServiceAccount, so the
-// manager runs with exactly the permissions its markers generate.
-func managerKubeconfig() (string, error) {
-	rbac, err := exec.Command(filepath.Join(bin, "kustomize"), "build", filepath.Join(root, "test", "e2e", "testdata", "rbac")).Output()
-	if err != nil {
-		return "", fmt.Errorf("kustomize build rbac: %w %s", err, exitStderr(err))
-	}
-	if _, err := kubectlIn(rbac, "apply", "--server-side", "-f", "-"); err != nil {
-		return "", err
-	}
-	token, err := kubectl("create", "token", "trellis-controller-manager", "-n", "trellis-system", "--duration=6h")
-	if err != nil {
-		return "", err
-	}
-	cfg, err := clientcmd.LoadFromFile(kubeconfig)
-	if err != nil {
-		return "", err
-	}
-	ctx := cfg.Contexts[cfg.CurrentContext]
-	cfg.AuthInfos = map[string]*clientcmdapi.AuthInfo{"manager": {Token: strings.TrimSpace(token)}}
-	ctx.AuthInfo = "manager"
-	path := filepath.Join(root, ".dev", cluster+"-manager.kubeconfig")
-	return path, clientcmd.WriteToFile(*cfg, path)
-}
-
-// managerProcess is one bin/manager run by the suite.
-type managerProcess struct {
-	name                               string
-	cmd                                *exec.Cmd
-	log                                string
-	logFile                            *os.File
-	metricsAddr, probeAddr, eventsAddr string
-	done                               chan error
-}
-
+// The S3 server and the bucket-event receiver of this run. The S3 server
+// listens on hostIP, where the real node's pods reach it too.
 var (
-	// current is the manager the tests talk to; the leader-election test swaps it.
-	current *managerProcess
-	// managerLogs lists every manager's log, for the final secret grep.
-	managerLogs []string
-	// managerConfigPath is the ServiceAccount kubeconfig, made once.
-	managerConfigPath string
-)
-
-// startManager runs the suite's first manager and waits until it is ready.
-func startManager() (func() error, error) {
-	m, err := startManagerProcess("manager")
-	if err != nil {
-		return nil, err
-	}
-	current = m
-	managerLog = m.log
-	env.metricsAddr, env.probeAddr = m.metricsAddr, m.probeAddr
-	eventsAddr = m.eventsAddr
-	return func() error { return current.stop() }, nil
-}
-
-// startManagerProcess runs bin/manager, with leader election on short timings,
-// as the manager's ServiceAccount, and waits until it is ready.
-func startManagerProcess(name string) (*managerProcess, error) {
-	return startManagerWith(name, true)
-}
-
-// startManagerWith is startManagerProcess with leader election optional.
-func startManagerWith(name string, leaderElect bool) (*managerProcess, error) {
-	if managerConfigPath == "" {
-		p, err := managerKubeconfig()
-		if err != nil {
-			return nil, err
-		}
-		managerConfigPath = p
-	}
-	m := &managerProcess{name: name, metricsAddr: freeAddr(), probeAddr: freeAddr(), eventsAddr: freeAddr(),
-		log: filepath.Join(root, ".dev", cluster+"-"+name+".log"), done: make(chan error, 1)}
-	logFile, err := os.Create(m.log)
-	if err != nil {
-		return nil, err
-	}
-	m.logFile = logFile
-	managerLogs = append(managerLogs, m.log)
-	m.cmd = exec.Command(filepath.Join(bin, "manager"),
-		"--kubeconfig", managerConfigPath,
-		"--namespace", "trellis-system",
-		"--metrics-bind-address", m.metricsAddr,
-		"--health-probe-bind-address", m.probeAddr,
-		"--leader-elect="+fmt.Sprint(leaderElect),
-		"--bucket-events-bind-address", m.eventsAddr,
-		"--bucket-events-token-secret", "trellis-bucket-events",
-		"--leader-elect-lease-duration="+leaseDuration.String(), "--leader-elect-renew-deadline="+renewDeadline.String(),
-		"--leader-elect-retry-period=1s",
-	)
-	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
-	if err := m.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { m.done <- m.cmd.Wait() }()
-	if err := waitHTTP("http://"+m.probeAddr+"/readyz", 60*time.Second); err != nil {
-		_ = m.stop()
-		return nil, fmt.Errorf("%s not ready: %w", name, err)
-	}
-	return m, nil
-}
-
-// Leader-election timings of the suite's managers (short, so a hand-over is quick).
-const (
-	leaseDuration = 6 * time.Second
-	renewDeadline = 4 * time.Second
-)
-
-// stop sends SIGTERM and checks the manager exits in time, cleanly.
-func (m *managerProcess) stop() error {
-	defer func() { _ = m.logFile.Close() }()
-	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-m.done:
-		return err
-	case <-time.After(45 * time.Second):
-		_ = m.cmd.Process.Kill()
-		return fmt.Errorf("%s did not exit within 45s of SIGTERM", m.name)
-	}
-}
-
-// kill ends the manager with SIGKILL: no lease release, no clean-up.
-func (m *managerProcess) kill() {
-	_ = m.cmd.Process.Kill()
-	<-m.done
-	_ = m.logFile.Close()
-}
-
-// env holds addresses the tests need.
-var env struct{ metricsAddr, probeAddr string }
-
-// The S3 server and the bucket-event receiver of this run.
-var (
-	s3Port      int
+	s3Port      = freePort()
 	eventsAddr  string
 	eventsToken = "e2e-" + fmt.Sprint(os.Getpid()) + "-bucket-events-token"
 )
+
+func s3Endpoint() string { return fmt.Sprintf("http://%s:%d", hostIP, s3Port) }
 
 // createSecrets puts the S3 keys (generated by hack/cluster.sh) and the
 // bucket-event token where the manager reads them.
@@ -276,18 +189,17 @@ func createSecrets() error {
 }
 
 func s3Up() error {
-	out, err := exec.Command(filepath.Join(root, "hack", "cluster.sh"), "s3-up", cluster, fmt.Sprint(s3Port),
-		"http://"+eventsAddr+"/bucket-events?token="+eventsToken).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("starting versitygw: %w: %s", err, out)
-	}
-	return nil
+	_, err := clusterSh("s3-up", cluster, fmt.Sprintf("%s:%d", hostIP, s3Port), "http://"+eventsAddr+"/bucket-events?token="+eventsToken)
+	return err
 }
 
 func s3Down() error {
-	return exec.Command(filepath.Join(root, "hack", "cluster.sh"), "s3-down", cluster).Run()
+	_, err := clusterSh("s3-down", cluster)
+	return err
 }
 
+// freePort is a free TCP port on 127.0.0.1; on hostIP, this run's own
+// address, any port is free.
 func freePort() int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -15,13 +15,15 @@ import (
 // TestSamplesBecomeReady applies config/samples and waits, as a user would,
 // with `kubectl wait --for=condition=Ready`.
 func TestSamplesBecomeReady(t *testing.T) {
-	if _, err := kubectl("apply", "--server-side", "-k", filepath.Join(root, "config", "samples")); err != nil {
-		t.Fatal(err)
+	useLocalManager(t)
+	applySamples(t)
+	for _, obj := range []string{"markdownview/markdownview-sample", "tenant/team-a", "objectstore/local-s3", "storagebucket/assets"} {
+		if _, err := kubectl("wait", "--for=condition=Ready", obj, "-n", "default", "--timeout=120s"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := kubectl("wait", "--for=condition=Ready", "markdownview/markdownview-sample", "-n", "default", "--timeout=120s"); err != nil {
-		t.Fatal(err)
-	}
-	// The viewer Deployment really became Available on the simulated nodes.
+	// The viewer Deployment really became Available: its pod passed its
+	// readiness probe on the real node, where namespace default is steered.
 	out, err := kubectl("get", "deployment", "viewer-markdownview-sample", "-n", "default",
 		"-o", `jsonpath={.status.availableReplicas}`)
 	if err != nil {
@@ -57,10 +59,11 @@ func TestDefaultManifestsApply(t *testing.T) {
 // TestMetricsRefuseAnonymousScrapes: the metrics endpoint is HTTPS and asks
 // the API server to authenticate and authorize every scrape.
 func TestMetricsRefuseAnonymousScrapes(t *testing.T) {
+	m := useLocalManager(t)
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed serving cert of a local process
 	}}
-	resp, err := c.Get("https://" + env.metricsAddr + "/metrics")
+	resp, err := c.Get("https://" + m.metricsAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

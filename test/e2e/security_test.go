@@ -17,6 +17,7 @@ var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/manager-p
 // may do, as the API server's authorizer answers it, and compares it with a
 // reviewed golden file: a permission added by a marker shows up in review.
 func TestManagerPermissionsMatchGolden(t *testing.T) {
+	useLocalManager(t) // installs config/rbac
 	sa := "system:serviceaccount:trellis-system:trellis-controller-manager"
 	var lines []string
 	for _, ns := range []string{"trellis-system", "default"} {

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,11 +15,12 @@ import (
 // unhealthy within two check intervals, with the reason in words; starting it
 // again heals it.
 func TestStorageBucketOutageAndRecovery(t *testing.T) {
+	useLocalManager(t)
 	store, err := os.ReadFile(filepath.Join(root, "config", "samples", "storage_v1_objectstore.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	store = []byte(strings.Replace(string(store), "http://127.0.0.1:7070", fmt.Sprintf("http://127.0.0.1:%d", s3Port), 1))
+	store = []byte(strings.Replace(string(store), "http://127.0.0.1:7070", s3Endpoint(), 1))
 	if _, err := kubectlIn(store, "apply", "--server-side", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}

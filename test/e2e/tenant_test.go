@@ -12,6 +12,7 @@ import (
 // kube-controller-manager: an admin in the team's namespaces, able to read
 // its own Tenant, and nothing else.
 func TestTenantAdminRights(t *testing.T) {
+	useLocalManager(t)
 	if _, err := kubectl("apply", "--server-side", "-f", root+"/config/samples/tenancy_v1_tenant.yaml"); err != nil {
 		t.Fatal(err)
 	}

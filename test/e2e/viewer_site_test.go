@@ -23,7 +23,7 @@ import (
 // at what headless Chromium makes of it. Screenshots and a printed PDF are
 // kept in .dev/artifacts/viewer (git-ignored) for people to look at.
 
-// siteFiles is a small site: the seed sample's Japanese page (config/samples),
+// siteFiles is a small site: the MarkdownView sample's Japanese page (config/samples),
 // a Chinese page, code with and without a language, an image and a
 // scripted SVG.
 func siteFiles(t *testing.T) map[string][]byte {

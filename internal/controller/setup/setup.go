@@ -68,7 +68,7 @@ type Options struct {
 
 // RateLimit configures the controller work queue. The defaults match
 // controller-runtime's: 5ms doubling to 1000s per object, 10 per second overall
-// with a burst of 100 (the seeds' "at most 10 reconciles a second").
+// with a burst of 100.
 type RateLimit struct {
 	BaseDelay time.Duration
 	MaxDelay  time.Duration

@@ -74,10 +74,14 @@ func markAvailable(g Gomega, ns, name string) {
 	}, timeout, interval).Should(Succeed())
 }
 
+// readyCondition is the MarkdownView's Ready condition; a status not written
+// yet fails g (so Eventually tries again) instead of returning nil.
 func readyCondition(g Gomega, ns, name string) *metav1.Condition {
 	mv := &viewv1.MarkdownView{}
 	g.Expect(k8s.Get(context.Background(), key(ns, name), mv)).To(Succeed())
-	return meta.FindStatusCondition(mv.Status.Conditions, conditions.Ready)
+	c := meta.FindStatusCondition(mv.Status.Conditions, conditions.Ready)
+	g.Expect(c).NotTo(BeNil(), "no Ready condition yet")
+	return c
 }
 
 func TestCreatesChildrenAndBecomesReady(t *testing.T) {

@@ -18,14 +18,17 @@ import (
 // outage longer than the renew deadline makes any controller-runtime manager
 // give up leadership and exit, by design, for its Deployment to restart it.
 func TestAPIServerRestartUnderTheManager(t *testing.T) {
-	if err := current.stop(); err != nil {
+	if err := scaleDeployedManager(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := stopLocalManager(); err != nil {
 		t.Fatalf("stopping the previous manager: %v", err)
 	}
 	m, err := startManagerWith("no-leader-election", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	current, managerLog = m, m.log
+	current = m // useLocalManager replaces it: it has no leader election
 
 	apply := func(name, text string) {
 		t.Helper()
@@ -49,10 +52,8 @@ func TestAPIServerRestartUnderTheManager(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	kwokctl("start", "cluster", "--wait", "90s")
 
-	select {
-	case err := <-m.done:
-		t.Fatalf("the manager exited during the outage: %v", err)
-	default:
+	if !m.running() {
+		t.Fatalf("the manager exited during the outage: %v", m.waitErr)
 	}
 	// It resumed its watches: a change to an existing object and a new object
 	// are both handled. (Ready itself waits for the restarted scheduler, which

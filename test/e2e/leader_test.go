@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,44 +11,36 @@ import (
 // TestLeaderHandOver runs a second manager next to the first: only the leader
 // reconciles and runs the periodic Runnables. The leader is then killed with
 // SIGKILL (no lease release); the standby must take over within lease
-// duration + renew deadline and reconcile. It runs late: afterwards the
-// standby is the suite's manager.
+// duration + renew deadline and reconcile. Afterwards the standby is the
+// suite's manager.
 func TestLeaderHandOver(t *testing.T) {
-	standby, err := startManagerProcess("standby")
+	leader := useLocalManager(t)
+	standby, err := startManagerWith("standby", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	holder := func() string {
-		out, _ := kubectl("get", "lease", "trellis.trellis.dev", "-n", "trellis-system", "-o", "jsonpath={.spec.holderIdentity}")
-		return strings.TrimSpace(out)
-	}
-	logOf := func(m *managerProcess) string {
-		b, _ := os.ReadFile(m.log)
-		return string(b)
-	}
-	first := holder()
+	first := leaseHolder()
 	if first == "" {
 		t.Fatal("no leader lease")
 	}
 	time.Sleep(3 * time.Second)
-	if s := logOf(standby); strings.Contains(s, "Starting workers") || strings.Contains(s, "receiving bucket events") {
+	if s := standby.logText(); strings.Contains(s, "Starting workers") || strings.Contains(s, "receiving bucket events") {
 		t.Fatalf("the standby started controllers or runnables without leading:\n%s", tail(s, 20))
 	}
 
 	killed := time.Now()
-	current.kill()
+	leader.kill()
 	current = standby
-	managerLog = standby.log
 	// The promise is about the lease: the standby holds it within lease
 	// duration + renew deadline. Starting the controllers then takes a cache sync.
 	deadline := killed.Add(leaseDuration + renewDeadline + 10*time.Second)
 	var tookLease time.Duration
-	for !strings.Contains(logOf(standby), "Starting workers") {
-		if h := holder(); tookLease == 0 && h != "" && h != first {
+	for !strings.Contains(standby.logText(), "Starting workers") {
+		if h := leaseHolder(); tookLease == 0 && h != "" && h != first {
 			tookLease = time.Since(killed)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the standby did not take over:\n%s", tail(logOf(standby), 20))
+			t.Fatalf("the standby did not take over:\n%s", tail(standby.logText(), 20))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -62,7 +53,7 @@ func TestLeaderHandOver(t *testing.T) {
 	if tookLease > leaseDuration+renewDeadline {
 		t.Errorf("lease taken over after %s, more than lease duration + renew deadline (%s)", tookLease, leaseDuration+renewDeadline)
 	}
-	if h := holder(); h == first {
+	if h := leaseHolder(); h == first {
 		t.Errorf("the lease is still held by the killed leader %q", h)
 	}
 

@@ -16,6 +16,7 @@ import (
 // Service per MarkdownView, three namespaces per Tenant, nothing extra.
 func TestKilledWhileConvergingRecovers(t *testing.T) {
 	const views, tenants = 100, 30
+	m := useLocalManager(t)
 	if _, err := kubectl("create", "namespace", "crash"); err != nil {
 		t.Fatal(err)
 	}
@@ -30,12 +31,12 @@ func TestKilledWhileConvergingRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(1500 * time.Millisecond) // mid-convergence
-	current.kill()
-	next, err := startManagerProcess("after-crash")
+	m.kill()
+	next, err := startManagerWith("after-crash", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	current, managerLog = next, next.log
+	current = next
 
 	start := time.Now()
 	if _, err := kubectl("wait", "--for=condition=Ready", "markdownviews", "--all", "-n", "crash", "--timeout=300s"); err != nil {

@@ -1,0 +1,117 @@
+// Command images builds Trellis' container images without a container
+// engine, with go-containerregistry: one layer holding a static binary and the
+// base files (user database, CA certificates), the non-root user 65532, OCI
+// labels, linux/amd64, every time stamp at the Unix epoch, so the same source
+// gives the same digest. `make images` runs it; docs/images.md explains it.
+//
+//	images image -binary bin/linux-amd64/manager -entrypoint /manager \
+//	  -ref trellis-manager:dev -label org.opencontainers.image.title=... -out bin/images/trellis-manager.tar
+//	images rootfs DIR   # the base files, for the Dockerfile's scratch stage
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "images:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: images image|rootfs ARGS")
+	}
+	switch args[0] {
+	case "rootfs":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: images rootfs DIR")
+		}
+		return writeRootFS(args[1])
+	case "image":
+		return image(args[1:])
+	default:
+		return fmt.Errorf("unknown command %q: want image or rootfs", args[0])
+	}
+}
+
+// labelFlags collects repeated -label key=value flags.
+type labelFlags map[string]string
+
+func (l labelFlags) String() string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k+"="+l[k])
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
+}
+
+func (l labelFlags) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("label %q is not key=value", s)
+	}
+	l[k] = v
+	return nil
+}
+
+func image(args []string) error {
+	fs := flag.NewFlagSet("image", flag.ContinueOnError)
+	binary := fs.String("binary", "", "static linux/amd64 executable to put in the image")
+	entrypoint := fs.String("entrypoint", "", "its path in the image, e.g. /manager")
+	ref := fs.String("ref", "", "image reference the archive names, e.g. trellis-manager:dev")
+	out := fs.String("out", "", "where to write the OCI archive (a tar of an OCI image layout)")
+	labels := labelFlags{}
+	fs.Var(labels, "label", "OCI label key=value (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *binary == "" || *entrypoint == "" || *ref == "" || *out == "" {
+		return fmt.Errorf("-binary, -entrypoint, -ref and -out are required")
+	}
+	if !strings.HasPrefix(*entrypoint, "/") {
+		return fmt.Errorf("-entrypoint %q must be an absolute path", *entrypoint)
+	}
+	tag, err := name.NewTag(*ref)
+	if err != nil {
+		return fmt.Errorf("-ref: %w", err)
+	}
+	data, err := os.ReadFile(*binary)
+	if err != nil {
+		return err
+	}
+	img, err := build(spec{binary: data, entrypoint: *entrypoint, labels: labels})
+	if err != nil {
+		return err
+	}
+	var archive bytes.Buffer
+	digest, err := writeOCIArchive(&archive, img, containerdName(tag))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*out, archive.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("%s %s@%s\n", *out, containerdName(tag), digest)
+	return nil
+}
+
+// containerdName is the fully qualified name containerd (and so the kubelet)
+// gives a reference: "trellis-manager:dev" is docker.io/library/trellis-manager:dev.
+func containerdName(t name.Tag) string {
+	registry := t.RegistryStr()
+	if registry == name.DefaultRegistry {
+		registry = "docker.io"
+	}
+	return registry + "/" + t.RepositoryStr() + ":" + t.TagStr()
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"time"
+)
+
+// The restart scenario: the manager is restarted with every object of the
+// earlier scenarios in the cluster; how long until all are reconciled again,
+// what that writes (nothing), and the manager's memory per object.
+
+func (b *bench) restartScenario() error {
+	want := map[string]int{"markdownview": 0, "tenant": 0, "storagebucket": 0}
+	if b.ran("markdownview") {
+		want["markdownview"] = b.totalViews()
+	}
+	if b.ran("tenant") {
+		want["tenant"] = b.tenantCount()
+	}
+	if b.ran("bucket") {
+		want["storagebucket"] = b.cfg.buckets
+	}
+	objects := want["markdownview"] + want["tenant"] + want["storagebucket"]
+	log("restarting the manager with %d objects", objects)
+	b.mgr.stop()
+	start := time.Now()
+	if err := b.startManager(); err != nil {
+		return err
+	}
+	if err := waitFor(30*time.Minute, func() (bool, error) {
+		for controller, n := range want {
+			r, err := b.mgr.reconciles(controller)
+			if err != nil || r < float64(n) {
+				return false, err
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	took := time.Since(start)
+	time.Sleep(3 * time.Second)
+	w, err := b.mgr.writes()
+	if err != nil {
+		return err
+	}
+	peak, err := b.mgr.peakRSS()
+	if err != nil {
+		return err
+	}
+	rss, err := b.mgr.rss()
+	if err != nil {
+		return err
+	}
+	scenario := fmt.Sprintf("manager restarted with %d objects (%d views, %d tenants, %d buckets)", objects, want["markdownview"], want["tenant"], want["storagebucket"])
+	b.add(row{Scenario: scenario, Figure: "time until synced and every object re-reconciled", Value: took.Seconds(), Unit: "s", Target: "report", Met: true})
+	b.add(row{Scenario: "same", Figure: "API writes after restart", Value: w.total(), Unit: "writes", Target: "0", Met: w.total() == 0})
+	b.add(row{Scenario: "same", Figure: "manager RSS after the restart (peak)", Value: peak / (1 << 20), Unit: "MiB", Target: "report", Met: true})
+	b.add(row{Scenario: "same", Figure: "manager RSS per object", Value: rss / float64(max(objects, 1)) / 1024, Unit: "KiB", Target: "report", Met: true})
+	return nil
+}
+
+// ran reports whether a scenario is part of this run.
+func (b *bench) ran(scenario string) bool {
+	for _, s := range splitList(b.cfg.scenarios) {
+		if s == scenario {
+			return true
+		}
+	}
+	return false
+}
