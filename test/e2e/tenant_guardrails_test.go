@@ -84,6 +84,7 @@ spec:
 }
 
 func TestTenantGuardrailsHoldAgainstItsAdmin(t *testing.T) {
+	useLocalManager(t)
 	installTenantAdmissionPolicy(t)
 	if _, err := kubectlIn([]byte(guardedTenantManifest("guard")), "apply", "--server-side", "-f", "-"); err != nil {
 		t.Fatal(err)

@@ -83,6 +83,7 @@ func applyReTenant(t *testing.T) {
 }
 
 func TestTenantReinstallIsANoOp(t *testing.T) {
+	useLocalManager(t)
 	installTenantAdmissionPolicy(t)
 	applyReTenant(t)
 	if _, err := kubectl("create", "configmap", "precious", "-n", "re-dev", "--from-literal=data=keep"); err != nil {
@@ -145,7 +146,7 @@ func TestTenantReinstallIsANoOp(t *testing.T) {
 
 	// 2. Uninstalled with the manager stopped: the Tenant's finalizer holds
 	// the CRD's deletion until someone removes it by hand.
-	if err := current.stop(); err != nil {
+	if err := stopLocalManager(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := kubectl("delete", "crd", "tenants.tenancy.trellis.dev", "--wait=false"); err != nil {
@@ -161,11 +162,9 @@ func TestTenantReinstallIsANoOp(t *testing.T) {
 	expectKept("CRD deleted, manager stopped, finalizer removed by hand")
 	// Reinstalled as an install does it: the CRD, then the manager.
 	reinstallTenantCRD(t)
-	next, err := startManagerProcess("after-reinstall")
-	if err != nil {
+	if _, err := startLocalManager(); err != nil {
 		t.Fatal(err)
 	}
-	current, managerLog = next, next.log
 	reclaimed("reinstalled after an uninstall without the manager")
 
 	if _, err := kubectl("delete", "tenant", "re", "--wait=true", "--timeout=120s"); err != nil {
