@@ -55,9 +55,9 @@ func reinstallTenantCRD(t *testing.T) {
 	if _, err := kubectlIn(crds, "apply", "--server-side", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kubectl("wait", "--for=condition=Established", "crd/tenants.tenancy.trellis.dev", "--timeout=60s"); err != nil {
-		t.Fatal(err)
-	}
+	// kubectl wait errs on a CRD whose status has no conditions yet: poll.
+	waitOutput(t, 60*time.Second, "True", "get", "crd", "tenants.tenancy.trellis.dev",
+		"-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
 }
 
 // applyReTenant applies Tenant "re" (Delete policy: not even that lets an
