@@ -710,7 +710,8 @@ func (r *Reconciler) reconcileTenantRole(ctx context.Context, s *scope) error {
 // yet, or while one was missing: an unchanged Tenant costs no read.
 func (r *Reconciler) checkSubjects(ctx context.Context, s *scope) error {
 	t := s.t
-	if s.settled && conditions.IsTrue(t.Status.Conditions, ConditionSubjectsFound) {
+	if c := conditions.Get(t.Status.Conditions, ConditionSubjectsFound); c != nil &&
+		c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation {
 		return nil
 	}
 	own := namespaceNames(t)

@@ -155,11 +155,13 @@ func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus
 	case obs.subjectsChecked && len(obs.missingSubjects) > 0:
 		conditions.Set(&st.Conditions, gen, ConditionSubjectsFound, false, ReasonSubjectNamespaceMissing,
 			"the namespace of "+strings.Join(obs.missingSubjects, ", ")+" does not exist: the binding grants nothing until it does, and then to whoever creates that ServiceAccount")
-	case obs.subjectsChecked || conditions.Get(st.Conditions, ConditionSubjectsFound) == nil:
+	case obs.subjectsChecked:
 		conditions.Set(&st.Conditions, gen, ConditionSubjectsFound, true, ReasonSubjectsFound, "every ServiceAccount admin and viewer is in a namespace that exists")
 	}
-	// Not checked this time: the spec is the one last checked and every
-	// namespace was found; that verdict stands.
+	// Not checked this time: either this very spec was checked before and
+	// every namespace was found (that verdict stands), or the reconcile
+	// stopped before the check, which the next one makes (the condition is
+	// then absent, or older than the spec).
 	conditions.Summarize(&st.Conditions, gen, summarize(t, obs))
 	return st
 }

@@ -296,9 +296,10 @@ func TestComputeStatusSubjectsFound(t *testing.T) {
 	found.subjectsChecked = true
 	g.Expect(conditions.IsTrue(computeStatus(tenant, found).Conditions, ConditionSubjectsFound)).To(BeTrue())
 
-	// A tenant never checked (no earlier verdict) starts True.
+	// A reconcile that stopped before the check claims nothing: the
+	// condition stays absent, and the next reconcile checks.
 	fresh := unitTenant("b", "uid-b", "b-", "dev")
-	g.Expect(conditions.IsTrue(computeStatus(fresh, ready()).Conditions, ConditionSubjectsFound)).To(BeTrue())
+	g.Expect(conditions.Get(computeStatus(fresh, ready()).Conditions, ConditionSubjectsFound)).To(BeNil())
 }
 
 func TestAddQuotaSumsAndCountsMissingUsageAsZero(t *testing.T) {
