@@ -167,7 +167,12 @@ func TestTenantReinstallIsANoOp(t *testing.T) {
 	}
 	reclaimed("reinstalled after an uninstall without the manager")
 
+	// Deleted for real now (policy Delete): the namespace controller empties
+	// the namespaces, guardrails included, unhindered by the admission policy.
 	if _, err := kubectl("delete", "tenant", "re", "--wait=true", "--timeout=120s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubectl("wait", "--for=delete", "namespace/re-dev", "namespace/re-prod", "--timeout=180s"); err != nil {
 		t.Fatal(err)
 	}
 }
