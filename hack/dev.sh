@@ -98,7 +98,7 @@ real node (one leads), the samples' viewers on it too.
   kubectl get nodes                  # two simulated nodes and real-node
   kubectl -n trellis-system get pods -o wide
   kubectl get markdownviews          # REPLICAS AVAILABLE READY URL
-  kubectl get tenants                # ADMIN PREFIX NAMESPACES READY
+  kubectl get tenants                # ADMINS PREFIX NAMESPACES READY
   kubectl get objectstores,storagebuckets -A
   S3: http://$host_ip:$S3_PORT, credentials in $STATE/$NAME-s3/credentials
 Manager logs follow; Ctrl-C stops everything.
@@ -158,7 +158,7 @@ Trellis is running on a local KWOK cluster (simulated nodes: pods "run" but
 serve nothing), with the manager as a local process.
   export KUBECONFIG=$KUBECONFIG PATH=$BIN:\$PATH
   kubectl get markdownviews          # REPLICAS AVAILABLE READY URL
-  kubectl get tenants                # ADMIN PREFIX NAMESPACES READY
+  kubectl get tenants                # ADMINS PREFIX NAMESPACES READY
   kubectl get objectstores,storagebuckets -A
   kubectl get deploy,svc,cm -l app.kubernetes.io/managed-by=trellis
   open http://$PREVIEW_ADDR          # the sample site, rendered by a local viewer

@@ -48,7 +48,7 @@ func TestNewOptionsDefaults(t *testing.T) {
 	g.Expect(o.Namespace).To(Equal("trellis-system"))
 	g.Expect(o.Controllers).To(BeEmpty())
 	g.Expect(o.MaxConcurrentReconciles.Default).To(Equal(4))
-	g.Expect(o.MaxConcurrentReconciles.PerController).To(BeEmpty())
+	g.Expect(o.MaxConcurrentReconciles.PerController).To(Equal(map[string]int{"tenant": 16}))
 	g.Expect(o.RateLimit).To(Equal(setup.RateLimit{
 		BaseDelay: 5 * time.Millisecond,
 		MaxDelay:  1000 * time.Second,
@@ -96,10 +96,12 @@ func TestParseMaxConcurrentReconciles(t *testing.T) {
 	}{
 		{name: "default and override", value: "2,markdownview=4", wantDefault: 2, wantPerCtl: map[string]int{"markdownview": 4}},
 		{name: "default only", value: "3", wantDefault: 3, wantPerCtl: map[string]int{}},
-		{name: "override only keeps the default", value: "markdownview=4", wantDefault: 4, wantPerCtl: map[string]int{"markdownview": 4}},
-		{name: "several overrides", value: "markdownview=4,other=2", wantDefault: 4, wantPerCtl: map[string]int{"markdownview": 4, "other": 2}},
+		{name: "override only keeps the defaults", value: "markdownview=4", wantDefault: 4, wantPerCtl: map[string]int{"markdownview": 4, "tenant": 16}},
+		{name: "several overrides", value: "markdownview=4,other=2", wantDefault: 4, wantPerCtl: map[string]int{"markdownview": 4, "other": 2, "tenant": 16}},
+		{name: "tenant overridden", value: "tenant=2", wantDefault: 4, wantPerCtl: map[string]int{"tenant": 2}},
+		{name: "a bare N sets every controller, tenant too", value: "8", wantDefault: 8, wantPerCtl: map[string]int{}},
 		{name: "spaces and empty items", value: " 2 , markdownview = 4 ,", wantDefault: 2, wantPerCtl: map[string]int{"markdownview": 4}},
-		{name: "empty", value: "", wantDefault: 4, wantPerCtl: map[string]int{}},
+		{name: "empty", value: "", wantDefault: 4, wantPerCtl: map[string]int{"tenant": 16}},
 		{name: "zero parses (Validate rejects it)", value: "0", wantDefault: 0, wantPerCtl: map[string]int{}},
 		{name: "not a number", value: "x", wantErrSubstr: `"x": want N or name=N`},
 		{name: "override not a number", value: "2,markdownview=x", wantErrSubstr: `"markdownview=x": want N or name=N`},
@@ -505,6 +507,7 @@ func TestControllerOptionsDefaults(t *testing.T) {
 	got := NewOptions().ControllerOptions("markdownview")
 
 	g.Expect(got.MaxConcurrentReconciles).To(Equal(4))
+	g.Expect(NewOptions().ControllerOptions("tenant").MaxConcurrentReconciles).To(Equal(16))
 	g.Expect(got.RateLimit).To(Equal(setup.DefaultRateLimit))
 	g.Expect(got.Namespace).To(Equal(DefaultNamespace))
 	g.Expect(got.ViewerImage).To(Equal(DefaultViewerImage))
@@ -536,6 +539,6 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		g.Expect(fs.Lookup(name)).NotTo(BeNil(), name)
 		g.Expect(help.String()).To(ContainSubstring("-"+name), name)
 	}
-	g.Expect(fs.Lookup("max-concurrent-reconciles").Value.String()).To(Equal("4"))
+	g.Expect(fs.Lookup("max-concurrent-reconciles").Value.String()).To(Equal("4,tenant=16"))
 	g.Expect(fs.Lookup("sync-period").DefValue).To(Equal("10h0m0s"))
 }

@@ -39,6 +39,8 @@ type config struct {
 	keep                                                       bool
 	managerArgs                                                string
 	scenarios                                                  string
+	// tenantGuardrails says which Tenant variants run: none, all, or both.
+	tenantGuardrails string
 	// chart is where the converge-time chart (SVG) goes; scaleResults adds
 	// points from a make bench-scale run (its JSON) to it; saveAs also
 	// writes the results under this fixed name in out.
@@ -86,6 +88,7 @@ func main() {
 	flag.StringVar(&cfg.scaleResults, "scale-results", "bench/results/scale.json", "results of make bench-scale whose points join the chart, if the file exists")
 	flag.IntVar(&cfg.unrelated, "unrelated", 10000, "unrelated ConfigMaps and Secrets (2 KiB each, half of each) for the memory scenario")
 	flag.IntVar(&cfg.tenants, "tenants", 300, "Tenants of 3 namespaces each")
+	flag.StringVar(&cfg.tenantGuardrails, "tenant-guardrails", "none,all", "Tenant variants to run: none (namespaces and admins), all (every guardrail), or both")
 	flag.IntVar(&cfg.buckets, "buckets", 1000, "StorageBuckets")
 	flag.DurationVar(&cfg.bucketInterval, "bucket-interval", 60*time.Second, "health-check interval of the buckets")
 	flag.DurationVar(&cfg.bucketWindow, "bucket-window", 120*time.Second, "how long bucket checks are sampled")
@@ -107,7 +110,7 @@ func main() {
 	if *smoke {
 		cfg = config{viewSizes: []int{10, 20}, markdownViews: 20, unrelated: 200, tenants: 10, buckets: 20, edits: 5, workers: 8,
 			bucketInterval: 10 * time.Second, bucketWindow: 20 * time.Second, quiet: 5 * time.Second, out: cfg.out,
-			managerArgs: cfg.managerArgs, scenarios: cfg.scenarios}
+			managerArgs: cfg.managerArgs, scenarios: cfg.scenarios, tenantGuardrails: cfg.tenantGuardrails}
 	}
 	if *scale {
 		cfg.viewSizes, cfg.markdownViews, cfg.tenants, cfg.buckets = []int{10000}, 10000, 10000, 10000

@@ -15,7 +15,7 @@ func (b *bench) restartScenario() error {
 		want["markdownview"] = b.totalViews()
 	}
 	if b.ran("tenant") {
-		want["tenant"] = b.cfg.tenants
+		want["tenant"] = b.tenantCount()
 	}
 	if b.ran("bucket") {
 		want["storagebucket"] = b.cfg.buckets

@@ -3,77 +3,426 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/manager"
 )
 
-// The Tenant scenario: N Tenants of 3 namespaces each against a floor that
-// creates the same namespaces and RoleBindings directly.
+// The Tenant scenario: N Tenants of 3 namespaces each, without guardrails and
+// with every one of them, each against a floor that creates the same objects
+// (namespaces with the same labels, RoleBindings, quotas, limit ranges,
+// network policies, the per-tenant ClusterRole and its binding) directly,
+// through a client with the manager's own client-side limits
+// (--kube-api-qps/--kube-api-burst: the same token buckets, one per
+// resource, as controller-runtime's client keeps). Neither side waits on the
+// cluster's components: before each run the bench waits until the
+// kube-controller-manager has caught up with the namespaces already created
+// (each gets a ServiceAccount and a root-CA ConfigMap, written at the
+// controller-manager's own QPS), so its backlog loads neither run.
+// The restart scenario (restart.go) then restarts the manager with every
+// Tenant in place.
+
+// tenantVariant is one shape of Tenant.
+type tenantVariant struct {
+	name       string
+	key        string // names: <key><i>-dev, floor f<key><i>-dev
+	guardrails bool
+	// minWrites is the design minimum per tenant, Events excluded
+	// (docs/performance.md): finalizer, one create per object, one status.
+	minWrites float64
+}
+
+var tenantVariants = []tenantVariant{
+	{name: "no guardrails", key: "t", minWrites: 10},
+	{name: "every guardrail, one viewer", key: "g", guardrails: true, minWrites: 22},
+}
+
+var tenantEnvs = []string{"dev", "stg", "prod"}
 
 func (b *bench) tenantScenario() error {
 	ctx := context.Background()
 	n := b.cfg.tenants
-	log("floor: %d × 3 namespaces + RoleBindings created directly", n)
-	start := time.Now()
-	if err := parallel(n, b.cfg.workers, func(i int) error {
-		for _, env := range []string{"dev", "stg", "prod"} {
-			ns := fmt.Sprintf("floor-t%d-%s", i, env)
-			if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-				return err
+	floorC, qps, burst, err := b.tenantFloorClient()
+	if err != nil {
+		return err
+	}
+	log("tenant floor client: QPS %g, burst %d per resource, as the manager's", qps, burst)
+	if err := b.installAdmissionPolicy(); err != nil {
+		return err
+	}
+	total := 0
+	for _, v := range tenantVariants {
+		if !b.runsVariant(v) {
+			continue
+		}
+		// The floor runs before and after Trellis and the mean is taken, so
+		// that neither side profits from a quieter moment of a shared machine.
+		floorRun := func(round string) (runCost, error) {
+			if err := b.waitControllerManagerCaughtUp(ctx); err != nil {
+				return runCost{}, err
 			}
-			if err := b.c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-admin"},
-				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
-				Subjects: []rbacv1.Subject{{Kind: "Group", Name: fmt.Sprintf("t%d-admins", i), APIGroup: rbacv1.GroupName}}}); err != nil {
-				return err
+			return b.measure(fmt.Sprintf("floor %s: %d tenants' objects (%s) created directly", round, n, v.name),
+				b.floorWrites.counts,
+				func() error {
+					return parallel(n, b.cfg.workers, func(i int) error { return createFloorTenant(ctx, floorC, v, round, i) })
+				},
+				func() (bool, error) { return true, nil })
+		}
+		first, err := floorRun("a")
+		if err != nil {
+			return err
+		}
+		if err := b.waitControllerManagerCaughtUp(ctx); err != nil {
+			return err
+		}
+		reqs0, _ := b.mgr.requests()
+		trellis, err := b.measureTenants(ctx, v, n)
+		if err != nil {
+			return err
+		}
+		reqs1, _ := b.mgr.requests()
+		log("trellis %s: API requests by verb and resource: %s", v.name, reqs1.minus(reqs0))
+		second, err := floorRun("b")
+		if err != nil {
+			return err
+		}
+		log("floor %s: %s then %s", v.name, first.took, second.took)
+		floor := meanCost(first, second)
+		total += n
+
+		scenario := fmt.Sprintf("%d Tenants × 3 namespaces, %s", n, v.name)
+		b.add(row{Scenario: scenario, Figure: "time until all Ready (floor: all created)", Value: trellis.took.Seconds(), Unit: "s",
+			Floor: floor.took.Seconds(), Ratio: trellis.took.Seconds() / floor.took.Seconds(), Target: "≤ 1.2× floor",
+			Met: trellis.took.Seconds() <= 1.2*floor.took.Seconds()})
+		perTenant := trellis.writes.withoutEvents() / float64(n)
+		b.add(row{Scenario: "same", Figure: "API writes per tenant, Events excluded", Value: perTenant, Unit: "writes",
+			Floor: floor.writes.total() / float64(n), Ratio: perTenant / (floor.writes.total() / float64(n)),
+			Target: fmt.Sprintf("= %g (design minimum)", v.minWrites), Met: perTenant <= v.minWrites+0.05})
+		b.add(row{Scenario: "same", Figure: "Events per tenant", Value: trellis.writes["events"] / float64(n), Unit: "events", Target: "report", Met: true})
+		b.add(row{Scenario: "same", Figure: "kube-apiserver CPU", Value: trellis.cpu["kube-apiserver"], Unit: "s",
+			Floor: floor.cpu["kube-apiserver"], Ratio: trellis.cpu["kube-apiserver"] / floor.cpu["kube-apiserver"], Target: "report", Met: true})
+		b.add(row{Scenario: "same", Figure: "manager CPU", Value: trellis.cpu["manager"], Unit: "s", Target: "report", Met: true})
+	}
+	if rss, err := b.mgr.rss(); err == nil && total > 0 {
+		b.add(row{Scenario: fmt.Sprintf("%d Tenants (%d namespaces) converged", total, 3*total), Figure: "manager RSS", Value: rss / (1 << 20), Unit: "MiB", Target: "report", Met: true})
+	}
+	return nil
+}
+
+// tenantCount is how many Tenants the scenario leaves behind (the restart
+// scenario waits until each has been reconciled again).
+func (b *bench) tenantCount() int {
+	variants := 0
+	for _, v := range tenantVariants {
+		if b.runsVariant(v) {
+			variants++
+		}
+	}
+	return variants * b.cfg.tenants
+}
+
+func (b *bench) runsVariant(v tenantVariant) bool {
+	want := "none"
+	if v.guardrails {
+		want = "all"
+	}
+	return strings.Contains(","+b.cfg.tenantGuardrails+",", ","+want+",")
+}
+
+// measureTenants creates n Tenants and waits, on a watch, until all are
+// Ready; the time is that of the event that made the last one Ready.
+func (b *bench) measureTenants(ctx context.Context, v tenantVariant, n int) (runCost, error) {
+	wc, err := b.watchClient()
+	if err != nil {
+		return runCost{}, err
+	}
+	selector := client.MatchingLabels{"bench.trellis.dev/variant": v.key}
+	what := fmt.Sprintf("trellis: %d Tenants (%s)", n, v.name)
+	cpu0, err := b.cpu()
+	if err != nil {
+		return runCost{}, err
+	}
+	w0, err := b.mgr.writes()
+	if err != nil {
+		return runCost{}, err
+	}
+	start := time.Now()
+	if err := parallel(n, b.cfg.workers, func(i int) error { return b.c.Create(ctx, benchTenant(v, i)) }); err != nil {
+		return runCost{}, err
+	}
+	at, err := waitTenantsReady(ctx, wc, selector, n, 30*time.Minute)
+	if err != nil {
+		return runCost{}, fmt.Errorf("%s: %w", what, err)
+	}
+	r := runCost{took: at.Sub(start)}
+	time.Sleep(2 * time.Second) // let the last writes (status, Events) land before counting
+	w1, err := b.mgr.writes()
+	if err != nil {
+		return runCost{}, err
+	}
+	r.writes = w1.sub(w0)
+	cpu1, err := b.cpu()
+	if err != nil {
+		return runCost{}, err
+	}
+	r.cpu = cpu1.minus(cpu0)
+	log("%s: %s, writes %s, CPU %s", what, r.took, r.writes, r.cpu)
+	return r, nil
+}
+
+// waitTenantsReady watches the Tenants selected until n are Ready and
+// returns when the last one became Ready: a watch, because listing
+// thousands of Tenants every few hundred milliseconds would load the API
+// server being measured.
+func waitTenantsReady(ctx context.Context, wc client.WithWatch, selector client.MatchingLabels, n int, timeout time.Duration) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ready := map[string]bool{}
+	count := func() int {
+		c := 0
+		for _, r := range ready {
+			if r {
+				c++
 			}
 		}
-		return nil
-	}); err != nil {
-		return err
+		return c
 	}
-	floor := time.Since(start)
-
-	before, _ := b.mgr.writes()
-	log("trellis: %d Tenants", n)
-	start = time.Now()
-	if err := parallel(n, b.cfg.workers, func(i int) error {
-		return b.c.Create(ctx, &tenancyv1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d", i)}, Spec: tenancyv1.TenantSpec{
-			Namespaces: []string{"dev", "stg", "prod"}, NamespacePrefix: ptr.To(fmt.Sprintf("t%d-", i)),
-			Admin: tenancyv1.AdminSubject{Kind: "Group", Name: fmt.Sprintf("t%d-admins", i), APIGroup: rbacv1.GroupName}}})
-	}); err != nil {
-		return err
-	}
-	if err := waitFor(30*time.Minute, func() (bool, error) {
+	for {
 		list := &tenancyv1.TenantList{}
-		if err := b.c.List(ctx, list); err != nil {
+		if err := wc.List(ctx, list, selector); err != nil {
+			return time.Time{}, err
+		}
+		for _, t := range list.Items {
+			ready[t.Name] = meta.IsStatusConditionTrue(t.Status.Conditions, conditions.Ready)
+		}
+		if count() >= n {
+			return time.Now(), nil
+		}
+		w, err := wc.Watch(ctx, &tenancyv1.TenantList{}, selector, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			return time.Time{}, err
+		}
+		for ev := range w.ResultChan() {
+			if t, ok := ev.Object.(*tenancyv1.Tenant); ok {
+				ready[t.Name] = ev.Type != watch.Deleted && meta.IsStatusConditionTrue(t.Status.Conditions, conditions.Ready)
+				if count() >= n {
+					w.Stop()
+					return time.Now(), nil
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return time.Time{}, fmt.Errorf("%d of %d Tenants Ready: %w", count(), n, ctx.Err())
+		}
+		// The watch ended (expired): list and watch again.
+	}
+}
+
+func (b *bench) watchClient() (client.WithWatch, error) {
+	ctrllog.SetLogger(zap.New(zap.WriteTo(io.Discard))) // its client would otherwise complain of no logger
+	cfg, err := clientcmd.BuildConfigFromFlags("", b.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS = -1
+	scheme := runtime.NewScheme()
+	utilruntime.Must(tenancyv1.AddToScheme(scheme))
+	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+}
+
+// tenantFloorClient is the floor's client: controller-runtime's, with the
+// manager's --kube-api-qps and --kube-api-burst (its defaults unless
+// --manager-args sets them), counted like b.floor.
+func (b *bench) tenantFloorClient() (client.Client, float64, int, error) {
+	defaults := manager.NewOptions()
+	qps, burst := defaults.KubeAPIQPS, defaults.KubeAPIBurst
+	args := strings.Fields(b.cfg.managerArgs)
+	for i, a := range args {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		var err error
+		switch name {
+		case "kube-api-qps":
+			qps, err = strconv.ParseFloat(value, 64)
+		case "kube-api-burst":
+			burst, err = strconv.Atoi(value)
+		}
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("--manager-args %s: %w", a, err)
+		}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", b.kubeconfig)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	c, err := client.New(b.floorWrites.wrap(cfg), client.Options{Scheme: scheme})
+	return c, qps, burst, err
+}
+
+// installAdmissionPolicy applies config/admission, as `make deploy` does:
+// the floor's objects and Trellis' go through the same admission.
+func (b *bench) installAdmissionPolicy() error {
+	out, err := exec.Command(filepath.Join(b.bin, "kustomize"), "build", filepath.Join(b.root, "config", "admission")).Output()
+	if err != nil {
+		return fmt.Errorf("kustomize build config/admission: %w", err)
+	}
+	return b.kubectlIn(out, "apply", "--server-side", "-f", "-")
+}
+
+// waitControllerManagerCaughtUp waits until every namespace has its
+// kube-root-ca.crt ConfigMap, which the kube-controller-manager writes into
+// each new namespace (with its ServiceAccount) at its own QPS.
+func (b *bench) waitControllerManagerCaughtUp(ctx context.Context) error {
+	start := time.Now()
+	err := waitFor(30*time.Minute, func() (bool, error) {
+		nss := &metav1.PartialObjectMetadataList{}
+		nss.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+		if err := b.c.List(ctx, nss); err != nil {
 			return false, err
 		}
-		ok := 0
-		for _, t := range list.Items {
-			if meta.IsStatusConditionTrue(t.Status.Conditions, conditions.Ready) {
-				ok++
+		cms := &metav1.PartialObjectMetadataList{}
+		cms.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+		if err := b.c.List(ctx, cms, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", "kube-root-ca.crt")}); err != nil {
+			return false, err
+		}
+		return len(cms.Items) >= len(nss.Items), nil
+	}, 2*time.Second)
+	if d := time.Since(start); d > 3*time.Second {
+		log("waited %s for the kube-controller-manager to catch up", d.Round(time.Second))
+	}
+	return err
+}
+
+// benchTenant is Tenant i of a variant.
+func benchTenant(v tenantVariant, i int) *tenancyv1.Tenant {
+	name := fmt.Sprintf("%s%d", v.key, i)
+	t := &tenancyv1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"bench.trellis.dev/variant": v.key}},
+		Spec: tenancyv1.TenantSpec{
+			Namespaces:      tenantEnvs,
+			NamespacePrefix: ptr.To(name + "-"),
+			Admins:          []tenancyv1.Subject{{Kind: "Group", Name: name + "-admins", APIGroup: rbacv1.GroupName}},
+		},
+	}
+	if v.guardrails {
+		t.Spec.Viewers = []tenancyv1.Subject{{Kind: "Group", Name: name + "-viewers", APIGroup: rbacv1.GroupName}}
+		t.Spec.Quota = tenancyv1.TenantQuota{Hard: corev1.ResourceList{
+			"requests.cpu": resource.MustParse("4"), "requests.memory": resource.MustParse("8Gi"), "pods": resource.MustParse("50")}}
+		t.Spec.LimitRange = tenancyv1.TenantLimitRange{Limits: []tenancyv1.LimitRangeItem{{
+			Type:           corev1.LimitTypeContainer,
+			Default:        corev1.ResourceList{"cpu": resource.MustParse("500m"), "memory": resource.MustParse("512Mi")},
+			DefaultRequest: corev1.ResourceList{"cpu": resource.MustParse("100m"), "memory": resource.MustParse("128Mi")},
+			Max:            corev1.ResourceList{"cpu": resource.MustParse("2"), "memory": resource.MustParse("2Gi")},
+		}}}
+		t.Spec.NetworkIsolation = &tenancyv1.NetworkIsolation{AllowFromNamespaces: []string{"ingress-nginx"}}
+		t.Spec.PodSecurity = tenancyv1.PodSecurity{Enforce: tenancyv1.PodSecurityRestricted, Warn: tenancyv1.PodSecurityRestricted}
+		t.Spec.NamespaceMetadata = tenancyv1.NamespaceMetadata{Labels: map[string]tenancyv1.LabelValue{"cost-center": "bench"}}
+	}
+	return t
+}
+
+// meanCost is the mean of two runs.
+func meanCost(a, b runCost) runCost {
+	m := runCost{took: (a.took + b.took) / 2, writes: writeCounts{}, cpu: cpuSample{}}
+	for k := range a.writes {
+		m.writes[k] = (a.writes[k] + b.writes[k]) / 2
+	}
+	for k := range a.cpu {
+		m.cpu[k] = (a.cpu[k] + b.cpu[k]) / 2
+	}
+	return m
+}
+
+// createFloorTenant creates, directly, the objects Trellis keeps for Tenant i:
+// the same kinds, names, labels and content.
+func createFloorTenant(ctx context.Context, c client.Client, v tenantVariant, round string, i int) error {
+	name := fmt.Sprintf("f%s%s%d", v.key, round, i)
+	t := benchTenant(v, i)
+	t.Name = name
+	labels := map[string]string{"app.kubernetes.io/managed-by": "bench", "tenancy.trellis.dev/tenant": name}
+	subject := []rbacv1.Subject{{Kind: "Group", Name: name + "-admins", APIGroup: rbacv1.GroupName}}
+	namespaces := make([]string, 0, len(tenantEnvs))
+	for _, env := range tenantEnvs {
+		ns := name + "-" + env
+		namespaces = append(namespaces, ns)
+		nsLabels := map[string]string{"app.kubernetes.io/managed-by": "bench", "tenancy.trellis.dev/tenant": name}
+		if v.guardrails {
+			nsLabels["pod-security.kubernetes.io/enforce"] = "restricted"
+			nsLabels["pod-security.kubernetes.io/warn"] = "restricted"
+			nsLabels["tenancy.trellis.dev/network-isolation"] = "true"
+			nsLabels["cost-center"] = "bench"
+		}
+		objs := []client.Object{
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: nsLabels, Annotations: map[string]string{"tenancy.trellis.dev/tenant-uid": "floor"}}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "trellis-tenant-admin", Labels: labels},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"}, Subjects: subject},
+		}
+		if v.guardrails {
+			limits := make([]corev1.LimitRangeItem, 0, len(t.Spec.LimitRange.Limits))
+			for _, l := range t.Spec.LimitRange.Limits {
+				limits = append(limits, corev1.LimitRangeItem{Type: l.Type, Max: l.Max, Min: l.Min, Default: l.Default, DefaultRequest: l.DefaultRequest})
+			}
+			objs = append(objs,
+				&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "trellis-tenant-viewer", Labels: labels},
+					RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+					Subjects: []rbacv1.Subject{{Kind: "Group", Name: name + "-viewers", APIGroup: rbacv1.GroupName}}},
+				&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "trellis-tenant-quota", Labels: labels},
+					Spec: corev1.ResourceQuotaSpec{Hard: t.Spec.Quota.Hard}},
+				&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "trellis-tenant-limits", Labels: labels},
+					Spec: corev1.LimitRangeSpec{Limits: limits}},
+				&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "trellis-tenant-isolation", Labels: labels},
+					Spec: networkingv1.NetworkPolicySpec{
+						PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+						Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
+							{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tenancy.trellis.dev/tenant": name}}},
+							{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+								Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"ingress-nginx"}}}}},
+						}}},
+					}},
+			)
+		}
+		for _, o := range objs {
+			if err := c.Create(ctx, o); err != nil {
+				return err
 			}
 		}
-		return ok >= n, nil
-	}); err != nil {
-		return fmt.Errorf("tenants: %w", err)
 	}
-	took := time.Since(start)
-	time.Sleep(2 * time.Second)
-	after, _ := b.mgr.writes()
-	b.add(row{Scenario: fmt.Sprintf("%d Tenants × 3 namespaces", n), Figure: "time until all Ready", Value: took.Seconds(), Unit: "s",
-		Floor: floor.Seconds(), Ratio: took.Seconds() / floor.Seconds(), Target: "≤ 1.2× floor", Met: took.Seconds() <= 1.2*floor.Seconds()})
-	log("writes by resource: %s", after.minus(before))
-	perTenant := (after.withoutEvents() - before.withoutEvents()) / float64(n)
-	b.add(row{Scenario: "same", Figure: "API writes per tenant (Events excluded)", Value: perTenant, Unit: "writes",
-		Target: "= 10 (docs/tenant.md)", Met: perTenant <= 10.05})
-	return nil
+	role := "trellis:tenant:" + name
+	if err := c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role, Labels: labels}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"tenancy.trellis.dev"}, Resources: []string{"tenants"}, ResourceNames: []string{name}, Verbs: []string{"get", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: namespaces, Verbs: []string{"get", "watch"}},
+	}}); err != nil {
+		return err
+	}
+	return c.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role, Labels: labels},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}, Subjects: subject})
 }

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -11,16 +12,19 @@ type NamespaceDeletionPolicy string
 
 const (
 	// NamespaceRetain keeps the namespace and its contents; only the tenant's
-	// RoleBinding and marks are removed.
+	// RoleBindings, guardrails and marks are removed.
 	NamespaceRetain NamespaceDeletionPolicy = "Retain"
 	// NamespaceDelete deletes the namespace, with everything in it.
 	NamespaceDelete NamespaceDeletionPolicy = "Delete"
 )
 
-// TenantSpec is the team's namespaces and who administers them.
+// TenantSpec is the team's namespaces, who administers them, and the
+// guardrails every one of them gets.
 // +kubebuilder:validation:XValidation:rule="self.namespaces.all(n, size(self.namespacePrefix + n) <= 63 && (self.namespacePrefix + n).matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'))",message="namespacePrefix + each namespace must be a DNS label (lower-case letters, digits and '-', at most 63 characters)"
 // +kubebuilder:validation:XValidation:rule="self.namespaces.all(n, !(self.namespacePrefix + n).startsWith('kube-') && (self.namespacePrefix + n) != 'default')",message="namespace names starting with kube- and the default namespace are reserved"
 // +kubebuilder:validation:XValidation:rule="self.namespacePrefix == oldSelf.namespacePrefix",message="namespacePrefix is immutable: changing it would orphan the tenant's namespaces"
+// +kubebuilder:validation:XValidation:rule="has(self.admin) || (has(self.admins) && size(self.admins) > 0)",message="a Tenant needs at least one admin: set admins (or the deprecated admin)"
+// +kubebuilder:validation:XValidation:rule="(has(self.admins) ? size(self.admins) : 0) + (has(self.admin) ? 1 : 0) <= 16",message="at most 16 admins, the deprecated admin included"
 type TenantSpec struct {
 	// namespaces are the tenant's namespaces, without the prefix.
 	// +required
@@ -38,10 +42,27 @@ type TenantSpec struct {
 	// +kubebuilder:validation:MaxLength=62
 	NamespacePrefix *string `json:"namespacePrefix,omitempty"`
 
-	// admin is bound to the built-in admin ClusterRole in every namespace of
+	// admin is one more admin, bound exactly as an entry of admins.
+	// Deprecated: use admins. It is kept so that Tenants written for
+	// earlier versions keep working unchanged (the API has one version, so
+	// there is no conversion to move it).
+	// +optional
+	Admin Subject `json:"admin,omitzero"`
+
+	// admins are bound to the built-in admin ClusterRole in every namespace of
+	// the tenant, and may read this Tenant and its namespaces. At least one
+	// admin is required (here or in admin); at most 16 in all.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Admins []Subject `json:"admins,omitempty"`
+
+	// viewers are bound to the built-in view ClusterRole in every namespace of
 	// the tenant, and may read this Tenant and its namespaces.
-	// +required
-	Admin AdminSubject `json:"admin,omitzero"`
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Viewers []Subject `json:"viewers,omitempty"`
 
 	// namespaceDeletionPolicy says what happens to a namespace that leaves the
 	// spec, or whose Tenant is deleted: Retain (default) keeps it; Delete
@@ -50,11 +71,40 @@ type TenantSpec struct {
 	// +optional
 	// +default="Retain"
 	NamespaceDeletionPolicy NamespaceDeletionPolicy `json:"namespaceDeletionPolicy,omitempty"`
+
+	// quota is a ResourceQuota put in every namespace of the tenant; the
+	// status reports its usage summed over them.
+	// +optional
+	Quota TenantQuota `json:"quota,omitzero"`
+
+	// limitRange is a LimitRange put in every namespace of the tenant:
+	// container defaults, minimums and maximums.
+	// +optional
+	LimitRange TenantLimitRange `json:"limitRange,omitzero"`
+
+	// networkIsolation puts a NetworkPolicy in every namespace of the tenant
+	// that admits traffic only from the tenant's own namespaces and from the
+	// namespaces it lists; other tenants' are refused. Unset: no policy.
+	// +optional
+	NetworkIsolation *NetworkIsolation `json:"networkIsolation,omitempty"`
+
+	// podSecurity is the Pod Security Admission level of every namespace of
+	// the tenant, written as its pod-security.kubernetes.io labels.
+	// +optional
+	PodSecurity PodSecurity `json:"podSecurity,omitzero"`
+
+	// namespaceMetadata are extra labels and annotations for every namespace
+	// of the tenant. Keys of Trellis' own (tenancy.trellis.dev/,
+	// app.kubernetes.io/managed-by, app.kubernetes.io/part-of) and of
+	// Kubernetes (kubernetes.io/, k8s.io/ and their subdomains) are refused:
+	// Pod Security levels go in podSecurity.
+	// +optional
+	NamespaceMetadata NamespaceMetadata `json:"namespaceMetadata,omitzero"`
 }
 
-// AdminSubject is an RBAC subject: a User, a Group or a ServiceAccount.
-// +kubebuilder:validation:XValidation:rule="self.kind == 'ServiceAccount' ? (has(self.namespace) && !has(self.apiGroup)) : (!has(self.namespace) && has(self.apiGroup) && self.apiGroup == 'rbac.authorization.k8s.io')",message="a User or Group admin needs apiGroup rbac.authorization.k8s.io and no namespace; a ServiceAccount admin needs a namespace and no apiGroup"
-type AdminSubject struct {
+// Subject is an RBAC subject: a User, a Group or a ServiceAccount.
+// +kubebuilder:validation:XValidation:rule="self.kind == 'ServiceAccount' ? (has(self.namespace) && !has(self.apiGroup)) : (!has(self.namespace) && has(self.apiGroup) && self.apiGroup == 'rbac.authorization.k8s.io')",message="a User or Group needs apiGroup rbac.authorization.k8s.io and no namespace; a ServiceAccount needs a namespace and no apiGroup"
+type Subject struct {
 	// kind is User, Group or ServiceAccount.
 	// +required
 	// +kubebuilder:validation:Enum=User;Group;ServiceAccount
@@ -75,6 +125,139 @@ type AdminSubject struct {
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
 }
+
+// TenantQuota is the ResourceQuota each namespace of the tenant gets.
+type TenantQuota struct {
+	// hard are the limits of each namespace's ResourceQuota, as in a
+	// ResourceQuota's spec.hard.
+	// +required
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && k.matches('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$'))",message="resource names are qualified names such as cpu, requests.memory or count/deployments.apps"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, type(self[k]) == int ? self[k] >= 0 : !self[k].startsWith('-'))",message="quantities must not be negative"
+	Hard corev1.ResourceList `json:"hard,omitempty"`
+}
+
+// TenantLimitRange is the LimitRange each namespace of the tenant gets.
+type TenantLimitRange struct {
+	// limits are the LimitRange's items, as in a LimitRange's spec.limits.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	Limits []LimitRangeItem `json:"limits,omitempty"`
+}
+
+// LimitRangeItem is one item of a LimitRange: the bounds and defaults of one
+// kind of object. The API server checks that they are consistent (min ≤
+// default ≤ max) when Trellis writes the LimitRange; a refusal is reported in
+// the Tenant's status.
+// +kubebuilder:validation:MinProperties=2
+type LimitRangeItem struct {
+	// type is the kind of object limited: Container, Pod or PersistentVolumeClaim.
+	// +required
+	// +kubebuilder:validation:Enum=Container;Pod;PersistentVolumeClaim
+	Type corev1.LimitType `json:"type,omitempty"`
+	// max is the most an object of this type may use.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && k.matches('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$'))",message="resource names are qualified names such as cpu, requests.memory or count/deployments.apps"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, type(self[k]) == int ? self[k] >= 0 : !self[k].startsWith('-'))",message="quantities must not be negative"
+	Max corev1.ResourceList `json:"max,omitempty"`
+	// min is the least an object of this type may ask for.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && k.matches('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$'))",message="resource names are qualified names such as cpu, requests.memory or count/deployments.apps"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, type(self[k]) == int ? self[k] >= 0 : !self[k].startsWith('-'))",message="quantities must not be negative"
+	Min corev1.ResourceList `json:"min,omitempty"`
+	// default is the limit a container gets when it sets none.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && k.matches('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$'))",message="resource names are qualified names such as cpu, requests.memory or count/deployments.apps"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, type(self[k]) == int ? self[k] >= 0 : !self[k].startsWith('-'))",message="quantities must not be negative"
+	Default corev1.ResourceList `json:"default,omitempty"`
+	// defaultRequest is the request a container gets when it sets none.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && k.matches('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$'))",message="resource names are qualified names such as cpu, requests.memory or count/deployments.apps"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, type(self[k]) == int ? self[k] >= 0 : !self[k].startsWith('-'))",message="quantities must not be negative"
+	DefaultRequest corev1.ResourceList `json:"defaultRequest,omitempty"`
+	// maxLimitRequestRatio is the largest limit/request ratio allowed.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && k.matches('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$'))",message="resource names are qualified names such as cpu, requests.memory or count/deployments.apps"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, type(self[k]) == int ? self[k] >= 0 : !self[k].startsWith('-'))",message="quantities must not be negative"
+	MaxLimitRequestRatio corev1.ResourceList `json:"maxLimitRequestRatio,omitempty"`
+}
+
+// NetworkIsolation admits traffic into the tenant's namespaces only from the
+// tenant's own namespaces and from the namespaces listed.
+type NetworkIsolation struct {
+	// allowFromNamespaces are further namespaces, by name, whose traffic is
+	// admitted, e.g. an ingress controller's or a monitoring system's.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	AllowFromNamespaces []string `json:"allowFromNamespaces,omitempty"`
+}
+
+// PodSecurityLevel is a Pod Security Standard.
+// +kubebuilder:validation:Enum=privileged;baseline;restricted
+type PodSecurityLevel string
+
+// The Pod Security Standards.
+const (
+	PodSecurityPrivileged PodSecurityLevel = "privileged"
+	PodSecurityBaseline   PodSecurityLevel = "baseline"
+	PodSecurityRestricted PodSecurityLevel = "restricted"
+)
+
+// PodSecurity is the Pod Security Admission configuration of the tenant's
+// namespaces: the pod-security.kubernetes.io/enforce, warn and audit labels.
+type PodSecurity struct {
+	// enforce is the level pods must meet to be admitted.
+	// +required
+	Enforce PodSecurityLevel `json:"enforce,omitempty"`
+	// warn is the level above which the API server warns the user; unset: no label.
+	// +optional
+	Warn PodSecurityLevel `json:"warn,omitempty"`
+	// audit is the level above which the audit log records a violation; unset: no label.
+	// +optional
+	Audit PodSecurityLevel `json:"audit,omitempty"`
+}
+
+// NamespaceMetadata are labels and annotations for the tenant's namespaces.
+// +kubebuilder:validation:MinProperties=1
+type NamespaceMetadata struct {
+	// labels are put on every namespace of the tenant.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$'))",message="label keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('tenancy.trellis.dev/') && k != 'app.kubernetes.io/managed-by' && k != 'app.kubernetes.io/part-of')",message="labels of Trellis' own (tenancy.trellis.dev/, app.kubernetes.io/managed-by, app.kubernetes.io/part-of) are reserved"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.contains('/') || !(k.split('/')[0] in ['kubernetes.io', 'k8s.io'] || k.split('/')[0].endsWith('.kubernetes.io') || k.split('/')[0].endsWith('.k8s.io')))",message="labels under kubernetes.io and k8s.io are reserved for Kubernetes (Pod Security levels go in podSecurity)"
+	Labels map[string]LabelValue `json:"labels,omitempty"`
+
+	// annotations are put on every namespace of the tenant.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$'))",message="annotation keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('tenancy.trellis.dev/'))",message="annotations of Trellis' own (tenancy.trellis.dev/) are reserved"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.contains('/') || !(k.split('/')[0] in ['kubernetes.io', 'k8s.io'] || k.split('/')[0].endsWith('.kubernetes.io') || k.split('/')[0].endsWith('.k8s.io')))",message="annotations under kubernetes.io and k8s.io are reserved for Kubernetes"
+	Annotations map[string]AnnotationValue `json:"annotations,omitempty"`
+}
+
+// LabelValue is a label value: at most 63 characters, alphanumerics with '-',
+// '_' and '.' inside.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string
+
+// AnnotationValue is an annotation value.
+// +kubebuilder:validation:MaxLength=4096
+type AnnotationValue string
 
 // NamespaceState is what Trellis found for one of the tenant's namespaces.
 type NamespaceState string
@@ -106,8 +289,9 @@ type TenantNamespaceStatus struct {
 
 // TenantStatus is what the controller observed.
 type TenantStatus struct {
-	// conditions are Ready (the summary), Reconciling (work in progress) and
-	// Stalled (a person must act).
+	// conditions are Ready (the summary), Reconciling (work in progress),
+	// Stalled (a person must act) and SubjectsFound (every ServiceAccount
+	// admin or viewer is in a namespace that exists).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -127,13 +311,32 @@ type TenantStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
 	Namespaces []TenantNamespaceStatus `json:"namespaces,omitempty"`
+
+	// quota is the tenant-wide quota: the limits and the usage of its
+	// namespaces' ResourceQuotas, summed over the namespaces that are ready.
+	// +optional
+	Quota TenantQuotaStatus `json:"quota,omitzero"`
 }
 
-// Tenant is a team's set of namespaces and its admin rights in them.
+// TenantQuotaStatus is a tenant's quota summed over its namespaces.
+type TenantQuotaStatus struct {
+	// hard is the sum of the namespaces' limits.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Hard corev1.ResourceList `json:"hard,omitempty"`
+	// used is the sum of the namespaces' usage, as the quota controller last
+	// counted it.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Used corev1.ResourceList `json:"used,omitempty"`
+}
+
+// Tenant is a team's set of namespaces, its admin rights in them, and the
+// guardrails every one of them gets.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=trellis
-// +kubebuilder:printcolumn:name="Admin",type=string,JSONPath=`.spec.admin.name`
+// +kubebuilder:printcolumn:name="Admins",type=string,JSONPath=`.spec.admins[*].name`
 // +kubebuilder:printcolumn:name="Prefix",type=string,JSONPath=`.spec.namespacePrefix`
 // +kubebuilder:printcolumn:name="Namespaces",type=string,JSONPath=`.spec.namespaces`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -145,7 +348,7 @@ type Tenant struct {
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// spec is the tenant's namespaces and who administers them.
+	// spec is the tenant's namespaces, who administers them, and their guardrails.
 	// +required
 	Spec TenantSpec `json:"spec,omitzero"`
 

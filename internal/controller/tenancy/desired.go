@@ -1,74 +1,411 @@
 package tenancy
 
 import (
+	"encoding/json"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
-	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
-	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 )
 
+// What a tenant's objects should look like, and how a live object is brought
+// back to it. Every object carries marks (labels), not owner references: an
+// owner reference would let the garbage collector delete it whenever the
+// Tenant goes away, which is also what happens when the Tenant CRD is deleted.
+
 // childLabels go on every object Trellis creates for a tenant; managed-by also
-// scopes the manager's cache, the tenant label feeds the namespace index.
+// scopes the manager's cache, the tenant label maps the object to its Tenant.
 func childLabels(t *tenancyv1.Tenant) map[string]string {
 	return map[string]string{
-		setup.ManagedByLabel:        setup.ManagedByValue,
-		"app.kubernetes.io/part-of": "trellis",
-		TenantLabel:                 t.Name,
+		setup.ManagedByLabel: setup.ManagedByValue,
+		partOfLabel:          "trellis",
+		TenantLabel:          t.Name,
 	}
 }
 
-func ownerReference(t *tenancyv1.Tenant) *metav1ac.OwnerReferenceApplyConfiguration {
-	return children.OwnerReference(t, tenancyv1.GroupVersion.WithKind("Tenant"))
+func childMeta(t *tenancyv1.Tenant, namespace, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: childLabels(t)}
 }
 
-func adminSubject(t *tenancyv1.Tenant) *rbacv1ac.SubjectApplyConfiguration {
-	s := rbacv1ac.Subject().WithKind(t.Spec.Admin.Kind).WithName(t.Spec.Admin.Name)
-	if t.Spec.Admin.Kind == rbacv1.ServiceAccountKind {
-		return s.WithNamespace(t.Spec.Admin.Namespace)
+func rbacSubjects(in []tenancyv1.Subject) []rbacv1.Subject {
+	out := make([]rbacv1.Subject, 0, len(in))
+	for _, s := range in {
+		sub := rbacv1.Subject{Kind: s.Kind, Name: s.Name}
+		if s.Kind == rbacv1.ServiceAccountKind {
+			sub.Namespace = s.Namespace
+		} else {
+			sub.APIGroup = rbacv1.GroupName
+		}
+		if !slices.Contains(out, sub) {
+			out = append(out, sub)
+		}
 	}
-	return s.WithAPIGroup(rbacv1.GroupName)
+	return out
 }
 
-// desiredAdminRoleBinding grants the tenant admin the built-in admin role in one namespace.
-func desiredAdminRoleBinding(t *tenancyv1.Tenant, namespace string) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(adminRoleBindingName, namespace).
-		WithLabels(childLabels(t)).
-		WithOwnerReferences(ownerReference(t)).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(builtinAdminRole)).
-		WithSubjects(adminSubject(t))
-}
-
-// desiredTenantRole lets the admin read their own Tenant and namespaces, and
-// nothing else cluster-wide (both are cluster-scoped, so a Role cannot do it).
-func desiredTenantRole(t *tenancyv1.Tenant, namespaces []string) *rbacv1ac.ClusterRoleApplyConfiguration {
-	rules := []*rbacv1ac.PolicyRuleApplyConfiguration{
-		rbacv1ac.PolicyRule().
-			WithAPIGroups(tenancyv1.GroupVersion.Group).
-			WithResources("tenants").
-			WithResourceNames(t.Name).
-			WithVerbs("get", "watch"),
+// admins are the deprecated spec.admin, if set, then spec.admins, without duplicates.
+func admins(t *tenancyv1.Tenant) []tenancyv1.Subject {
+	var all []tenancyv1.Subject
+	if t.Spec.Admin.Kind != "" {
+		all = append(all, t.Spec.Admin)
 	}
+	return append(all, t.Spec.Admins...)
+}
+
+func adminSubjects(t *tenancyv1.Tenant) []rbacv1.Subject  { return rbacSubjects(admins(t)) }
+func viewerSubjects(t *tenancyv1.Tenant) []rbacv1.Subject { return rbacSubjects(t.Spec.Viewers) }
+
+// namespaceMetadata is every label and annotation Trellis wants on a tenant
+// namespace: the marks, the Pod Security levels, the isolation label and the
+// spec's namespaceMetadata.
+func namespaceMetadata(t *tenancyv1.Tenant) (labels, annotations map[string]string) {
+	labels, annotations = map[string]string{}, map[string]string{}
+	for k, v := range t.Spec.NamespaceMetadata.Labels {
+		labels[k] = string(v)
+	}
+	for k, v := range t.Spec.NamespaceMetadata.Annotations {
+		annotations[k] = string(v)
+	}
+	if ps := t.Spec.PodSecurity; ps.Enforce != "" {
+		labels[podSecurityEnforceLabel] = string(ps.Enforce)
+		if ps.Warn != "" {
+			labels[podSecurityWarnLabel] = string(ps.Warn)
+		}
+		if ps.Audit != "" {
+			labels[podSecurityAuditLabel] = string(ps.Audit)
+		}
+	}
+	if t.Spec.NetworkIsolation != nil {
+		labels[NetworkIsolationLabel] = "true"
+	}
+	maps.Copy(labels, childLabels(t))
+	annotations[TenantUIDAnnotation] = string(t.UID)
+	return labels, annotations
+}
+
+// desiredNamespace is a tenant namespace as it is created.
+func desiredNamespace(t *tenancyv1.Tenant, name string) *corev1.Namespace {
+	labels, annotations := namespaceMetadata(t)
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}
+}
+
+// syncNamespace brings a namespace the tenant holds to the labels and
+// annotations it wants. A key Trellis set earlier (it manages that field, as
+// managedFields say) that the spec no longer asks for is taken off; keys of
+// anyone else are left alone. A hand-over annotation naming this Tenant has
+// done its work and goes.
+func syncNamespace(live *corev1.Namespace, t *tenancyv1.Tenant) bool {
+	labels, annotations := namespaceMetadata(t)
+	ownLabels, ownAnnotations := metadataKeysOf(live.ManagedFields, setup.FieldManager)
+	changed := syncStringMap(&live.Labels, labels, ownLabels)
+	if live.Annotations[HandOverAnnotation] == t.Name {
+		delete(live.Annotations, HandOverAnnotation)
+		changed = true
+	}
+	return syncStringMap(&live.Annotations, annotations, ownAnnotations) || changed
+}
+
+// releaseNamespace takes off everything Trellis put on a namespace it gives
+// up: the marks, and the labels and annotations it set from the spec.
+func releaseNamespace(live *corev1.Namespace) bool {
+	ownLabels, ownAnnotations := metadataKeysOf(live.ManagedFields, setup.FieldManager)
+	changed := false
+	for k := range live.Labels {
+		if markKey(k) || (ownLabels[k] && guardrailMetadataKey(k)) {
+			delete(live.Labels, k)
+			changed = true
+		}
+	}
+	for k := range live.Annotations {
+		if markKey(k) || (ownAnnotations[k] && guardrailMetadataKey(k)) {
+			delete(live.Annotations, k)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// syncStringMap sets every wanted key, and deletes keys Trellis owns that are
+// no longer wanted; it reports whether it changed m.
+func syncStringMap(m *map[string]string, want map[string]string, owned map[string]bool) bool {
+	changed := false
+	for k, v := range want {
+		if cur, ok := (*m)[k]; !ok || cur != v {
+			if *m == nil {
+				*m = map[string]string{}
+			}
+			(*m)[k] = v
+			changed = true
+		}
+	}
+	for k := range *m {
+		if _, wanted := want[k]; !wanted && owned[k] && guardrailMetadataKey(k) {
+			delete(*m, k)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// metadataKeysOf lists the labels and annotations the field manager owns,
+// from an object's managedFields (whatever the operation: namespaces are
+// created and patched, not applied).
+func metadataKeysOf(entries []metav1.ManagedFieldsEntry, manager string) (labels, annotations map[string]bool) {
+	labels, annotations = map[string]bool{}, map[string]bool{}
+	for _, e := range entries {
+		if e.Manager != manager || e.FieldsV1 == nil || e.Subresource != "" {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Labels      map[string]json.RawMessage `json:"f:labels"`
+				Annotations map[string]json.RawMessage `json:"f:annotations"`
+			} `json:"f:metadata"`
+		}
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields); err != nil {
+			continue // not a field set we understand: own nothing from it
+		}
+		for k := range fields.Metadata.Labels {
+			if name, ok := cutFieldKey(k); ok {
+				labels[name] = true
+			}
+		}
+		for k := range fields.Metadata.Annotations {
+			if name, ok := cutFieldKey(k); ok {
+				annotations[name] = true
+			}
+		}
+	}
+	return labels, annotations
+}
+
+// cutFieldKey turns "f:<key>" of a managedFields set into the key.
+func cutFieldKey(k string) (string, bool) {
+	if len(k) > 2 && k[:2] == "f:" {
+		return k[2:], true
+	}
+	return "", false
+}
+
+// syncMarks puts the tenant's labels back on a child and drops the owner
+// references to a Tenant that versions before marks-only ownership set (with
+// them, deleting the Tenant CRD would let the garbage collector delete the
+// child). It reports whether it changed anything.
+func syncMarks(live metav1.Object, t *tenancyv1.Tenant) bool {
+	changed := false
+	labels := live.GetLabels()
+	for k, v := range childLabels(t) {
+		if labels[k] != v {
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[k] = v
+			changed = true
+		}
+	}
+	live.SetLabels(labels)
+	refs := live.GetOwnerReferences()
+	kept := slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool {
+		return r.Kind == "Tenant" && r.APIVersion == tenancyv1.GroupVersion.String()
+	})
+	if len(kept) != len(refs) {
+		if len(kept) == 0 {
+			kept = nil
+		}
+		live.SetOwnerReferences(kept)
+		changed = true
+	}
+	return changed
+}
+
+// desiredRoleBinding binds subjects to a built-in ClusterRole in one namespace.
+func desiredRoleBinding(t *tenancyv1.Tenant, namespace, name, role string, subjects []rbacv1.Subject) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		ObjectMeta: childMeta(t, namespace, name),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   subjects,
+	}
+}
+
+func syncRoleBinding(live, desired *rbacv1.RoleBinding, t *tenancyv1.Tenant) bool {
+	changed := syncMarks(live, t)
+	if !equality.Semantic.DeepEqual(live.Subjects, desired.Subjects) {
+		live.Subjects = desired.Subjects
+		changed = true
+	}
+	return changed
+}
+
+// desiredQuota is the ResourceQuota of one tenant namespace.
+func desiredQuota(t *tenancyv1.Tenant, namespace string) *corev1.ResourceQuota {
+	return &corev1.ResourceQuota{
+		ObjectMeta: childMeta(t, namespace, quotaName),
+		Spec:       corev1.ResourceQuotaSpec{Hard: t.Spec.Quota.Hard.DeepCopy()},
+	}
+}
+
+// syncQuota keeps the quota's spec exactly as declared: limits someone added
+// by hand go, as do scopes (a scope narrows what the quota counts).
+func syncQuota(live, desired *corev1.ResourceQuota, t *tenancyv1.Tenant) bool {
+	changed := syncMarks(live, t)
+	if !equality.Semantic.DeepEqual(live.Spec, desired.Spec) {
+		live.Spec = desired.Spec
+		changed = true
+	}
+	return changed
+}
+
+// desiredLimitRange is the LimitRange of one tenant namespace.
+func desiredLimitRange(t *tenancyv1.Tenant, namespace string) *corev1.LimitRange {
+	items := make([]corev1.LimitRangeItem, 0, len(t.Spec.LimitRange.Limits))
+	for _, l := range t.Spec.LimitRange.Limits {
+		item := corev1.LimitRangeItem{
+			Type:                 l.Type,
+			Max:                  l.Max.DeepCopy(),
+			Min:                  l.Min.DeepCopy(),
+			Default:              l.Default.DeepCopy(),
+			DefaultRequest:       l.DefaultRequest.DeepCopy(),
+			MaxLimitRequestRatio: l.MaxLimitRequestRatio.DeepCopy(),
+		}
+		defaultLimitRangeItem(&item)
+		items = append(items, item)
+	}
+	return &corev1.LimitRange{ObjectMeta: childMeta(t, namespace, limitRangeName), Spec: corev1.LimitRangeSpec{Limits: items}}
+}
+
+// defaultLimitRangeItem fills in what the API server's defaulting fills in
+// for a Container item (k8s.io/kubernetes pkg/apis/core/v1
+// SetDefaults_LimitRangeItem), so that the LimitRange Trellis wants compares
+// equal to the one stored: default limit from max, default request from the
+// default limit, then from min.
+func defaultLimitRangeItem(item *corev1.LimitRangeItem) {
+	if item.Type != corev1.LimitTypeContainer {
+		return
+	}
+	if item.Default == nil {
+		item.Default = corev1.ResourceList{}
+	}
+	if item.DefaultRequest == nil {
+		item.DefaultRequest = corev1.ResourceList{}
+	}
+	for k, v := range item.Max {
+		if _, ok := item.Default[k]; !ok {
+			item.Default[k] = v.DeepCopy()
+		}
+	}
+	for k, v := range item.Default {
+		if _, ok := item.DefaultRequest[k]; !ok {
+			item.DefaultRequest[k] = v.DeepCopy()
+		}
+	}
+	for k, v := range item.Min {
+		if _, ok := item.DefaultRequest[k]; !ok {
+			item.DefaultRequest[k] = v.DeepCopy()
+		}
+	}
+}
+
+func syncLimitRange(live, desired *corev1.LimitRange, t *tenancyv1.Tenant) bool {
+	changed := syncMarks(live, t)
+	if !equality.Semantic.DeepEqual(live.Spec, desired.Spec) {
+		live.Spec = desired.Spec
+		changed = true
+	}
+	return changed
+}
+
+// desiredNetworkPolicy admits traffic into every pod of one tenant namespace
+// from the tenant's own namespaces (by the tenant label, which only Trellis
+// sets: tenant admins cannot label namespaces, and namespaceMetadata refuses
+// Trellis' keys) and from the namespaces the spec lists (by the name label
+// the API server sets); everything else, other tenants included, is refused.
+func desiredNetworkPolicy(t *tenancyv1.Tenant, namespace string) *networkingv1.NetworkPolicy {
+	from := []networkingv1.NetworkPolicyPeer{{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{TenantLabel: t.Name}},
+	}}
+	if extra := t.Spec.NetworkIsolation.AllowFromNamespaces; len(extra) > 0 {
+		from = append(from, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: slices.Clone(extra),
+			}},
+		}})
+	}
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: childMeta(t, namespace, networkPolicyName),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: from}},
+		},
+	}
+}
+
+func syncNetworkPolicy(live, desired *networkingv1.NetworkPolicy, t *tenancyv1.Tenant) bool {
+	changed := syncMarks(live, t)
+	if !equality.Semantic.DeepEqual(live.Spec, desired.Spec) {
+		live.Spec = desired.Spec
+		changed = true
+	}
+	return changed
+}
+
+// desiredTenantRole lets the tenant's admins and viewers read their own
+// Tenant and namespaces, and nothing else cluster-wide (both are
+// cluster-scoped, so a Role cannot do it).
+func desiredTenantRole(t *tenancyv1.Tenant, namespaces []string) *rbacv1.ClusterRole {
+	rules := []rbacv1.PolicyRule{{
+		APIGroups:     []string{tenancyv1.GroupVersion.Group},
+		Resources:     []string{"tenants"},
+		ResourceNames: []string{t.Name},
+		Verbs:         []string{"get", "watch"},
+	}}
 	if len(namespaces) > 0 {
-		rules = append(rules, rbacv1ac.PolicyRule().
-			WithAPIGroups("").
-			WithResources("namespaces").
-			WithResourceNames(namespaces...).
-			WithVerbs("get", "watch"))
+		rules = append(rules, rbacv1.PolicyRule{
+			APIGroups:     []string{""},
+			Resources:     []string{"namespaces"},
+			ResourceNames: slices.Clone(namespaces),
+			Verbs:         []string{"get", "watch"},
+		})
 	}
-	return rbacv1ac.ClusterRole(tenantRoleName(t)).
-		WithLabels(childLabels(t)).
-		WithOwnerReferences(ownerReference(t)).
-		WithRules(rules...)
+	return &rbacv1.ClusterRole{ObjectMeta: childMeta(t, "", tenantRoleName(t)), Rules: rules}
 }
 
-// desiredTenantRoleBinding binds the admin to the per-tenant ClusterRole.
-func desiredTenantRoleBinding(t *tenancyv1.Tenant) *rbacv1ac.ClusterRoleBindingApplyConfiguration {
-	return rbacv1ac.ClusterRoleBinding(tenantRoleName(t)).
-		WithLabels(childLabels(t)).
-		WithOwnerReferences(ownerReference(t)).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(tenantRoleName(t))).
-		WithSubjects(adminSubject(t))
+func syncClusterRole(live, desired *rbacv1.ClusterRole, t *tenancyv1.Tenant) bool {
+	changed := syncMarks(live, t)
+	if !equality.Semantic.DeepEqual(live.Rules, desired.Rules) {
+		live.Rules = desired.Rules
+		changed = true
+	}
+	return changed
+}
+
+// desiredTenantRoleBinding binds the admins and viewers to the per-tenant ClusterRole.
+func desiredTenantRoleBinding(t *tenancyv1.Tenant) *rbacv1.ClusterRoleBinding {
+	subjects := adminSubjects(t)
+	for _, s := range viewerSubjects(t) {
+		if !slices.Contains(subjects, s) {
+			subjects = append(subjects, s)
+		}
+	}
+	return &rbacv1.ClusterRoleBinding{
+		ObjectMeta: childMeta(t, "", tenantRoleName(t)),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: tenantRoleName(t)},
+		Subjects:   subjects,
+	}
+}
+
+func syncClusterRoleBinding(live, desired *rbacv1.ClusterRoleBinding, t *tenancyv1.Tenant) bool {
+	changed := syncMarks(live, t)
+	if !equality.Semantic.DeepEqual(live.Subjects, desired.Subjects) {
+		live.Subjects = desired.Subjects
+		changed = true
+	}
+	return changed
 }

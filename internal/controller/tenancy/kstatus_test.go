@@ -6,6 +6,8 @@ import (
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -32,6 +34,15 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 		"a namespace terminating": {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceTerminating, "")}}, want: kstatus.InProgressStatus},
 		"an error, retrying":      {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")}, failed: errors.New("timeout")}, want: kstatus.InProgressStatus},
 		"being deleted":           {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")}}, deleting: true, want: kstatus.TerminatingStatus},
+		"a guardrail refused by the API server": {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")},
+			refused: []string{"the API server refused LimitRange a-dev/trellis-tenant-limits: min > max"}}, want: kstatus.FailedStatus},
+		// The bindings are in place as declared: Current, with SubjectsFound
+		// False for people (and a Warning Event).
+		"ready, a ServiceAccount's namespace missing": {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")},
+			subjectsChecked: true, missingSubjects: []string{"ServiceAccount ci/deployer"}}, want: kstatus.CurrentStatus},
+		"ready, with quota usage": {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")},
+			quotaHard: corev1.ResourceList{"pods": resource.MustParse("10")}, quotaUsed: corev1.ResourceList{"pods": resource.MustParse("3")}},
+			want: kstatus.CurrentStatus},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -9,23 +9,46 @@ import (
 	"k8s.io/utils/ptr"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+	"github.com/trellis-dev/trellis/internal/controller/setup"
 )
 
 // Marks Trellis puts on a tenant's namespaces instead of an owner reference:
 // an owner reference would let the garbage collector delete the namespaces
-// whenever the Tenant (or its CRD) goes away. The UID annotation makes the mark
-// specific to one Tenant object, so a re-created Tenant of the same name does
-// not take over namespaces it did not create.
+// whenever the Tenant (or its CRD) goes away. The label names the Tenant; the
+// UID annotation names the Tenant object that holds the namespace, so that a
+// Tenant re-created under the same name can tell its own namespaces from
+// those of a Tenant that still exists (docs/tenant.md, "Whose namespace is it").
 const (
 	TenantLabel         = "tenancy.trellis.dev/tenant"
 	TenantUIDAnnotation = "tenancy.trellis.dev/tenant-uid"
+	// HandOverAnnotation is set by a cluster admin on a namespace to give it
+	// to the Tenant it names: the one way a namespace Trellis did not create
+	// for that Tenant becomes one of its namespaces.
+	HandOverAnnotation = "tenancy.trellis.dev/hand-over-to"
+	// NetworkIsolationLabel is on the namespaces of a Tenant with
+	// networkIsolation; the admission policy in config/admission reads it.
+	NetworkIsolationLabel = "tenancy.trellis.dev/network-isolation"
+	partOfLabel           = "app.kubernetes.io/part-of"
 )
 
-// Names of the RBAC objects the controller keeps.
+// The Pod Security Admission labels Trellis writes from spec.podSecurity.
 const (
-	adminRoleBindingName = "trellis-tenant-admin"
-	builtinAdminRole     = "admin"
-	tenantRolePrefix     = "trellis:tenant:" // ":" keeps them apart from kustomize-made "trellis-..." roles
+	podSecurityEnforceLabel = "pod-security.kubernetes.io/enforce"
+	podSecurityWarnLabel    = "pod-security.kubernetes.io/warn"
+	podSecurityAuditLabel   = "pod-security.kubernetes.io/audit"
+)
+
+// Names of the objects the controller keeps in every tenant namespace, and
+// of the cluster-wide RBAC objects of each tenant.
+const (
+	adminRoleBindingName  = "trellis-tenant-admin"
+	viewerRoleBindingName = "trellis-tenant-viewer"
+	quotaName             = "trellis-tenant-quota"
+	limitRangeName        = "trellis-tenant-limits"
+	networkPolicyName     = "trellis-tenant-isolation"
+	builtinAdminRole      = "admin"
+	builtinViewRole       = "view"
+	tenantRolePrefix      = "trellis:tenant:" // ":" keeps them apart from kustomize-made "trellis-..." roles
 )
 
 // tenantRoleName names the per-tenant ClusterRole and its ClusterRoleBinding.
@@ -84,9 +107,41 @@ func CompileProtectedPattern(pattern string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// isMarkedBy reports whether the namespace was created by t. The UID
-// annotation is the proof (UIDs are never reused); the label only feeds the
-// cache and the index, and is restored when someone strips it.
+// isMarkedBy reports whether the namespace is held by the Tenant object t:
+// its UID annotation names t's UID (UIDs are never reused). The label only
+// feeds the cache and the index, and is restored when someone strips it.
 func isMarkedBy(annotations map[string]string, t *tenancyv1.Tenant) bool {
 	return t.UID != "" && annotations[TenantUIDAnnotation] == string(t.UID)
+}
+
+// reservedDomain reports whether a label or annotation key belongs to
+// Kubernetes (kubernetes.io, k8s.io and their subdomains).
+func reservedDomain(key string) bool {
+	prefix, _, found := strings.Cut(key, "/")
+	if !found {
+		return false
+	}
+	return prefix == "kubernetes.io" || prefix == "k8s.io" ||
+		strings.HasSuffix(prefix, ".kubernetes.io") || strings.HasSuffix(prefix, ".k8s.io")
+}
+
+// podSecurityKey reports whether key is one of the Pod Security labels Trellis writes.
+func podSecurityKey(key string) bool {
+	return key == podSecurityEnforceLabel || key == podSecurityWarnLabel || key == podSecurityAuditLabel
+}
+
+// markKey reports whether key is one of the marks that say whose namespace it is.
+func markKey(key string) bool {
+	return key == TenantLabel || key == TenantUIDAnnotation || key == setup.ManagedByLabel || key == partOfLabel
+}
+
+// guardrailMetadataKey reports whether key is one Trellis may have put on a
+// namespace from a Tenant's spec (podSecurity, namespaceMetadata,
+// networkIsolation), and so may take off again when the spec no longer asks
+// for it. Marks are not among them: they go only when the namespace is released.
+func guardrailMetadataKey(key string) bool {
+	if markKey(key) || key == HandOverAnnotation {
+		return false
+	}
+	return podSecurityKey(key) || !reservedDomain(key)
 }

@@ -22,7 +22,7 @@ func unitTenant(name, uid, prefix string, namespaces ...string) *tenancyv1.Tenan
 		Spec: tenancyv1.TenantSpec{
 			Namespaces:      namespaces,
 			NamespacePrefix: ptr.To(prefix),
-			Admin:           tenancyv1.AdminSubject{Kind: rbacv1.GroupKind, Name: name + "-admins", APIGroup: rbacv1.GroupName},
+			Admins:          []tenancyv1.Subject{{Kind: rbacv1.GroupKind, Name: name + "-admins", APIGroup: rbacv1.GroupName}},
 		},
 	}
 }

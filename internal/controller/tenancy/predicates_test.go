@@ -25,14 +25,19 @@ func TestNamespaceChanged(t *testing.T) {
 		change func(*corev1.Namespace)
 		want   bool
 	}{
-		"nothing":                   {change: func(*corev1.Namespace) {}, want: false},
-		"someone else's label":      {change: func(ns *corev1.Namespace) { ns.Labels["team"] = "z" }, want: false},
-		"someone else's annotation": {change: func(ns *corev1.Namespace) { ns.Annotations["note"] = "z" }, want: false},
-		"phase":                     {change: func(ns *corev1.Namespace) { ns.Status.Phase = corev1.NamespaceActive }, want: false},
-		"tenant label":              {change: func(ns *corev1.Namespace) { delete(ns.Labels, TenantLabel) }, want: true},
-		"managed-by label":          {change: func(ns *corev1.Namespace) { ns.Labels["app.kubernetes.io/managed-by"] = "me" }, want: true},
-		"tenant UID annotation":     {change: func(ns *corev1.Namespace) { ns.Annotations[TenantUIDAnnotation] = "other" }, want: true},
-		"deletion started":          {change: func(ns *corev1.Namespace) { now := metav1.Now(); ns.DeletionTimestamp = &now }, want: true},
+		"nothing":    {change: func(*corev1.Namespace) {}, want: false},
+		"phase":      {change: func(ns *corev1.Namespace) { ns.Status.Phase = corev1.NamespaceActive }, want: false},
+		"finalizers": {change: func(ns *corev1.Namespace) { ns.Spec.Finalizers = []corev1.FinalizerName{"kubernetes"} }, want: false},
+		// Labels and annotations may be guardrails (Pod Security levels, the
+		// tenant's metadata) or a hand-over: any change of them is looked at.
+		"a label":               {change: func(ns *corev1.Namespace) { ns.Labels["team"] = "z" }, want: true},
+		"an annotation":         {change: func(ns *corev1.Namespace) { ns.Annotations["note"] = "z" }, want: true},
+		"a Pod Security label":  {change: func(ns *corev1.Namespace) { ns.Labels[podSecurityEnforceLabel] = "privileged" }, want: true},
+		"a hand-over":           {change: func(ns *corev1.Namespace) { ns.Annotations[HandOverAnnotation] = "acme" }, want: true},
+		"tenant label":          {change: func(ns *corev1.Namespace) { delete(ns.Labels, TenantLabel) }, want: true},
+		"managed-by label":      {change: func(ns *corev1.Namespace) { ns.Labels["app.kubernetes.io/managed-by"] = "me" }, want: true},
+		"tenant UID annotation": {change: func(ns *corev1.Namespace) { ns.Annotations[TenantUIDAnnotation] = "other" }, want: true},
+		"deletion started":      {change: func(ns *corev1.Namespace) { now := metav1.Now(); ns.DeletionTimestamp = &now }, want: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -44,8 +49,20 @@ func TestNamespaceChanged(t *testing.T) {
 	}
 }
 
-func TestNamespaceToTenant(t *testing.T) {
+func TestChildToTenant(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(namespaceToTenant(context.Background(), markedNamespace())).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "acme"}}}))
-	g.Expect(namespaceToTenant(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}})).To(BeEmpty())
+	g.Expect(childToTenant(context.Background(), markedNamespace())).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "acme"}}}))
+	g.Expect(childToTenant(context.Background(), &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "acme-dev", Name: quotaName, Labels: map[string]string{TenantLabel: "acme"}}})).
+		To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "acme"}}}), "namespaced children map to their cluster-scoped Tenant")
+	g.Expect(childToTenant(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}})).To(BeEmpty())
+
+	// A namespace being handed over also wakes the Tenant it is handed to.
+	handed := markedNamespace()
+	handed.Annotations[HandOverAnnotation] = "bolt"
+	g.Expect(childToTenant(context.Background(), handed)).To(Equal([]reconcile.Request{
+		{NamespacedName: client.ObjectKey{Name: "acme"}}, {NamespacedName: client.ObjectKey{Name: "bolt"}},
+	}))
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{HandOverAnnotation: "bolt"}}}
+	g.Expect(childToTenant(context.Background(), quota)).To(BeEmpty(), "only namespaces are handed over")
 }

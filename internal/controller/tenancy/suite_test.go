@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -15,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
@@ -58,6 +62,10 @@ func run(m *testing.M) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if err := installAdmissionPolicy(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	managerCfg, err := testenv.AsManager(ctx, cfg, k8s)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -96,4 +104,24 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return code
+}
+
+// installAdmissionPolicy installs config/admission as shipped (without the
+// kustomize name prefix), so the suite runs under the policy that keeps
+// tenant admins from loosening guardrails.
+func installAdmissionPolicy(ctx context.Context) error {
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "admission", "tenant_guardrails.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+			return fmt.Errorf("config/admission: %w", err)
+		}
+		if err := k8s.Create(ctx, obj); err != nil {
+			return fmt.Errorf("installing %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	return nil
 }

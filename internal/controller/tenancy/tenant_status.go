@@ -3,7 +3,9 @@ package tenancy
 import (
 	"fmt"
 	"strings"
+	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
@@ -17,19 +19,54 @@ const (
 	ReasonNamespaceConflict  = "NamespaceConflict"
 	ReasonProtectedNamespace = "ProtectedNamespace"
 	ReasonRBACConflict       = "RBACConflict"
+	ReasonGuardrailRefused   = "GuardrailRefused"
 	ReasonTerminating        = "NamespaceTerminating"
 )
 
-// observation is what one reconcile found: the state of every namespace of
-// the spec, in spec order, and any conflict on the cluster-wide RBAC objects.
+// ConditionSubjectsFound is True when every ServiceAccount admin or viewer
+// is in a namespace that exists. It does not hold Ready back: the bindings
+// are in place as declared, they just grant nothing until the namespace
+// exists (and then to whoever creates that ServiceAccount).
+const ConditionSubjectsFound = "SubjectsFound"
+
+// Reasons of SubjectsFound.
+const (
+	ReasonSubjectsFound           = "AllFound"
+	ReasonSubjectNamespaceMissing = "ServiceAccountNamespaceMissing"
+)
+
+// observation is what one reconcile found. Namespaces are reconciled in
+// parallel, so it is shared behind a lock.
 type observation struct {
+	mu sync.Mutex
+	// namespaces is the state of every namespace of the spec, in spec order.
 	namespaces   []tenancyv1.TenantNamespaceStatus
 	rbacConflict string
+	// refused lists guardrails the API server refused to store.
+	refused []string
+	// subjectsChecked says whether ServiceAccount subjects were checked this
+	// time; missingSubjects lists those whose namespace does not exist.
+	subjectsChecked bool
+	missingSubjects []string
+	// quotaHard and quotaUsed are the tenant's quota summed over its ready
+	// namespaces (nil without a quota).
+	quotaHard, quotaUsed corev1.ResourceList
 	// failed is an error the reconcile returned (it is retried with back-off).
 	failed error
 }
 
+// newObservation lists the namespaces of the spec, in order, not yet looked at.
+func newObservation(names []string) *observation {
+	o := &observation{namespaces: make([]tenancyv1.TenantNamespaceStatus, 0, len(names))}
+	for _, n := range names {
+		o.namespaces = append(o.namespaces, tenancyv1.TenantNamespaceStatus{Name: n})
+	}
+	return o
+}
+
 func (o *observation) set(name string, state tenancyv1.NamespaceState, message string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	for i := range o.namespaces {
 		if o.namespaces[i].Name == name {
 			o.namespaces[i].State, o.namespaces[i].Message = state, message
@@ -39,8 +76,49 @@ func (o *observation) set(name string, state tenancyv1.NamespaceState, message s
 	o.namespaces = append(o.namespaces, tenancyv1.TenantNamespaceStatus{Name: name, State: state, Message: message})
 }
 
-// ready lists the namespaces that are ours and usable.
+// conflict marks a namespace as blocked by an object someone else holds;
+// the first conflict found in a namespace is the one reported.
+func (o *observation) conflict(name, message string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := range o.namespaces {
+		if o.namespaces[i].Name == name && o.namespaces[i].State != tenancyv1.NamespaceConflict {
+			o.namespaces[i].State, o.namespaces[i].Message = tenancyv1.NamespaceConflict, message
+		}
+	}
+}
+
+func (o *observation) refuse(message string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.refused = append(o.refused, message)
+}
+
+// addQuota adds one namespace's quota to the tenant's sums: its limits, and
+// its usage of each limited resource (nothing counted yet counts as zero, so
+// the quota controller's first, all-zero count changes nothing).
+func (o *observation) addQuota(hard, used corev1.ResourceList) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.quotaHard == nil {
+		o.quotaHard, o.quotaUsed = corev1.ResourceList{}, corev1.ResourceList{}
+	}
+	for name, limit := range hard {
+		h := o.quotaHard[name]
+		h.Add(limit)
+		o.quotaHard[name] = h
+		u := o.quotaUsed[name]
+		if q, ok := used[name]; ok {
+			u.Add(q)
+		}
+		o.quotaUsed[name] = u
+	}
+}
+
+// ready lists the namespaces that are ours and usable, in spec order.
 func (o *observation) ready() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	var names []string
 	for _, ns := range o.namespaces {
 		if ns.State == tenancyv1.NamespaceReady {
@@ -50,29 +128,47 @@ func (o *observation) ready() []string {
 	return names
 }
 
-// blocked reports whether a person must act (conflicts, protected names).
+// blocked reports whether a person must act (conflicts, protected names,
+// refused guardrails).
 func (o *observation) blocked() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	for _, ns := range o.namespaces {
 		if ns.State == tenancyv1.NamespaceConflict || ns.State == tenancyv1.NamespaceProtected {
 			return true
 		}
 	}
-	return o.rbacConflict != ""
+	return o.rbacConflict != "" || len(o.refused) > 0
 }
 
 // computeStatus derives the whole status from what was observed.
 func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus {
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
 	st := *t.Status.DeepCopy()
 	gen := t.Generation
 	st.ObservedGeneration = gen
 	st.Namespaces = append([]tenancyv1.TenantNamespaceStatus(nil), obs.namespaces...)
+	st.Quota = tenancyv1.TenantQuotaStatus{Hard: obs.quotaHard, Used: obs.quotaUsed}
 	meta.RemoveStatusCondition(&st.Conditions, "Degraded") // written by earlier versions
+	switch {
+	case obs.subjectsChecked && len(obs.missingSubjects) > 0:
+		conditions.Set(&st.Conditions, gen, ConditionSubjectsFound, false, ReasonSubjectNamespaceMissing,
+			"the namespace of "+strings.Join(obs.missingSubjects, ", ")+" does not exist: the binding grants nothing until it does, and then to whoever creates that ServiceAccount")
+	case obs.subjectsChecked:
+		conditions.Set(&st.Conditions, gen, ConditionSubjectsFound, true, ReasonSubjectsFound, "every ServiceAccount admin and viewer is in a namespace that exists")
+	}
+	// Not checked this time: either this very spec was checked before and
+	// every namespace was found (that verdict stands), or the reconcile
+	// stopped before the check, which the next one makes (the condition is
+	// then absent, or older than the spec).
 	conditions.Summarize(&st.Conditions, gen, summarize(t, obs))
 	return st
 }
 
-// summarize says where the tenant stands: blocked by names or RBAC objects
-// someone else holds, waiting for a namespace to finish terminating, or ready.
+// summarize says where the tenant stands: blocked by names or objects
+// someone else holds or by a guardrail the API server refused, waiting for a
+// namespace to finish terminating, or ready.
 func summarize(t *tenancyv1.Tenant, obs *observation) conditions.Summary {
 	reason, msgs := "", []string(nil)
 	for _, ns := range obs.namespaces {
@@ -93,7 +189,18 @@ func summarize(t *tenancyv1.Tenant, obs *observation) conditions.Summary {
 		}
 		msgs = append(msgs, obs.rbacConflict)
 	}
-	ready := len(obs.ready())
+	if len(obs.refused) > 0 {
+		if reason == "" {
+			reason = ReasonGuardrailRefused
+		}
+		msgs = append(msgs, obs.refused...)
+	}
+	ready := 0
+	for _, ns := range obs.namespaces {
+		if ns.State == tenancyv1.NamespaceReady {
+			ready++
+		}
+	}
 	switch {
 	case reason != "":
 		return conditions.Summary{Progress: conditions.Blocked, Reason: reason,
@@ -105,5 +212,21 @@ func summarize(t *tenancyv1.Tenant, obs *observation) conditions.Summary {
 			Message: fmt.Sprintf("%d of %d namespaces ready; waiting for a namespace being deleted", ready, len(obs.namespaces))}
 	}
 	return conditions.Summary{Progress: conditions.Done, Reason: ReasonReady,
-		Message: fmt.Sprintf("%d namespaces ready, administered by %s %s", ready, t.Spec.Admin.Kind, t.Spec.Admin.Name)}
+		Message: fmt.Sprintf("%d namespaces ready, administered by %s", ready, describeAdmins(t))}
+}
+
+// describeAdmins names the first admin and counts the others.
+func describeAdmins(t *tenancyv1.Tenant) string {
+	all := adminSubjects(t)
+	if len(all) == 0 {
+		return "nobody"
+	}
+	first := all[0].Kind + " " + all[0].Name
+	if all[0].Namespace != "" {
+		first = all[0].Kind + " " + all[0].Namespace + "/" + all[0].Name
+	}
+	if len(all) == 1 {
+		return first
+	}
+	return fmt.Sprintf("%s and %d more", first, len(all)-1)
 }

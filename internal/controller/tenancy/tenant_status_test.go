@@ -6,7 +6,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
@@ -250,4 +252,75 @@ func TestComputeStatusObservationBlocked(t *testing.T) {
 			g.Expect(obs.blocked()).To(Equal(want))
 		})
 	}
+}
+
+func TestComputeStatusRefusedGuardrailIsStalled(t *testing.T) {
+	g := NewWithT(t)
+	tenant := unitTenant("a", "uid-a", "a-", "dev")
+	obs := &observation{refused: []string{"the API server refused LimitRange a-dev/trellis-tenant-limits: min > max"}}
+	obs.set("a-dev", tenancyv1.NamespaceReady, "")
+	st := computeStatus(tenant, obs)
+	ready := conditions.Get(st.Conditions, conditions.Ready)
+	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(ready.Reason).To(Equal(ReasonGuardrailRefused))
+	g.Expect(ready.Message).To(ContainSubstring("min > max"))
+	g.Expect(conditions.IsTrue(st.Conditions, conditions.Stalled)).To(BeTrue())
+	g.Expect(obs.blocked()).To(BeTrue(), "looked at again on the foreign-child schedule, not hot-looped")
+}
+
+func TestComputeStatusSubjectsFound(t *testing.T) {
+	g := NewWithT(t)
+	tenant := unitTenant("a", "uid-a", "a-", "dev")
+	tenant.Generation = 2
+	ready := func() *observation {
+		o := &observation{}
+		o.set("a-dev", tenancyv1.NamespaceReady, "")
+		return o
+	}
+
+	missing := ready()
+	missing.subjectsChecked, missing.missingSubjects = true, []string{"ServiceAccount ci/deployer"}
+	st := computeStatus(tenant, missing)
+	c := conditions.Get(st.Conditions, ConditionSubjectsFound)
+	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(c.Reason).To(Equal(ReasonSubjectNamespaceMissing))
+	g.Expect(c.Message).To(ContainSubstring("ServiceAccount ci/deployer"))
+	g.Expect(conditions.IsTrue(st.Conditions, conditions.Ready)).To(BeTrue(), "the bindings are as declared")
+
+	// Not checked again (unchanged spec): the verdict stands.
+	tenant.Status = st
+	again := computeStatus(tenant, ready())
+	g.Expect(conditions.Get(again.Conditions, ConditionSubjectsFound).Status).To(Equal(metav1.ConditionFalse))
+
+	found := ready()
+	found.subjectsChecked = true
+	g.Expect(conditions.IsTrue(computeStatus(tenant, found).Conditions, ConditionSubjectsFound)).To(BeTrue())
+
+	// A reconcile that stopped before the check claims nothing: the
+	// condition stays absent, and the next reconcile checks.
+	fresh := unitTenant("b", "uid-b", "b-", "dev")
+	g.Expect(conditions.Get(computeStatus(fresh, ready()).Conditions, ConditionSubjectsFound)).To(BeNil())
+}
+
+func TestAddQuotaSumsAndCountsMissingUsageAsZero(t *testing.T) {
+	g := NewWithT(t)
+	hard := corev1.ResourceList{"pods": resource.MustParse("10"), "requests.memory": resource.MustParse("1Gi")}
+	obs := &observation{}
+	obs.addQuota(hard, nil) // a quota the quota controller has not counted yet
+	obs.addQuota(hard, corev1.ResourceList{"pods": resource.MustParse("4"), "requests.memory": resource.MustParse("512Mi"), "services": resource.MustParse("9")})
+	g.Expect(obs.quotaHard.Pods().Value()).To(Equal(int64(20)))
+	g.Expect(obs.quotaHard.Memory().Value()).To(Equal(int64(0)), "keys are the resource names as declared")
+	mem := obs.quotaHard["requests.memory"]
+	g.Expect(mem.Value()).To(Equal(int64(2 << 30)))
+	g.Expect(obs.quotaUsed.Pods().Value()).To(Equal(int64(4)))
+	used := obs.quotaUsed["requests.memory"]
+	g.Expect(used.Value()).To(Equal(int64(512 << 20)))
+	g.Expect(obs.quotaUsed).NotTo(HaveKey(corev1.ResourceName("services")), "only what the quota limits")
+
+	// The quota controller's first count (all zeros) changes nothing.
+	zero := &observation{}
+	zero.addQuota(hard, corev1.ResourceList{"pods": resource.MustParse("0"), "requests.memory": resource.MustParse("0")})
+	uncounted := &observation{}
+	uncounted.addQuota(hard, nil)
+	g.Expect(equality.Semantic.DeepEqual(zero.quotaUsed, uncounted.quotaUsed)).To(BeTrue())
 }

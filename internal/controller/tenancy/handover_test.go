@@ -1,0 +1,137 @@
+package tenancy
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+)
+
+func nsState(g Gomega, tenant, ns string) tenancyv1.TenantNamespaceStatus {
+	for _, s := range getTenant(g, tenant).Status.Namespaces {
+		if s.Name == ns {
+			return s
+		}
+	}
+	return tenancyv1.TenantNamespaceStatus{}
+}
+
+// TestHandOverIsAClusterAdminsAct: a namespace the Tenant did not create is
+// taken only when a cluster admin annotates it with the Tenant's name, and
+// never while an existing Tenant holds it.
+func TestHandOverIsAClusterAdminsAct(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ho-legacy", Labels: map[string]string{"team": "ho"}}})).To(Succeed())
+	g.Expect(k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ho-legacy", Name: "data"}})).To(Succeed())
+	g.Expect(k8s.Create(ctx, newTenant("ho", "ho-", "legacy"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(nsState(g, "ho", "ho-legacy").State).To(Equal(tenancyv1.NamespaceConflict))
+	}, timeout, interval).Should(Succeed())
+
+	ns := getNamespace(g, "ho-legacy")
+	ns.Annotations = map[string]string{HandOverAnnotation: "ho"}
+	g.Expect(k8s.Update(ctx, ns)).To(Succeed())
+	// A namespace Trellis does not hold is outside its cache, so the
+	// annotation is no event: the blocked Tenant's retry (every ~2 minutes)
+	// finds it. The test runs that retry now.
+	_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: "ho"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	tenant := eventuallyReady(g, "ho")
+	got := getNamespace(g, "ho-legacy")
+	g.Expect(got.Labels).To(HaveKeyWithValue(TenantLabel, "ho"))
+	g.Expect(got.Labels).To(HaveKeyWithValue("team", "ho"), "what was there stays")
+	g.Expect(got.Annotations).To(HaveKeyWithValue(TenantUIDAnnotation, string(tenant.UID)))
+	g.Expect(got.Annotations).NotTo(HaveKey(HandOverAnnotation), "the hand-over has done its work")
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "ho-legacy", Name: "data"}, &corev1.ConfigMap{})).To(Succeed())
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "ho-legacy", Name: adminRoleBindingName}, &rbacv1.RoleBinding{})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(tenantEventReasons(g, "ho")).To(ContainElement("NamespaceHandedOver"))
+	}, timeout, interval).Should(Succeed())
+
+	// Another Tenant wanting the same namespace, even when annotated with
+	// its name, does not get it while "ho" holds it.
+	g.Expect(k8s.Create(ctx, newTenant("ho2", "ho-", "legacy"))).To(Succeed())
+	ns = getNamespace(g, "ho-legacy")
+	ns.Annotations[HandOverAnnotation] = "ho2"
+	g.Expect(k8s.Update(ctx, ns)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(nsState(g, "ho2", "ho-legacy")).To(Equal(tenancyv1.TenantNamespaceStatus{
+			Name: "ho-legacy", State: tenancyv1.NamespaceConflict,
+			Message: `namespace ho-legacy belongs to Tenant "ho"; it is left untouched`,
+		}))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(getNamespace(g, "ho-legacy").Annotations).To(HaveKeyWithValue(TenantUIDAnnotation, string(tenant.UID)))
+	g.Expect(getNamespace(g, "ho-legacy").Annotations).To(HaveKeyWithValue(HandOverAnnotation, "ho2"), "not ours to remove")
+
+	// Released (ho deleted under Retain), it can be handed over: the
+	// annotation is still there, and now nobody holds the namespace.
+	deleteTenant(g, "ho")
+	eventuallyReady(g, "ho2")
+	g.Expect(getNamespace(g, "ho-legacy").Labels).To(HaveKeyWithValue(TenantLabel, "ho2"))
+	g.Expect(getNamespace(g, "ho-legacy").Annotations).NotTo(HaveKey(HandOverAnnotation))
+	deleteTenant(g, "ho2")
+}
+
+// TestReclaimNeedsTheNameAndAGoneTenant: a namespace marked with a Tenant's
+// name by a Tenant object that no longer exists is taken back by the Tenant
+// of that name, and so are Trellis' leftovers in it. Marks naming this
+// Tenant but carrying the UID of another, existing, Tenant are refused.
+func TestReclaimNeedsTheNameAndAGoneTenant(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// What a Tenant "rc", deleted with its CRD, leaves behind.
+	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:        "rc-x",
+		Labels:      map[string]string{TenantLabel: "rc", "app.kubernetes.io/managed-by": "trellis"},
+		Annotations: map[string]string{TenantUIDAnnotation: "a-uid-no-tenant-has"},
+	}})).To(Succeed())
+	stale := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "rc-x", Name: adminRoleBindingName,
+			Labels: map[string]string{TenantLabel: "rc", "app.kubernetes.io/managed-by": "trellis"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+		Subjects: []rbacv1.Subject{{Kind: "Group", Name: "rc-old-admins", APIGroup: rbacv1.GroupName}},
+	}
+	g.Expect(k8s.Create(ctx, stale)).To(Succeed())
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stale), stale)).To(Succeed())
+
+	g.Expect(k8s.Create(ctx, newTenant("rc", "rc-", "x"))).To(Succeed())
+	tenant := eventuallyReady(g, "rc")
+	g.Expect(getNamespace(g, "rc-x").Annotations).To(HaveKeyWithValue(TenantUIDAnnotation, string(tenant.UID)))
+	rb := &rbacv1.RoleBinding{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stale), rb)).To(Succeed())
+		g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: "Group", Name: "rc-admins", APIGroup: rbacv1.GroupName}}))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(rb.UID).To(Equal(stale.UID), "kept and corrected, not re-created")
+	g.Eventually(func(g Gomega) {
+		g.Expect(tenantEventReasons(g, "rc")).To(ContainElement("NamespaceReclaimed"))
+	}, timeout, interval).Should(Succeed())
+
+	// Forged: labelled with "fg", but marked with the UID of Tenant "rc",
+	// which exists. "fg" does not take it; "rc" does not either (not in its spec).
+	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:        "fg-x",
+		Labels:      map[string]string{TenantLabel: "fg"},
+		Annotations: map[string]string{TenantUIDAnnotation: string(tenant.UID)},
+	}})).To(Succeed())
+	g.Expect(k8s.Create(ctx, newTenant("fg", "fg-", "x"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(nsState(g, "fg", "fg-x")).To(Equal(tenancyv1.TenantNamespaceStatus{
+			Name: "fg-x", State: tenancyv1.NamespaceConflict, Message: `namespace fg-x belongs to Tenant "rc"; it is left untouched`,
+		}))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(getNamespace(g, "fg-x").Annotations).To(HaveKeyWithValue(TenantUIDAnnotation, string(tenant.UID)))
+	err := k8s.Get(ctx, client.ObjectKey{Namespace: "fg-x", Name: adminRoleBindingName}, &rbacv1.RoleBinding{})
+	g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+	g.Expect(err).To(HaveOccurred(), "no binding in a namespace that is not the tenant's")
+	deleteTenant(g, "fg")
+	deleteTenant(g, "rc")
+}

@@ -1,0 +1,155 @@
+// Giving namespaces up: a namespace that left the spec, and a Tenant being
+// deleted (unless its CRD is going away, when nothing is touched).
+
+package tenancy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+	"github.com/trellis-dev/trellis/internal/controller/finalizer"
+)
+
+// ownedNamespaces lists the namespaces carrying t's marks, from the cache.
+func (r *Reconciler) ownedNamespaces(ctx context.Context, t *tenancyv1.Tenant) ([]corev1.Namespace, error) {
+	list := &corev1.NamespaceList{}
+	if err := r.client.List(ctx, list, client.MatchingFields{namespaceTenantIndex: t.Name}); err != nil {
+		return nil, err
+	}
+	owned := list.Items[:0]
+	for _, ns := range list.Items {
+		if isMarkedBy(ns.Annotations, t) {
+			owned = append(owned, ns)
+		}
+	}
+	return owned, nil
+}
+
+// releaseDropped applies the deletion policy to our namespaces that left the spec.
+func (r *Reconciler) releaseDropped(ctx context.Context, s *scope) error {
+	owned, err := r.ownedNamespaces(ctx, s.t)
+	if err != nil {
+		return err
+	}
+	desired := namespaceNames(s.t)
+	var g group
+	for i := range owned {
+		if !slices.Contains(desired, owned[i].Name) {
+			g.Go(func() error { return r.release(ctx, s, &owned[i], s.t.Spec.NamespaceDeletionPolicy) })
+		}
+	}
+	return g.Wait()
+}
+
+// release gives up one of our namespaces. Delete deletes it (only if its UID
+// is still the one we saw). Retain keeps it and everything the team put in
+// it, and takes away everything Trellis put there for the tenant: the admin
+// and viewer RoleBindings, the quota, limit range and network policy, the
+// Pod Security labels and the tenant's labels and annotations, and the marks.
+// It becomes an ordinary namespace.
+func (r *Reconciler) release(ctx context.Context, s *scope, ns *corev1.Namespace, policy tenancyv1.NamespaceDeletionPolicy) error {
+	t := s.t
+	if !ns.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	if policy == tenancyv1.NamespaceDelete {
+		err := s.do(func() error { return r.client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}) })
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
+		}
+		namespacesRemoved.WithLabelValues(t.Name).Inc()
+		log.FromContext(ctx).Info("namespace deleted", "namespace", ns.Name, "policy", policy)
+		r.recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceDeleted", "Release", "deleted namespace %s (namespaceDeletionPolicy: Delete)", ns.Name)
+		return nil
+	}
+
+	var g group
+	g.Go(func() error {
+		return deleteChild(ctx, r, s, "RoleBinding", ns.Name, adminRoleBindingName, &rbacv1.RoleBinding{})
+	})
+	g.Go(func() error {
+		return deleteChild(ctx, r, s, "RoleBinding", ns.Name, viewerRoleBindingName, &rbacv1.RoleBinding{})
+	})
+	g.Go(func() error {
+		return deleteChild(ctx, r, s, "ResourceQuota", ns.Name, quotaName, &corev1.ResourceQuota{})
+	})
+	g.Go(func() error {
+		return deleteChild(ctx, r, s, "LimitRange", ns.Name, limitRangeName, &corev1.LimitRange{})
+	})
+	g.Go(func() error {
+		return deleteChild(ctx, r, s, "NetworkPolicy", ns.Name, networkPolicyName, &networkingv1.NetworkPolicy{})
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	before := ns.DeepCopy()
+	if releaseNamespace(ns) {
+		err := s.do(func() error { return r.client.Patch(ctx, ns, client.MergeFrom(before)) })
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("releasing namespace %s: %w", ns.Name, err)
+		}
+	}
+	namespacesRemoved.WithLabelValues(t.Name).Inc()
+	log.FromContext(ctx).Info("namespace released", "namespace", ns.Name, "policy", policy)
+	r.recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceReleased", "Release",
+		"namespace %s kept with its contents; the tenant's bindings, guardrails and marks were removed", ns.Name)
+	return nil
+}
+
+// finalize applies the deletion policy to every namespace of a Tenant being
+// deleted, removes its cluster-wide RBAC objects, then lets it go. If the
+// Tenant CRD itself is being deleted (an uninstall, or a reinstall), nothing
+// is touched: namespaces, bindings, guardrails and marks all stay, so the
+// team keeps working and the same Tenant applied again finds them.
+func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1.Tenant) error {
+	if !controllerutil.ContainsFinalizer(t, Finalizer) {
+		return nil
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err := r.apiReader.Get(ctx, client.ObjectKey{Name: tenantCRDName}, crd)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("checking whether the Tenant CRD is being deleted: %w", err)
+	}
+	if apierrors.IsNotFound(err) || !crd.DeletionTimestamp.IsZero() {
+		log.FromContext(ctx).Info("the Tenant CRD is being deleted: keeping the namespaces, bindings and guardrails as they are")
+	} else if err := r.releaseAll(ctx, t); err != nil {
+		return err
+	}
+	if err := finalizer.Remove(ctx, r.client, t, Finalizer); err != nil {
+		return err
+	}
+	forgetMetrics(t.Name)
+	return nil
+}
+
+// releaseAll applies the policy to every namespace the Tenant holds and
+// deletes its ClusterRole and ClusterRoleBinding.
+func (r *Reconciler) releaseAll(ctx context.Context, t *tenancyv1.Tenant) error {
+	s := r.newScope(t)
+	owned, err := r.ownedNamespaces(ctx, t)
+	if err != nil {
+		return err
+	}
+	var g group
+	for i := range owned {
+		g.Go(func() error { return r.release(ctx, s, &owned[i], t.Spec.NamespaceDeletionPolicy) })
+	}
+	g.Go(func() error {
+		return deleteChild(ctx, r, s, "ClusterRoleBinding", "", tenantRoleName(t), &rbacv1.ClusterRoleBinding{})
+	})
+	g.Go(func() error {
+		return deleteChild(ctx, r, s, "ClusterRole", "", tenantRoleName(t), &rbacv1.ClusterRole{})
+	})
+	return g.Wait()
+}

@@ -1,0 +1,141 @@
+package tenancy
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+	"github.com/trellis-dev/trellis/internal/testenv"
+)
+
+// TestReinstallIsANoOp is in the last file of the package because it
+// deletes the Tenant CRD (as an uninstall, or an upgrade by reinstall,
+// does) and installs it again. Nothing may be removed when the CRD goes
+// away, whatever the deletion policy; the same Tenant applied again finds its
+// namespaces, bindings and guardrails where they were, and takes them back
+// by rewriting one annotation per namespace: no object is created, deleted
+// or re-created.
+func TestReinstallIsANoOp(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	spec := func() *tenancyv1.Tenant {
+		t := newGuardedTenant("crd", "crd-", "data", "web")
+		t.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete // even so
+		t.Spec.Viewers = []tenancyv1.Subject{subjectGroup("auditors")}
+		return t
+	}
+	g.Expect(k8s.Create(ctx, spec())).To(Succeed())
+	before := eventuallyReady(g, "crd")
+	g.Expect(k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "crd-data", Name: "precious"}})).To(Succeed())
+
+	kept := []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "trellis:tenant:crd"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "trellis:tenant:crd"}},
+	}
+	for _, ns := range []string{"crd-data", "crd-web"} {
+		kept = append(kept,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: adminRoleBindingName}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: viewerRoleBindingName}},
+			&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: quotaName}},
+			&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: limitRangeName}},
+			&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: networkPolicyName}},
+		)
+	}
+	uids := map[string]types.UID{}
+	for _, obj := range kept {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		uids[key(obj)] = obj.GetUID()
+	}
+	expectAllKept := func(g Gomega) {
+		for _, obj := range kept {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed(), key(obj))
+			g.Expect(obj.GetUID()).To(Equal(uids[key(obj)]), "%s was re-created", key(obj))
+			g.Expect(obj.GetDeletionTimestamp()).To(BeNil(), key(obj))
+			g.Expect(obj.GetLabels()).To(HaveKeyWithValue(TenantLabel, "crd"), key(obj))
+		}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "crd-data", Name: "precious"}, &corev1.ConfigMap{})).To(Succeed())
+	}
+
+	// Uninstall: the CRD goes, and with it the Tenant.
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: tenantCRDName}}
+	g.Expect(k8s.Delete(ctx, crd)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: tenantCRDName}, &apiextensionsv1.CustomResourceDefinition{}))
+	}, 60*time.Second, interval).Should(BeTrue(), "the CRD is gone once the controller let its Tenants go")
+	expectAllKept(g)
+	g.Expect(getNamespace(g, "crd-data").Annotations).To(HaveKeyWithValue(TenantUIDAnnotation, string(before.UID)))
+	// The team keeps its rights while Trellis is away.
+	g.Expect(canI(g, "crd-admins", "get", "namespaces", "", "", "crd-web")).To(BeTrue())
+
+	// Reinstall, and apply the same Tenant again.
+	_, err := envtest.InstallCRDs(adminCfg, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases", "tenancy.trellis.dev_tenants.yaml")},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	waitForQuiet(g)
+	mgrWrites.Reset()
+	g.Eventually(func() error { return k8s.Create(ctx, spec()) }, 60*time.Second, interval).Should(Succeed())
+	after := eventuallyReady(g, "crd")
+	g.Expect(after.UID).NotTo(Equal(before.UID))
+	waitForQuiet(g)
+
+	expectAllKept(g)
+	for _, ns := range []string{"crd-data", "crd-web"} {
+		g.Expect(getNamespace(g, ns).Annotations).To(HaveKeyWithValue(TenantUIDAnnotation, string(after.UID)))
+	}
+	_, paths := mgrWrites.Writes()
+	var writes []string
+	for _, p := range paths {
+		if strings.Contains(p, "crd") && !strings.Contains(p, "/events") {
+			writes = append(writes, shortWrite(p))
+		}
+	}
+	g.Expect(writes).To(ConsistOf(
+		"PATCH tenants/crd",                                                     // finalizer
+		"PATCH /api/v1/namespaces/crd-data", "PATCH /api/v1/namespaces/crd-web", // the UID annotation
+		"PATCH tenants/crd/status",
+	), "all writes: %v", paths)
+	g.Eventually(func(g Gomega) {
+		g.Expect(tenantEventReasons(g, "crd")).To(ContainElement("NamespaceReclaimed"))
+	}, timeout, interval).Should(Succeed())
+	deleteTenant(g, "crd")
+}
+
+func key(obj client.Object) string {
+	return typeName(obj) + " " + client.ObjectKeyFromObject(obj).String()
+}
+
+func typeName(obj client.Object) string {
+	switch obj.(type) {
+	case *corev1.Namespace:
+		return "Namespace"
+	case *rbacv1.RoleBinding:
+		return "RoleBinding"
+	case *rbacv1.ClusterRole:
+		return "ClusterRole"
+	case *rbacv1.ClusterRoleBinding:
+		return "ClusterRoleBinding"
+	case *corev1.ResourceQuota:
+		return "ResourceQuota"
+	case *corev1.LimitRange:
+		return "LimitRange"
+	case *networkingv1.NetworkPolicy:
+		return "NetworkPolicy"
+	}
+	return "?"
+}
