@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -75,11 +76,35 @@ func (r *ObjectStoreReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Op
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("objectstore").
 		For(&storagev1.ObjectStore{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(storeOfBucket), builder.WithPredicates(bucketCreatedOrGone)).
-		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(storeOfAccess), builder.WithPredicates(accessGone)).
+		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.whileDeleting(storeOfBucket)), builder.WithPredicates(bucketCreatedOrGone)).
+		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(r.whileDeleting(storeOfAccess)), builder.WithPredicates(accessGone)).
 		WatchesRawSource(source.Channel(r.storeEvents, &handler.TypedEnqueueRequestForObject[*storagev1.ObjectStore]{})).
 		WithOptions(opts.ControllerOptions()).
 		Complete(r)
+}
+
+// whileDeleting passes on what storeOf maps to only while that store is being
+// deleted: a store counts its users for nothing but letting its deletion go
+// on, and checking a store in use again for every bucket created in it would
+// be one more request to the store per bucket (a thousand for a thousand
+// buckets, against a store that may be down). When the cache cannot say, the
+// store is enqueued: one check too many is cheaper than a deletion that waits
+// for nothing.
+func (r *ObjectStoreReconciler) whileDeleting(storeOf handler.MapFunc) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		reqs := storeOf(ctx, o)
+		kept := reqs[:0]
+		for _, req := range reqs {
+			store := &storagev1.ObjectStore{}
+			err := r.client.Get(ctx, req.NamespacedName, store)
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil, !store.DeletionTimestamp.IsZero():
+				kept = append(kept, req)
+			}
+		}
+		return kept
+	}
 }
 
 func storeOfBucket(_ context.Context, o client.Object) []reconcile.Request {
@@ -99,7 +124,8 @@ func storeOfAccess(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: a.Status.StoreName}}}
 }
 
-// bucketCreatedOrGone: a store only cares how many buckets use it.
+// bucketCreatedOrGone: a store only cares how many buckets use it (and only
+// while it is being deleted: whileDeleting).
 var bucketCreatedOrGone = predicate.Funcs{
 	UpdateFunc: func(event.UpdateEvent) bool { return false },
 }

@@ -3,10 +3,14 @@ package storage
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -109,4 +113,29 @@ func TestAccessGone(t *testing.T) {
 	g.Expect(storeOfAccess(context.Background(), a)).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "store-a"}}}))
 	a.Status.StoreName = ""
 	g.Expect(storeOfAccess(context.Background(), a)).To(BeEmpty(), "no account made anywhere yet")
+}
+
+// TestBucketsWakeTheirStoreOnlyWhileItIsDeleted: a bucket created in a store in
+// use costs the store no check; one created or gone while the store is being
+// deleted lets the deletion recount.
+func TestBucketsWakeTheirStoreOnlyWhileItIsDeleted(t *testing.T) {
+	inUse := testStore("store-a")
+	deleting := testStore("store-b")
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	deleting.Finalizers = []string{StoreFinalizer}
+	sch := runtime.NewScheme()
+	utilruntime.Must(storagev1.AddToScheme(sch))
+	r := &ObjectStoreReconciler{client: fake.NewClientBuilder().WithScheme(sch).WithObjects(inUse, deleting).Build()}
+	mapBucket := r.whileDeleting(storeOfBucket)
+	ctx := context.Background()
+	bucketIn := func(store string) *storagev1.StorageBucket {
+		b := statusBucket(1, storagev1.StorageBucketStatus{})
+		b.Spec.StoreRef.Name = store
+		return b
+	}
+
+	g := NewWithT(t)
+	g.Expect(mapBucket(ctx, bucketIn("store-a"))).To(BeEmpty(), "a store in use is not checked again for a new bucket")
+	g.Expect(mapBucket(ctx, bucketIn("store-b"))).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "store-b"}}}))
+	g.Expect(mapBucket(ctx, bucketIn("no-such-store"))).To(BeEmpty())
 }
