@@ -269,12 +269,20 @@ func contentTooLargeMessage(n int) string {
 // reconcileConfigMap keeps the ConfigMap's data exactly equal to the spec's
 // files (a file dropped from the spec disappears), writing only on a
 // difference. The cache holds neither side's files, only their hashes; the
-// files are read from the API server only when the hashes differ.
+// files are read from the API server only when the hashes differ. A
+// ConfigMap the cache does not have is created outright: AlreadyExists is
+// the check that nothing of someone else's is taken, and saves the confirming
+// read on every new view.
 func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: configMapName(mv), Namespace: mv.Namespace}}
-	exists, err := children.LookupOwned(ctx, r.configMaps, mv, "ConfigMap", cm)
-	if err != nil {
-		return err
+	key := client.ObjectKeyFromObject(cm)
+	exists := true
+	if err := r.configMaps.Cached.Get(ctx, key, cm); apierrors.IsNotFound(err) {
+		exists = false
+	} else if err != nil {
+		return fmt.Errorf("reading ConfigMap %s: %w", key.Name, err)
+	} else if !metav1.IsControlledBy(cm, mv) {
+		return &children.NotOwnedError{Kind: "ConfigMap", Name: cm.Name}
 	}
 	labels := childLabels(mv)
 	// Up to date: the data it holds, and the hash it says it holds, are the view's.
@@ -306,20 +314,35 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 		return nil // the cache's copy of the MarkdownView was behind
 	}
 	if !exists {
-		cm.Labels = labels
-		cm.Annotations = map[string]string{contentHashAnnotation: hash}
-		cm.Data, cm.BinaryData = data, binaryData
-		if err := controllerutil.SetControllerReference(mv, cm, r.client.Scheme()); err != nil {
+		created := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm.Name, Namespace: cm.Namespace, Labels: labels,
+			Annotations: map[string]string{contentHashAnnotation: hash}}, Data: data, BinaryData: binaryData}
+		if err := controllerutil.SetControllerReference(mv, created, r.client.Scheme()); err != nil {
 			return err
 		}
-		if err := r.client.Create(ctx, cm); err != nil {
+		err := r.client.Create(ctx, created)
+		if err == nil {
+			log.FromContext(ctx).Info("ConfigMap created", "configmap", cm.Name)
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
 		}
-		log.FromContext(ctx).Info("ConfigMap created", "configmap", cm.Name)
-		return nil
+		// There after all: the cache was behind, or someone else's. The
+		// uncached copy has the data, which the comparison below would
+		// miss, so its hash is computed here.
+		if err := r.configMaps.Uncached.Get(ctx, key, cm); err != nil {
+			return fmt.Errorf("reading ConfigMap %s: %w", cm.Name, err)
+		}
+		if !metav1.IsControlledBy(cm, mv) {
+			return &children.NotOwnedError{Kind: "ConfigMap", Name: cm.Name}
+		}
+		if contentHash(cm.Data, cm.BinaryData) == hash && cm.Annotations[contentHashAnnotation] == hash && hasLabels(cm.Labels, labels) {
+			return nil
+		}
 	}
-	// cm is the trimmed copy: no data, and the cache's own key, which the API
-	// server would refuse. An update replaces all of the data.
+	// cm is the trimmed copy (no data, and the cache's own key, which the API
+	// server would refuse) or the uncached one. An update replaces all of the
+	// data.
 	if cm.Labels == nil {
 		cm.Labels = map[string]string{}
 	}
