@@ -71,7 +71,10 @@ func NewOptions() *Options {
 		RetryPeriod:             2 * time.Second,
 		GracefulShutdownTimeout: 30 * time.Second,
 		SyncPeriod:              10 * time.Hour,
-		KubeAPIQPS:              50, // measured: docs/performance.md
+		// No client-side limit: the reconcile workers bound how many requests
+		// are in flight, and the API server's Priority and Fairness shares
+		// its capacity. Measured: docs/performance.md#chosen-defaults.
+		KubeAPIQPS:              -1,
 		KubeAPIBurst:            100,
 		Namespace:               ns,
 		MaxConcurrentReconciles: concurrencyFlag{Default: 4, PerController: maps.Clone(defaultConcurrency)},
@@ -95,8 +98,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often leader-election clients retry.")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long in-flight reconciles get to finish after SIGTERM.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often the informers resync every cached object into the work queues.")
-	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Sustained requests per second the manager's client sends to the API server.")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests the manager's client may send above --kube-api-qps.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Sustained requests per second the manager's client may send to the API server; negative: no client-side limit (the workers bound the requests in flight, and the API server's Priority and Fairness applies).")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests the manager's client may send above a positive --kube-api-qps.")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "Namespace the manager runs in; $POD_NAMESPACE, when set, is the default.")
 	fs.Var(&o.Controllers, "controllers", "Comma-separated controllers to run (default: all).")
 	fs.Var(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", "Parallel reconciles per controller: N for all, and name=N to override one (e.g. \"2,markdownview=4\"); without a bare N, the defaults of the controllers not named stay.")
@@ -141,8 +144,8 @@ func (o *Options) Validate(known []string) error {
 		errs = append(errs, fmt.Errorf("leader election needs lease duration (%s) > renew deadline (%s) > retry period (%s) > 0",
 			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
 	}
-	if !(o.KubeAPIQPS > 0) || o.KubeAPIBurst < 1 { // !(>0) also refuses NaN
-		errs = append(errs, errors.New("--kube-api-qps must be positive and --kube-api-burst at least 1"))
+	if !(o.KubeAPIQPS > 0 || o.KubeAPIQPS < 0) || (o.KubeAPIQPS > 0 && o.KubeAPIBurst < 1) { // refuses 0 and NaN
+		errs = append(errs, errors.New("--kube-api-qps must be positive (then --kube-api-burst at least 1) or negative for no client-side limit"))
 	}
 	if o.TenantReverifyInterval < time.Second {
 		errs = append(errs, errors.New("--tenant-reverify-interval must be at least 1s"))

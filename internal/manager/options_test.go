@@ -42,7 +42,7 @@ func TestNewOptionsDefaults(t *testing.T) {
 	g.Expect(o.RetryPeriod).To(Equal(2 * time.Second))
 	g.Expect(o.GracefulShutdownTimeout).To(Equal(30 * time.Second))
 	g.Expect(o.SyncPeriod).To(Equal(10 * time.Hour))
-	g.Expect(o.KubeAPIQPS).To(Equal(50.0))
+	g.Expect(o.KubeAPIQPS).To(Equal(-1.0), "no client-side limit")
 	g.Expect(o.KubeAPIBurst).To(Equal(100))
 	g.Expect(o.Namespace).To(Equal(DefaultNamespace))
 	g.Expect(o.Namespace).To(Equal("trellis-system"))
@@ -342,16 +342,16 @@ func TestValidate(t *testing.T) {
 		{
 			name:    "kube api qps zero",
 			args:    []string{"--kube-api-qps=0"},
-			wantErr: []string{"--kube-api-qps must be positive and --kube-api-burst at least 1"},
+			wantErr: []string{"--kube-api-qps must be positive (then --kube-api-burst at least 1) or negative"},
 		},
 		{
-			name:    "kube api qps negative",
-			args:    []string{"--kube-api-qps=-1"},
+			name:    "kube api qps not a number",
+			args:    []string{"--kube-api-qps=NaN"},
 			wantErr: []string{"--kube-api-qps must be positive"},
 		},
 		{
-			name:    "kube api burst zero",
-			args:    []string{"--kube-api-burst=0"},
+			name:    "kube api burst zero under a limit",
+			args:    []string{"--kube-api-qps=50", "--kube-api-burst=0"},
 			wantErr: []string{"--kube-api-burst at least 1"},
 		},
 		{
@@ -405,7 +405,7 @@ func TestValidate(t *testing.T) {
 				"--max-concurrent-reconciles=0,other=0",
 				"--rate-limiter-burst=0",
 				"--leader-elect", "--leader-elect-retry-period=0s",
-				"--kube-api-burst=0",
+				"--kube-api-qps=0",
 				"--sync-period=0s",
 				"--tenant-reverify-interval=0s",
 				"--tenant-protected-namespaces=[",
@@ -416,7 +416,7 @@ func TestValidate(t *testing.T) {
 				"--max-concurrent-reconciles must be at least 1",
 				"rate limiter burst must be at least 1",
 				"leader election needs lease duration",
-				"--kube-api-burst at least 1",
+				"--kube-api-qps must be positive",
 				"--sync-period must be positive",
 				"--tenant-reverify-interval must be at least 1s",
 				"--tenant-protected-namespaces:",
