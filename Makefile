@@ -119,8 +119,10 @@ bench: tools build ## Micro-benchmarks, viewer latency on loopback, manager memo
 	$(GO) run ./test/bench --chart docs/performance-converge.svg $(BENCH_ARGS)
 
 .PHONY: bench-scale
-bench-scale: tools build ## One-off scale run: 10,000 MarkdownViews, Tenants and StorageBuckets (about an hour; not part of make test). Its results join the chart of the next make bench.
-	$(GO) run ./test/bench --scale $(BENCH_ARGS)
+# Objects of each kind in make bench-scale.
+SCALE_SIZE ?= 10000
+bench-scale: tools build ## One-off scale run: SCALE_SIZE (10,000) MarkdownViews, Tenants and StorageBuckets (not part of make test). Its results join the chart of the next make bench.
+	$(GO) run ./test/bench --scale --scale-size $(SCALE_SIZE) $(BENCH_ARGS)
 
 ##@ Deployment
 

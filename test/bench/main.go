@@ -99,7 +99,8 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster afterwards")
 	flag.StringVar(&cfg.managerArgs, "manager-args", "", "extra manager flags, space-separated (to compare settings)")
 	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,restart,memory", "which scenarios to run (memory needs markdownview)")
-	scale := flag.Bool("scale", false, "the one-off scale run (make bench-scale): 10,000 MarkdownViews, Tenants and StorageBuckets; its results (scale.json) join the chart of later runs")
+	scale := flag.Bool("scale", false, "the one-off scale run (make bench-scale): --scale-size MarkdownViews, Tenants and StorageBuckets; its results (scale.json) join the chart of later runs")
+	scaleSize := flag.Int("scale-size", 10000, "objects of each kind in the --scale run")
 	flag.Parse()
 	var err error
 	if cfg.viewSizes, err = parseSizes(*sizes); err != nil {
@@ -113,7 +114,8 @@ func main() {
 			managerArgs: cfg.managerArgs, scenarios: cfg.scenarios, tenantGuardrails: cfg.tenantGuardrails}
 	}
 	if *scale {
-		cfg.viewSizes, cfg.markdownViews, cfg.tenants, cfg.buckets = []int{10000}, 10000, 10000, 10000
+		n := *scaleSize
+		cfg.viewSizes, cfg.markdownViews, cfg.tenants, cfg.buckets = []int{n}, n, n, n
 		cfg.bucketInterval, cfg.bucketWindow, cfg.edits = 60*time.Second, 120*time.Second, 20
 		cfg.scenarios, cfg.scaleResults, cfg.saveAs = "markdownview,tenant,bucket,restart", "", "scale.json"
 	}
