@@ -68,14 +68,23 @@ func TestDeployedManagerServesTheSampleSite(t *testing.T) {
 	port := portForward(t, "default", "svc/viewer-markdownview-sample", 80)
 	site := fmt.Sprintf("http://localhost:%d/", port)
 	dom := dumpDOM(t, chromium, site)
-	for _, want := range []string{`<h1 id="page-1">Page 1</h1>`, "一ページ目のコンテンツです。", `href="/page2.md"`} {
+	for _, want := range []string{`<h1 id="the-trellis-handbook">The Trellis handbook</h1>`, `<img src="logo.svg"`, `href="/getting-started.md"`, "日本語のページ"} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the sample site lacks %q:\n%s", want, dom)
 		}
 	}
+	// The image the page shows is served from the MarkdownView too.
+	if resp, err := http.Get(site + "logo.svg"); err != nil {
+		t.Error(err)
+	} else {
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/svg+xml" {
+			t.Errorf("logo.svg: %s, Content-Type %q", resp.Status, resp.Header.Get("Content-Type"))
+		}
+	}
 
 	if _, err := kubectl("patch", "markdownview", "markdownview-sample", "-n", "default", "--type=merge",
-		"-p", `{"spec":{"markdowns":{"page1.md":"# Page 1\n\nEdited through the cluster.\n"}}}`); err != nil {
+		"-p", `{"spec":{"markdowns":{"README.md":"# The Trellis handbook\n\nEdited through the cluster.\n"}}}`); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { applySamples(t) }) // the sample as it was
