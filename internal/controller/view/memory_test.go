@@ -18,18 +18,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/manager"
-	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
 // maxBytesPerView is what the manager's memory may grow by per
@@ -67,42 +60,17 @@ func TestManagerMemoryPerView(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 
-	scheme := k8sruntime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(viewv1.AddToScheme(scheme))
-	utilruntime.Must(gatewayv1.Install(scheme))
-	env, cfg, err := testenv.Start(scheme)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = env.Stop() }()
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-
-	opts := manager.NewOptions()
-	opts.Namespace = testenv.ManagerNamespace
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.KubeAPIQPS, opts.KubeAPIBurst = 1000, 2000 // not what is measured here
-	ctl := Controller
-	if untrimmed {
-		// The cache as it was before issue 15, with every body kept; the
-		// hashes the reconcile compares are still added.
-		ctl.Transforms = []setup.Transform{
-			{Object: &viewv1.MarkdownView{}, Func: keepingBodies(trimMarkdownView)},
-			{Object: &corev1.ConfigMap{}, Func: keepingBodies(trimConfigMap)},
+	cfg, c, scheme := ownAPIServer(t)
+	cached, stop := startViewManager(g, cfg, scheme, func(opts *manager.Options, ctl *setup.Controller) {
+		if untrimmed {
+			// The cache as it was before issue 15, with every body kept; the
+			// hashes the reconcile compares are still added.
+			ctl.Transforms = []setup.Transform{
+				{Object: &viewv1.MarkdownView{}, Func: keepingBodies(trimMarkdownView)},
+				{Object: &corev1.ConfigMap{}, Func: keepingBodies(trimConfigMap)},
+			}
 		}
-	}
-	ctl.Setup = func(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
-		r, err := NewReconciler(mgr, o)
-		if err != nil {
-			return err
-		}
-		co := o.ControllerOptions()
-		co.SkipNameValidation = ptr.To(true) // the suite's manager has one of this name already
-		return r.setupWith(mgr, co)
-	}
-	mgr, err := manager.New(ctx, cfg, scheme, opts, []setup.Controller{ctl})
-	g.Expect(err).NotTo(HaveOccurred())
-	stop, err := testenv.RunManager(mgr)
-	g.Expect(err).NotTo(HaveOccurred())
+	})
 	defer func() { g.Expect(stop()).To(Succeed()) }()
 
 	kinds := []struct {
@@ -122,7 +90,7 @@ func TestManagerMemoryPerView(t *testing.T) {
 		deploymentAvailable(g, c, "mem-warm-up", "viewer-"+kind.name)
 	}
 	total := len(kinds)
-	waitConverged(g, mgr.GetClient(), total)
+	waitConverged(g, cached, total)
 	before := measureMemory()
 	type row struct {
 		name        string
@@ -144,7 +112,7 @@ func TestManagerMemoryPerView(t *testing.T) {
 			deploymentAvailable(g, c, ns, fmt.Sprintf("viewer-v%d", i))
 		}
 		total += n
-		waitConverged(g, mgr.GetClient(), total)
+		waitConverged(g, cached, total)
 		took := time.Since(start)
 		after := measureMemory()
 		rows = append(rows, row{kind.name, after.heap - before.heap, after.rss - before.rss,

@@ -10,18 +10,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
-	"github.com/trellis-dev/trellis/internal/controller/setup"
-	"github.com/trellis-dev/trellis/internal/manager"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
@@ -32,36 +23,10 @@ import (
 func TestHTTPRouteWithoutGatewayAPI(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(viewv1.AddToScheme(scheme))
-	utilruntime.Must(gatewayv1.Install(scheme)) // known to the manager, not served by the cluster
-
-	env, cfg, err := testenv.Start(scheme)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = env.Stop() }()
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
+	cfg, c, scheme := ownAPIServer(t) // the Gateway API types known to the manager, not served by the cluster
 	managerCfg, err := testenv.AsManager(ctx, cfg, c)
 	g.Expect(err).NotTo(HaveOccurred())
-
-	opts := manager.NewOptions()
-	opts.Namespace = testenv.ManagerNamespace
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	ctl := Controller
-	ctl.Setup = func(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
-		r, err := NewReconciler(mgr, o)
-		if err != nil {
-			return err
-		}
-		co := o.ControllerOptions()
-		co.SkipNameValidation = ptr.To(true) // the suite's manager has one of this name already
-		return r.setupWith(mgr, co)
-	}
-	mgr, err := manager.New(ctx, managerCfg, scheme, opts, []setup.Controller{ctl})
-	g.Expect(err).NotTo(HaveOccurred())
-	stop, err := testenv.RunManager(mgr)
-	g.Expect(err).NotTo(HaveOccurred())
+	_, stop := startViewManager(g, managerCfg, scheme, nil)
 
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "docs"}})).To(Succeed())
 	routed := newMarkdownView("docs", "routed", map[string]string{"a.md": "# A"})

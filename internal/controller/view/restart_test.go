@@ -9,44 +9,12 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
-	"github.com/trellis-dev/trellis/internal/controller/setup"
-	"github.com/trellis-dev/trellis/internal/manager"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
-
-// startViewManager runs a manager with this controller against cfg (its
-// own API server) and returns how to stop it.
-func startViewManager(g Gomega, cfg *rest.Config, scheme *k8sruntime.Scheme) func() error {
-	opts := manager.NewOptions()
-	opts.Namespace = testenv.ManagerNamespace
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	ctl := Controller
-	ctl.Setup = func(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
-		r, err := NewReconciler(mgr, o)
-		if err != nil {
-			return err
-		}
-		co := o.ControllerOptions()
-		co.SkipNameValidation = ptr.To(true) // the suite's manager has one of this name already
-		return r.setupWith(mgr, co)
-	}
-	mgr, err := manager.New(context.Background(), cfg, scheme, opts, []setup.Controller{ctl})
-	g.Expect(err).NotTo(HaveOccurred())
-	stop, err := testenv.RunManager(mgr)
-	g.Expect(err).NotTo(HaveOccurred())
-	return stop
-}
 
 // reconcilesSoFar is controller-runtime's count of MarkdownView reconciles
 // in this process.
@@ -77,17 +45,9 @@ func reconcilesSoFar(g Gomega) float64 {
 func TestRestartedManagerWritesNothing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	scheme := k8sruntime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(viewv1.AddToScheme(scheme))
-	utilruntime.Must(gatewayv1.Install(scheme))
-	env, cfg, err := testenv.Start(scheme)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = env.Stop() }()
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
+	cfg, c, scheme := ownAPIServer(t)
 
-	stop := startViewManager(g, cfg, scheme)
+	_, stop := startViewManager(g, cfg, scheme, nil)
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "docs"}})).To(Succeed())
 	const views = 6
 	for i := range views {
@@ -118,7 +78,7 @@ func TestRestartedManagerWritesNothing(t *testing.T) {
 
 	var writes testenv.WriteCounter
 	before := reconcilesSoFar(g)
-	stop = startViewManager(g, writes.Wrap(cfg), scheme)
+	_, stop = startViewManager(g, writes.Wrap(cfg), scheme, nil)
 	defer func() { g.Expect(stop()).To(Succeed()) }()
 	g.Eventually(func() float64 { return reconcilesSoFar(g) - before }, timeout, interval).Should(BeNumerically(">=", views),
 		"the new manager reconciles every view")
