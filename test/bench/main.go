@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
@@ -70,9 +73,11 @@ type bench struct {
 	// cluster's controllers.
 	c, floor    client.Client
 	floorWrites *writeCounter
-	s3Port      int
-	mgr         *managerProc
-	rows        []row
+	// wc waits on watches (watchUntil), not on repeated lists.
+	wc     client.WithWatch
+	s3Port int
+	mgr    *managerProc
+	rows   []row
 	// points are the convergence times per size, for the chart.
 	points []convergence
 	// progressSeen: the progress lines already logged.
@@ -209,6 +214,7 @@ func log(format string, args ...any) {
 }
 
 func (b *bench) setup() error {
+	ctrllog.SetLogger(zap.New(zap.WriteTo(io.Discard))) // controller-runtime's clients would otherwise complain of no logger
 	restCfg, err := clientcmd.BuildConfigFromFlags("", b.kubeconfig)
 	if err != nil {
 		return err
@@ -220,6 +226,9 @@ func (b *bench) setup() error {
 	utilruntime.Must(tenancyv1.AddToScheme(scheme))
 	utilruntime.Must(storagev1.AddToScheme(scheme))
 	if b.c, err = client.New(restCfg, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	if b.wc, err = client.NewWithWatch(restCfg, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
 	b.floorWrites = &writeCounter{}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -144,8 +145,9 @@ func viewNamespace(n int) string { return fmt.Sprintf("mv-%d", n) }
 // ConfigMap, Deployment and Service, and two status writes (rolling out, Ready).
 const viewWritesMinimum = 5
 
-// measure runs create, then waits for done, and says what it cost.
-func (b *bench) measure(what string, writes func() writeCounts, create func() error, done func() (bool, error)) (runCost, error) {
+// measure runs create, then wait (nil: done once created), which returns
+// when the work was done, and says what it cost.
+func (b *bench) measure(what string, writes func() writeCounts, create func() error, wait func() (time.Time, error)) (runCost, error) {
 	cpu0, err := b.cpu()
 	if err != nil {
 		return runCost{}, err
@@ -156,10 +158,13 @@ func (b *bench) measure(what string, writes func() writeCounts, create func() er
 		return runCost{}, err
 	}
 	created := time.Since(start)
-	if err := waitFor(30*time.Minute, done); err != nil {
-		return runCost{}, fmt.Errorf("%s: %w", what, err)
+	end := time.Now()
+	if wait != nil {
+		if end, err = wait(); err != nil {
+			return runCost{}, fmt.Errorf("%s: %w", what, err)
+		}
 	}
-	r := runCost{took: time.Since(start)}
+	r := runCost{took: end.Sub(start)}
 	log("%s: objects sent in %s", what, created)
 	time.Sleep(2 * time.Second) // let the last writes (status, Events) land before counting
 	r.writes = writes().sub(w0)
@@ -182,7 +187,7 @@ func (b *bench) floorViews(ctx context.Context, n int, ns string) (runCost, erro
 		func() error {
 			return parallel(n, b.cfg.workers, func(i int) error { return b.createFloorViewer(ctx, ns, i) })
 		},
-		func() (bool, error) { return b.deploymentsAvailable(ctx, ns, n) })
+		func() (time.Time, error) { return b.waitDeploymentsAvailable(ctx, ns, n) })
 }
 
 func (b *bench) trellisViews(ctx context.Context, n int) (runCost, error) {
@@ -207,7 +212,7 @@ func (b *bench) trellisViews(ctx context.Context, n int) (runCost, error) {
 		func() error {
 			return parallel(n, b.cfg.workers, func(i int) error { return b.c.Create(ctx, markdownView(ns, i)) })
 		},
-		func() (bool, error) { return b.markdownViewsReady(ctx, ns, n) })
+		func() (time.Time, error) { return b.waitMarkdownViewsReady(ctx, ns, n) })
 }
 
 func markdownView(ns string, i int) *viewv1.MarkdownView {
@@ -240,19 +245,14 @@ func (b *bench) createFloorViewer(ctx context.Context, ns string, i int) error {
 	return nil
 }
 
-func (b *bench) deploymentsAvailable(ctx context.Context, ns string, n int) (bool, error) {
-	list := &appsv1.DeploymentList{}
-	if err := b.c.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return false, err
-	}
-	ok := 0
-	for _, d := range list.Items {
-		if d.Status.AvailableReplicas >= 1 {
-			ok++
-		}
-	}
-	b.progress(ns, len(list.Items), ok, n)
-	return ok >= n, nil
+// waitDeploymentsAvailable watches the Deployments of ns until n are
+// available, logging progress on the way.
+func (b *bench) waitDeploymentsAvailable(ctx context.Context, ns string, n int) (time.Time, error) {
+	available := func(o runtime.Object) bool { return o.(*appsv1.Deployment).Status.AvailableReplicas >= 1 }
+	return watchUntil(ctx, b.wc, &appsv1.DeploymentList{}, available, func(seen, ok int) bool {
+		b.progress(ns, seen, ok, n)
+		return ok >= n
+	}, 30*time.Minute, client.InNamespace(ns))
 }
 
 // progress logs, once each, when all n Deployments of a namespace exist and
@@ -271,19 +271,14 @@ func (b *bench) progress(ns string, exist, available, n int) {
 	}
 }
 
-func (b *bench) markdownViewsReady(ctx context.Context, ns string, n int) (bool, error) {
-	if _, err := b.deploymentsAvailable(ctx, ns, n); err != nil {
-		return false, err
+// waitMarkdownViewsReady watches the MarkdownViews of ns until n are Ready
+// (and their Deployments, for the progress lines).
+func (b *bench) waitMarkdownViewsReady(ctx context.Context, ns string, n int) (time.Time, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _, _ = b.waitDeploymentsAvailable(ctx, ns, n) }()
+	ready := func(o runtime.Object) bool {
+		return meta.IsStatusConditionTrue(o.(*viewv1.MarkdownView).Status.Conditions, conditions.Ready)
 	}
-	list := &viewv1.MarkdownViewList{}
-	if err := b.c.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return false, err
-	}
-	ok := 0
-	for _, mv := range list.Items {
-		if meta.IsStatusConditionTrue(mv.Status.Conditions, conditions.Ready) {
-			ok++
-		}
-	}
-	return ok >= n, nil
+	return watchUntil(ctx, b.wc, &viewv1.MarkdownViewList{}, ready, func(_, ok int) bool { return ok >= n }, 30*time.Minute, client.InNamespace(ns))
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -19,13 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
@@ -90,7 +86,7 @@ func (b *bench) tenantScenario() error {
 				func() error {
 					return parallel(n, b.cfg.workers, func(i int) error { return createFloorTenant(ctx, floorC, v, round, i) })
 				},
-				func() (bool, error) { return true, nil })
+				nil)
 		}
 		first, err := floorRun("a")
 		if err != nil {
@@ -156,10 +152,6 @@ func (b *bench) runsVariant(v tenantVariant) bool {
 // measureTenants creates n Tenants and waits, on a watch, until all are
 // Ready; the time is that of the event that made the last one Ready.
 func (b *bench) measureTenants(ctx context.Context, v tenantVariant, n int) (runCost, error) {
-	wc, err := b.watchClient()
-	if err != nil {
-		return runCost{}, err
-	}
 	selector := client.MatchingLabels{"bench.trellis.dev/variant": v.key}
 	what := fmt.Sprintf("trellis: %d Tenants (%s)", n, v.name)
 	cpu0, err := b.cpu()
@@ -174,7 +166,7 @@ func (b *bench) measureTenants(ctx context.Context, v tenantVariant, n int) (run
 	if err := parallel(n, b.cfg.workers, func(i int) error { return b.c.Create(ctx, benchTenant(v, i)) }); err != nil {
 		return runCost{}, err
 	}
-	at, err := waitTenantsReady(ctx, wc, selector, n, 30*time.Minute)
+	at, err := waitTenantsReady(ctx, b.wc, selector, n, 30*time.Minute)
 	if err != nil {
 		return runCost{}, fmt.Errorf("%s: %w", what, err)
 	}
@@ -195,63 +187,16 @@ func (b *bench) measureTenants(ctx context.Context, v tenantVariant, n int) (run
 }
 
 // waitTenantsReady watches the Tenants selected until n are Ready and
-// returns when the last one became Ready: a watch, because listing
-// thousands of Tenants every few hundred milliseconds would load the API
-// server being measured.
+// returns when the last one became Ready.
 func waitTenantsReady(ctx context.Context, wc client.WithWatch, selector client.MatchingLabels, n int, timeout time.Duration) (time.Time, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ready := map[string]bool{}
-	count := func() int {
-		c := 0
-		for _, r := range ready {
-			if r {
-				c++
-			}
-		}
-		return c
+	ready := func(o runtime.Object) bool {
+		return meta.IsStatusConditionTrue(o.(*tenancyv1.Tenant).Status.Conditions, conditions.Ready)
 	}
-	for {
-		list := &tenancyv1.TenantList{}
-		if err := wc.List(ctx, list, selector); err != nil {
-			return time.Time{}, err
-		}
-		for _, t := range list.Items {
-			ready[t.Name] = meta.IsStatusConditionTrue(t.Status.Conditions, conditions.Ready)
-		}
-		if count() >= n {
-			return time.Now(), nil
-		}
-		w, err := wc.Watch(ctx, &tenancyv1.TenantList{}, selector, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
-		if err != nil {
-			return time.Time{}, err
-		}
-		for ev := range w.ResultChan() {
-			if t, ok := ev.Object.(*tenancyv1.Tenant); ok {
-				ready[t.Name] = ev.Type != watch.Deleted && meta.IsStatusConditionTrue(t.Status.Conditions, conditions.Ready)
-				if count() >= n {
-					w.Stop()
-					return time.Now(), nil
-				}
-			}
-		}
-		if ctx.Err() != nil {
-			return time.Time{}, fmt.Errorf("%d of %d Tenants Ready: %w", count(), n, ctx.Err())
-		}
-		// The watch ended (expired): list and watch again.
-	}
-}
-
-func (b *bench) watchClient() (client.WithWatch, error) {
-	ctrllog.SetLogger(zap.New(zap.WriteTo(io.Discard))) // its client would otherwise complain of no logger
-	cfg, err := clientcmd.BuildConfigFromFlags("", b.kubeconfig)
+	at, err := watchUntil(ctx, wc, &tenancyv1.TenantList{}, ready, func(_, ok int) bool { return ok >= n }, timeout, selector)
 	if err != nil {
-		return nil, err
+		return at, fmt.Errorf("Tenants Ready: %w", err)
 	}
-	cfg.QPS = -1
-	scheme := runtime.NewScheme()
-	utilruntime.Must(tenancyv1.AddToScheme(scheme))
-	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	return at, nil
 }
 
 // tenantFloorClient is the floor's client: controller-runtime's, with the
