@@ -194,7 +194,7 @@ func waitTenantsReady(ctx context.Context, wc client.WithWatch, selector client.
 	}
 	at, err := watchUntil(ctx, wc, &tenancyv1.TenantList{}, ready, func(_, ok int) bool { return ok >= n }, timeout, selector)
 	if err != nil {
-		return at, fmt.Errorf("Tenants Ready: %w", err)
+		return at, fmt.Errorf("waiting for the Tenants to be Ready: %w", err)
 	}
 	return at, nil
 }

@@ -61,7 +61,7 @@ func TestManagerMemoryPerView(t *testing.T) {
 	ctx := context.Background()
 
 	cfg, c, scheme := ownAPIServer(t)
-	cached, stop := startViewManager(g, cfg, scheme, func(opts *manager.Options, ctl *setup.Controller) {
+	cached, stop := startViewManager(g, cfg, scheme, func(_ *manager.Options, ctl *setup.Controller) {
 		if untrimmed {
 			// The cache as it was before issue 15, with every body kept; the
 			// hashes the reconcile compares are still added.
