@@ -40,7 +40,7 @@ crds_and_secrets() {
   echo "==> CRDs"
   "$BIN/kustomize" build "$ROOT/config/crd" | kubectl apply --server-side -f - >/dev/null
   # The Gateway API's CRDs (make gateway-api-crds), so spec.expose.httpRoute works.
-  kubectl apply --server-side -f "$BIN/gateway-api-crds" >/dev/null
+  kubectl apply --server-side -f "$BIN/gateway-api-crds/" >/dev/null  # the slash: a link to a directory
   kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
   kubectl create namespace trellis-system --dry-run=client -o yaml | kubectl apply --server-side -f - >/dev/null
 
