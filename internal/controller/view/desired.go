@@ -130,12 +130,15 @@ func desiredDeployment(mv *viewv1.MarkdownView, image string) (*appsv1ac.Deploym
 			WithRunAsNonRoot(true).
 			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
 	if len(resources.Requests) > 0 || len(resources.Limits) > 0 {
+		// Copies: an apply configuration keeps the map it is given, and the
+		// client decodes the API server's answer into it, which would write
+		// into defaultResources (shared by every worker) or the cached view.
 		rr := corev1ac.ResourceRequirements()
 		if len(resources.Requests) > 0 {
-			rr.WithRequests(resources.Requests)
+			rr.WithRequests(resources.Requests.DeepCopy())
 		}
 		if len(resources.Limits) > 0 {
-			rr.WithLimits(resources.Limits)
+			rr.WithLimits(resources.Limits.DeepCopy())
 		}
 		container.WithResources(rr)
 	}

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -350,4 +351,38 @@ func BenchmarkDesiredDeployment(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestDesiredDeploymentSharesNoMaps: the client decodes the API server's
+// answer to an apply into the apply configuration, so a map the
+// configuration shares with defaultResources (read by every worker) or with
+// the cached MarkdownView would be written behind their backs — a crash
+// ("concurrent map iteration and map write") when two workers apply at once.
+func TestDesiredDeploymentSharesNoMaps(t *testing.T) {
+	g := NewWithT(t)
+	scribble := func(d *appsv1ac.DeploymentApplyConfiguration) {
+		rr := d.Spec.Template.Spec.Containers[0].Resources
+		for _, m := range []*corev1.ResourceList{rr.Requests, rr.Limits} {
+			if m != nil {
+				(*m)[corev1.ResourceName("decoded")] = resource.MustParse("1")
+			}
+		}
+	}
+
+	d, err := desiredDeployment(desiredTestView(1, ""), desiredTestDefaultImage)
+	g.Expect(err).NotTo(HaveOccurred())
+	scribble(d)
+	g.Expect(defaultResources.Requests).NotTo(HaveKey(corev1.ResourceName("decoded")))
+	g.Expect(defaultResources.Limits).NotTo(HaveKey(corev1.ResourceName("decoded")))
+
+	mv := desiredTestView(1, "")
+	mv.Spec.Pod.Resources = &corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+	}
+	d, err = desiredDeployment(mv, desiredTestDefaultImage)
+	g.Expect(err).NotTo(HaveOccurred())
+	scribble(d)
+	g.Expect(mv.Spec.Pod.Resources.Requests).To(HaveLen(1))
+	g.Expect(mv.Spec.Pod.Resources.Limits).To(HaveLen(1))
 }
