@@ -11,8 +11,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 )
 
 // clientAs is an API client impersonating user in groups.
@@ -182,4 +186,45 @@ func TestAdmissionPolicyKeepsTenantAdminsFromLooseningGuardrails(t *testing.T) {
 	})
 	deleteTenant(g, "vap")
 	deleteTenant(g, "vap-other")
+}
+
+// TestTenantsAreCreatedWithTheFinalizer: config/admission's
+// MutatingAdmissionPolicy puts the finalizer on a Tenant as the API server
+// creates it (the answer to the create already has it, so the controller has
+// no patch to send), and, set after the request's managed fields are
+// computed, it belongs to no field manager: a GitOps tool that applies the
+// Tenant again without it does not take it away.
+func TestTenantsAreCreatedWithTheFinalizer(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	apply := func(team string) *tenancyv1.Tenant {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": tenancyv1.GroupVersion.String(), "kind": "Tenant",
+			"metadata": map[string]any{"name": "admitted", "labels": map[string]any{"team": team}},
+			"spec": map[string]any{
+				"namespacePrefix": "admitted-", "namespaces": []any{"a"},
+				"admins": []any{map[string]any{"kind": "Group", "name": "admitted-admins", "apiGroup": rbacv1.GroupName}},
+			},
+		}}
+		g.Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("gitops"), client.ForceOwnership)).To(Succeed())
+		t := &tenancyv1.Tenant{}
+		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, t)).To(Succeed())
+		return t
+	}
+	noOneOwnsTheFinalizer := func(t *tenancyv1.Tenant) {
+		for _, e := range t.ManagedFields {
+			g.Expect(e.FieldsV1.GetRawString()).NotTo(ContainSubstring("finalizers"), "manager %s", e.Manager)
+		}
+	}
+
+	created := apply("one")
+	g.Expect(created.Finalizers).To(ConsistOf(Finalizer), "in the answer to the create")
+	noOneOwnsTheFinalizer(created)
+	eventuallyReady(g, "admitted")
+
+	again := apply("two")
+	g.Expect(again.Labels).To(HaveKeyWithValue("team", "two"))
+	g.Expect(again.Finalizers).To(ConsistOf(Finalizer), "a second apply without it keeps it")
+	noOneOwnsTheFinalizer(again)
+	deleteTenant(g, "admitted")
 }

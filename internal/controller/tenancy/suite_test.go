@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,21 +108,43 @@ func run(m *testing.M) int {
 }
 
 // installAdmissionPolicy installs config/admission as shipped (without the
-// kustomize name prefix), so the suite runs under the policy that keeps
-// tenant admins from loosening guardrails.
+// kustomize name prefix), so the suite runs under the policies that keep
+// tenant admins from loosening guardrails and put the finalizer on every
+// Tenant as it is created.
 func installAdmissionPolicy(ctx context.Context) error {
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "admission", "tenant_guardrails.yaml"))
-	if err != nil {
-		return err
-	}
-	for _, doc := range strings.Split(string(raw), "\n---\n") {
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-			return fmt.Errorf("config/admission: %w", err)
+	for _, file := range []string{"tenant_guardrails.yaml", "tenant_finalizer.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "admission", file))
+		if err != nil {
+			return err
 		}
-		if err := k8s.Create(ctx, obj); err != nil {
-			return fmt.Errorf("installing %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		for _, doc := range strings.Split(string(raw), "\n---\n") {
+			obj := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+				return fmt.Errorf("config/admission/%s: %w", file, err)
+			}
+			if err := k8s.Create(ctx, obj); err != nil {
+				return fmt.Errorf("installing %s %s: %w", obj.GetKind(), obj.GetName(), err)
+			}
 		}
 	}
-	return nil
+	return waitForFinalizerPolicy(ctx)
+}
+
+// waitForFinalizerPolicy waits until a Tenant is created with its finalizer
+// (a dry run): the API server loads a policy within a second, and, for up
+// to 5 s after a CRD is installed, answers the creates a mutating policy
+// matches with 503 until it has the CRD's schema.
+func waitForFinalizerPolicy(ctx context.Context) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		probe := newTenant("probe", "probe-", "a")
+		err := k8s.Create(ctx, probe, client.DryRunAll)
+		if err == nil && slices.Contains(probe.Finalizers, Finalizer) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("config/admission: a Tenant is still created without its finalizer (%v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -395,9 +395,10 @@ func writesFor(tenant string) []string {
 }
 
 // TestCreationWritesAreTheDesignMinimum pins the writes a new Tenant costs:
-// the finalizer, one create per object, one status patch; no confirming read
-// turned into a write, nothing applied twice. (Events are left out: the
-// recorder sends them, and only the Ready one is expected.)
+// one create per object, one status patch; no confirming read turned into a
+// write, nothing applied twice, and no finalizer patch (config/admission sets
+// it at creation). (Events are left out: the recorder sends them, and only
+// the Ready one is expected.)
 func TestCreationWritesAreTheDesignMinimum(t *testing.T) {
 	cases := map[string]struct {
 		tenant *tenancyv1.Tenant
@@ -406,7 +407,6 @@ func TestCreationWritesAreTheDesignMinimum(t *testing.T) {
 		"no guardrails": {
 			tenant: newTenant("wmin", "wmin-", "a", "b", "c"),
 			want: []string{
-				"PATCH tenants/wmin", // finalizer
 				"POST namespaces", "POST namespaces", "POST namespaces",
 				"POST rolebindings", "POST rolebindings", "POST rolebindings",
 				"POST clusterroles", "POST clusterrolebindings",
@@ -419,9 +419,9 @@ func TestCreationWritesAreTheDesignMinimum(t *testing.T) {
 				t.Spec.Viewers = []tenancyv1.Subject{{Kind: "Group", Name: "auditors", APIGroup: rbacv1.GroupName}}
 				return t
 			}(),
-			want: append([]string{"PATCH tenants/wmax"}, append(repeat(3,
+			want: append(repeat(3,
 				"POST namespaces", "POST rolebindings", "POST rolebindings", "POST resourcequotas", "POST limitranges", "POST networkpolicies"),
-				"POST clusterroles", "POST clusterrolebindings", "PATCH tenants/wmax/status")...),
+				"POST clusterroles", "POST clusterrolebindings", "PATCH tenants/wmax/status"),
 		},
 	}
 	for name, tc := range cases {
@@ -678,8 +678,9 @@ func TestNewObjectsAreInProgressBeforeAnyReconcile(t *testing.T) {
 	}
 }
 
-// TestEveryWriteIsTrellis: namespaces, RBAC objects, the Tenant's finalizer
-// and its status name trellis alone as their field manager.
+// TestEveryWriteIsTrellis: namespaces, RBAC objects and the Tenant's status
+// name trellis alone as their field manager; the finalizer, set at admission,
+// is no one's.
 func TestEveryWriteIsTrellis(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -708,12 +709,10 @@ func TestEveryWriteIsTrellis(t *testing.T) {
 	tenant := getTenant(g, "owned")
 	managers := testenv.FieldManagers(tenant)
 	g.Expect(managers["status"]).To(ConsistOf("trellis"))
-	// The spec is the test's; the finalizer is Trellis'.
-	g.Expect(managers[""]).To(ContainElement("trellis"))
+	// The spec is the test's; the finalizer is there, owned by no one.
+	g.Expect(tenant.Finalizers).To(ContainElement(Finalizer))
 	for _, e := range tenant.ManagedFields {
-		if e.Subresource == "" && e.Manager != "trellis" {
-			g.Expect(e.FieldsV1.GetRawString()).NotTo(ContainSubstring("finalizers"), "manager %s", e.Manager)
-		}
+		g.Expect(e.FieldsV1.GetRawString()).NotTo(ContainSubstring("finalizers"), "manager %s", e.Manager)
 	}
 	deleteTenant(g, "owned")
 }

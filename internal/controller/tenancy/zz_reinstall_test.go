@@ -106,7 +106,6 @@ func TestReinstallIsANoOp(t *testing.T) {
 		}
 	}
 	g.Expect(writes).To(ConsistOf(
-		"PATCH tenants/crd",                                                     // finalizer
 		"PATCH /api/v1/namespaces/crd-data", "PATCH /api/v1/namespaces/crd-web", // the UID annotation
 		"PATCH tenants/crd/status",
 	), "all writes: %v", paths)
