@@ -291,9 +291,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // reconcileAll runs the sub-reconcilers in order; the first error stops them.
 func (r *Reconciler) reconcileAll(ctx context.Context, s *scope) error {
 	for _, step := range []func(context.Context, *scope) error{
-		r.reconcileNamespaces,
-		r.releaseDropped,
-		r.reconcileTenantRole,
+		r.reconcileTenant,
 		r.checkSubjects,
 	} {
 		if err := step(ctx, s); err != nil {

@@ -24,14 +24,40 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 )
 
-// reconcileNamespaces brings every namespace of the spec, and what it holds,
-// to the desired state, all in parallel.
-func (r *Reconciler) reconcileNamespaces(ctx context.Context, s *scope) error {
-	var g group
-	for _, name := range namespaceNames(s.t) {
-		g.Go(func() error { return r.reconcileNamespace(ctx, s, name) })
+// reconcileTenant brings the tenant's objects to the desired state in two
+// rounds, each in parallel: first its namespaces; then what each namespace
+// holds, beside the release of the namespaces the spec dropped and the
+// per-tenant ClusterRole and its binding (the role names the namespaces of
+// the first round). A new Tenant thus waits on four round trips to the API
+// server: namespaces, bindings and role, role binding, status.
+func (r *Reconciler) reconcileTenant(ctx context.Context, s *scope) error {
+	names := namespaceNames(s.t)
+	ready := make([]bool, len(names))
+	var first group
+	for i, name := range names {
+		first.Go(func() (err error) {
+			ready[i], err = r.reconcileNamespace(ctx, s, name)
+			return err
+		})
 	}
-	return g.Wait()
+	if err := first.Wait(); err != nil {
+		return err
+	}
+	var second group
+	var theirs []string
+	for i, name := range names {
+		if ready[i] {
+			theirs = append(theirs, name)
+			second.Go(func() error { return r.reconcileNamespaceChildren(ctx, s, name) })
+		}
+	}
+	second.Go(func() error {
+		if err := r.releaseDropped(ctx, s); err != nil {
+			return err
+		}
+		return r.reconcileTenantRole(ctx, s, theirs)
+	})
+	return second.Wait()
 }
 
 // namespaceClaim is why a namespace is (or is not) the Tenant's.
@@ -112,13 +138,14 @@ func (r *Reconciler) ownsChild(ctx context.Context, obj metav1.Object, t *tenanc
 }
 
 // reconcileNamespace creates or takes one namespace of the spec, keeps its
-// labels and annotations, records its state, and reconciles what it holds.
-// It never touches a namespace that is not the Tenant's.
-func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name string) error {
+// labels and annotations, records its state, and reports whether it is the
+// tenant's and ready to hold what the tenant puts there. It never touches a
+// namespace that is not the Tenant's.
+func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name string) (bool, error) {
 	t := s.t
 	if why := r.protection.Protected(name); why != "" {
 		s.obs.set(name, tenancyv1.NamespaceProtected, "refused: "+why)
-		return nil
+		return false, nil
 	}
 	live := &corev1.Namespace{}
 	claim := claimForeign
@@ -140,12 +167,12 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 	switch {
 	case children.IsNotOwned(err):
 		s.obs.set(name, tenancyv1.NamespaceConflict, r.conflictMessage(ctx, live))
-		return nil
+		return false, nil
 	case err != nil:
-		return err
+		return false, err
 	case !live.DeletionTimestamp.IsZero():
 		s.obs.set(name, tenancyv1.NamespaceTerminating, "being deleted; it will be created again once it is gone")
-		return nil
+		return false, nil
 	}
 	logger := log.FromContext(ctx)
 	switch {
@@ -162,7 +189,7 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 			"namespace %s was handed over to this Tenant with the annotation %s", name, HandOverAnnotation)
 	}
 	s.obs.set(name, tenancyv1.NamespaceReady, "")
-	return r.reconcileNamespaceChildren(ctx, s, name)
+	return true, nil
 }
 
 func (r *Reconciler) conflictMessage(ctx context.Context, ns *corev1.Namespace) string {
@@ -310,12 +337,13 @@ func deleteChild[T client.Object](ctx context.Context, r *Reconciler, s *scope, 
 }
 
 // reconcileTenantRole keeps the per-tenant ClusterRole, naming the
-// namespaces that are ready, then its binding to the admins and viewers: in
-// that order, because the API server checks, when a binding is created, that
-// its role exists and grants nothing the manager does not hold.
-func (r *Reconciler) reconcileTenantRole(ctx context.Context, s *scope) error {
+// tenant's namespaces (those the first round found ready), then its binding
+// to the admins and viewers: in that order, because the API server checks,
+// when a binding is created, that its role exists and grants nothing the
+// manager does not hold.
+func (r *Reconciler) reconcileTenantRole(ctx context.Context, s *scope, namespaces []string) error {
 	expect := s.t.Status.ObservedGeneration > 0
-	role := desiredTenantRole(s.t, s.obs.ready())
+	role := desiredTenantRole(s.t, namespaces)
 	if err := ensureChild(ctx, r, s, "", "ClusterRole", &rbacv1.ClusterRole{}, role, syncClusterRole, expect); err != nil {
 		return err
 	}
