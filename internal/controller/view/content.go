@@ -23,6 +23,10 @@ import (
 // ConfigMap; it keeps their content hashes, computed by the transforms below
 // before the bodies are dropped. The reconcile compares the two hashes and
 // reads the MarkdownView's files from the API server only when they differ.
+// Small contents (keptContentBytes, keptContentFiles) are the exception: a
+// MarkdownView keeps them in the cache, which costs a few KiB per view at
+// most and spares the read when its ConfigMap is written — most sites are
+// a page or two.
 //
 // Drift stays visible: the ConfigMap transform hashes the data the live
 // object really holds, whatever its annotations say.
@@ -51,6 +55,18 @@ const (
 	// cachedPodBytes, on a MarkdownView: the size of spec.pod, when it was
 	// dropped for being over maxPodSettingsBytes.
 	cachedPodBytes = "view.trellis.dev/pod-bytes (cached)"
+	// cachedContentKept, on a MarkdownView: its files are small enough to
+	// have been kept in the cache.
+	cachedContentKept = "view.trellis.dev/content-kept (cached)"
+)
+
+// A MarkdownView whose files take at most keptContentBytes, in at most
+// keptContentFiles files, keeps them in the cache. The file count bounds the
+// maps' own overhead; together they keep a view under its 64 KiB
+// (docs/performance.md, manager memory per MarkdownView).
+const (
+	keptContentBytes = 4 << 10
+	keptContentFiles = 8
 )
 
 // maxPodSettingsBytes bounds spec.pod as JSON. It is cached (the Deployment
@@ -112,9 +128,10 @@ func contentSize(data map[string]string, binaryData map[string][]byte) int {
 }
 
 // trimMarkdownView is the cache transform of MarkdownViews: it replaces the
-// files by their hash and size, drops spec.pod when it is over its bound,
-// and drops the labels and annotations (up to 256 KiB each, never read by
-// the controller; the status patch never sends metadata).
+// files by their hash and size (keeping small ones as well), drops spec.pod
+// when it is over its bound, and drops the labels and annotations (up to
+// 256 KiB each, never read by the controller; the status patch never sends
+// metadata).
 func trimMarkdownView(in any) (any, error) {
 	mv, ok := in.(*viewv1.MarkdownView)
 	if !ok {
@@ -132,7 +149,11 @@ func trimMarkdownView(in any) (any, error) {
 		annotations[cachedPodBytes] = strconv.Itoa(len(pod))
 		mv.Spec.Pod = viewv1.ViewerPod{}
 	}
-	mv.Spec.Markdowns, mv.Spec.Assets = nil, nil
+	if contentSize(data, binaryData) <= keptContentBytes && len(data)+len(binaryData) <= keptContentFiles {
+		annotations[cachedContentKept] = "true"
+	} else {
+		mv.Spec.Markdowns, mv.Spec.Assets = nil, nil
+	}
 	mv.Annotations, mv.Labels = annotations, nil
 	mv.ManagedFields = nil
 	return mv, nil

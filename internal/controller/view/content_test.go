@@ -1,6 +1,9 @@
 package view
 
 import (
+	"context"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -73,7 +76,7 @@ func trimTestView() *viewv1.MarkdownView {
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 		},
 		Spec: viewv1.MarkdownViewSpec{
-			Markdowns: map[string]viewv1.MarkdownText{"a.md": viewv1.MarkdownText(strings.Repeat("é", 1000))},
+			Markdowns: map[string]viewv1.MarkdownText{"a.md": viewv1.MarkdownText(strings.Repeat("é", 3000))},
 			Assets:    map[string][]byte{"logo.png": []byte("\x89PNG\r\n\x1a\n")},
 			Replicas:  2,
 			Pod:       viewv1.ViewerPod{PriorityClassName: "docs"},
@@ -101,7 +104,7 @@ func TestTrimMarkdownViewKeepsHashesNotFiles(t *testing.T) {
 	// dropped; the hash and the byte size of the files take their place.
 	g.Expect(got.Annotations).To(Equal(map[string]string{
 		cachedContentHash:  wantHash,
-		cachedContentBytes: "2020", // "a.md" (4) + 1000 × "é" (2000) + "logo.png" (8) + 8 bytes
+		cachedContentBytes: "6020", // "a.md" (4) + 3000 × "é" (6000) + "logo.png" (8) + 8 bytes
 	}))
 	g.Expect(cachedInt(got.Annotations, cachedContentBytes)).To(Equal(wantSize))
 	// What the controller reads from the cache is kept.
@@ -119,6 +122,58 @@ func TestTrimMarkdownViewKeepsHashesNotFiles(t *testing.T) {
 	again, err := trimMarkdownView(got.DeepCopy())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again).To(Equal(got))
+}
+
+func TestTrimMarkdownViewKeepsSmallFiles(t *testing.T) {
+	view := func(files int, size int) *viewv1.MarkdownView {
+		mv := trimTestView()
+		mv.Spec.Assets = nil
+		mv.Spec.Markdowns = map[string]viewv1.MarkdownText{}
+		for i := range files {
+			name := fmt.Sprintf("%02d.md", i) // 5 bytes
+			mv.Spec.Markdowns[name] = viewv1.MarkdownText(strings.Repeat("x", size/files-len(name)))
+		}
+		return mv
+	}
+	cases := map[string]struct {
+		mv   *viewv1.MarkdownView
+		kept bool
+	}{
+		"one small page":                {view(1, 1000), true},
+		"at the bound":                  {view(keptContentFiles, keptContentBytes), true},
+		"a byte over":                   {view(1, keptContentBytes+1), false},
+		"small, but too many files":     {view(keptContentFiles+1, 500), false},
+		"the test view (6 KB, 2 files)": {trimTestView(), false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			want := maps.Clone(tc.mv.Spec.Markdowns)
+			data, binaryData := desiredContent(tc.mv)
+			hash := contentHash(data, binaryData)
+			out, err := trimMarkdownView(tc.mv)
+			g.Expect(err).NotTo(HaveOccurred())
+			got := out.(*viewv1.MarkdownView)
+			g.Expect(got.Annotations).To(HaveKeyWithValue(cachedContentHash, hash))
+			if !tc.kept {
+				g.Expect(got.Annotations).NotTo(HaveKey(cachedContentKept))
+				g.Expect(got.Spec.Markdowns).To(BeNil())
+				return
+			}
+			g.Expect(got.Annotations).To(HaveKey(cachedContentKept))
+			g.Expect(got.Spec.Markdowns).To(Equal(want))
+			again, err := trimMarkdownView(got.DeepCopy())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(again).To(Equal(got), "a second pass keeps the verdict")
+
+			// The reconcile takes the files from the cached copy: no read
+			// (the reconciler here has no reader at all).
+			r := &Reconciler{}
+			full, err := r.files(context.Background(), got)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(full).To(BeIdenticalTo(got))
+		})
+	}
 }
 
 func TestTrimMarkdownViewDropsOversizedPodSettings(t *testing.T) {
@@ -146,7 +201,7 @@ func TestTrimMarkdownViewDropsOversizedPodSettings(t *testing.T) {
 // the transform writes are ones the API server refuses.
 func TestCacheKeysCannotBeOnALiveObject(t *testing.T) {
 	g := NewWithT(t)
-	for _, k := range []string{cachedContentHash, cachedContentBytes, cachedPodBytes} {
+	for _, k := range []string{cachedContentHash, cachedContentBytes, cachedPodBytes, cachedContentKept} {
 		g.Expect(validation.IsQualifiedName(k)).NotTo(BeEmpty(), k)
 	}
 	g.Expect(validation.IsQualifiedName(contentHashAnnotation)).To(BeEmpty(), "the annotation Trellis writes is a valid one")

@@ -268,8 +268,9 @@ func contentTooLargeMessage(n int) string {
 
 // reconcileConfigMap keeps the ConfigMap's data exactly equal to the spec's
 // files (a file dropped from the spec disappears), writing only on a
-// difference. The cache holds neither side's files, only their hashes; the
-// files are read from the API server only when the hashes differ. A
+// difference. The cache holds neither side's files, only their hashes (and
+// the files of a small view); other views' files are read from the API
+// server only when the hashes differ. A
 // ConfigMap the cache does not have is created outright: AlreadyExists is
 // the check that nothing of someone else's is taken, and saves the confirming
 // read on every new view.
@@ -294,15 +295,9 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 		return nil
 	}
 
-	full := &viewv1.MarkdownView{}
-	if err := r.uncached.Get(ctx, client.ObjectKeyFromObject(mv), full); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil // deleted since; its children go with it
-		}
-		return fmt.Errorf("reading the files of MarkdownView %s: %w", mv.Name, err)
-	}
-	if full.UID != mv.UID {
-		return nil // replaced by a new object of the same name, which has its own reconcile coming
+	full, err := r.files(ctx, mv)
+	if err != nil || full == nil {
+		return err
 	}
 	data, binaryData := desiredContent(full)
 	if size := contentSize(data, binaryData); size > maxConfigMapBytes {
@@ -358,6 +353,27 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 	}
 	log.FromContext(ctx).Info("ConfigMap updated", "configmap", cm.Name)
 	return nil
+}
+
+// files returns mv with its files: mv itself when the cache kept them,
+// otherwise the MarkdownView read from the API server (nil when it is gone
+// or was replaced by a new object of the same name, which has its own
+// reconcile coming).
+func (r *Reconciler) files(ctx context.Context, mv *viewv1.MarkdownView) (*viewv1.MarkdownView, error) {
+	if _, kept := mv.Annotations[cachedContentKept]; kept {
+		return mv, nil
+	}
+	full := &viewv1.MarkdownView{}
+	if err := r.uncached.Get(ctx, client.ObjectKeyFromObject(mv), full); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil // deleted since; its children go with it
+		}
+		return nil, fmt.Errorf("reading the files of MarkdownView %s: %w", mv.Name, err)
+	}
+	if full.UID != mv.UID {
+		return nil, nil
+	}
+	return full, nil
 }
 
 // hasLabels reports whether every wanted label is set on have.

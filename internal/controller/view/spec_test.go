@@ -398,30 +398,50 @@ func TestConfigMapDriftIsSeenWithoutCachingData(t *testing.T) {
 }
 
 // An unchanged MarkdownView costs no read of its files: the hashes agree.
-// An edit costs one, and reaches the ConfigMap.
+// An edit costs one, and reaches the ConfigMap. A small view (its files in
+// the cache) costs no read at all.
 func TestFilesAreReadOnlyWhenTheyChanged(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := newNamespace(t)
-	g.Expect(k8s.Create(ctx, newMarkdownView(ns, "cheap", map[string]string{"a.md": "# A"}))).To(Succeed())
-	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "markdowns-cheap"), &corev1.ConfigMap{}) }, timeout, interval).Should(Succeed())
-	g.Expect(mvReads.of(key(ns, "cheap"))).To(BeNumerically(">=", 1), "creating the ConfigMap needed the files")
-	expectQuiet(g, ns, "cheap")
+	large := "# A\n" + strings.Repeat("words ", keptContentBytes/6+1)
+	for name, tc := range map[string]struct {
+		page        string
+		readOnWrite bool
+	}{
+		"large view": {page: large, readOnWrite: true},
+		"small view": {page: "# A", readOnWrite: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			ns := newNamespace(t)
+			g.Expect(k8s.Create(ctx, newMarkdownView(ns, "cheap", map[string]string{"a.md": tc.page}))).To(Succeed())
+			g.Eventually(func() error { return k8s.Get(ctx, key(ns, "markdowns-cheap"), &corev1.ConfigMap{}) }, timeout, interval).Should(Succeed())
+			if tc.readOnWrite {
+				g.Expect(mvReads.of(key(ns, "cheap"))).To(BeNumerically(">=", 1), "creating the ConfigMap needed the files")
+			} else {
+				g.Expect(mvReads.of(key(ns, "cheap"))).To(BeZero(), "the files were in the cache")
+			}
+			expectQuiet(g, ns, "cheap")
 
-	reads := mvReads.of(key(ns, "cheap"))
-	for range 5 {
-		_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: key(ns, "cheap")})
-		g.Expect(err).NotTo(HaveOccurred())
+			reads := mvReads.of(key(ns, "cheap"))
+			for range 5 {
+				_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: key(ns, "cheap")})
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+			g.Expect(mvReads.of(key(ns, "cheap"))).To(Equal(reads), "no read around the cache while nothing changed")
+
+			editView(g, ns, "cheap", func(mv *viewv1.MarkdownView) { mv.Spec.Markdowns["b.md"] = "# B" })
+			g.Eventually(func(g Gomega) {
+				cm := &corev1.ConfigMap{}
+				g.Expect(k8s.Get(ctx, key(ns, "markdowns-cheap"), cm)).To(Succeed())
+				g.Expect(cm.Data).To(Equal(map[string]string{"a.md": tc.page, "b.md": "# B"}))
+			}, timeout, interval).Should(Succeed())
+			if tc.readOnWrite {
+				g.Expect(mvReads.of(key(ns, "cheap"))).To(BeNumerically(">", reads))
+			} else {
+				g.Expect(mvReads.of(key(ns, "cheap"))).To(BeZero())
+			}
+		})
 	}
-	g.Expect(mvReads.of(key(ns, "cheap"))).To(Equal(reads), "no read around the cache while nothing changed")
-
-	editView(g, ns, "cheap", func(mv *viewv1.MarkdownView) { mv.Spec.Markdowns["b.md"] = "# B" })
-	g.Eventually(func(g Gomega) {
-		cm := &corev1.ConfigMap{}
-		g.Expect(k8s.Get(ctx, key(ns, "markdowns-cheap"), cm)).To(Succeed())
-		g.Expect(cm.Data).To(Equal(map[string]string{"a.md": "# A", "b.md": "# B"}))
-	}, timeout, interval).Should(Succeed())
-	g.Expect(mvReads.of(key(ns, "cheap"))).To(BeNumerically(">", reads))
 }
 
 // TestSampleIsAcceptedAndServed: config/samples' MarkdownView passes
