@@ -226,13 +226,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return result, err
 }
 
-// reconcileChildren runs the sub-reconcilers in order; the first error stops them.
+// reconcileChildren runs the sub-reconcilers in order; the first error stops
+// them. The ConfigMap comes first: the Deployment's pods mount it.
 func (r *Reconciler) reconcileChildren(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
 	for _, step := range []func(context.Context, *viewv1.MarkdownView, *observation) error{
 		r.checkSpec,
 		r.reconcileConfigMap,
-		r.reconcileDeployment,
-		r.reconcileService,
+		r.reconcileDeploymentAndService,
 		r.reconcileIngress,
 		r.reconcileHTTPRoute,
 	} {
@@ -384,6 +384,18 @@ func hasLabels(have, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// reconcileDeploymentAndService applies the Deployment and the Service side
+// by side: neither needs the other, and a new view's reconcile then waits on
+// one never-adopt read and one apply instead of two of each, which is most of
+// how fast a burst of new views is served (docs/performance.md). Only the
+// Deployment records anything in obs.
+func (r *Reconciler) reconcileDeploymentAndService(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
+	service := make(chan error, 1)
+	go func() { service <- r.reconcileService(ctx, mv, nil) }()
+	err := r.reconcileDeployment(ctx, mv, obs)
+	return errors.Join(err, <-service)
 }
 
 // reconcileDeployment applies the viewer Deployment and records it for the status.
