@@ -11,12 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/controller/view"
+	"github.com/trellis-dev/trellis/internal/manager"
 )
 
 // The MarkdownView scenarios: N views created at once against a floor that
@@ -224,20 +225,18 @@ func markdownView(ns string, i int) *viewv1.MarkdownView {
 	}
 }
 
-// createFloorViewer creates what a MarkdownView would get, without Trellis.
+// createFloorViewer creates what Trellis writes for a MarkdownView, without
+// Trellis: the same ConfigMap, Deployment (pod template included) and
+// Service, less the owner references. The managed-by label gets another
+// value, so that the manager's cache, which selects on it, leaves the
+// floor's objects alone as it would if there were no manager.
 func (b *bench) createFloorViewer(ctx context.Context, ns string, i int) error {
-	name := fmt.Sprintf("viewer-%d", i)
-	labels := map[string]string{"app": name}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "markdowns-" + name},
-		Data: map[string]string{"SUMMARY.md": "# Summary\n- [Index](index.md)\n", "index.md": fmt.Sprintf("# Page %d\n", i)}}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: appsv1.DeploymentSpec{
-		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "viewer", Image: "trellis-viewer:dev", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}},
-		}}}}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{
-		Selector: labels, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}}}
+	cm, d, svc, err := view.DesiredChildren(markdownView(ns, i), manager.NewOptions().ViewerImage)
+	if err != nil {
+		return err
+	}
 	for _, o := range []client.Object{cm, d, svc} {
+		o.GetLabels()[setup.ManagedByLabel] = "bench-floor"
 		if err := b.floor.Create(ctx, o); err != nil {
 			return err
 		}

@@ -184,14 +184,14 @@ func withScheduling(spec *corev1ac.PodSpecApplyConfiguration, mv *viewv1.Markdow
 		spec.WithPriorityClassName(pod.PriorityClassName)
 	}
 	for _, t := range pod.Tolerations {
-		ac, err := applyConfigOf[corev1ac.TolerationApplyConfiguration](t)
+		ac, err := viaJSON[corev1ac.TolerationApplyConfiguration](t)
 		if err != nil {
 			return err
 		}
 		spec.WithTolerations(ac)
 	}
 	if pod.Affinity != nil {
-		ac, err := applyConfigOf[corev1ac.AffinityApplyConfiguration](pod.Affinity)
+		ac, err := viaJSON[corev1ac.AffinityApplyConfiguration](pod.Affinity)
 		if err != nil {
 			return err
 		}
@@ -201,7 +201,7 @@ func withScheduling(spec *corev1ac.PodSpecApplyConfiguration, mv *viewv1.Markdow
 		if c.LabelSelector == nil {
 			c.LabelSelector = &metav1.LabelSelector{MatchLabels: selectorLabels(mv)}
 		}
-		ac, err := applyConfigOf[corev1ac.TopologySpreadConstraintApplyConfiguration](c)
+		ac, err := viaJSON[corev1ac.TopologySpreadConstraintApplyConfiguration](c)
 		if err != nil {
 			return err
 		}
@@ -210,10 +210,11 @@ func withScheduling(spec *corev1ac.PodSpecApplyConfiguration, mv *viewv1.Markdow
 	return nil
 }
 
-// applyConfigOf turns a typed API value into its apply configuration, which
-// has the same JSON form. Going through JSON keeps unset fields unset, so the
-// configuration extracted back from the live object compares equal.
-func applyConfigOf[A any](v any) (*A, error) {
+// viaJSON turns an API value into another type of the same JSON form: a
+// typed value into its apply configuration, or back. Going through JSON keeps
+// unset fields unset, so the configuration extracted back from the live
+// object compares equal.
+func viaJSON[A any](v any) (*A, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %T: %w", v, err)

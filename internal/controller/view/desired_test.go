@@ -386,3 +386,36 @@ func TestDesiredDeploymentSharesNoMaps(t *testing.T) {
 	g.Expect(mv.Spec.Pod.Resources.Requests).To(HaveLen(1))
 	g.Expect(mv.Spec.Pod.Resources.Limits).To(HaveLen(1))
 }
+
+// TestDesiredChildrenAreWhatTrellisWrites: the plain objects the bench's
+// floor creates carry what the controller writes, minus owner references.
+func TestDesiredChildrenAreWhatTrellisWrites(t *testing.T) {
+	g := NewWithT(t)
+	mv := desiredTestView(2, "")
+	mv.Spec.Markdowns = map[string]viewv1.MarkdownText{"index.md": "# Hi"}
+	cm, d, svc, err := DesiredChildren(mv, "viewer:test")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(cm.Name).To(Equal(configMapName(mv)))
+	g.Expect(cm.Labels).To(Equal(childLabels(mv)))
+	g.Expect(cm.Data).To(Equal(map[string]string{"index.md": "# Hi"}))
+	g.Expect(cm.Annotations).To(HaveKeyWithValue(contentHashAnnotation, contentHash(cm.Data, nil)))
+
+	applied, err := desiredDeployment(mv, "viewer:test")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Name).To(Equal(*applied.Name))
+	g.Expect(d.OwnerReferences).To(BeEmpty())
+	g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
+	g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(1))
+	c := d.Spec.Template.Spec.Containers[0]
+	g.Expect(c.Image).To(Equal("viewer:test"))
+	g.Expect(c.ReadinessProbe).NotTo(BeNil())
+	g.Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+	g.Expect(d.Spec.Template.Spec.Volumes[0].ConfigMap.Name).To(Equal(cm.Name))
+	g.Expect(c.Resources.Limits.Memory().String()).To(Equal("128Mi"))
+
+	g.Expect(svc.Name).To(Equal(viewerName(mv)))
+	g.Expect(svc.OwnerReferences).To(BeEmpty())
+	g.Expect(svc.Spec.Selector).To(Equal(selectorLabels(mv)))
+	g.Expect(svc.Spec.Ports).To(HaveLen(1))
+}
