@@ -115,19 +115,6 @@ func (o *observation) addQuota(hard, used corev1.ResourceList) {
 	}
 }
 
-// ready lists the namespaces that are ours and usable, in spec order.
-func (o *observation) ready() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var names []string
-	for _, ns := range o.namespaces {
-		if ns.State == tenancyv1.NamespaceReady {
-			names = append(names, ns.Name)
-		}
-	}
-	return names
-}
-
 // blocked reports whether a person must act (conflicts, protected names,
 // refused guardrails).
 func (o *observation) blocked() bool {

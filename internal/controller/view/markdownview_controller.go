@@ -178,7 +178,8 @@ func deploymentConditionsEqual(a, b []appsv1.DeploymentCondition) bool {
 }
 
 // Reconcile brings one MarkdownView's children to the desired state and
-// records what it saw. mv is the cached copy: its files are not in it.
+// records what it saw. mv is the cached copy: its files are not in it,
+// unless they are small (cachedContentKept).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mv := &viewv1.MarkdownView{}
 	found, err := r.status.Get(ctx, req.NamespacedName, mv)
@@ -390,12 +391,18 @@ func hasLabels(have, want map[string]string) bool {
 // by side: neither needs the other, and a new view's reconcile then waits on
 // one never-adopt read and one apply instead of two of each, which is most of
 // how fast a burst of new views is served (docs/performance.md). Only the
-// Deployment records anything in obs.
+// Deployment records anything in obs. Its error comes first, as when the two
+// ran in order: one error, so that Reconcile classifies it alone (a joined
+// one would read as Stalled if either part were a conflict, hiding the
+// other's transient failure).
 func (r *Reconciler) reconcileDeploymentAndService(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
 	service := make(chan error, 1)
 	go func() { service <- r.reconcileService(ctx, mv, nil) }()
 	err := r.reconcileDeployment(ctx, mv, obs)
-	return errors.Join(err, <-service)
+	if serviceErr := <-service; err == nil {
+		err = serviceErr
+	}
+	return err
 }
 
 // reconcileDeployment applies the viewer Deployment and records it for the status.
