@@ -3,7 +3,6 @@ package view
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 )
@@ -15,11 +14,7 @@ import (
 // work without Trellis: the bench's floor creates these.
 func DesiredChildren(mv *viewv1.MarkdownView, viewerImage string) (*corev1.ConfigMap, *appsv1.Deployment, *corev1.Service, error) {
 	data, binaryData := desiredContent(mv)
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: configMapName(mv), Namespace: mv.Namespace, Labels: childLabels(mv),
-			Annotations: map[string]string{contentHashAnnotation: contentHash(data, binaryData)}},
-		Data: data, BinaryData: binaryData,
-	}
+	cm := desiredConfigMap(mv, data, binaryData, contentHash(data, binaryData))
 	applied, err := desiredDeployment(mv, viewerImage)
 	if err != nil {
 		return nil, nil, nil, err

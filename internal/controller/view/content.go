@@ -141,15 +141,16 @@ func trimMarkdownView(in any) (any, error) {
 		return mv, nil
 	}
 	data, binaryData := desiredContent(mv)
+	size := contentSize(data, binaryData)
 	annotations := map[string]string{
 		cachedContentHash:  contentHash(data, binaryData),
-		cachedContentBytes: strconv.Itoa(contentSize(data, binaryData)),
+		cachedContentBytes: strconv.Itoa(size),
 	}
 	if pod, err := json.Marshal(mv.Spec.Pod); err != nil || len(pod) > maxPodSettingsBytes {
 		annotations[cachedPodBytes] = strconv.Itoa(len(pod))
 		mv.Spec.Pod = viewv1.ViewerPod{}
 	}
-	if contentSize(data, binaryData) <= keptContentBytes && len(data)+len(binaryData) <= keptContentFiles {
+	if size <= keptContentBytes && len(data)+len(binaryData) <= keptContentFiles {
 		annotations[cachedContentKept] = "true"
 	} else {
 		mv.Spec.Markdowns, mv.Spec.Assets = nil, nil

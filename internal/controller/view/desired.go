@@ -102,6 +102,17 @@ func ownerReference(mv *viewv1.MarkdownView) *metav1ac.OwnerReferenceApplyConfig
 	return children.OwnerReference(mv, viewv1.GroupVersion.WithKind("MarkdownView"))
 }
 
+// desiredConfigMap is the ConfigMap Trellis creates for mv, holding data and
+// binaryData (mv's files) whose content hash is hash; the owner reference is
+// the caller's to set.
+func desiredConfigMap(mv *viewv1.MarkdownView, data map[string]string, binaryData map[string][]byte, hash string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: configMapName(mv), Namespace: mv.Namespace, Labels: childLabels(mv),
+			Annotations: map[string]string{contentHashAnnotation: hash}},
+		Data: data, BinaryData: binaryData,
+	}
+}
+
 // desiredDeployment is the viewer Deployment as Trellis applies it.
 func desiredDeployment(mv *viewv1.MarkdownView, image string) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	replicas := mv.Spec.Replicas

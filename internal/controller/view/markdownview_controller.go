@@ -310,8 +310,7 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 		return nil // the cache's copy of the MarkdownView was behind
 	}
 	if !exists {
-		created := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm.Name, Namespace: cm.Namespace, Labels: labels,
-			Annotations: map[string]string{contentHashAnnotation: hash}}, Data: data, BinaryData: binaryData}
+		created := desiredConfigMap(mv, data, binaryData, hash)
 		if err := controllerutil.SetControllerReference(mv, created, r.client.Scheme()); err != nil {
 			return err
 		}
