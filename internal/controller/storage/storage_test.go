@@ -389,7 +389,14 @@ func TestBucketEventsTriggerAnImmediateCheck(t *testing.T) {
 
 	// versitygw's own notification (its --event-webhook-url points at the
 	// receiver, token in the query) reaches us too: the check it triggers is
-	// counted in the metrics.
+	// counted in the metrics. The recreating check is counted after the
+	// bucket exists; its Event comes after the count, so once the Event is
+	// there, before cannot miss it.
+	g.Eventually(func(g Gomega) {
+		events := &corev1.EventList{}
+		g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(HaveField("Reason", "BucketRecreated")))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 	before := checksOf(ns, "hooked")
 	g.Expect(putViaProbeClient(bucket, "hello.txt")).To(Succeed())
 	g.Eventually(func() float64 { return checksOf(ns, "hooked") }, 10*time.Second, 100*time.Millisecond).Should(BeNumerically(">", before))

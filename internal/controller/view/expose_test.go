@@ -300,7 +300,7 @@ func TestLabelledButNotOwnedIngressIsNotDeleted(t *testing.T) {
 	g.Expect(k8s.Create(ctx, lookalike)).To(Succeed())
 	g.Expect(k8s.Create(ctx, newMarkdownView(ns, "plain", map[string]string{"a.md": "# A"}))).To(Succeed())
 	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "viewer-plain"), &appsv1.Deployment{}) }, timeout, interval).Should(Succeed())
-	// The reconcile has run its Ingress step (the Deployment comes before it); run it once more for certain.
+	// The Deployment exists; the Ingress step may not have run yet, so run a reconcile to its end here.
 	_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: key(ns, "plain")})
 	g.Expect(err).NotTo(HaveOccurred())
 	got := &networkingv1.Ingress{}

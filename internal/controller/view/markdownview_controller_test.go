@@ -196,9 +196,9 @@ func TestDriftIsRestored(t *testing.T) {
 		g.Expect(got.Data).To(Equal(map[string]string{"a.md": "A"}))
 	}, timeout, interval).Should(Succeed())
 
-	// Delete the Service: it comes back.
+	// Delete the Service: it comes back. (It is applied beside the Deployment, not after it.)
 	svc := &corev1.Service{}
-	g.Expect(k8s.Get(ctx, key(ns, "viewer-drift"), svc)).To(Succeed())
+	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "viewer-drift"), svc) }, timeout, interval).Should(Succeed())
 	oldUID := svc.UID
 	g.Expect(k8s.Delete(ctx, svc)).To(Succeed())
 	g.Eventually(func(g Gomega) {

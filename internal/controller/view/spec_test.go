@@ -246,7 +246,9 @@ func TestAssetsBecomeBinaryDataExactly(t *testing.T) {
 		g.Expect(cm.Annotations).To(HaveKeyWithValue(contentHashAnnotation, contentHash(cm.Data, cm.BinaryData)))
 	}, timeout, interval).Should(Succeed())
 	// The viewer mounts the whole ConfigMap (no items), so binaryData files appear beside the pages.
-	_, d := deploymentImage(g, ns, "viewer-pictures")
+	// The ConfigMap is written before the Deployment, so the Deployment may not exist yet.
+	d := &appsv1.Deployment{}
+	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "viewer-pictures"), d) }, timeout, interval).Should(Succeed())
 	g.Expect(d.Spec.Template.Spec.Volumes[0].ConfigMap.Items).To(BeEmpty())
 
 	// An asset replaced, one removed: binaryData follows exactly.
