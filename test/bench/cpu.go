@@ -37,7 +37,7 @@ func (s cpuSample) minus(before cpuSample) cpuSample {
 
 func (s cpuSample) String() string {
 	parts := make([]string, 0, len(s))
-	for _, k := range append([]string{"manager"}, components...) {
+	for _, k := range append(append([]string{"manager"}, components...), "versitygw") {
 		if v, ok := s[k]; ok {
 			parts = append(parts, fmt.Sprintf("%s %.1fs", k, v))
 		}
@@ -61,6 +61,14 @@ func (b *bench) cpu() (cpuSample, error) {
 		}
 		if s[c], err = cpuSeconds(pid); err != nil {
 			return nil, fmt.Errorf("%s: %w", c, err)
+		}
+	}
+	// versitygw, once started: the bucket scenario's S3 work.
+	if raw, err := os.ReadFile(filepath.Join(b.root, ".dev", b.cluster+"-s3", "pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(raw))); err == nil {
+			if v, err := cpuSeconds(pid); err == nil {
+				s["versitygw"] = v
+			}
 		}
 	}
 	if b.mgr != nil && b.mgr.cmd != nil {

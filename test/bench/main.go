@@ -33,20 +33,29 @@ import (
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 )
 
+// scaleResultsPath is where make bench-scale keeps its results: in docs/,
+// beside the chart its point joins, because one run takes an hour.
+const scaleResultsPath = "docs/performance-scale.json"
+
 type config struct {
 	// viewSizes are the MarkdownView counts of the convergence runs (the chart's x axis).
 	viewSizes                                                  []int
 	markdownViews, unrelated, tenants, buckets, edits, workers int
-	bucketInterval, quiet, bucketWindow                        time.Duration
-	out                                                        string
-	keep                                                       bool
-	managerArgs                                                string
-	scenarios                                                  string
+	// viewsPerNamespace spreads a convergence run's views over namespaces
+	// of at most this many (0: one namespace per run).
+	viewsPerNamespace int
+	// floorOnce measures the MarkdownView floor before Trellis only.
+	floorOnce                           bool
+	bucketInterval, quiet, bucketWindow time.Duration
+	out                                 string
+	keep                                bool
+	managerArgs                         string
+	scenarios                           string
 	// tenantGuardrails says which Tenant variants run: none, all, or both.
 	tenantGuardrails string
 	// chart is where the converge-time chart (SVG) goes; scaleResults adds
 	// points from a make bench-scale run (its JSON) to it; saveAs also
-	// writes the results under this fixed name in out.
+	// writes the results to this path (the scale run's, kept in docs/).
 	chart, scaleResults, saveAs string
 }
 
@@ -76,6 +85,8 @@ type bench struct {
 	// wc waits on watches (watchUntil), not on repeated lists.
 	wc     client.WithWatch
 	s3Port int
+	// s3Keys are the store's access key ID and secret, for the bucket floor.
+	s3Keys [2]string
 	mgr    *managerProc
 	rows   []row
 	// points are the convergence times per size, for the chart.
@@ -83,6 +94,8 @@ type bench struct {
 	// progressSeen: the progress lines already logged.
 	progressMu   sync.Mutex
 	progressSeen map[string]bool
+	// started names the results file.
+	started time.Time
 }
 
 func main() {
@@ -90,7 +103,7 @@ func main() {
 	smoke := flag.Bool("smoke", false, "small sizes, for make test: checks the bench runs, not the figures")
 	sizes := flag.String("view-sizes", "100,300,1000", "MarkdownView counts of the convergence runs, comma-separated; the largest also runs the write, quiet, restart and edit figures")
 	flag.StringVar(&cfg.chart, "chart", "", "write the converge-time chart (SVG) here; default <out>/converge.svg")
-	flag.StringVar(&cfg.scaleResults, "scale-results", "bench/results/scale.json", "results of make bench-scale whose points join the chart, if the file exists")
+	flag.StringVar(&cfg.scaleResults, "scale-results", scaleResultsPath, "results of make bench-scale whose points join the chart, if the file exists")
 	flag.IntVar(&cfg.unrelated, "unrelated", 10000, "unrelated ConfigMaps and Secrets (2 KiB each, half of each) for the memory scenario")
 	flag.IntVar(&cfg.tenants, "tenants", 300, "Tenants of 3 namespaces each")
 	flag.StringVar(&cfg.tenantGuardrails, "tenant-guardrails", "none,all", "Tenant variants to run: none (namespaces and admins), all (every guardrail), or both")
@@ -99,6 +112,8 @@ func main() {
 	flag.DurationVar(&cfg.bucketWindow, "bucket-window", 120*time.Second, "how long bucket checks are sampled")
 	flag.DurationVar(&cfg.quiet, "quiet", 60*time.Second, "quiet window after convergence")
 	flag.IntVar(&cfg.edits, "edits", 50, "edits of one MarkdownView for the edit-latency scenario")
+	flag.IntVar(&cfg.viewsPerNamespace, "views-per-namespace", 0, "spread each convergence run's MarkdownViews over namespaces of at most this many (0: one namespace per run)")
+	flag.BoolVar(&cfg.floorOnce, "floor-once", false, "measure the MarkdownView floor once, before Trellis, instead of before and after (saves a run at scale; favours the floor)")
 	flag.IntVar(&cfg.workers, "workers", 16, "concurrent client workers (for the floor and for creating objects)")
 	flag.StringVar(&cfg.out, "out", "bench/results", "directory for the JSON results")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster afterwards")
@@ -116,13 +131,25 @@ func main() {
 	if *smoke {
 		cfg = config{viewSizes: []int{10, 20}, markdownViews: 20, unrelated: 200, tenants: 10, buckets: 20, edits: 5, workers: 8,
 			bucketInterval: 10 * time.Second, bucketWindow: 20 * time.Second, quiet: 5 * time.Second, out: cfg.out,
-			managerArgs: cfg.managerArgs, scenarios: cfg.scenarios, tenantGuardrails: cfg.tenantGuardrails}
+			managerArgs: cfg.managerArgs, scenarios: cfg.scenarios, tenantGuardrails: cfg.tenantGuardrails,
+			viewsPerNamespace: 8} // spread, so the smoke runs that path too
 	}
 	if *scale {
 		n := *scaleSize
 		cfg.viewSizes, cfg.markdownViews, cfg.tenants, cfg.buckets = []int{n}, n, n, n
 		cfg.bucketInterval, cfg.bucketWindow, cfg.edits = 60*time.Second, 120*time.Second, 20
-		cfg.scenarios, cfg.scaleResults, cfg.saveAs = "markdownview,tenant,bucket,restart", "", "scale.json"
+		cfg.scenarios, cfg.scaleResults, cfg.saveAs = "markdownview,tenant,bucket,restart", "", scaleResultsPath
+		// Teams' namespaces, not one namespace of 10,000 (see viewRun); one
+		// floor run instead of two, to fit the run in about an hour.
+		if cfg.viewsPerNamespace == 0 {
+			cfg.viewsPerNamespace = 100
+		}
+		cfg.floorOnce = true
+		// Tenants with no guardrails unless asked: every guardrail at
+		// 10,000 Tenants would add about half an hour.
+		if cfg.tenantGuardrails == "none,all" {
+			cfg.tenantGuardrails = "none"
+		}
 	}
 	if cfg.chart == "" {
 		cfg.chart = filepath.Join(cfg.out, "converge.svg")
@@ -135,12 +162,16 @@ func main() {
 
 func run(cfg config) error {
 	wd, _ := os.Getwd()
-	b := &bench{cfg: cfg, root: wd, bin: filepath.Join(wd, "bin"), cluster: fmt.Sprintf("trellis-bench-%d", os.Getpid())}
+	b := &bench{cfg: cfg, root: wd, bin: filepath.Join(wd, "bin"), cluster: fmt.Sprintf("trellis-bench-%d", os.Getpid()), started: time.Now()}
 	views := 0
 	for _, n := range cfg.viewSizes {
 		views += n
 	}
-	nodes := (3*views)/100 + 2 // two floor runs and Trellis: every Deployment runs a pod, and they stay; 110 pods a node
+	runs := 3 // two floor runs and Trellis: every Deployment runs a pod, and they stay; 110 pods a node
+	if cfg.floorOnce {
+		runs = 2
+	}
+	nodes := (runs*views)/100 + 2
 	log("cluster %s with %d simulated nodes", b.cluster, nodes)
 	up := exec.Command(filepath.Join(b.root, "hack", "cluster.sh"), "up", b.cluster, strconv.Itoa(nodes))
 	up.Env = append(os.Environ(), "TRELLIS_KWOK_DISABLE_QPS_LIMITS=1")
@@ -175,6 +206,11 @@ func run(cfg config) error {
 		}
 		if err := step.run(); err != nil {
 			return fmt.Errorf("%s: %w", step.name, err)
+		}
+		// Saved after every scenario, so a long run that fails late keeps
+		// what it measured.
+		if err := b.save(); err != nil {
+			return err
 		}
 	}
 	if err := b.chart(); err != nil {
@@ -264,6 +300,7 @@ func (b *bench) setup() error {
 			vals[k] = v
 		}
 	}
+	b.s3Keys = [2]string{vals["AWS_ACCESS_KEY_ID"], vals["AWS_SECRET_ACCESS_KEY"]}
 	if err := b.c.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "trellis-system", Name: "s3"},
 		Data:       map[string][]byte{"accessKeyID": []byte(vals["AWS_ACCESS_KEY_ID"]), "secretAccessKey": []byte(vals["AWS_SECRET_ACCESS_KEY"])},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -80,7 +81,7 @@ func (b *bench) markdownViewScenarios() error {
 	for i := range b.cfg.edits {
 		want := fmt.Sprintf("# Edit %d %d\n", i, time.Now().UnixNano())
 		mv := &viewv1.MarkdownView{}
-		if err := b.c.Get(ctx, client.ObjectKey{Namespace: viewNamespace(n), Name: "mv-0"}, mv); err != nil {
+		if err := b.c.Get(ctx, client.ObjectKey{Namespace: b.viewRun("mv", n).namespace(0), Name: "mv-0"}, mv); err != nil {
 			return err
 		}
 		patch := client.MergeFrom(mv.DeepCopy())
@@ -91,7 +92,7 @@ func (b *bench) markdownViewScenarios() error {
 		}
 		if err := waitFor(time.Minute, func() (bool, error) {
 			cm := &corev1.ConfigMap{}
-			err := b.c.Get(ctx, client.ObjectKey{Namespace: viewNamespace(n), Name: "markdowns-mv-0"}, cm)
+			err := b.c.Get(ctx, client.ObjectKey{Namespace: b.viewRun("mv", n).namespace(0), Name: "markdowns-mv-0"}, cm)
 			return err == nil && cm.Data["index.md"] == want, client.IgnoreNotFound(err)
 		}, 5*time.Millisecond); err != nil {
 			return fmt.Errorf("edit %d: %w", i, err)
@@ -107,7 +108,9 @@ func (b *bench) markdownViewScenarios() error {
 // convergeViews creates n views' children directly (the floor), then n
 // MarkdownViews, each until everything is served, in namespaces of their own.
 // The floor is measured twice, before and after Trellis, and the mean taken,
-// so neither side profits from going first on a fresher cluster.
+// so neither side profits from going first on a fresher cluster. With
+// --floor-once (the scale run, to save the time of a third 10,000-view run)
+// only the first: the floor then has the emptier cluster, which favours it.
 func (b *bench) convergeViews(ctx context.Context, n int) (floor, trellis runCost, err error) {
 	first, err := b.floorViews(ctx, n, "floor-a")
 	if err != nil {
@@ -115,6 +118,9 @@ func (b *bench) convergeViews(ctx context.Context, n int) (floor, trellis runCos
 	}
 	if trellis, err = b.trellisViews(ctx, n); err != nil {
 		return runCost{}, runCost{}, err
+	}
+	if b.cfg.floorOnce {
+		return first, trellis, nil
 	}
 	second, err := b.floorViews(ctx, n, "floor-b")
 	if err != nil {
@@ -140,7 +146,59 @@ func (b *bench) totalViews() int {
 	return total
 }
 
-func viewNamespace(n int) string { return fmt.Sprintf("mv-%d", n) }
+// viewRun is where one convergence run's n views live: the namespace
+// <prefix>-<n>, or with --views-per-namespace the namespaces
+// <prefix>-<n>-<k> of at most that many views each. Many views in one
+// namespace cost the cluster more than the same views spread out (the
+// Deployment and EndpointSlice controllers work per namespace), so the
+// scale run spreads them, as teams' namespaces would.
+type viewRun struct {
+	name   string
+	n, per int
+}
+
+func (b *bench) viewRun(prefix string, n int) viewRun {
+	return viewRun{name: fmt.Sprintf("%s-%d", prefix, n), n: n, per: b.cfg.viewsPerNamespace}
+}
+
+func (r viewRun) spread() bool { return r.per > 0 && r.per < r.n }
+
+func (r viewRun) namespace(i int) string {
+	if !r.spread() {
+		return r.name
+	}
+	return fmt.Sprintf("%s-%d", r.name, i/r.per)
+}
+
+func (r viewRun) namespaces() []string {
+	if !r.spread() {
+		return []string{r.name}
+	}
+	out := make([]string, 0, (r.n+r.per-1)/r.per)
+	for i := 0; i < r.n; i += r.per {
+		out = append(out, r.namespace(i))
+	}
+	return out
+}
+
+// createNamespaces creates the run's namespaces.
+func (b *bench) createNamespaces(ctx context.Context, r viewRun) error {
+	for _, ns := range r.namespaces() {
+		if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// watchScope is how a wait selects the run's objects: one namespace, or all
+// namespaces filtered to the run's.
+func (r viewRun) watchScope() (func(client.Object) bool, []client.ListOption) {
+	if !r.spread() {
+		return nil, []client.ListOption{client.InNamespace(r.name)}
+	}
+	return func(o client.Object) bool { return strings.HasPrefix(o.GetNamespace(), r.name+"-") }, nil
+}
 
 // viewWritesMinimum is what a new MarkdownView needs, Events aside: the
 // ConfigMap, Deployment and Service, and two status writes (rolling out, Ready).
@@ -178,22 +236,22 @@ func (b *bench) measure(what string, writes func() writeCounts, create func() er
 	return r, nil
 }
 
-func (b *bench) floorViews(ctx context.Context, n int, ns string) (runCost, error) {
-	ns = fmt.Sprintf("%s-%d", ns, n)
-	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+func (b *bench) floorViews(ctx context.Context, n int, prefix string) (runCost, error) {
+	run := b.viewRun(prefix, n)
+	if err := b.createNamespaces(ctx, run); err != nil {
 		return runCost{}, err
 	}
-	return b.measure(fmt.Sprintf("floor: %d ConfigMaps + Deployments + Services created directly", n),
+	return b.measure(fmt.Sprintf("floor: %d ConfigMaps + Deployments + Services created directly in %d namespaces", n, len(run.namespaces())),
 		b.floorWrites.counts,
 		func() error {
-			return parallel(n, b.cfg.workers, func(i int) error { return b.createFloorViewer(ctx, ns, i) })
+			return parallel(n, b.cfg.workers, func(i int) error { return b.createFloorViewer(ctx, run.namespace(i), i) })
 		},
-		func() (time.Time, error) { return b.waitDeploymentsAvailable(ctx, ns, n) })
+		func() (time.Time, error) { return b.waitDeploymentsAvailable(ctx, run) })
 }
 
 func (b *bench) trellisViews(ctx context.Context, n int) (runCost, error) {
-	ns := viewNamespace(n)
-	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	run := b.viewRun("mv", n)
+	if err := b.createNamespaces(ctx, run); err != nil {
 		return runCost{}, err
 	}
 	before, _ := b.mgr.requests()
@@ -202,18 +260,21 @@ func (b *bench) trellisViews(ctx context.Context, n int) (runCost, error) {
 			log("trellis: %d MarkdownViews: every request: %s", n, after.sub(before))
 		}
 	}()
-	return b.measure(fmt.Sprintf("trellis: %d MarkdownViews", n),
-		func() writeCounts {
-			w, err := b.mgr.writes()
-			if err != nil {
-				log("scraping the manager: %v", err)
-			}
-			return w
-		},
+	return b.measure(fmt.Sprintf("trellis: %d MarkdownViews in %d namespaces", n, len(run.namespaces())),
+		b.managerWrites,
 		func() error {
-			return parallel(n, b.cfg.workers, func(i int) error { return b.c.Create(ctx, markdownView(ns, i)) })
+			return parallel(n, b.cfg.workers, func(i int) error { return b.c.Create(ctx, markdownView(run.namespace(i), i)) })
 		},
-		func() (time.Time, error) { return b.waitMarkdownViewsReady(ctx, ns, n) })
+		func() (time.Time, error) { return b.waitMarkdownViewsReady(ctx, run) })
+}
+
+// managerWrites is the manager's API writes so far.
+func (b *bench) managerWrites() writeCounts {
+	w, err := b.mgr.writes()
+	if err != nil {
+		log("scraping the manager: %v", err)
+	}
+	return w
 }
 
 func markdownView(ns string, i int) *viewv1.MarkdownView {
@@ -244,40 +305,48 @@ func (b *bench) createFloorViewer(ctx context.Context, ns string, i int) error {
 	return nil
 }
 
-// waitDeploymentsAvailable watches the Deployments of ns until n are
+// waitDeploymentsAvailable watches the run's Deployments until all are
 // available, logging progress on the way.
-func (b *bench) waitDeploymentsAvailable(ctx context.Context, ns string, n int) (time.Time, error) {
+func (b *bench) waitDeploymentsAvailable(ctx context.Context, run viewRun) (time.Time, error) {
 	available := func(o runtime.Object) bool { return o.(*appsv1.Deployment).Status.AvailableReplicas >= 1 }
-	return watchUntil(ctx, b.wc, &appsv1.DeploymentList{}, available, func(seen, ok int) bool {
-		b.progress(ns, seen, ok, n)
-		return ok >= n
-	}, 30*time.Minute, client.InNamespace(ns))
+	in, opts := run.watchScope()
+	return watchUntil(ctx, b.wc, &appsv1.DeploymentList{}, in, available, func(seen, ok int) bool {
+		b.progress(run.name, seen, ok, run.n)
+		return ok >= run.n
+	}, waitLimit(run.n), opts...)
 }
 
-// progress logs, once each, when all n Deployments of a namespace exist and
-// when half of them are available: where a run's time goes.
-func (b *bench) progress(ns string, exist, available, n int) {
+// waitLimit is how long a run of n views may take before the bench gives
+// up: 30 minutes, and more for the scale run's sizes.
+func waitLimit(n int) time.Duration {
+	return max(30*time.Minute, time.Duration(n)*300*time.Millisecond)
+}
+
+// progress logs, once each, when all n Deployments of a run exist and when
+// half of them are available: where a run's time goes.
+func (b *bench) progress(run string, exist, available, n int) {
 	b.progressMu.Lock()
 	defer b.progressMu.Unlock()
 	if b.progressSeen == nil {
 		b.progressSeen = map[string]bool{}
 	}
 	for what, reached := range map[string]bool{"all Deployments exist": exist >= n, "half the Deployments available": available >= n/2} {
-		if key := ns + " " + what; reached && !b.progressSeen[key] {
+		if key := run + " " + what; reached && !b.progressSeen[key] {
 			b.progressSeen[key] = true
-			log("%s: %s", ns, what)
+			log("%s: %s", run, what)
 		}
 	}
 }
 
-// waitMarkdownViewsReady watches the MarkdownViews of ns until n are Ready
-// (and their Deployments, for the progress lines).
-func (b *bench) waitMarkdownViewsReady(ctx context.Context, ns string, n int) (time.Time, error) {
+// waitMarkdownViewsReady watches the run's MarkdownViews until all are
+// Ready (and their Deployments, for the progress lines).
+func (b *bench) waitMarkdownViewsReady(ctx context.Context, run viewRun) (time.Time, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { _, _ = b.waitDeploymentsAvailable(ctx, ns, n) }()
+	go func() { _, _ = b.waitDeploymentsAvailable(ctx, run) }()
 	ready := func(o runtime.Object) bool {
 		return meta.IsStatusConditionTrue(o.(*viewv1.MarkdownView).Status.Conditions, conditions.Ready)
 	}
-	return watchUntil(ctx, b.wc, &viewv1.MarkdownViewList{}, ready, func(_, ok int) bool { return ok >= n }, 30*time.Minute, client.InNamespace(ns))
+	in, opts := run.watchScope()
+	return watchUntil(ctx, b.wc, &viewv1.MarkdownViewList{}, in, ready, func(_, ok int) bool { return ok >= run.n }, waitLimit(run.n), opts...)
 }

@@ -42,17 +42,26 @@ func (b *bench) report() error {
 		}
 		fmt.Printf("%-58s | %-46s | %7.2f %-2s | %8s | %6s | %-28s | %s\n", r.Scenario, r.Figure, r.Value, unitShort(r.Unit), floor, ratio, r.Target, met)
 	}
+	log("results written to %s", b.resultsPath())
+	return b.save()
+}
+
+// resultsPath is the run's JSON file, named after the time the run started.
+func (b *bench) resultsPath() string {
+	return filepath.Join(b.cfg.out, b.started.UTC().Format("20060102-150405")+".json")
+}
+
+// save writes the rows so far to the run's JSON (and to saveAs).
+func (b *bench) save() error {
 	if err := os.MkdirAll(b.cfg.out, 0o755); err != nil {
 		return err
 	}
-	path := filepath.Join(b.cfg.out, time.Now().UTC().Format("20060102-150405")+".json")
 	data, _ := json.MarshalIndent(map[string]any{"config": fmt.Sprintf("%+v", b.cfg), "results": b.rows, "points": b.points}, "", "  ")
-	log("results written to %s", path)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := os.WriteFile(b.resultsPath(), data, 0o644); err != nil {
 		return err
 	}
 	if b.cfg.saveAs != "" {
-		return os.WriteFile(filepath.Join(b.cfg.out, b.cfg.saveAs), data, 0o644)
+		return os.WriteFile(b.cfg.saveAs, data, 0o644)
 	}
 	return nil
 }

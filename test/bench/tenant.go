@@ -196,7 +196,7 @@ func waitTenantsReady(ctx context.Context, wc client.WithWatch, selector client.
 	ready := func(o runtime.Object) bool {
 		return meta.IsStatusConditionTrue(o.(*tenancyv1.Tenant).Status.Conditions, conditions.Ready)
 	}
-	at, err := watchUntil(ctx, wc, &tenancyv1.TenantList{}, ready, func(_, ok int) bool { return ok >= n }, timeout, selector)
+	at, err := watchUntil(ctx, wc, &tenancyv1.TenantList{}, nil, ready, func(_, ok int) bool { return ok >= n }, timeout, selector)
 	if err != nil {
 		return at, fmt.Errorf("waiting for the Tenants to be Ready: %w", err)
 	}

@@ -13,13 +13,17 @@ import (
 )
 
 // watchUntil lists, then watches, the objects of list's kind that opts
-// select, until done(objects seen, objects for which ok holds) says so, and
+// select and in admits (nil: all), until done(objects seen, objects for
+// which ok holds) says so, and
 // returns when the event that made it so arrived. A watch, because listing
 // a thousand objects every few hundred milliseconds would load the API
 // server being measured, and load it more for whichever side has more to
 // wait for.
-func watchUntil(ctx context.Context, wc client.WithWatch, list client.ObjectList, ok func(runtime.Object) bool,
+func watchUntil(ctx context.Context, wc client.WithWatch, list client.ObjectList, in func(client.Object) bool, ok func(runtime.Object) bool,
 	done func(seen, ok int) bool, timeout time.Duration, opts ...client.ListOption) (time.Time, error) {
+	if in == nil {
+		in = func(client.Object) bool { return true }
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	state := map[string]bool{}
@@ -43,7 +47,9 @@ func watchUntil(ctx context.Context, wc client.WithWatch, list client.ObjectList
 		}
 		clear(state)
 		for _, it := range items {
-			state[it.(client.Object).GetName()] = ok(it)
+			if obj := it.(client.Object); in(obj) {
+				state[client.ObjectKeyFromObject(obj).String()] = ok(it)
+			}
 		}
 		if done(counts()) {
 			return time.Now(), nil
@@ -55,13 +61,13 @@ func watchUntil(ctx context.Context, wc client.WithWatch, list client.ObjectList
 		}
 		for ev := range w.ResultChan() {
 			obj, isObject := ev.Object.(client.Object)
-			if !isObject || ev.Type == watch.Bookmark || ev.Type == watch.Error {
+			if !isObject || ev.Type == watch.Bookmark || ev.Type == watch.Error || !in(obj) {
 				continue
 			}
-			if ev.Type == watch.Deleted {
-				delete(state, obj.GetName())
+			if key := client.ObjectKeyFromObject(obj).String(); ev.Type == watch.Deleted {
+				delete(state, key)
 			} else {
-				state[obj.GetName()] = ok(ev.Object)
+				state[key] = ok(ev.Object)
 			}
 			if done(counts()) {
 				w.Stop()
