@@ -319,7 +319,7 @@ func (b *bench) waitDeploymentsAvailable(ctx context.Context, run viewRun) (time
 // waitLimit is how long a run of n views may take before the bench gives
 // up: 30 minutes, and more for the scale run's sizes.
 func waitLimit(n int) time.Duration {
-	return max(30*time.Minute, time.Duration(n)*300*time.Millisecond)
+	return max(30*time.Minute, time.Duration(n)*400*time.Millisecond)
 }
 
 // progress logs, once each, when all n Deployments of a run exist and when
