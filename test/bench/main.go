@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -45,7 +46,11 @@ type config struct {
 	// of at most this many (0: one namespace per run).
 	viewsPerNamespace int
 	// floorOnce measures the MarkdownView floor before Trellis only.
-	floorOnce                           bool
+	floorOnce bool
+	// profileDir, if set, gets a CPU profile of the API server over the
+	// first profileFor of every measured run.
+	profileDir                          string
+	profileFor                          time.Duration
 	bucketInterval, quiet, bucketWindow time.Duration
 	out                                 string
 	keep                                bool
@@ -85,6 +90,8 @@ type bench struct {
 	// wc waits on watches (watchUntil), not on repeated lists.
 	wc     client.WithWatch
 	s3Port int
+	// restCfg reaches the cluster's API server as its admin.
+	restCfg *rest.Config
 	// s3Keys are the store's access key ID and secret, for the bucket floor.
 	s3Keys [2]string
 	mgr    *managerProc
@@ -114,6 +121,8 @@ func main() {
 	flag.IntVar(&cfg.edits, "edits", 50, "edits of one MarkdownView for the edit-latency scenario")
 	flag.IntVar(&cfg.viewsPerNamespace, "views-per-namespace", 0, "spread each convergence run's MarkdownViews over namespaces of at most this many (0: one namespace per run)")
 	flag.BoolVar(&cfg.floorOnce, "floor-once", false, "measure the MarkdownView floor once, before Trellis, instead of before and after (saves a run at scale; favours the floor)")
+	flag.StringVar(&cfg.profileDir, "profile-apiserver", "", "write a CPU profile of the API server over the start of every measured run into this directory (go tool pprof)")
+	flag.DurationVar(&cfg.profileFor, "profile-seconds", 5*time.Second, "how much of each run --profile-apiserver profiles")
 	flag.IntVar(&cfg.workers, "workers", 16, "concurrent client workers (for the floor and for creating objects)")
 	flag.StringVar(&cfg.out, "out", "bench/results", "directory for the JSON results")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster afterwards")
@@ -132,6 +141,7 @@ func main() {
 		cfg = config{viewSizes: []int{10, 20}, markdownViews: 20, unrelated: 200, tenants: 10, buckets: 20, edits: 5, workers: 8,
 			bucketInterval: 10 * time.Second, bucketWindow: 20 * time.Second, quiet: 5 * time.Second, out: cfg.out,
 			managerArgs: cfg.managerArgs, scenarios: cfg.scenarios, tenantGuardrails: cfg.tenantGuardrails,
+			profileDir: cfg.profileDir, profileFor: cfg.profileFor,
 			viewsPerNamespace: 8} // spread, so the smoke runs that path too
 	}
 	if *scale {
@@ -255,6 +265,7 @@ func (b *bench) setup() error {
 	if err != nil {
 		return err
 	}
+	b.restCfg = restCfg
 	restCfg.QPS = -1 // no client-side limit: the floor must not wait on its own client
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))

@@ -212,6 +212,8 @@ func (b *bench) measure(what string, writes func() writeCounts, create func() er
 		return runCost{}, err
 	}
 	w0 := writes()
+	profiled := b.profileAPIServer(what)
+	defer profiled()
 	start := time.Now()
 	if err := create(); err != nil {
 		return runCost{}, err

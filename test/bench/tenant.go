@@ -166,6 +166,8 @@ func (b *bench) measureTenants(ctx context.Context, v tenantVariant, n int) (run
 	if err != nil {
 		return runCost{}, err
 	}
+	profiled := b.profileAPIServer(what)
+	defer profiled()
 	start := time.Now()
 	if err := parallel(n, b.cfg.workers, func(i int) error { return b.c.Create(ctx, benchTenant(v, i)) }); err != nil {
 		return runCost{}, err
