@@ -82,15 +82,22 @@ func countTicks(points []convergence) plot.ConstantTicks {
 	return ticks
 }
 
-// readScalePoints reads the convergence points a make bench-scale run saved.
+// readScalePoints reads the convergence points a make bench-scale run saved,
+// none if there is no such file.
 func readScalePoints(path string) ([]convergence, error) {
 	if path == "" {
 		return nil, nil
 	}
-	raw, err := os.ReadFile(path)
+	points, err := readPoints(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	return points, err
+}
+
+// readPoints reads the convergence points of a saved results file.
+func readPoints(path string) ([]convergence, error) {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

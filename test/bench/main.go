@@ -128,6 +128,7 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster afterwards")
 	flag.StringVar(&cfg.managerArgs, "manager-args", "", "extra manager flags, space-separated (to compare settings)")
 	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,restart,memory", "which scenarios to run (memory needs markdownview)")
+	replot := flag.String("replot", "", "no cluster: redraw the chart (--chart) from the points of this saved make bench results file and of --scale-results")
 	scale := flag.Bool("scale", false, "the one-off scale run (make bench-scale): --scale-size MarkdownViews, Tenants and StorageBuckets; its results (scale.json) join the chart of later runs")
 	scaleSize := flag.Int("scale-size", 10000, "objects of each kind in the --scale run")
 	flag.Parse()
@@ -163,6 +164,17 @@ func main() {
 	}
 	if cfg.chart == "" {
 		cfg.chart = filepath.Join(cfg.out, "converge.svg")
+	}
+	if *replot != "" {
+		points, err := readPoints(*replot)
+		if err == nil {
+			err = (&bench{cfg: cfg, points: points}).chart()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
