@@ -38,6 +38,9 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	if limit := manager.ApplyMemoryLimit(); limit > 0 {
+		log.Info("Go soft memory limit set to 90% of the container's", "bytes", limit)
+	}
 
 	names := make([]string, len(controllers))
 	for i, c := range controllers {
