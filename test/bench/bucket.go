@@ -64,35 +64,44 @@ func (b *bench) bucketScenario() error {
 	log("sampling bucket checks for %s", b.cfg.bucketWindow)
 	time.Sleep(b.cfg.bucketInterval)
 	w0, _ := b.mgr.writes()
-	perSecond := make([]float64, 0, int(b.cfg.bucketWindow/time.Second))
+	// Rates are checks over the real time between two scrapes: at 10,000
+	// buckets one scrape of the manager's metrics (2.7 MB) takes about half
+	// a second, so counting per tick of a 1 s ticker overstated both the mean
+	// and the peak (235/s and 909 where 167/s was true).
+	rates := make([]float64, 0, int(b.cfg.bucketWindow/time.Second))
 	prevChecks, prevReqs, err := b.mgr.bucketCounters()
 	if err != nil {
 		return err
 	}
 	firstChecks, firstReqs := prevChecks, prevReqs
-	tick := time.NewTicker(time.Second)
-	for range int(b.cfg.bucketWindow / time.Second) {
-		<-tick.C
+	first := time.Now()
+	prevAt := first
+	for time.Since(first) < b.cfg.bucketWindow {
+		time.Sleep(time.Second - time.Since(prevAt)%time.Second)
 		c, _, err := b.mgr.bucketCounters()
 		if err != nil {
 			return err
 		}
-		perSecond = append(perSecond, c-prevChecks)
-		prevChecks = c
+		at := time.Now()
+		rates = append(rates, (c-prevChecks)/at.Sub(prevAt).Seconds())
+		prevChecks, prevAt = c, at
 	}
-	tick.Stop()
-	lastChecks, lastReqs, _ := b.mgr.bucketCounters()
+	_, lastReqs, err := b.mgr.bucketCounters()
+	if err != nil {
+		return err
+	}
+	elapsed := prevAt.Sub(first).Seconds()
 	w1, _ := b.mgr.writes()
-	checks := lastChecks - firstChecks
+	checks := prevChecks - firstChecks
 	mean := float64(n) / b.cfg.bucketInterval.Seconds()
-	maxPerSecond := 0.0
-	for _, v := range perSecond {
-		maxPerSecond = math.Max(maxPerSecond, v)
+	peak := 0.0
+	for _, v := range rates {
+		peak = math.Max(peak, v)
 	}
 	reqPerCheck := (lastReqs - firstReqs) / math.Max(checks, 1)
 	b.add(row{Scenario: fmt.Sprintf("%d StorageBuckets, interval %s", n, b.cfg.bucketInterval), Figure: "S3 requests per check", Value: reqPerCheck, Unit: "requests", Target: "1", Met: math.Abs(reqPerCheck-1) < 0.01})
-	b.add(row{Scenario: "same", Figure: "checks per second (mean over window)", Value: checks / b.cfg.bucketWindow.Seconds(), Unit: "checks/s", Floor: mean, Ratio: checks / b.cfg.bucketWindow.Seconds() / mean, Target: "≈ N/T", Met: true})
-	b.add(row{Scenario: "same", Figure: "max checks in any 1 s window", Value: maxPerSecond, Unit: "checks", Floor: mean, Ratio: maxPerSecond / mean, Target: "≤ 2× N/T", Met: maxPerSecond <= 2*mean})
+	b.add(row{Scenario: "same", Figure: "checks per second (mean over window)", Value: checks / elapsed, Unit: "checks/s", Floor: mean, Ratio: checks / elapsed / mean, Target: "≈ N/T", Met: true})
+	b.add(row{Scenario: "same", Figure: "highest rate between two scrapes (about 1 s apart)", Value: peak, Unit: "checks/s", Floor: mean, Ratio: peak / mean, Target: "≤ 2× N/T", Met: peak <= 2*mean})
 	b.add(row{Scenario: "same", Figure: "API writes during the window", Value: w1.total() - w0.total(), Unit: "writes", Target: "0", Met: w1.total() == w0.total()})
 	return nil
 }
