@@ -192,12 +192,17 @@ func (b *bench) createNamespaces(ctx context.Context, r viewRun) error {
 }
 
 // watchScope is how a wait selects the run's objects: one namespace, or all
-// namespaces filtered to the run's.
-func (r viewRun) watchScope() (func(client.Object) bool, []client.ListOption) {
+// namespaces filtered to the run's. labels, if any, select on the server, so
+// that a wait on one run's Deployments is not sent every other run's.
+func (r viewRun) watchScope(labels client.MatchingLabels) (func(client.Object) bool, []client.ListOption) {
 	if !r.spread() {
 		return nil, []client.ListOption{client.InNamespace(r.name)}
 	}
-	return func(o client.Object) bool { return strings.HasPrefix(o.GetNamespace(), r.name+"-") }, nil
+	var opts []client.ListOption
+	if len(labels) > 0 {
+		opts = append(opts, labels)
+	}
+	return func(o client.Object) bool { return strings.HasPrefix(o.GetNamespace(), r.name+"-") }, opts
 }
 
 // viewWritesMinimum is what a new MarkdownView needs, Events aside: the
@@ -243,12 +248,12 @@ func (b *bench) floorViews(ctx context.Context, n int, prefix string) (runCost, 
 	if err := b.createNamespaces(ctx, run); err != nil {
 		return runCost{}, err
 	}
-	return b.measure(fmt.Sprintf("floor: %d ConfigMaps + Deployments + Services created directly in %d namespaces", n, len(run.namespaces())),
+	return b.measure(fmt.Sprintf("floor %s: %d ConfigMaps + Deployments + Services created directly in %d namespaces", run.name, n, len(run.namespaces())),
 		b.floorWrites.counts,
 		func() error {
 			return parallel(n, b.cfg.workers, func(i int) error { return b.createFloorViewer(ctx, run.namespace(i), i) })
 		},
-		func() (time.Time, error) { return b.waitDeploymentsAvailable(ctx, run) })
+		func() (time.Time, error) { return b.waitDeploymentsAvailable(ctx, run, floorManagedBy) })
 }
 
 func (b *bench) trellisViews(ctx context.Context, n int) (runCost, error) {
@@ -288,6 +293,9 @@ func markdownView(ns string, i int) *viewv1.MarkdownView {
 	}
 }
 
+// floorManagedBy is the managed-by label of the floor's objects.
+const floorManagedBy = "bench-floor"
+
 // createFloorViewer creates what Trellis writes for a MarkdownView, without
 // Trellis: the same ConfigMap, Deployment (pod template included) and
 // Service, less the owner references. The managed-by label gets another
@@ -299,7 +307,7 @@ func (b *bench) createFloorViewer(ctx context.Context, ns string, i int) error {
 		return err
 	}
 	for _, o := range []client.Object{cm, d, svc} {
-		o.GetLabels()[setup.ManagedByLabel] = "bench-floor"
+		o.GetLabels()[setup.ManagedByLabel] = floorManagedBy
 		if err := b.floor.Create(ctx, o); err != nil {
 			return err
 		}
@@ -307,11 +315,11 @@ func (b *bench) createFloorViewer(ctx context.Context, ns string, i int) error {
 	return nil
 }
 
-// waitDeploymentsAvailable watches the run's Deployments until all are
-// available, logging progress on the way.
-func (b *bench) waitDeploymentsAvailable(ctx context.Context, run viewRun) (time.Time, error) {
+// waitDeploymentsAvailable watches the run's Deployments (managed-by
+// managedBy) until all are available, logging progress on the way.
+func (b *bench) waitDeploymentsAvailable(ctx context.Context, run viewRun, managedBy string) (time.Time, error) {
 	available := func(o runtime.Object) bool { return o.(*appsv1.Deployment).Status.AvailableReplicas >= 1 }
-	in, opts := run.watchScope()
+	in, opts := run.watchScope(client.MatchingLabels{setup.ManagedByLabel: managedBy})
 	return watchUntil(ctx, b.wc, &appsv1.DeploymentList{}, in, available, func(seen, ok int) bool {
 		b.progress(run.name, seen, ok, run.n)
 		return ok >= run.n
@@ -345,10 +353,10 @@ func (b *bench) progress(run string, exist, available, n int) {
 func (b *bench) waitMarkdownViewsReady(ctx context.Context, run viewRun) (time.Time, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { _, _ = b.waitDeploymentsAvailable(ctx, run) }()
+	go func() { _, _ = b.waitDeploymentsAvailable(ctx, run, setup.ManagedByValue) }()
 	ready := func(o runtime.Object) bool {
 		return meta.IsStatusConditionTrue(o.(*viewv1.MarkdownView).Status.Conditions, conditions.Ready)
 	}
-	in, opts := run.watchScope()
+	in, opts := run.watchScope(nil)
 	return watchUntil(ctx, b.wc, &viewv1.MarkdownViewList{}, in, ready, func(_, ok int) bool { return ok >= run.n }, waitLimit(run.n), opts...)
 }

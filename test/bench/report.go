@@ -18,6 +18,9 @@ import (
 // The result table and JSON, and the small helpers every scenario uses.
 
 func (b *bench) add(r row) {
+	if math.IsNaN(r.Ratio) || math.IsInf(r.Ratio, 0) {
+		r.Ratio = 0 // a floor of 0 (a process not sampled): no ratio, and JSON has no NaN
+	}
 	if r.Ratio != 0 {
 		r.Ratio = math.Round(r.Ratio*100) / 100
 	}
@@ -56,7 +59,10 @@ func (b *bench) save() error {
 	if err := os.MkdirAll(b.cfg.out, 0o755); err != nil {
 		return err
 	}
-	data, _ := json.MarshalIndent(map[string]any{"config": fmt.Sprintf("%+v", b.cfg), "results": b.rows, "points": b.points}, "", "  ")
+	data, err := json.MarshalIndent(map[string]any{"config": fmt.Sprintf("%+v", b.cfg), "results": b.rows, "points": b.points}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
 	if err := os.WriteFile(b.resultsPath(), data, 0o644); err != nil {
 		return err
 	}
