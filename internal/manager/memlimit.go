@@ -13,8 +13,8 @@ import (
 // under the container's, the collector works harder near it instead.
 
 // memoryLimitShare is the part of the container's memory limit given to the
-// Go runtime's soft limit; the rest is for what the runtime does not count
-// (thread stacks outside the heap, the binary's own pages).
+// Go runtime's soft limit; the rest is for what that limit does not count
+// (the binary's own mapped pages, memory the kernel holds for the process).
 const memoryLimitShare = 0.9
 
 // cgroupMemoryLimitFiles are where a container sees its memory limit:

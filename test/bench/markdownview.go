@@ -315,8 +315,9 @@ func (b *bench) createFloorViewer(ctx context.Context, ns string, i int) error {
 	return nil
 }
 
-// waitDeploymentsAvailable watches the run's Deployments (managed-by
-// managedBy) until all are available, logging progress on the way.
+// waitDeploymentsAvailable watches the run's Deployments until all are
+// available, logging progress on the way. A spread run's are selected by
+// their managed-by label, managedBy, and their namespaces.
 func (b *bench) waitDeploymentsAvailable(ctx context.Context, run viewRun, managedBy string) (time.Time, error) {
 	available := func(o runtime.Object) bool { return o.(*appsv1.Deployment).Status.AvailableReplicas >= 1 }
 	in, opts := run.watchScope(client.MatchingLabels{setup.ManagedByLabel: managedBy})
