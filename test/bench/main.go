@@ -58,6 +58,9 @@ type config struct {
 	scenarios                           string
 	// tenantGuardrails says which Tenant variants run: none, all, or both.
 	tenantGuardrails string
+	// tenantRounds is how many Trellis runs each Tenant variant has, each
+	// between two floor runs; the round with the median ratio is reported.
+	tenantRounds int
 	// chart is where the converge-time chart (SVG) goes; scaleResults adds
 	// points from a make bench-scale run (its JSON) to it; saveAs also
 	// writes the results to this path (the scale run's, kept in docs/).
@@ -113,6 +116,7 @@ func main() {
 	flag.StringVar(&cfg.scaleResults, "scale-results", scaleResultsPath, "results of make bench-scale whose points join the chart, if the file exists")
 	flag.IntVar(&cfg.unrelated, "unrelated", 10000, "unrelated ConfigMaps and Secrets (2 KiB each, half of each) for the memory scenario")
 	flag.IntVar(&cfg.tenants, "tenants", 300, "Tenants of 3 namespaces each")
+	flag.IntVar(&cfg.tenantRounds, "tenant-rounds", 3, "Trellis runs per Tenant variant, each between two floor runs; the round with the median ratio is reported (the machine's noise is larger than the difference measured)")
 	flag.StringVar(&cfg.tenantGuardrails, "tenant-guardrails", "none,all", "Tenant variants to run: none (namespaces and admins), all (every guardrail), or both")
 	flag.IntVar(&cfg.buckets, "buckets", 1000, "StorageBuckets")
 	flag.DurationVar(&cfg.bucketInterval, "bucket-interval", 60*time.Second, "health-check interval of the buckets")
@@ -121,13 +125,13 @@ func main() {
 	flag.IntVar(&cfg.edits, "edits", 50, "edits of one MarkdownView for the edit-latency scenario")
 	flag.IntVar(&cfg.viewsPerNamespace, "views-per-namespace", 0, "spread each convergence run's MarkdownViews over namespaces of at most this many (0: one namespace per run)")
 	flag.BoolVar(&cfg.floorOnce, "floor-once", false, "measure the MarkdownView floor once, before Trellis, instead of before and after (saves a run at scale; favours the floor)")
-	flag.StringVar(&cfg.profileDir, "profile-apiserver", "", "write a CPU profile of the API server over the start of every measured run into this directory (go tool pprof)")
+	flag.StringVar(&cfg.profileDir, "profile-apiserver", "", "write a CPU profile of the API server over the start of every measured run, and of the manager over the start of Trellis' runs, into this directory (go tool pprof)")
 	flag.DurationVar(&cfg.profileFor, "profile-seconds", 5*time.Second, "how much of each run --profile-apiserver profiles")
 	flag.IntVar(&cfg.workers, "workers", 16, "concurrent client workers (for the floor and for creating objects)")
 	flag.StringVar(&cfg.out, "out", "bench/results", "directory for the JSON results")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster afterwards")
 	flag.StringVar(&cfg.managerArgs, "manager-args", "", "extra manager flags, space-separated (to compare settings)")
-	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,restart,memory", "which scenarios to run (memory needs markdownview)")
+	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,restart,memory,writecost", "which scenarios to run (memory needs markdownview; writecost runs last and stops the manager)")
 	replot := flag.String("replot", "", "no cluster: redraw the chart (--chart) from the points of this saved make bench results file and of --scale-results")
 	scale := flag.Bool("scale", false, "the one-off scale run (make bench-scale): --scale-size MarkdownViews, Tenants and StorageBuckets; its results (docs/performance-scale.json) join the chart of later runs")
 	scaleSize := flag.Int("scale-size", 10000, "objects of each kind in the --scale run")
@@ -141,7 +145,7 @@ func main() {
 	if *smoke {
 		cfg = config{viewSizes: []int{10, 20}, markdownViews: 20, unrelated: 200, tenants: 10, buckets: 20, edits: 5, workers: 8,
 			bucketInterval: 10 * time.Second, bucketWindow: 20 * time.Second, quiet: 5 * time.Second, out: cfg.out,
-			managerArgs: cfg.managerArgs, scenarios: cfg.scenarios, tenantGuardrails: cfg.tenantGuardrails,
+			managerArgs: cfg.managerArgs, scenarios: cfg.scenarios, tenantGuardrails: cfg.tenantGuardrails, tenantRounds: 1,
 			profileDir: cfg.profileDir, profileFor: cfg.profileFor,
 			viewsPerNamespace: 8} // spread, so the smoke runs that path too
 	}
@@ -161,6 +165,7 @@ func main() {
 		if cfg.tenantGuardrails == "none,all" {
 			cfg.tenantGuardrails = "none"
 		}
+		cfg.tenantRounds = 1
 	}
 	if cfg.chart == "" {
 		cfg.chart = filepath.Join(cfg.out, "converge.svg")
@@ -221,7 +226,8 @@ func run(cfg config) error {
 		name string
 		run  func() error
 	}{{"markdownview", b.markdownViewScenarios}, {"tenant", b.tenantScenario}, {"bucket", b.bucketScenario},
-		{"restart", b.restartScenario}, {"memory", b.memoryScenario}}
+		{"restart", b.restartScenario}, {"memory", b.memoryScenario},
+		{"writecost", b.writeCostScenario}} // last: it stops the manager
 	for _, step := range steps {
 		if !b.ran(step.name) {
 			continue

@@ -25,6 +25,7 @@ type managerProc struct {
 	cmd         *exec.Cmd
 	metricsAddr string
 	probeAddr   string
+	pprofAddr   string // empty unless --profile-apiserver is set
 }
 
 func (b *bench) startManager() error {
@@ -36,6 +37,10 @@ func (b *bench) startManager() error {
 	args := []string{"--kubeconfig", b.kubeconfig, "--namespace", "trellis-system",
 		"--metrics-bind-address", m.metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", m.probeAddr,
 		"--zap-log-level", "error"}
+	if b.cfg.profileDir != "" {
+		m.pprofAddr = freeAddr()
+		args = append(args, "--pprof-bind-address", m.pprofAddr)
+	}
 	args = append(args, strings.Fields(b.cfg.managerArgs)...)
 	m.cmd = exec.Command(filepath.Join(b.bin, "manager"), args...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile

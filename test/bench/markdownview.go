@@ -217,8 +217,11 @@ func (b *bench) measure(what string, writes func() writeCounts, create func() er
 		return runCost{}, err
 	}
 	w0 := writes()
-	profiled := b.profileAPIServer(what)
-	defer profiled()
+	profiled := b.profileAPIServer
+	if strings.HasPrefix(what, "trellis") { // every Trellis run is named so
+		profiled = b.profileTrellisRun
+	}
+	defer profiled(what)()
 	start := time.Now()
 	if err := create(); err != nil {
 		return runCost{}, err

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,8 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// CPU profiles of the API server, one per measured run (--profile-apiserver):
-// where a run's API server time goes, Trellis' next to the floor's.
+// CPU profiles, one per measured run (--profile-apiserver): where a run's
+// API server time goes, Trellis' next to the floor's, and, for Trellis' runs,
+// where the manager's goes.
 
 // profileAPIServer starts a CPU profile of the API server over the first
 // --profile-seconds of a run and returns a function that waits for it and
@@ -20,36 +24,67 @@ import (
 // nothing. The profile covers the start of both runs alike: the floor's and
 // Trellis' profiles compare by share, not by total.
 func (b *bench) profileAPIServer(what string) (wait func()) {
+	return b.profile(what, "API server", func(ctx context.Context, seconds int) ([]byte, error) {
+		cs, err := kubernetes.NewForConfig(b.restCfg)
+		if err != nil {
+			return nil, err
+		}
+		return cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(seconds)).DoRaw(ctx)
+	})
+}
+
+// profileTrellisRun profiles the API server and the manager (its pprof
+// handlers are served when --profile-apiserver is set) over the same first
+// seconds of one of Trellis' runs.
+func (b *bench) profileTrellisRun(what string) (wait func()) {
+	server := b.profileAPIServer(what)
+	manager := b.profile(what+" manager", "manager", func(ctx context.Context, seconds int) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+			fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.mgr.pprofAddr, seconds), nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("manager pprof: %s", resp.Status)
+		}
+		return io.ReadAll(resp.Body)
+	})
+	return func() { server(); manager() }
+}
+
+// profile takes one CPU profile with get in the background and returns a
+// function that waits until it is written to <dir>/<slug of what>.pprof.
+func (b *bench) profile(what, of string, get func(ctx context.Context, seconds int) ([]byte, error)) (wait func()) {
 	if b.cfg.profileDir == "" {
 		return func() {}
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		cs, err := kubernetes.NewForConfig(b.restCfg)
-		if err != nil {
-			log("profile %s: %v", what, err)
-			return
-		}
 		seconds := int(b.cfg.profileFor / time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.profileFor+30*time.Second)
 		defer cancel()
-		data, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
-			Param("seconds", strconv.Itoa(seconds)).DoRaw(ctx)
+		data, err := get(ctx, seconds)
 		if err != nil {
-			log("profile %s: %v", what, err)
+			log("%s profile %s: %v", of, what, err)
 			return
 		}
 		if err := os.MkdirAll(b.cfg.profileDir, 0o755); err != nil {
-			log("profile %s: %v", what, err)
+			log("%s profile %s: %v", of, what, err)
 			return
 		}
 		path := filepath.Join(b.cfg.profileDir, slug(what)+".pprof")
 		if err := os.WriteFile(path, data, 0o644); err != nil {
-			log("profile %s: %v", what, err)
+			log("%s profile %s: %v", of, what, err)
 			return
 		}
-		log("API server CPU profile (first %ds) of %q: %s", seconds, what, path)
+		log("%s CPU profile (first %ds) of %q: %s", of, seconds, what, path)
 	}()
 	return func() { <-done }
 }
