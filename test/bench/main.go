@@ -167,6 +167,10 @@ func main() {
 		}
 		cfg.tenantRounds = 1
 	}
+	if cfg.tenantRounds < 1 || cfg.tenantRounds > 26 { // a round is named by a letter
+		fmt.Fprintln(os.Stderr, "bench: --tenant-rounds must be 1 to 26")
+		os.Exit(2)
+	}
 	if cfg.chart == "" {
 		cfg.chart = filepath.Join(cfg.out, "converge.svg")
 	}

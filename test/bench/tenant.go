@@ -381,7 +381,8 @@ func createFloorTenant(ctx context.Context, c client.Client, v tenantVariant, ro
 	labels := map[string]string{"app.kubernetes.io/managed-by": "bench", "tenancy.trellis.dev/tenant": name}
 	subject := []rbacv1.Subject{{Kind: "Group", Name: name + "-admins", APIGroup: rbacv1.GroupName}}
 	namespaces := make([]string, 0, len(tenantEnvs))
-	var first, second []client.Object
+	first := make([]client.Object, 0, len(tenantEnvs))
+	var second []client.Object
 	for _, env := range tenantEnvs {
 		ns := name + "-" + env
 		namespaces = append(namespaces, ns)
