@@ -368,21 +368,51 @@ func meanCost(a, b runCost) runCost {
 	return m
 }
 
-// createFloorTenant creates, directly, the objects Trellis keeps for Tenant i:
-// the same kinds, names, labels and content, in the same two parallel rounds
-// as the Tenant controller writes them (the namespaces; then what each holds
-// beside the ClusterRole and, after it, its binding), so that the floor has
-// as many requests in flight per tenant as Trellis and is not held back by
-// round trips Trellis does not wait on.
+// createFloorTenant creates, directly, the objects Trellis keeps for Tenant i,
+// in the same two parallel rounds as the Tenant controller writes them (the
+// namespaces; then what each holds beside the ClusterRole and, after it, its
+// binding), so that the floor has as many requests in flight per tenant as
+// Trellis and is not held back by round trips Trellis does not wait on.
 func createFloorTenant(ctx context.Context, c client.Client, v tenantVariant, round string, i int) error {
-	name := fmt.Sprintf("f%s%s%d", v.key, round, i)
+	o := floorTenantObjects(v, fmt.Sprintf("f%s%s%d", v.key, round, i), i)
+	if err := parallel(len(o.namespaces), len(o.namespaces), func(i int) error { return c.Create(ctx, o.namespaces[i]) }); err != nil {
+		return err
+	}
+	tasks := make([]func() error, 0, len(o.inNamespaces)+1)
+	for _, obj := range o.inNamespaces {
+		tasks = append(tasks, func() error { return c.Create(ctx, obj) })
+	}
+	tasks = append(tasks, func() error {
+		if err := c.Create(ctx, o.role); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return c.Create(ctx, o.roleBinding)
+	})
+	return parallel(len(tasks), len(tasks), func(i int) error { return tasks[i]() })
+}
+
+// floorObjects are the objects Trellis keeps for one Tenant.
+type floorObjects struct {
+	namespaces   []client.Object
+	inNamespaces []client.Object // bindings and guardrails
+	role         *rbacv1.ClusterRole
+	roleBinding  *rbacv1.ClusterRoleBinding
+}
+
+// all is every object, in the order they may be created.
+func (o floorObjects) all() []client.Object {
+	return append(append(slices.Clone(o.namespaces), o.inNamespaces...), o.role, o.roleBinding)
+}
+
+// floorTenantObjects are the objects Trellis keeps for a Tenant of variant v
+// called name (spec of Tenant i): the same kinds, names, labels and content.
+func floorTenantObjects(v tenantVariant, name string, i int) floorObjects {
 	t := benchTenant(v, 0, i)
 	t.Name = name
 	labels := map[string]string{"app.kubernetes.io/managed-by": "bench", "tenancy.trellis.dev/tenant": name}
 	subject := []rbacv1.Subject{{Kind: "Group", Name: name + "-admins", APIGroup: rbacv1.GroupName}}
 	namespaces := make([]string, 0, len(tenantEnvs))
-	first := make([]client.Object, 0, len(tenantEnvs))
-	var second []client.Object
+	var o floorObjects
 	for _, env := range tenantEnvs {
 		ns := name + "-" + env
 		namespaces = append(namespaces, ns)
@@ -393,7 +423,7 @@ func createFloorTenant(ctx context.Context, c client.Client, v tenantVariant, ro
 			nsLabels["tenancy.trellis.dev/network-isolation"] = "true"
 			nsLabels["cost-center"] = "bench"
 		}
-		first = append(first, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: nsLabels, Annotations: map[string]string{"tenancy.trellis.dev/tenant-uid": "floor"}}})
+		o.namespaces = append(o.namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: nsLabels, Annotations: map[string]string{"tenancy.trellis.dev/tenant-uid": "floor"}}})
 		objs := []client.Object{
 			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "trellis-tenant-admin", Labels: labels},
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"}, Subjects: subject},
@@ -422,28 +452,14 @@ func createFloorTenant(ctx context.Context, c client.Client, v tenantVariant, ro
 					}},
 			)
 		}
-		second = append(second, objs...)
+		o.inNamespaces = append(o.inNamespaces, objs...)
 	}
 	role := "trellis:tenant:" + name
-	clusterRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role, Labels: labels}, Rules: []rbacv1.PolicyRule{
+	o.role = &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role, Labels: labels}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"tenancy.trellis.dev"}, Resources: []string{"tenants"}, ResourceNames: []string{name}, Verbs: []string{"get", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: namespaces, Verbs: []string{"get", "watch"}},
 	}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role, Labels: labels},
+	o.roleBinding = &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role, Labels: labels},
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}, Subjects: subject}
-
-	if err := parallel(len(first), len(first), func(i int) error { return c.Create(ctx, first[i]) }); err != nil {
-		return err
-	}
-	tasks := make([]func() error, 0, len(second)+1)
-	for _, o := range second {
-		tasks = append(tasks, func() error { return c.Create(ctx, o) })
-	}
-	tasks = append(tasks, func() error {
-		if err := c.Create(ctx, clusterRole); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-		return c.Create(ctx, binding)
-	})
-	return parallel(len(tasks), len(tasks), func(i int) error { return tasks[i]() })
+	return o
 }

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -30,19 +28,15 @@ import (
 // schema, CEL validation, admission policies). It runs last: it stops the
 // manager.
 
-// writeKind is one kind of write, made n times by the bench's workers.
-type writeKind struct {
-	name string
-	// perTenant is how many writes of this kind one Tenant of 3 namespaces
-	// has, without guardrails and with every one (the floor's 8 and 20, and
-	// the Tenant's own 2).
+// writeBatch is one kind of write: the objects of that kind of n Tenants'
+// floors, or one of the Tenant's own writes for n Tenants.
+type writeBatch struct {
+	kind string
+	// perTenant is how many writes of this kind one Tenant has, without
+	// guardrails and with every one.
 	perTenant [2]float64
 	tenant    bool // the Tenant's own write, not in the floor
-	write     func(ctx context.Context, c client.Client, round, i int) error
-	// settle, if set, says when the cluster's own follow-up of the writes
-	// (beyond the controller-manager's writes into new namespaces, which
-	// every kind waits for) is done; its cost is part of the write's.
-	settle func(ctx context.Context, round int) (bool, error)
+	writes    []func(ctx context.Context) error
 }
 
 func (b *bench) writeCostScenario() error {
@@ -53,158 +47,28 @@ func (b *bench) writeCostScenario() error {
 	}
 	n := b.cfg.tenants
 	const rounds = 3
-	name := func(prefix string, round, i int) string { return fmt.Sprintf("%s%s%d", prefix, roundName(round), i) }
-	// A namespace for the RoleBindings of each round, made before it.
-	bindingsIn := func(round int) string { return "writecost-" + roundName(round) }
-	// The Tenants each round creates, kept for their status patches, so that
-	// a patch is sent from the object in hand, as the controller sends it
-	// from its cache, and no read is counted as part of the write.
-	var mu sync.Mutex
-	made := map[string]*tenancyv1.Tenant{}
-	tenantName := func(variant, round, i int) string { return name(fmt.Sprintf("wc%d-", variant), round, i) }
-	tenantCreate := func(what string, variant int) writeKind {
-		k := writeKind{name: "Tenant create, " + what, tenant: true, write: func(ctx context.Context, c client.Client, round, i int) error {
-			t := benchTenant(tenantVariants[variant], 0, i)
-			t.ObjectMeta = metav1.ObjectMeta{Name: tenantName(variant, round, i)}
-			t.Spec.NamespacePrefix = ptr.To(t.Name + "-")
-			if err := c.Create(ctx, t); err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			made[t.Name] = t
-			return nil
-		}}
-		k.perTenant[variant] = 1
-		return k
-	}
-	tenantStatusPatch := func(what string, variant int) writeKind {
-		k := writeKind{name: "Tenant status patch, " + what, tenant: true, write: func(ctx context.Context, c client.Client, round, i int) error {
-			mu.Lock()
-			t := made[tenantName(variant, round, i)]
-			mu.Unlock()
-			if t == nil {
-				return fmt.Errorf("tenant %s was not created", tenantName(variant, round, i))
-			}
-			base := t.DeepCopy()
-			t.Status = readyTenantStatus(t)
-			return c.Status().Patch(ctx, t, client.MergeFrom(base))
-		}}
-		k.perTenant[variant] = 1
-		return k
-	}
-	kinds := []writeKind{
-		{name: "Namespace create", perTenant: [2]float64{3, 3}, write: func(ctx context.Context, c client.Client, round, i int) error {
-			return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name("wcns-", round, i),
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "bench"}}})
-		}},
-		{name: "RoleBinding create", perTenant: [2]float64{3, 6}, write: func(ctx context.Context, c client.Client, round, i int) error {
-			return c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: bindingsIn(round), Name: name("wcrb-", round, i)},
-				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
-				Subjects: []rbacv1.Subject{{Kind: "Group", Name: name("wc-", round, i) + "-admins", APIGroup: rbacv1.GroupName}}})
-		}},
-		{name: "ClusterRole create", perTenant: [2]float64{1, 1}, write: func(ctx context.Context, c client.Client, round, i int) error {
-			n := name("wccr-", round, i)
-			return c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: n}, Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{"tenancy.trellis.dev"}, Resources: []string{"tenants"}, ResourceNames: []string{n}, Verbs: []string{"get", "watch"}},
-				{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{n + "-dev", n + "-stg", n + "-prod"}, Verbs: []string{"get", "watch"}},
-			}})
-		}},
-		{name: "ClusterRoleBinding create", perTenant: [2]float64{1, 1}, write: func(ctx context.Context, c client.Client, round, i int) error {
-			n := name("wccr-", round, i)
-			return c.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: n},
-				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: n},
-				Subjects: []rbacv1.Subject{{Kind: "Group", Name: n + "-admins", APIGroup: rbacv1.GroupName}}})
-		}},
-		{name: "ResourceQuota create", perTenant: [2]float64{0, 3}, settle: func(ctx context.Context, round int) (bool, error) {
-			quotas := &corev1.ResourceQuotaList{}
-			if err := b.c.List(ctx, quotas, client.InNamespace(bindingsIn(round))); err != nil {
-				return false, err
-			}
-			for _, q := range quotas.Items {
-				if len(q.Status.Hard) == 0 {
-					return false, nil
-				}
-			}
-			return true, nil
-		}, write: func(ctx context.Context, c client.Client, round, i int) error {
-			q := benchTenant(tenantVariants[1], 0, i).Spec.Quota.Hard
-			return c.Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: bindingsIn(round), Name: name("wcrq-", round, i)},
-				Spec: corev1.ResourceQuotaSpec{Hard: q}})
-		}},
-		{name: "LimitRange create", perTenant: [2]float64{0, 3}, write: func(ctx context.Context, c client.Client, round, i int) error {
-			l := benchTenant(tenantVariants[1], 0, i).Spec.LimitRange.Limits[0]
-			return c.Create(ctx, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: bindingsIn(round), Name: name("wclr-", round, i)},
-				Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: l.Type, Max: l.Max, Min: l.Min, Default: l.Default, DefaultRequest: l.DefaultRequest}}}})
-		}},
-		{name: "NetworkPolicy create", perTenant: [2]float64{0, 3}, write: func(ctx context.Context, c client.Client, round, i int) error {
-			return c.Create(ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: bindingsIn(round), Name: name("wcnp-", round, i)},
-				Spec: networkingv1.NetworkPolicySpec{
-					PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-					Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
-						{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tenancy.trellis.dev/tenant": name("wc-", round, i)}}},
-						{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-							Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"ingress-nginx"}}}}},
-					}}},
-				}})
-		}},
-		tenantCreate("no guardrails", 0), tenantStatusPatch("no guardrails", 0),
-		tenantCreate("every guardrail", 1), tenantStatusPatch("every guardrail", 1),
-	}
-	// perWrite[k] holds the API server CPU per write of kind k, one per round.
-	perWrite := make([][]float64, len(kinds))
+	perWrite := map[string][]float64{} // by kind, one per round
+	var kinds []writeBatch             // every round has the same kinds and counts
 	for round := range rounds {
-		if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bindingsIn(round)}}); err != nil {
-			return err
-		}
-		for k, kind := range kinds {
-			if err := b.waitControllerManagerCaughtUp(ctx); err != nil {
-				return err
-			}
-			idle, err := b.apiServerIdle()
+		kinds = b.writeBatches(n, round)
+		for _, batch := range kinds {
+			ms, err := b.measureWrites(ctx, batch, round)
 			if err != nil {
 				return err
 			}
-			cpu0, err := b.cpu()
-			if err != nil {
-				return err
-			}
-			start := time.Now()
-			if err := parallel(n, b.cfg.workers, func(i int) error { return kind.write(ctx, b.c, round, i) }); err != nil {
-				return fmt.Errorf("%s: %w", kind.name, err)
-			}
-			// A namespace's cost includes what the controller-manager writes
-			// into it (its ServiceAccount and root-CA ConfigMap), a quota's
-			// the quota controller's status.
-			if err := b.waitControllerManagerCaughtUp(ctx); err != nil {
-				return err
-			}
-			if kind.settle != nil {
-				if err := waitFor(10*time.Minute, func() (bool, error) { return kind.settle(ctx, round) }, 200*time.Millisecond); err != nil {
-					return fmt.Errorf("%s: %w", kind.name, err)
-				}
-			}
-			took := time.Since(start)
-			cpu1, err := b.cpu()
-			if err != nil {
-				return err
-			}
-			busy := cpu1.minus(cpu0)["kube-apiserver"] - idle*took.Seconds()
-			perWrite[k] = append(perWrite[k], busy/float64(n)*1000)
-			log("write cost, round %s: %d × %s: %s, API server %.2f ms of CPU each (idle %.2f cores subtracted)",
-				roundName(round), n, kind.name, took.Round(time.Millisecond), busy/float64(n)*1000, idle)
+			perWrite[batch.kind] = append(perWrite[batch.kind], ms)
 		}
 	}
 	var floor, tenant [2]float64
-	for k, kind := range kinds {
-		ms := median(perWrite[k])
-		b.add(row{Scenario: fmt.Sprintf("writes with the manager stopped, %d of each, median of %d rounds", n, rounds),
-			Figure: "API server CPU per " + kind.name, Value: ms, Unit: "ms", Target: "report", Met: true})
+	for _, batch := range kinds {
+		ms := median(perWrite[batch.kind])
+		b.add(row{Scenario: fmt.Sprintf("writes of %d Tenants with the manager stopped, median of %d rounds", n, rounds),
+			Figure: "API server CPU per " + batch.kind, Value: ms, Unit: "ms", Target: "report", Met: true})
 		for v := range floor {
-			if kind.tenant {
-				tenant[v] += kind.perTenant[v] * ms
+			if batch.tenant {
+				tenant[v] += batch.perTenant[v] * ms
 			} else {
-				floor[v] += kind.perTenant[v] * ms
+				floor[v] += batch.perTenant[v] * ms
 			}
 		}
 	}
@@ -215,6 +79,111 @@ func (b *bench) writeCostScenario() error {
 			Target: "report (the least ratio any operator with a Tenant object can have)", Met: true})
 	}
 	return nil
+}
+
+// writeBatches are round's writes, by kind, in an order that can be created:
+// the objects of n Tenants' floors with every guardrail (floorTenantObjects,
+// so the same objects, labels and admission as the Tenant floor), grouped
+// by kind, namespaces first; then, for each variant, n Tenants created and
+// their statuses patched. A status patch is sent from the Tenant the create
+// returned, as the controller sends it from its cache: no read is counted.
+func (b *bench) writeBatches(n, round int) []writeBatch {
+	// How many objects of each kind one Tenant's floor has, per variant.
+	var counts [2]map[string]float64
+	for v := range counts {
+		counts[v] = map[string]float64{}
+		for _, o := range floorTenantObjects(tenantVariants[v], "count", 0).all() {
+			counts[v][createKind(o)]++
+		}
+	}
+	batches := make([]writeBatch, 0, len(counts[1])+4) // the floor's kinds, the Tenant's 2 writes × 2 variants
+	byKind := map[string]int{}
+	for i := range n {
+		for _, o := range floorTenantObjects(tenantVariants[1], fmt.Sprintf("wc%s%d", roundName(round), i), i).all() {
+			kind := createKind(o)
+			k, ok := byKind[kind]
+			if !ok {
+				k = len(batches)
+				byKind[kind] = k
+				batches = append(batches, writeBatch{kind: kind, perTenant: [2]float64{counts[0][kind], counts[1][kind]}})
+			}
+			batches[k].writes = append(batches[k].writes, func(ctx context.Context) error { return b.c.Create(ctx, o) })
+		}
+	}
+	for v, what := range []string{"no guardrails", "every guardrail"} {
+		create := writeBatch{kind: "Tenant create, " + what, tenant: true}
+		patch := writeBatch{kind: "Tenant status patch, " + what, tenant: true}
+		create.perTenant[v], patch.perTenant[v] = 1, 1
+		for i := range n {
+			t := benchTenant(tenantVariants[v], 0, i)
+			t.ObjectMeta = metav1.ObjectMeta{Name: fmt.Sprintf("wc%d-%s%d", v, roundName(round), i)}
+			t.Spec.NamespacePrefix = ptr.To(t.Name + "-")
+			create.writes = append(create.writes, func(ctx context.Context) error { return b.c.Create(ctx, t) })
+			patch.writes = append(patch.writes, func(ctx context.Context) error {
+				base := t.DeepCopy()
+				t.Status = readyTenantStatus(t)
+				return b.c.Status().Patch(ctx, t, client.MergeFrom(base))
+			})
+		}
+		batches = append(batches, create, patch)
+	}
+	return batches
+}
+
+// createKind names the write that creates o, by its Go type: "RoleBinding create".
+func createKind(o client.Object) string { return reflect.TypeOf(o).Elem().Name() + " create" }
+
+// measureWrites sends a batch's writes and returns the API server's CPU per
+// write, its idle use subtracted. The window closes when the cluster's own
+// follow-up is done: the controller-manager's ServiceAccount and root-CA
+// ConfigMap in every new namespace, the quota controller's status of every
+// ResourceQuota.
+func (b *bench) measureWrites(ctx context.Context, batch writeBatch, round int) (float64, error) {
+	if err := b.waitControllerManagerCaughtUp(ctx); err != nil {
+		return 0, err
+	}
+	idle, err := b.apiServerIdle()
+	if err != nil {
+		return 0, err
+	}
+	cpu0, err := b.cpu()
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := parallel(len(batch.writes), b.cfg.workers, func(i int) error { return batch.writes[i](ctx) }); err != nil {
+		return 0, fmt.Errorf("%s: %w", batch.kind, err)
+	}
+	if err := b.waitControllerManagerCaughtUp(ctx); err != nil {
+		return 0, err
+	}
+	if err := waitFor(10*time.Minute, func() (bool, error) { return b.quotasSettled(ctx) }, 200*time.Millisecond); err != nil {
+		return 0, fmt.Errorf("%s: %w", batch.kind, err)
+	}
+	took := time.Since(start)
+	cpu1, err := b.cpu()
+	if err != nil {
+		return 0, err
+	}
+	ms := (cpu1.minus(cpu0)["kube-apiserver"] - idle*took.Seconds()) / float64(len(batch.writes)) * 1000
+	log("write cost, round %s: %d × %s: %s, API server %.2f ms of CPU each (idle %.2f cores subtracted)",
+		roundName(round), len(batch.writes), batch.kind, took.Round(time.Millisecond), ms, idle)
+	return ms, nil
+}
+
+// quotasSettled says whether the quota controller has written the status of
+// every ResourceQuota.
+func (b *bench) quotasSettled(ctx context.Context) (bool, error) {
+	quotas := &corev1.ResourceQuotaList{}
+	if err := b.c.List(ctx, quotas); err != nil {
+		return false, err
+	}
+	for _, q := range quotas.Items {
+		if len(q.Status.Hard) == 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // apiServerIdle is the API server's CPU use, in cores, over a quiet second.
