@@ -180,6 +180,7 @@ func cacheOptions(controllers []setup.Controller, optional map[string][]servedTy
 		obj        client.Object
 		owned      bool
 		transform  toolscache.TransformFunc
+		all        bool
 		declaredBy string
 	}
 	entries := map[string]*entry{}
@@ -206,15 +207,18 @@ func cacheOptions(controllers []setup.Controller, optional map[string][]servedTy
 			if e.transform != nil {
 				return cache.Options{}, fmt.Errorf("controllers %s and %s both transform cached %T objects", e.declaredBy, c.Name, t.Object)
 			}
-			e.transform, e.declaredBy = t.Func, c.Name
+			e.transform, e.all, e.declaredBy = t.Func, t.All, c.Name
 		}
 	}
 	byObject := map[client.Object]cache.ByObject{}
 	for _, key := range order {
 		e := entries[key]
-		if e.owned {
+		switch {
+		case e.owned && e.all:
+			byObject[e.obj] = cache.ByObject{Transform: chain(keepOwnManagedFields, e.transform)}
+		case e.owned:
 			byObject[e.obj] = cache.ByObject{Label: managed, Transform: chain(keepOwnManagedFields, e.transform)}
-		} else {
+		default:
 			byObject[e.obj] = cache.ByObject{Transform: chain(cache.TransformStripManagedFields(), e.transform)}
 		}
 	}

@@ -52,6 +52,12 @@ type Transform struct {
 	// Func changes the object in place (it gets the informer's own copy) and
 	// returns it.
 	Func toolscache.TransformFunc
+	// All caches every object of the type, not only those labelled
+	// managed-by=trellis: for a controller that must judge objects it did
+	// not create (a team's NetworkPolicies). Func must then reduce every
+	// foreign object to what the controller reads, so that no user can grow
+	// the manager's memory by what they put in their own objects.
+	All bool
 }
 
 // ManagedByLabel and ManagedByValue mark every object Trellis creates; the
