@@ -78,8 +78,9 @@ func run(m *testing.M) int {
 	opts.TenantProtected = "protected-.*"
 	opts.TenantReverifyInterval = 2 * time.Second
 	ctl := setup.Controller{
-		Name:  Controller.Name,
-		Owned: Controller.Owned,
+		Name:       Controller.Name,
+		Owned:      Controller.Owned,
+		Transforms: Controller.Transforms,
 		Setup: func(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
 			extra, err := CompileProtectedPattern(o.TenantProtectedNamespaces)
 			if err != nil {

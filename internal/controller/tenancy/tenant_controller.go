@@ -62,6 +62,11 @@ var Controller = setup.Controller{
 		&corev1.Namespace{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
 		&corev1.ResourceQuota{}, &corev1.LimitRange{}, &networkingv1.NetworkPolicy{},
 	},
+	// Every NetworkPolicy is cached, a team's too (they carry no label):
+	// network isolation is undone by any policy in a tenant namespace that
+	// admits more (isolation.go). All but Trellis' own are cut down to what
+	// that judgement reads.
+	Transforms: []setup.Transform{{Object: &networkingv1.NetworkPolicy{}, Func: reduceNetworkPolicy, All: true}},
 	Setup: func(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
 		extra, err := CompileProtectedPattern(opts.TenantProtectedNamespaces)
 		if err != nil {
@@ -144,11 +149,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&corev1.Namespace{}, toTenant, builder.WithPredicates(namespaceChanged))
 	for _, obj := range []client.Object{
 		&rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
-		&corev1.ResourceQuota{}, &corev1.LimitRange{}, &networkingv1.NetworkPolicy{},
+		&corev1.ResourceQuota{}, &corev1.LimitRange{},
 	} {
 		// Every change passes: drift is restored, and a quota's usage is summed.
 		b = b.Watches(obj, toTenant)
 	}
+	// Trellis' own policies by their label; anyone's by the tenant of their
+	// namespace, whose isolation they may undo.
+	b = b.Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(networkPolicyToTenant(mgr.GetClient())),
+		builder.WithPredicates(networkPolicyChanged))
 	return b.WithOptions(opts.ControllerOptions()).Complete(r)
 }
 

@@ -202,7 +202,8 @@ func (r *Reconciler) conflictMessage(ctx context.Context, ns *corev1.Namespace) 
 
 // reconcileNamespaceChildren keeps, in one of the tenant's namespaces, the
 // admin and viewer RoleBindings and the guardrails the spec asks for, and
-// removes those it no longer asks for; all in parallel.
+// removes those it no longer asks for; all in parallel. Then, with network
+// isolation, it looks for the team's policies that undo it (in the cache).
 func (r *Reconciler) reconcileNamespaceChildren(ctx context.Context, s *scope, ns string) error {
 	t := s.t
 	expect := s.wasReady[ns] && s.settled
@@ -251,7 +252,10 @@ func (r *Reconciler) reconcileNamespaceChildren(ctx context.Context, s *scope, n
 			return deleteChild(ctx, r, s, "NetworkPolicy", ns, networkPolicyName, &networkingv1.NetworkPolicy{})
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil || t.Spec.NetworkIsolation == nil {
+		return err
+	}
+	return r.checkIsolation(ctx, s, ns)
 }
 
 // ownsQuota: the quota the sum may count is one carrying this tenant's marks.

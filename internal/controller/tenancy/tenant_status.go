@@ -21,6 +21,10 @@ const (
 	ReasonRBACConflict       = "RBACConflict"
 	ReasonGuardrailRefused   = "GuardrailRefused"
 	ReasonTerminating        = "NamespaceTerminating"
+
+	// ReasonIsolationUndone: a NetworkPolicy in a network-isolated tenant's
+	// namespace admits ingress from outside the tenant (isolation.go).
+	ReasonIsolationUndone = "IsolationUndone"
 )
 
 // ConditionSubjectsFound is True when every ServiceAccount admin or viewer
@@ -53,6 +57,9 @@ type observation struct {
 	quotaHard, quotaUsed corev1.ResourceList
 	// failed is an error the reconcile returned (it is retried with back-off).
 	failed error
+	// undone lists, per namespace of the tenant, the NetworkPolicies that
+	// admit ingress from outside the tenant while it is network-isolated.
+	undone map[string][]string
 }
 
 // newObservation lists the namespaces of the spec, in order, not yet looked at.
@@ -86,6 +93,18 @@ func (o *observation) conflict(name, message string) {
 			o.namespaces[i].State, o.namespaces[i].Message = tenancyv1.NamespaceConflict, message
 		}
 	}
+}
+
+// undoIsolation records the policies that undo a namespace's network
+// isolation. The namespace is reported as a Conflict (unless another
+// conflict was found there) when the status is computed.
+func (o *observation) undoIsolation(namespace string, policies []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.undone == nil {
+		o.undone = map[string][]string{}
+	}
+	o.undone[namespace] = policies
 }
 
 func (o *observation) refuse(message string) {
@@ -125,7 +144,7 @@ func (o *observation) blocked() bool {
 			return true
 		}
 	}
-	return o.rbacConflict != "" || len(o.refused) > 0
+	return o.rbacConflict != "" || len(o.refused) > 0 || len(o.undone) > 0
 }
 
 // computeStatus derives the whole status from what was observed.
@@ -136,6 +155,11 @@ func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus
 	gen := t.Generation
 	st.ObservedGeneration = gen
 	st.Namespaces = append([]tenancyv1.TenantNamespaceStatus(nil), obs.namespaces...)
+	for i, ns := range st.Namespaces {
+		if policies := obs.undone[ns.Name]; len(policies) > 0 && ns.State == tenancyv1.NamespaceReady {
+			st.Namespaces[i].State, st.Namespaces[i].Message = tenancyv1.NamespaceConflict, isolationNamespaceMessage(policies)
+		}
+	}
 	st.Quota = tenancyv1.TenantQuotaStatus{Hard: obs.quotaHard, Used: obs.quotaUsed}
 	meta.RemoveStatusCondition(&st.Conditions, "Degraded") // written by earlier versions
 	switch {
@@ -153,15 +177,24 @@ func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus
 	return st
 }
 
-// summarize says where the tenant stands: blocked by names or objects
-// someone else holds or by a guardrail the API server refused, waiting for a
-// namespace to finish terminating, or ready.
+// summarize says where the tenant stands: its network isolation undone by
+// policies it holds, blocked by names or objects someone else holds or by a
+// guardrail the API server refused, waiting for a namespace to finish
+// terminating, or ready. An undone isolation is named first: it is the one
+// problem that leaves the tenant open now; the others keep something out of
+// it.
 func summarize(t *tenancyv1.Tenant, obs *observation) conditions.Summary {
 	reason, msgs := "", []string(nil)
+	if len(obs.undone) > 0 {
+		reason = ReasonIsolationUndone
+		msgs = append(msgs, isolationMessage(obs.namespaces, obs.undone))
+	}
 	for _, ns := range obs.namespaces {
 		switch ns.State {
 		case tenancyv1.NamespaceConflict:
-			reason = ReasonNamespaceConflict
+			if reason != ReasonIsolationUndone {
+				reason = ReasonNamespaceConflict
+			}
 			msgs = append(msgs, ns.Message)
 		case tenancyv1.NamespaceProtected:
 			if reason == "" {
@@ -184,7 +217,7 @@ func summarize(t *tenancyv1.Tenant, obs *observation) conditions.Summary {
 	}
 	ready := 0
 	for _, ns := range obs.namespaces {
-		if ns.State == tenancyv1.NamespaceReady {
+		if ns.State == tenancyv1.NamespaceReady && len(obs.undone[ns.Name]) == 0 {
 			ready++
 		}
 	}
