@@ -205,13 +205,13 @@ func isolationMessage(namespaces []tenancyv1.TenantNamespaceStatus, undone map[s
 			all = append(all, ns.Name+"/"+p)
 		}
 	}
-	what := "NetworkPolicy " + nameSome(all, tenantMessagePolicies) + " admits"
+	what, it, its := "NetworkPolicy "+nameSome(all, tenantMessagePolicies)+" admits", "it", "its"
 	if len(all) > 1 {
-		what = "NetworkPolicies " + nameSome(all, tenantMessagePolicies) + " admit"
+		what, it, its = "NetworkPolicies "+nameSome(all, tenantMessagePolicies)+" admit", "them", "their"
 	}
 	return what + " ingress from outside the tenant, and NetworkPolicies add up: the network isolation is undone. " +
-		"Trellis leaves them untouched: delete them, or let them admit only pods of their own namespace (a podSelector alone) " +
-		"or the tenant's namespaces (namespaceSelector.matchLabels " + TenantLabel + ": <tenant>)"
+		"Trellis leaves " + it + " untouched: delete " + it + ", or let " + it + " admit only pods of " + its +
+		" own namespace (a podSelector alone) or the tenant's namespaces (namespaceSelector.matchLabels " + TenantLabel + ": <tenant>)"
 }
 
 // networkPolicyToTenant maps a NetworkPolicy event to the Tenants it may

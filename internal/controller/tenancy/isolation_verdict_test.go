@@ -323,6 +323,7 @@ func TestIsolationUndoneStatus(t *testing.T) {
 	g.Expect(stalled.Reason).To(Equal(ReasonIsolationUndone), "named before the conflict")
 	g.Expect(stalled.Message).To(HavePrefix("0 of 3 namespaces ready: NetworkPolicies acme-a/allow-all, acme-b/b1, acme-b/b2, acme-b/b3, acme-b/b4 and 2 more admit ingress from outside the tenant"))
 	g.Expect(stalled.Message).To(ContainSubstring("RoleBinding acme-c/trellis-tenant-admin exists"))
+	g.Expect(stalled.Message).To(ContainSubstring("Trellis leaves them untouched: delete them, or let them admit only pods of their own namespace"))
 	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(st.Namespaces).To(Equal([]tenancyv1.TenantNamespaceStatus{
 		{Name: "acme-a", State: tenancyv1.NamespaceConflict,
@@ -344,6 +345,7 @@ func TestIsolationUndoneStatus(t *testing.T) {
 	one.undoIsolation("acme-a", []string{"cidr"})
 	msg := conditions.Get(computeStatus(tenant, one).Conditions, conditions.Ready).Message
 	g.Expect(msg).To(HavePrefix("0 of 1 namespaces ready: NetworkPolicy acme-a/cidr admits ingress from outside the tenant"))
+	g.Expect(msg).To(ContainSubstring("Trellis leaves it untouched: delete it, or let it admit only pods of its own namespace"))
 }
 
 // TestCheckIsolationSkipsTrellisOwnPolicy: every policy of a namespace is
