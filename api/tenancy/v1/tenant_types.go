@@ -100,6 +100,110 @@ type TenantSpec struct {
 	// Pod Security levels go in podSecurity.
 	// +optional
 	NamespaceMetadata NamespaceMetadata `json:"namespaceMetadata,omitzero"`
+
+	// allowances narrow what the tenant's namespaces may ask of the cluster's
+	// shared infrastructure: the hostnames their Ingresses, routes and
+	// MarkdownViews serve, the IngressClasses and Gateways they use, and the
+	// registries their images come from. Each is written onto the tenant's
+	// namespaces as a tenancy.trellis.dev/allowed-* annotation, and enforced
+	// there by the API server (config/admission, tenant-allowances) for
+	// everyone, the Trellis manager included. An allowance left unset
+	// restricts nothing.
+	// +optional
+	Allowances TenantAllowances `json:"allowances,omitzero"`
+}
+
+// TenantAllowances are the shared resources a tenant's namespaces may use.
+// Each list, when set, is the whole of what is allowed; an unset list allows
+// anything.
+// +kubebuilder:validation:MinProperties=1
+type TenantAllowances struct {
+	// hostnames the tenant's Ingresses, Gateway API routes (HTTPRoute,
+	// GRPCRoute, TLSRoute), ListenerSet listeners and MarkdownViews may
+	// serve: exact DNS names (docs.example.com), or *. and a DNS name
+	// (*.team-a.example.com), which matches every name of one or more labels
+	// before the suffix (a.team-a.example.com, a.b.team-a.example.com), not
+	// the suffix itself. With hostnames set, an Ingress rule or TLS entry
+	// without a host, an Ingress defaultBackend, a route without hostnames
+	// and a listener without a hostname are refused: they would serve every
+	// hostname.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Hostnames []HostnamePattern `json:"hostnames,omitempty"`
+
+	// ingressClasses an Ingress (or a MarkdownView's expose.ingress) of the
+	// tenant may name. With ingressClasses set, an Ingress must name one in
+	// spec.ingressClassName: without it the cluster's default class would
+	// serve it, whichever that is.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	IngressClasses []ObjectName `json:"ingressClasses,omitempty"`
+
+	// gateways the tenant's Gateway API routes (HTTP, GRPC, TLS, TCP, UDP),
+	// ListenerSets and MarkdownViews' expose.httpRoute may attach to. With
+	// gateways set, every parent must be one of these Gateways (a parentRef
+	// without a namespace is in the object's own namespace); a parent of
+	// another kind, a ListenerSet included, is refused, except a Service
+	// (mesh routing, which exposes nothing outside the cluster).
+	// +optional
+	// +listType=map
+	// +listMapKey=namespace
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Gateways []GatewayReference `json:"gateways,omitempty"`
+
+	// registries the images of the tenant's pods (containers, init and
+	// ephemeral containers) and MarkdownViews' viewerImage may come from: a
+	// registry host, with its port if it has one, optionally followed by a
+	// path (registry.example.com, localhost:5000,
+	// registry.example.com/team-a). An image is allowed when its repository
+	// is one of them or lies under one ("registry.example.com/team-a" allows
+	// registry.example.com/team-a/app:1, not
+	// registry.example.com/team-a-evil/app). An image without a registry
+	// host is Docker Hub's, as the container runtime pulls it: nginx is
+	// docker.io/library/nginx, team/app is docker.io/team/app.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Registries []RegistryPrefix `json:"registries,omitempty"`
+}
+
+// HostnamePattern is a DNS name in lower case, or *. followed by one.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=253
+// +kubebuilder:validation:XValidation:rule="self.matches('^(\\\\*\\\\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$')",message="a hostname allowance is a DNS name in lower case (docs.example.com) or *. followed by one (*.team-a.example.com)"
+type HostnamePattern string
+
+// ObjectName is the name of a cluster-scoped object such as an IngressClass:
+// a DNS subdomain name.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=253
+// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be a DNS subdomain name"
+type ObjectName string
+
+// RegistryPrefix is a registry host, its port if any, and an optional path.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=253
+// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$')",message="a registry allowance is a registry host in lower case, its port if any, and an optional path, such as registry.example.com, localhost:5000 or registry.example.com/team-a (no tag, no trailing /)"
+type RegistryPrefix string
+
+// GatewayReference names a Gateway API Gateway.
+type GatewayReference struct {
+	// namespace of the Gateway.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="namespace must be a DNS label"
+	Namespace string `json:"namespace,omitempty"`
+	// name of the Gateway.
+	// +required
+	Name ObjectName `json:"name,omitempty"`
 }
 
 // Subject is an RBAC subject: a User, a Group or a ServiceAccount.

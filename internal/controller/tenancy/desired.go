@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -63,8 +64,8 @@ func adminSubjects(t *tenancyv1.Tenant) []rbacv1.Subject  { return rbacSubjects(
 func viewerSubjects(t *tenancyv1.Tenant) []rbacv1.Subject { return rbacSubjects(t.Spec.Viewers) }
 
 // namespaceMetadata is every label and annotation Trellis wants on a tenant
-// namespace: the marks, the Pod Security levels, the isolation label and the
-// spec's namespaceMetadata.
+// namespace: the marks, the Pod Security levels, the isolation label, the
+// spec's namespaceMetadata and the annotations of its allowances.
 func namespaceMetadata(t *tenancyv1.Tenant) (labels, annotations map[string]string) {
 	labels, annotations = map[string]string{}, map[string]string{}
 	for k, v := range t.Spec.NamespaceMetadata.Labels {
@@ -85,9 +86,39 @@ func namespaceMetadata(t *tenancyv1.Tenant) (labels, annotations map[string]stri
 	if t.Spec.NetworkIsolation != nil {
 		labels[NetworkIsolationLabel] = "true"
 	}
+	maps.Copy(annotations, allowanceAnnotations(t.Spec.Allowances))
 	maps.Copy(labels, childLabels(t))
 	annotations[TenantUIDAnnotation] = string(t.UID)
 	return labels, annotations
+}
+
+// allowanceAnnotations are the tenancy.trellis.dev/allowed-* annotations of
+// spec.allowances: one per allowance that is set, its entries joined with
+// commas (the schema admits no comma in an entry).
+func allowanceAnnotations(a tenancyv1.TenantAllowances) map[string]string {
+	out := map[string]string{}
+	set := func(key string, values []string) {
+		if len(values) > 0 {
+			out[key] = strings.Join(values, ",")
+		}
+	}
+	set(AllowedHostnamesAnnotation, stringsOf(a.Hostnames))
+	set(AllowedIngressClassesAnnotation, stringsOf(a.IngressClasses))
+	gateways := make([]string, 0, len(a.Gateways))
+	for _, g := range a.Gateways {
+		gateways = append(gateways, g.Namespace+"/"+string(g.Name))
+	}
+	set(AllowedGatewaysAnnotation, gateways)
+	set(AllowedRegistriesAnnotation, stringsOf(a.Registries))
+	return out
+}
+
+func stringsOf[S ~string](in []S) []string {
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		out = append(out, string(s))
+	}
+	return out
 }
 
 // desiredNamespace is a tenant namespace as it is created.

@@ -31,6 +31,17 @@ const (
 	partOfLabel           = "app.kubernetes.io/part-of"
 )
 
+// The annotations Trellis writes on a tenant's namespaces from
+// spec.allowances, comma-separated; config/admission's tenant-allowances
+// policy reads them. Tenant admins cannot write namespaces, so what they say
+// is what the Tenant says.
+const (
+	AllowedHostnamesAnnotation      = "tenancy.trellis.dev/allowed-hostnames"
+	AllowedIngressClassesAnnotation = "tenancy.trellis.dev/allowed-ingress-classes"
+	AllowedGatewaysAnnotation       = "tenancy.trellis.dev/allowed-gateways" // namespace/name
+	AllowedRegistriesAnnotation     = "tenancy.trellis.dev/allowed-registries"
+)
+
 // The Pod Security Admission labels Trellis writes from spec.podSecurity.
 const (
 	podSecurityEnforceLabel = "pod-security.kubernetes.io/enforce"
