@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -19,7 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
@@ -48,8 +45,15 @@ func run(m *testing.M) int {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(tenancyv1.AddToScheme(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	utilruntime.Must(gatewayv1.Install(scheme))
 
-	env, cfg, err := testenv.Start(scheme)
+	// The Gateway API CRDs: the allowances policy is tested on HTTPRoutes.
+	gatewayCRDs, err := testenv.GatewayAPICRDs()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env, cfg, err := testenv.Start(scheme, gatewayCRDs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -108,25 +112,13 @@ func run(m *testing.M) int {
 	return code
 }
 
-// installAdmissionPolicy installs config/admission as shipped (without the
-// kustomize name prefix), so the suite runs under the policies that keep
-// tenant admins from loosening guardrails and put the finalizer on every
-// Tenant as it is created.
+// installAdmissionPolicy installs config/admission as shipped, so the suite
+// runs under the policies that keep tenant admins from loosening guardrails,
+// enforce Tenants' allowances and put the finalizer on every Tenant as it is
+// created.
 func installAdmissionPolicy(ctx context.Context) error {
-	for _, file := range []string{"tenant_guardrails.yaml", "tenant_finalizer.yaml"} {
-		raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "admission", file))
-		if err != nil {
-			return err
-		}
-		for _, doc := range strings.Split(string(raw), "\n---\n") {
-			obj := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-				return fmt.Errorf("config/admission/%s: %w", file, err)
-			}
-			if err := k8s.Create(ctx, obj); err != nil {
-				return fmt.Errorf("installing %s %s: %w", obj.GetKind(), obj.GetName(), err)
-			}
-		}
+	if err := testenv.InstallAdmission(ctx, k8s); err != nil {
+		return err
 	}
 	return waitForFinalizerPolicy(ctx)
 }

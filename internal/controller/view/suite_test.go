@@ -28,6 +28,7 @@ import (
 // this controller with a write-counting client, and a direct client for the test.
 var (
 	k8s        client.Client
+	adminCfg   *rest.Config // the test's own (cluster-admin) connection, for impersonation
 	mgrWrites  testenv.WriteCounter
 	mvReads    viewReads
 	reconciler *Reconciler
@@ -95,6 +96,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
+	adminCfg = cfg
 
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
@@ -104,6 +106,12 @@ func run(m *testing.M) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// config/admission as shipped: who may ask for what in a MarkdownView,
+	// and Tenants' allowances, which bind the manager's writes too.
+	if err := testenv.InstallAdmission(ctx, k8s); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	// The manager runs as its ServiceAccount, bound to exactly the generated
 	// config/rbac/role.yaml: a permission the markers do not grant fails here.
 	managerCfg, err := testenv.AsManager(ctx, cfg, k8s)
