@@ -29,7 +29,7 @@ func letWritePolicies(g Gomega, ns, group string) {
 	ctx := context.Background()
 	err := k8s.Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "test-networkpolicy-writer"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"*"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"*"}}},
 	})
 	if !apierrors.IsAlreadyExists(err) {
 		g.Expect(err).NotTo(HaveOccurred())

@@ -143,7 +143,7 @@ func TestReducedPolicyKeepsTheVerdict(t *testing.T) {
 		{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}},
 	}
 	// Each rule: no peers, or one or two peers of the kinds above.
-	var ruleChoices [][]networkingv1.NetworkPolicyPeer
+	ruleChoices := make([][]networkingv1.NetworkPolicyPeer, 0, 1+len(kinds)*(1+len(kinds)))
 	ruleChoices = append(ruleChoices, nil)
 	for i := range kinds {
 		ruleChoices = append(ruleChoices, peers(kinds[i]))
