@@ -131,11 +131,16 @@ func desiredNamespace(t *tenancyv1.Tenant, name string) *corev1.Namespace {
 // annotations it wants. A key Trellis set earlier (it manages that field, as
 // managedFields say) that the spec no longer asks for is taken off; keys of
 // anyone else are left alone. A hand-over annotation naming this Tenant has
-// done its work and goes.
+// done its work and goes, and so does the mark of an earlier release: the
+// namespace is a Tenant's again.
 func syncNamespace(live *corev1.Namespace, t *tenancyv1.Tenant) bool {
 	labels, annotations := namespaceMetadata(t)
 	ownLabels, ownAnnotations := metadataKeysOf(live.ManagedFields, setup.FieldManager)
 	changed := syncStringMap(&live.Labels, labels, ownLabels)
+	if _, released := live.Labels[ReleasedFromLabel]; released {
+		delete(live.Labels, ReleasedFromLabel)
+		changed = true
+	}
 	if live.Annotations[HandOverAnnotation] == t.Name {
 		delete(live.Annotations, HandOverAnnotation)
 		changed = true
@@ -143,13 +148,18 @@ func syncNamespace(live *corev1.Namespace, t *tenancyv1.Tenant) bool {
 	return syncStringMap(&live.Annotations, annotations, ownAnnotations) || changed
 }
 
-// releaseNamespace takes off everything Trellis put on a namespace it gives
-// up: the marks, and the labels and annotations it set from the spec.
-func releaseNamespace(live *corev1.Namespace) bool {
+// releaseNamespace takes off a namespace the Tenant gives up what gave the
+// tenant access to it, and keeps what restricts it. The marks go (the tenant
+// label is itself access: the tenant's isolation policies admit traffic from
+// namespaces carrying it), and so do the labels and annotations Trellis set
+// from namespaceMetadata. The Pod Security labels and the network-isolation
+// label stay, and the namespace is labelled released-from=<tenant>, by which
+// the admission policy keeps protecting the guardrails that stayed in it.
+func releaseNamespace(live *corev1.Namespace, tenant string) bool {
 	ownLabels, ownAnnotations := metadataKeysOf(live.ManagedFields, setup.FieldManager)
 	changed := false
 	for k := range live.Labels {
-		if markKey(k) || (ownLabels[k] && guardrailMetadataKey(k)) {
+		if markKey(k) || (ownLabels[k] && guardrailMetadataKey(k) && !restrictionKey(k)) {
 			delete(live.Labels, k)
 			changed = true
 		}
@@ -159,6 +169,13 @@ func releaseNamespace(live *corev1.Namespace) bool {
 			delete(live.Annotations, k)
 			changed = true
 		}
+	}
+	if live.Labels[ReleasedFromLabel] != tenant {
+		if live.Labels == nil {
+			live.Labels = map[string]string{}
+		}
+		live.Labels[ReleasedFromLabel] = tenant
+		changed = true
 	}
 	return changed
 }

@@ -227,7 +227,11 @@ func TestSyncNamespace(t *testing.T) {
 	g.Expect(syncNamespace(live, tenant)).To(BeFalse())
 }
 
-func TestReleaseNamespaceTakesOffWhatTrellisPut(t *testing.T) {
+// TestReleaseNamespaceTakesAccessKeepsRestrictions: releasing takes off the
+// marks and the tenant's namespaceMetadata, keeps the Pod Security and
+// network-isolation labels, and marks the namespace released; a Tenant
+// taking it again takes that mark off.
+func TestReleaseNamespaceTakesAccessKeepsRestrictions(t *testing.T) {
 	g := NewWithT(t)
 	tenant := guardedTenant()
 	live := desiredNamespace(tenant, "acme-dev")
@@ -244,10 +248,25 @@ func TestReleaseNamespaceTakesOffWhatTrellisPut(t *testing.T) {
 	}
 	live.ManagedFields = []metav1.ManagedFieldsEntry{managedBy("trellis", ownLabels, ownAnnotations)}
 
-	g.Expect(releaseNamespace(live)).To(BeTrue())
-	g.Expect(live.Labels).To(Equal(map[string]string{"kubernetes.io/metadata.name": "acme-dev", "team-label": "y"}))
+	g.Expect(releaseNamespace(live, "acme")).To(BeTrue())
+	g.Expect(live.Labels).To(Equal(map[string]string{
+		"kubernetes.io/metadata.name": "acme-dev", "team-label": "y",
+		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted",
+		NetworkIsolationLabel: "true", ReleasedFromLabel: "acme",
+	}))
 	g.Expect(live.Annotations).To(Equal(map[string]string{"note": "kept"}))
-	g.Expect(releaseNamespace(live)).To(BeFalse())
+	// The release patch makes Trellis the manager of the released-from label:
+	// releasing again changes nothing all the same.
+	live.ManagedFields = append(live.ManagedFields, managedBy("trellis", []string{ReleasedFromLabel}, nil))
+	g.Expect(releaseNamespace(live, "acme")).To(BeFalse())
+
+	// Handed over to another Tenant: the release mark goes, the restrictions
+	// are that Tenant's to keep or take off.
+	bolt := unitTenant("bolt", "uid-bolt", "acme-", "dev")
+	g.Expect(syncNamespace(live, bolt)).To(BeTrue())
+	g.Expect(live.Labels).NotTo(HaveKey(ReleasedFromLabel))
+	g.Expect(live.Labels).NotTo(HaveKey("pod-security.kubernetes.io/enforce"), "bolt declares no Pod Security level")
+	g.Expect(live.Labels).To(HaveKeyWithValue(TenantLabel, "bolt"))
 }
 
 func TestMetadataKeysOf(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -198,16 +199,19 @@ func TestGuardrailsRemovedFromTheSpecLeaveTheNamespaces(t *testing.T) {
 	deleteTenant(g, "shed")
 }
 
-// TestRetainedNamespaceKeepsItsContentsNotTheTenantsGuardrails: a namespace
-// that leaves the spec under Retain keeps everything the team put in it and
-// every label someone else set; Trellis takes away what it put there.
-func TestRetainedNamespaceKeepsItsContentsNotTheTenantsGuardrails(t *testing.T) {
+// TestRetainedNamespaceKeepsItsRestrictionsNotItsAccess: a namespace that
+// leaves the spec under Retain keeps everything the team put in it, every
+// label someone else set, and every restriction Trellis put there (Pod
+// Security labels, quota, limit range, network policy: releasing never
+// loosens anything); what gave the tenant access goes (its bindings, marks
+// and namespaceMetadata), and the namespace is marked released.
+func TestRetainedNamespaceKeepsItsRestrictionsNotItsAccess(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tenant := newGuardedTenant("ret", "ret-", "a", "b")
 	tenant.Spec.Viewers = []tenancyv1.Subject{subjectGroup("auditors")}
 	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
-	eventuallyReady(g, "ret")
+	tenant = eventuallyReady(g, "ret")
 	// The team's own things, and a cluster admin's label.
 	g.Expect(k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ret-b", Name: "data"}})).To(Succeed())
 	g.Expect(k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "ret-b", Name: "team-ci"},
@@ -218,6 +222,14 @@ func TestRetainedNamespaceKeepsItsContentsNotTheTenantsGuardrails(t *testing.T) 
 	ns := getNamespace(g, "ret-b")
 	ns.Labels["owner"] = "platform"
 	g.Expect(k8s.Update(ctx, ns)).To(Succeed())
+	kept := map[string]client.Object{
+		quotaName: &corev1.ResourceQuota{}, limitRangeName: &corev1.LimitRange{}, networkPolicyName: &networkingv1.NetworkPolicy{},
+	}
+	uids := map[string]types.UID{}
+	for name, obj := range kept {
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "ret-b", Name: name}, obj)).To(Succeed())
+		uids[name] = obj.GetUID()
+	}
 
 	current := getTenant(g, "ret")
 	current.Spec.Namespaces = []string{"a"}
@@ -225,23 +237,44 @@ func TestRetainedNamespaceKeepsItsContentsNotTheTenantsGuardrails(t *testing.T) 
 
 	g.Eventually(func(g Gomega) {
 		got := getNamespace(g, "ret-b")
-		g.Expect(got.Labels).To(Equal(map[string]string{"kubernetes.io/metadata.name": "ret-b", "owner": "platform"}))
+		g.Expect(got.Labels).To(Equal(map[string]string{
+			"kubernetes.io/metadata.name": "ret-b", "owner": "platform",
+			"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted",
+			NetworkIsolationLabel: "true", ReleasedFromLabel: "ret",
+		}))
 		g.Expect(got.Annotations).To(BeEmpty())
-		for name, obj := range map[string]client.Object{
-			adminRoleBindingName: &rbacv1.RoleBinding{}, viewerRoleBindingName: &rbacv1.RoleBinding{},
-			quotaName: &corev1.ResourceQuota{}, limitRangeName: &corev1.LimitRange{}, networkPolicyName: &networkingv1.NetworkPolicy{},
-		} {
-			err := k8s.Get(ctx, client.ObjectKey{Namespace: "ret-b", Name: name}, obj)
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s: %v", obj, name, err)
+		for _, name := range []string{adminRoleBindingName, viewerRoleBindingName} {
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: "ret-b", Name: name}, &rbacv1.RoleBinding{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "RoleBinding %s: %v", name, err)
 		}
 	}, timeout, interval).Should(Succeed())
+	eventuallyReady(g, "ret")
+	// The restrictions stayed, as they were: the same objects, unchanged.
 	g.Expect(getNamespace(g, "ret-b").DeletionTimestamp).To(BeNil())
+	q := &corev1.ResourceQuota{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "ret-b", Name: quotaName}, q)).To(Succeed())
+	g.Expect(equality.Semantic.DeepEqual(q.Spec, desiredQuota(tenant, "ret-b").Spec)).To(BeTrue(), "quota %+v", q.Spec)
+	lr := &corev1.LimitRange{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "ret-b", Name: limitRangeName}, lr)).To(Succeed())
+	g.Expect(equality.Semantic.DeepEqual(lr.Spec, desiredLimitRange(tenant, "ret-b").Spec)).To(BeTrue(), "limit range %+v", lr.Spec)
+	np := &networkingv1.NetworkPolicy{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "ret-b", Name: networkPolicyName}, np)).To(Succeed())
+	g.Expect(equality.Semantic.DeepEqual(np.Spec, desiredNetworkPolicy(tenant, "ret-b").Spec)).To(BeTrue(), "network policy %+v", np.Spec)
+	for name, obj := range kept {
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "ret-b", Name: name}, obj)).To(Succeed())
+		g.Expect(obj.GetUID()).To(Equal(uids[name]), "%s kept, not re-created", name)
+	}
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "ret-b", Name: "data"}, &corev1.ConfigMap{})).To(Succeed())
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "ret-b", Name: "team-ci"}, &rbacv1.RoleBinding{})).To(Succeed())
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "ret-b", Name: "team-deny-egress"}, &networkingv1.NetworkPolicy{})).To(Succeed())
 	// The namespace that stayed keeps everything.
 	expectGuardrails(g, getTenant(g, "ret"), "ret-a")
 	deleteTenant(g, "ret")
+	// Deleting the Tenant leaves the released namespace's restrictions alone.
+	for name, obj := range kept {
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "ret-b", Name: name}, obj)).To(Succeed())
+		g.Expect(obj.GetUID()).To(Equal(uids[name]))
+	}
 }
 
 // TestQuotaUsageIsSummedOverTheNamespaces: status and metric give the

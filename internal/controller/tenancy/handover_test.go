@@ -6,8 +6,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -134,4 +138,111 @@ func TestReclaimNeedsTheNameAndAGoneTenant(t *testing.T) {
 	g.Expect(err).To(HaveOccurred(), "no binding in a namespace that is not the tenant's")
 	deleteTenant(g, "fg")
 	deleteTenant(g, "rc")
+}
+
+// TestReleasedNamespaceIsHandedOverWithItsGuardrails: a namespace a Tenant
+// released keeps the guardrails Trellis made for it, labelled for that
+// Tenant, which still exists. Given back to the same Tenant, or to another,
+// by a cluster admin's hand-over, the new holder takes those guardrails as
+// its own (the same objects, rewritten to its spec) instead of stalling on
+// them, and the namespace is no longer marked released.
+func TestReleasedNamespaceIsHandedOverWithItsGuardrails(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, newGuardedTenant("rh", "rh-", "a", "b"))).To(Succeed())
+	eventuallyReady(g, "rh")
+	kept := func() map[string]client.Object {
+		return map[string]client.Object{
+			quotaName: &corev1.ResourceQuota{}, limitRangeName: &corev1.LimitRange{}, networkPolicyName: &networkingv1.NetworkPolicy{},
+		}
+	}
+	uids := map[string]types.UID{}
+	for name, obj := range kept() {
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "rh-b", Name: name}, obj)).To(Succeed())
+		uids[name] = obj.GetUID()
+	}
+	setNamespaces := func(tenant string, names ...string) {
+		g.Eventually(func() error {
+			t := getTenant(g, tenant)
+			t.Spec.Namespaces = names
+			return k8s.Update(ctx, t)
+		}, timeout, interval).Should(Succeed())
+	}
+	released := func(from string) {
+		g.Eventually(func(g Gomega) {
+			g.Expect(getNamespace(g, "rh-b").Labels).To(HaveKeyWithValue(ReleasedFromLabel, from))
+		}, timeout, interval).Should(Succeed())
+	}
+	handOver := func(to string) {
+		ns := getNamespace(g, "rh-b")
+		ns.Annotations = map[string]string{HandOverAnnotation: to}
+		g.Expect(k8s.Update(ctx, ns)).To(Succeed())
+		// The namespace is outside the cache: the blocked Tenant's retry finds it.
+		_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: to}})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+
+	setNamespaces("rh", "a")
+	released("rh")
+	// Wanted back, it is not taken on the Tenant's word: releasing was an act.
+	setNamespaces("rh", "a", "b")
+	g.Eventually(func(g Gomega) {
+		g.Expect(nsState(g, "rh", "rh-b")).To(Equal(tenancyv1.TenantNamespaceStatus{
+			Name: "rh-b", State: tenancyv1.NamespaceConflict,
+			Message: `namespace rh-b was released by Tenant "rh"; it is left untouched ` +
+				"(a cluster admin can hand it over with the annotation tenancy.trellis.dev/hand-over-to=<tenant>)",
+		}))
+	}, timeout, interval).Should(Succeed())
+
+	// Handed back to the Tenant that released it: its guardrails are its own again.
+	handOver("rh")
+	rh := eventuallyReady(g, "rh")
+	got := getNamespace(g, "rh-b")
+	g.Expect(got.Labels).To(HaveKeyWithValue(TenantLabel, "rh"))
+	g.Expect(got.Labels).NotTo(HaveKey(ReleasedFromLabel))
+	g.Expect(got.Annotations).NotTo(HaveKey(HandOverAnnotation))
+	expectGuardrailsExceptViewers := func(t *tenancyv1.Tenant) {
+		for name, obj := range kept() {
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "rh-b", Name: name}, obj)).To(Succeed())
+			g.Expect(obj.GetUID()).To(Equal(uids[name]), "%s taken over, not re-created", name)
+			g.Expect(obj.GetLabels()).To(HaveKeyWithValue(TenantLabel, t.Name))
+		}
+	}
+	expectGuardrailsExceptViewers(rh)
+
+	// Released again, and handed to another Tenant while "rh" still exists:
+	// what Trellis kept there for "rh" becomes the new Tenant's, as it declares.
+	setNamespaces("rh", "a")
+	released("rh")
+	other := newTenant("rh2", "rh-", "b")
+	other.Spec.Quota = tenancyv1.TenantQuota{Hard: corev1.ResourceList{"pods": resource.MustParse("5")}}
+	other.Spec.PodSecurity = tenancyv1.PodSecurity{Enforce: tenancyv1.PodSecurityBaseline}
+	g.Expect(k8s.Create(ctx, other)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(nsState(g, "rh2", "rh-b").State).To(Equal(tenancyv1.NamespaceConflict))
+	}, timeout, interval).Should(Succeed())
+	handOver("rh2")
+	other = eventuallyReady(g, "rh2")
+	got = getNamespace(g, "rh-b")
+	g.Expect(got.Labels).To(HaveKeyWithValue(TenantLabel, "rh2"))
+	g.Expect(got.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "baseline"))
+	g.Expect(got.Labels).NotTo(HaveKey("pod-security.kubernetes.io/warn"), "rh2 declares no warn level")
+	g.Expect(got.Labels).NotTo(HaveKey(NetworkIsolationLabel))
+	g.Expect(got.Labels).NotTo(HaveKey(ReleasedFromLabel))
+	g.Expect(got.Annotations).To(HaveKeyWithValue(TenantUIDAnnotation, string(other.UID)))
+	q := &corev1.ResourceQuota{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "rh-b", Name: quotaName}, q)).To(Succeed())
+	g.Expect(q.UID).To(Equal(uids[quotaName]), "taken over, not re-created")
+	g.Expect(q.Labels).To(HaveKeyWithValue(TenantLabel, "rh2"))
+	g.Expect(q.Spec.Hard).To(Equal(corev1.ResourceList{"pods": resource.MustParse("5")}))
+	for name, obj := range map[string]client.Object{limitRangeName: &corev1.LimitRange{}, networkPolicyName: &networkingv1.NetworkPolicy{}} {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: "rh-b", Name: name}, obj)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s: rh2 does not declare it (%v)", name, err)
+	}
+	rb := &rbacv1.RoleBinding{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "rh-b", Name: adminRoleBindingName}, rb)).To(Succeed())
+	g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: "Group", Name: "rh2-admins", APIGroup: rbacv1.GroupName}}))
+	g.Expect(nsState(g, "rh", "rh-b")).To(Equal(tenancyv1.TenantNamespaceStatus{}), "no longer in rh's spec")
+	deleteTenant(g, "rh2")
+	deleteTenant(g, "rh")
 }

@@ -28,7 +28,12 @@ const (
 	// NetworkIsolationLabel is on the namespaces of a Tenant with
 	// networkIsolation; the admission policy in config/admission reads it.
 	NetworkIsolationLabel = "tenancy.trellis.dev/network-isolation"
-	partOfLabel           = "app.kubernetes.io/part-of"
+	// ReleasedFromLabel is on a namespace a Tenant released (Retain): the
+	// restrictions Trellis put there stay, and the admission policy in
+	// config/admission, bound by this label too, keeps protecting them.
+	// It goes when a Tenant takes the namespace again.
+	ReleasedFromLabel = "tenancy.trellis.dev/released-from"
+	partOfLabel       = "app.kubernetes.io/part-of"
 )
 
 // The annotations Trellis writes on a tenant's namespaces from
@@ -141,6 +146,13 @@ func podSecurityKey(key string) bool {
 	return key == podSecurityEnforceLabel || key == podSecurityWarnLabel || key == podSecurityAuditLabel
 }
 
+// restrictionKey reports whether key is a namespace label that restricts what
+// runs in the namespace (Pod Security levels; the network-isolation label the
+// admission policy reads): a released namespace keeps it.
+func restrictionKey(key string) bool {
+	return podSecurityKey(key) || key == NetworkIsolationLabel
+}
+
 // markKey reports whether key is one of the marks that say whose namespace it is.
 func markKey(key string) bool {
 	return key == TenantLabel || key == TenantUIDAnnotation || key == setup.ManagedByLabel || key == partOfLabel
@@ -151,7 +163,7 @@ func markKey(key string) bool {
 // networkIsolation), and so may take off again when the spec no longer asks
 // for it. Marks are not among them: they go only when the namespace is released.
 func guardrailMetadataKey(key string) bool {
-	if markKey(key) || key == HandOverAnnotation {
+	if markKey(key) || key == HandOverAnnotation || key == ReleasedFromLabel {
 		return false
 	}
 	return podSecurityKey(key) || !reservedDomain(key)

@@ -119,19 +119,25 @@ func (r *Reconciler) tenantExists(ctx context.Context, name string) bool {
 
 // ownsChild reports whether an object in one of the tenant's namespaces (or
 // a cluster-wide RBAC object named after it) is the tenant's: marked
-// managed-by Trellis and labelled with the tenant's name, or with the name
-// of a Tenant that no longer exists, whose leftovers in a namespace that is
-// now this tenant's must not keep granting anything.
+// managed-by Trellis and labelled with the tenant's name, or, in a namespace
+// that is now this tenant's, with another Tenant's name: what Trellis kept
+// there for a Tenant that released the namespace (that Tenant may still
+// exist: the namespace merely left its spec) or that no longer exists. Such
+// leftovers are rewritten to this tenant's spec: they must not keep granting
+// anything, and a hand-over must not stall on them. A cluster-wide object
+// labelled for another Tenant that still exists is that Tenant's.
 func (r *Reconciler) ownsChild(ctx context.Context, obj metav1.Object, t *tenancyv1.Tenant) bool {
 	labels := obj.GetLabels()
 	if labels[setup.ManagedByLabel] != setup.ManagedByValue {
 		return false
 	}
-	switch owner := labels[TenantLabel]; owner {
-	case t.Name:
+	switch owner := labels[TenantLabel]; {
+	case owner == t.Name:
 		return true
-	case "":
+	case owner == "":
 		return false
+	case obj.GetNamespace() != "":
+		return true
 	default:
 		return !r.tenantExists(ctx, owner)
 	}
@@ -195,6 +201,10 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 func (r *Reconciler) conflictMessage(ctx context.Context, ns *corev1.Namespace) string {
 	if other := r.holder(ctx, ns.Annotations[TenantUIDAnnotation]); other != "" {
 		return fmt.Sprintf("namespace %s belongs to Tenant %q; it is left untouched", ns.Name, other)
+	}
+	if from := ns.Labels[ReleasedFromLabel]; from != "" {
+		return fmt.Sprintf("namespace %s was released by Tenant %q; it is left untouched "+
+			"(a cluster admin can hand it over with the annotation %s=<tenant>)", ns.Name, from, HandOverAnnotation)
 	}
 	return fmt.Sprintf("namespace %s already exists and was not created by this Tenant; it is left untouched "+
 		"(a cluster admin can hand it over with the annotation %s=<tenant>)", ns.Name, HandOverAnnotation)

@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,10 +53,16 @@ func (r *Reconciler) releaseDropped(ctx context.Context, s *scope) error {
 
 // release gives up one of our namespaces. Delete deletes it (only if its UID
 // is still the one we saw). Retain keeps it and everything the team put in
-// it, and takes away everything Trellis put there for the tenant: the admin
-// and viewer RoleBindings, the quota, limit range and network policy, the
-// Pod Security labels and the tenant's labels and annotations, and the marks.
-// It becomes an ordinary namespace.
+// it, and follows one rule: releasing never loosens anything. What gave the
+// tenant access goes: the admin and viewer RoleBindings, the marks (a
+// namespace labelled with the tenant is admitted by the tenant's isolation
+// policies) and the tenant's namespaceMetadata. What restricts the namespace
+// stays, until a cluster admin removes it: the Pod Security labels, the
+// quota, the limit range and the network policy (which still admits only
+// the tenant's namespaces and those its spec listed). A team credential left
+// behind (a ServiceAccount bound by the team's own RoleBinding) must not be
+// able to run what the Tenant forbade; the label released-from=<tenant> keeps
+// the admission policy protecting what stayed.
 func (r *Reconciler) release(ctx context.Context, s *scope, ns *corev1.Namespace, policy tenancyv1.NamespaceDeletionPolicy) error {
 	t := s.t
 	if !ns.DeletionTimestamp.IsZero() {
@@ -81,20 +86,11 @@ func (r *Reconciler) release(ctx context.Context, s *scope, ns *corev1.Namespace
 	g.Go(func() error {
 		return deleteChild(ctx, r, s, "RoleBinding", ns.Name, viewerRoleBindingName, &rbacv1.RoleBinding{})
 	})
-	g.Go(func() error {
-		return deleteChild(ctx, r, s, "ResourceQuota", ns.Name, quotaName, &corev1.ResourceQuota{})
-	})
-	g.Go(func() error {
-		return deleteChild(ctx, r, s, "LimitRange", ns.Name, limitRangeName, &corev1.LimitRange{})
-	})
-	g.Go(func() error {
-		return deleteChild(ctx, r, s, "NetworkPolicy", ns.Name, networkPolicyName, &networkingv1.NetworkPolicy{})
-	})
 	if err := g.Wait(); err != nil {
 		return err
 	}
 	before := ns.DeepCopy()
-	if releaseNamespace(ns) {
+	if releaseNamespace(ns, t.Name) {
 		err := s.do(func() error { return r.client.Patch(ctx, ns, client.MergeFrom(before)) })
 		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("releasing namespace %s: %w", ns.Name, err)
@@ -103,7 +99,8 @@ func (r *Reconciler) release(ctx context.Context, s *scope, ns *corev1.Namespace
 	namespacesRemoved.WithLabelValues(t.Name).Inc()
 	log.FromContext(ctx).Info("namespace released", "namespace", ns.Name, "policy", policy)
 	r.recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceReleased", "Release",
-		"namespace %s kept with its contents; the tenant's bindings, guardrails and marks were removed", ns.Name)
+		"namespace %s kept with its contents and its restrictions (Pod Security labels, quota, limit range, network policy); "+
+			"the tenant's bindings, labels and marks were removed", ns.Name)
 	return nil
 }
 
