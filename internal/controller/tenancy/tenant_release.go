@@ -63,9 +63,17 @@ func (r *Reconciler) releaseDropped(ctx context.Context, s *scope) error {
 // behind (a ServiceAccount bound by the team's own RoleBinding) must not be
 // able to run what the Tenant forbade; the label released-from=<tenant> keeps
 // the admission policy protecting what stayed.
+//
+// A namespace whose name no Tenant may hold is never touched: marks on it
+// were not written by Trellis, and must not make Trellis delete it.
 func (r *Reconciler) release(ctx context.Context, s *scope, ns *corev1.Namespace, policy tenancyv1.NamespaceDeletionPolicy) error {
 	t := s.t
 	if !ns.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	if why := r.protection.Protected(ns.Name); why != "" {
+		log.FromContext(ctx).Info("not releasing a namespace no Tenant may hold, whatever its marks say",
+			"namespace", ns.Name, "why", why)
 		return nil
 	}
 	if policy == tenancyv1.NamespaceDelete {
