@@ -507,10 +507,11 @@ func TestTenantAttacks(t *testing.T) {
 
 	t.Run(tenantAdmin+": squat the name of Trellis' isolation policy before isolation", func(t *testing.T) {
 		// A policy of the admin's own, named as Trellis names its isolation
-		// policy, made while the tenant is not isolated (the admission policy
-		// then has nothing to say about it). When the platform switches
-		// isolation on, Trellis never adopts it: it reports the conflict
-		// and leaves it exactly as it is. Refused by the controller.
+		// policy, made while the tenant is not isolated, would stand in the
+		// way of the guardrail when the platform switches isolation on.
+		// Refused by the admission policy. Someone it exempts (a cluster
+		// admin) can still make one: Trellis never adopts it, reports the
+		// conflict and leaves it exactly as it is (refused by the controller).
 		g := NewWithT(t)
 		g.Expect(k8s.Create(ctx, newTenant("sq", "sq-", "a"))).To(Succeed())
 		eventuallyReady(g, "sq")
@@ -518,7 +519,12 @@ func TestTenantAttacks(t *testing.T) {
 		sq := clientAs(g, "sam", "sq-admins")
 		squat := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "sq-a", Name: networkPolicyName},
 			Spec: ingressFrom(networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}})}
-		g.Eventually(func() error { return sq.Create(ctx, squat) }, timeout, interval).Should(Succeed())
+		g.Eventually(func(g Gomega) {
+			err := sq.Create(ctx, squat.DeepCopy())
+			g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring("names starting with trellis-tenant-"))
+		}, timeout, interval).Should(Succeed())
+		g.Expect(k8s.Create(ctx, squat)).To(Succeed())
 		before := &networkingv1.NetworkPolicy{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(squat), before)).To(Succeed())
 
