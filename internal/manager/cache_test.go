@@ -28,6 +28,9 @@ func byObjectFor(opts cache.Options, obj client.Object) (cache.ByObject, bool) {
 	return cache.ByObject{}, false
 }
 
+// everything recognises every object as the controller's own child.
+func everything(client.Object) bool { return true }
+
 func withManagedFields() []metav1.ManagedFieldsEntry {
 	return []metav1.ManagedFieldsEntry{{Manager: "kubectl"}, {Manager: setup.FieldManager}, {Manager: "kube-controller-manager"}}
 }
@@ -47,6 +50,7 @@ func TestCacheOptionsScopeChildrenAndChainTransforms(t *testing.T) {
 	controllers := []setup.Controller{
 		{
 			Name:          "a",
+			Recognise:     everything,
 			Owned:         []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}},
 			OptionalOwned: []client.Object{&networkingv1.IngressClass{}, &networkingv1.Ingress{}},
 			Transforms: []setup.Transform{
@@ -54,7 +58,7 @@ func TestCacheOptionsScopeChildrenAndChainTransforms(t *testing.T) {
 				{Object: &corev1.Secret{}, Func: markSeen}, // a type the controller reads, not one it owns
 			},
 		},
-		{Name: "b", Owned: []client.Object{&corev1.ConfigMap{}, &corev1.Namespace{}}},
+		{Name: "b", Owned: []client.Object{&corev1.ConfigMap{}, &corev1.Namespace{}}, Recognise: everything},
 	}
 	// Of a's optional types, only Ingress is served.
 	optional := map[string][]servedType{"a": {{obj: &networkingv1.Ingress{}, gvk: schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}}}}
@@ -109,7 +113,7 @@ func TestCacheOptionsRefuseTwoTransformsOfOneType(t *testing.T) {
 	noop := func(in any) (any, error) { return in, nil }
 	_, err := cacheOptions([]setup.Controller{
 		{Name: "a", Transforms: []setup.Transform{{Object: &corev1.ConfigMap{}, Func: noop}}},
-		{Name: "b", Owned: []client.Object{&corev1.ConfigMap{}}, Transforms: []setup.Transform{{Object: &corev1.ConfigMap{}, Func: noop}}},
+		{Name: "b", Owned: []client.Object{&corev1.ConfigMap{}}, Recognise: everything, Transforms: []setup.Transform{{Object: &corev1.ConfigMap{}, Func: noop}}},
 	}, nil, time.Hour)
 	g.Expect(err).To(MatchError(ContainSubstring("controllers a and b both transform cached *v1.ConfigMap objects")))
 }

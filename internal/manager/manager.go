@@ -172,13 +172,15 @@ func servedOptional(cfg *rest.Config, scheme *runtime.Scheme, controllers []setu
 // cacheOptions scopes the informers of owned child types (and of served
 // optional ones) to objects Trellis manages, trims managedFields from every
 // cached object (to Trellis' own entry on children, which extracting an
-// applied configuration needs; entirely elsewhere) and then applies the
-// controllers' own transforms.
+// applied configuration needs; entirely elsewhere), reduces the objects of
+// those types that no owning controller recognises to bounded metadata
+// (foreign.go), and then applies the controllers' own transforms.
 func cacheOptions(controllers []setup.Controller, optional map[string][]servedType, syncPeriod time.Duration) (cache.Options, error) {
 	managed := labels.SelectorFromSet(labels.Set{setup.ManagedByLabel: setup.ManagedByValue})
 	type entry struct {
 		obj        client.Object
 		owned      bool
+		recogniser recogniser
 		transform  toolscache.TransformFunc
 		all        bool
 		declaredBy string
@@ -196,11 +198,16 @@ func cacheOptions(controllers []setup.Controller, optional map[string][]servedTy
 		return e
 	}
 	for _, c := range controllers {
+		if c.Recognise == nil && len(c.Owned)+len(optional[c.Name]) > 0 {
+			return cache.Options{}, fmt.Errorf("controller %s owns child types but declares no Recognise", c.Name)
+		}
 		for _, obj := range c.Owned {
 			at(obj).owned = true
+			at(obj).recogniser.add(c)
 		}
 		for _, t := range optional[c.Name] {
 			at(t.obj).owned = true
+			at(t.obj).recogniser.add(c)
 		}
 		for _, t := range c.Transforms {
 			e := at(t.Object)
@@ -217,7 +224,7 @@ func cacheOptions(controllers []setup.Controller, optional map[string][]servedTy
 		case e.owned && e.all:
 			byObject[e.obj] = cache.ByObject{Transform: chain(keepOwnManagedFields, e.transform)}
 		case e.owned:
-			byObject[e.obj] = cache.ByObject{Label: managed, Transform: chain(keepOwnManagedFields, e.transform)}
+			byObject[e.obj] = cache.ByObject{Label: managed, Transform: chain(keepOwnManagedFields, reduceForeign(&e.recogniser, e.transform))}
 		default:
 			byObject[e.obj] = cache.ByObject{Transform: chain(cache.TransformStripManagedFields(), e.transform)}
 		}

@@ -30,7 +30,8 @@ type Controller struct {
 	Setup func(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	// Owned lists the child types this controller creates. The manager caches
 	// only the objects of these types that carry Trellis' managed-by label, so
-	// unrelated objects in the cluster cost it no memory.
+	// unrelated objects in the cluster cost it no memory, and keeps whole only
+	// those Recognise accepts.
 	Owned []client.Object
 	// OptionalOwned lists child types whose API a cluster may not serve (a
 	// CRD of another project, such as Gateway API's HTTPRoute). The manager
@@ -43,6 +44,23 @@ type Controller struct {
 	// every cached object of its type, whichever controller reads it, so at
 	// most one controller may declare one for a type.
 	Transforms []Transform
+	// Recognise tells the controller's own children from the other objects
+	// of its Owned and OptionalOwned types that the cache selects: anyone
+	// who may write such an object can put the managed-by label on it. The
+	// cache keeps whole (and hands to Transforms) only what some owning
+	// controller recognises; of any other object it keeps bounded metadata:
+	// name, namespace, uid, resourceVersion, generation, timestamps, the
+	// controller owner reference, and ForeignKeys. So it must recognise by
+	// what a label alone cannot forge (an owner reference and the name the
+	// controller gives that child; the names it gives its children), read
+	// nothing but that metadata, and accept every object the controller
+	// reads beyond it. Required with Owned or OptionalOwned (except types
+	// cached with Transform.All, whose Func reduces foreign objects itself).
+	Recognise func(obj client.Object) bool
+	// ForeignKeys are the label and annotation keys the controller reads on
+	// objects of its child types that Recognise does not accept (the
+	// managed-by label is always kept). Values over 253 bytes are dropped.
+	ForeignKeys []string
 }
 
 // Transform is a cache transform for the objects of one type.
@@ -50,7 +68,8 @@ type Transform struct {
 	// Object is an object of the type, such as &corev1.ConfigMap{}.
 	Object client.Object
 	// Func changes the object in place (it gets the informer's own copy) and
-	// returns it.
+	// returns it. Of a label-selected child type it gets only the objects
+	// Recognise accepts.
 	Func toolscache.TransformFunc
 	// All caches every object of the type, not only those labelled
 	// managed-by=trellis: for a controller that must judge objects it did

@@ -85,6 +85,7 @@ func run(m *testing.M) int {
 		Name:       Controller.Name,
 		Owned:      Controller.Owned,
 		Transforms: Controller.Transforms,
+		Recognise:  Controller.Recognise, ForeignKeys: Controller.ForeignKeys,
 		Setup: func(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
 			extra, err := CompileProtectedPattern(o.TenantProtectedNamespaces)
 			if err != nil {

@@ -62,6 +62,9 @@ var Controller = setup.Controller{
 		&corev1.Namespace{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
 		&corev1.ResourceQuota{}, &corev1.LimitRange{}, &networkingv1.NetworkPolicy{},
 	},
+	// A tenant's own objects are cached whole; other labelled ones as metadata.
+	Recognise:   recogniseChild,
+	ForeignKeys: foreignKeys,
 	// Every NetworkPolicy is cached, a team's too (they carry no label):
 	// network isolation is undone by any policy in a tenant namespace that
 	// admits more (isolation.go). All but Trellis' own are cut down to what

@@ -55,6 +55,7 @@ var Controller = setup.Controller{
 	Name:          ControllerName,
 	Owned:         []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}, &networkingv1.Ingress{}},
 	OptionalOwned: []client.Object{&gatewayv1.HTTPRoute{}},
+	Recognise:     recogniseChild, // a view's own children are cached whole; other labelled objects as metadata
 	// The cache keeps content hashes instead of files (content.go), so the
 	// manager's memory does not grow with what the MarkdownViews hold.
 	Transforms: []setup.Transform{
