@@ -362,7 +362,20 @@ func TestTenantAllowancesBindEveryoneInTheTenantsNamespaces(t *testing.T) {
 			return alice.Create(ctx, anIngress(ns, "anywhere", "internal", "login.example.com"))
 		}, timeout, interval).Should(Succeed())
 	})
-	deleteTenant(g, "allow")
+
+	t.Run("a namespace the Tenant releases keeps its allowances, still enforced", func(t *testing.T) {
+		g := NewWithT(t)
+		deleteTenant(g, "allow") // namespaceDeletionPolicy Retain: allow-a is released
+		released := getNamespace(g, ns)
+		g.Expect(released.Labels).To(HaveKeyWithValue(ReleasedFromLabel, "allow"))
+		g.Expect(released.Labels).NotTo(HaveKey(TenantLabel))
+		g.Expect(released.Annotations).To(HaveKeyWithValue(AllowedRegistriesAnnotation, "registry.example.com/team,docker.io/library"))
+		// alice's own binding (not Trellis') is a credential the team kept.
+		err := alice.Create(ctx, aPod("after-release", "quay.io/x/y:1"))
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("image quay.io/x/y:1 (repository quay.io/x/y" + images))
+		g.Expect(alice.Create(ctx, aPod("after-release", "registry.example.com/team/app:1"))).To(Succeed())
+	})
 }
 
 // TestSampleTenantIsAccepted: config/samples' Tenant, allowances included,

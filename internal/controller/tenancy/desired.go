@@ -152,9 +152,10 @@ func syncNamespace(live *corev1.Namespace, t *tenancyv1.Tenant) bool {
 // tenant access to it, and keeps what restricts it. The marks go (the tenant
 // label is itself access: the tenant's isolation policies admit traffic from
 // namespaces carrying it), and so do the labels and annotations Trellis set
-// from namespaceMetadata. The Pod Security labels and the network-isolation
-// label stay, and the namespace is labelled released-from=<tenant>, by which
-// the admission policy keeps protecting the guardrails that stayed in it.
+// from namespaceMetadata. The Pod Security labels, the network-isolation
+// label and the allowances' annotations stay, and the namespace is labelled
+// released-from=<tenant>, by which the admission policies keep protecting the
+// guardrails that stayed in it and enforcing the allowances.
 func releaseNamespace(live *corev1.Namespace, tenant string) bool {
 	ownLabels, ownAnnotations := metadataKeysOf(live.ManagedFields, setup.FieldManager)
 	changed := false
@@ -165,7 +166,7 @@ func releaseNamespace(live *corev1.Namespace, tenant string) bool {
 		}
 	}
 	for k := range live.Annotations {
-		if markKey(k) || (ownAnnotations[k] && guardrailMetadataKey(k)) {
+		if markKey(k) || (ownAnnotations[k] && guardrailMetadataKey(k) && !restrictionKey(k)) {
 			delete(live.Annotations, k)
 			changed = true
 		}

@@ -229,11 +229,12 @@ func TestSyncNamespace(t *testing.T) {
 
 // TestReleaseNamespaceTakesAccessKeepsRestrictions: releasing takes off the
 // marks and the tenant's namespaceMetadata, keeps the Pod Security and
-// network-isolation labels, and marks the namespace released; a Tenant
-// taking it again takes that mark off.
+// network-isolation labels and the allowances' annotations, and marks the
+// namespace released; a Tenant taking it again takes that mark off.
 func TestReleaseNamespaceTakesAccessKeepsRestrictions(t *testing.T) {
 	g := NewWithT(t)
 	tenant := guardedTenant()
+	tenant.Spec.Allowances = tenancyv1.TenantAllowances{Registries: []tenancyv1.RegistryPrefix{"registry.example.com"}}
 	live := desiredNamespace(tenant, "acme-dev")
 	live.Labels["kubernetes.io/metadata.name"] = "acme-dev"
 	live.Labels["team-label"] = "y"
@@ -254,7 +255,7 @@ func TestReleaseNamespaceTakesAccessKeepsRestrictions(t *testing.T) {
 		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted",
 		NetworkIsolationLabel: "true", ReleasedFromLabel: "acme",
 	}))
-	g.Expect(live.Annotations).To(Equal(map[string]string{"note": "kept"}))
+	g.Expect(live.Annotations).To(Equal(map[string]string{"note": "kept", AllowedRegistriesAnnotation: "registry.example.com"}))
 	// The release patch makes Trellis the manager of the released-from label:
 	// releasing again changes nothing all the same.
 	live.ManagedFields = append(live.ManagedFields, managedBy("trellis", []string{ReleasedFromLabel}, nil))
@@ -266,6 +267,7 @@ func TestReleaseNamespaceTakesAccessKeepsRestrictions(t *testing.T) {
 	g.Expect(syncNamespace(live, bolt)).To(BeTrue())
 	g.Expect(live.Labels).NotTo(HaveKey(ReleasedFromLabel))
 	g.Expect(live.Labels).NotTo(HaveKey("pod-security.kubernetes.io/enforce"), "bolt declares no Pod Security level")
+	g.Expect(live.Annotations).NotTo(HaveKey(AllowedRegistriesAnnotation), "bolt declares no allowances")
 	g.Expect(live.Labels).To(HaveKeyWithValue(TenantLabel, "bolt"))
 }
 

@@ -146,11 +146,17 @@ func podSecurityKey(key string) bool {
 	return key == podSecurityEnforceLabel || key == podSecurityWarnLabel || key == podSecurityAuditLabel
 }
 
-// restrictionKey reports whether key is a namespace label that restricts what
-// runs in the namespace (Pod Security levels; the network-isolation label the
-// admission policy reads): a released namespace keeps it.
+// restrictionKey reports whether key is a namespace label or annotation that
+// restricts what runs in the namespace (Pod Security levels; the
+// network-isolation label and the allowances' annotations the admission
+// policies read): a released namespace keeps it.
 func restrictionKey(key string) bool {
-	return podSecurityKey(key) || key == NetworkIsolationLabel
+	switch key {
+	case NetworkIsolationLabel, AllowedHostnamesAnnotation, AllowedIngressClassesAnnotation,
+		AllowedGatewaysAnnotation, AllowedRegistriesAnnotation:
+		return true
+	}
+	return podSecurityKey(key)
 }
 
 // markKey reports whether key is one of the marks that say whose namespace it is.
