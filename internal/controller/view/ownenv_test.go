@@ -24,13 +24,13 @@ import (
 // own beside the suite's: its config, an admin client and the scheme (the
 // Gateway API types included, whether or not the server has their CRDs). It
 // is stopped when the test ends.
-func ownAPIServer(t *testing.T, crdDirs ...string) (*rest.Config, client.Client, *k8sruntime.Scheme) {
+func ownAPIServer(t *testing.T) (*rest.Config, client.Client, *k8sruntime.Scheme) {
 	t.Helper()
 	scheme := k8sruntime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(viewv1.AddToScheme(scheme))
 	utilruntime.Must(gatewayv1.Install(scheme))
-	env, cfg, err := testenv.Start(scheme, crdDirs...)
+	env, cfg, err := testenv.Start(scheme)
 	if err != nil {
 		t.Fatal(err)
 	}
