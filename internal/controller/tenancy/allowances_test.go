@@ -122,8 +122,8 @@ func TestTenantAllowancesBindEveryoneInTheTenantsNamespaces(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "test-allowance-powers"},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"*"}},
-			{APIGroups: []string{gatewayv1.GroupName}, Resources: []string{"httproutes"}, Verbs: []string{"*"}},
-			{APIGroups: []string{""}, Resources: []string{"pods", "pods/ephemeralcontainers"}, Verbs: []string{"*"}},
+			{APIGroups: []string{gatewayv1.GroupName}, Resources: []string{"httproutes", "gateways"}, Verbs: []string{"*"}},
+			{APIGroups: []string{""}, Resources: []string{"pods", "pods/ephemeralcontainers", "services"}, Verbs: []string{"*"}},
 			{APIGroups: []string{"view.trellis.dev"}, Resources: []string{"markdownviews"}, Verbs: []string{"*"}},
 		},
 	})).To(Succeed())
@@ -183,6 +183,29 @@ func TestTenantAllowancesBindEveryoneInTheTenantsNamespaces(t *testing.T) {
 		"an Ingress of another class": {func() error {
 			return alice.Create(ctx, anIngress(ns, "public", "public", "a.team.example.com"))
 		}, "ingress class public" + classes},
+		"an Ingress asking external-dns to publish another hostname": {func() error {
+			in := anIngress(ns, "external-dns", "internal", "a.team.example.com")
+			in.Annotations = map[string]string{"external-dns.alpha.kubernetes.io/hostname": "a.team.example.com, login.example.com"}
+			return alice.Create(ctx, in)
+		}, "hostname login.example.com" + hostnames},
+		"an Ingress asking ingress-nginx to serve another hostname as an alias": {func() error {
+			in := anIngress(ns, "alias", "internal", "a.team.example.com")
+			in.Annotations = map[string]string{"nginx.ingress.kubernetes.io/server-alias": "login.example.com"}
+			return alice.Create(ctx, in)
+		}, "hostname login.example.com" + hostnames},
+		"a LoadBalancer Service asking external-dns to publish another hostname": {func() error {
+			return alice.Create(ctx, &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lb",
+					Annotations: map[string]string{"external-dns.alpha.kubernetes.io/hostname": "login.example.com"}},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}},
+			})
+		}, "hostname login.example.com" + hostnames},
+		"a Gateway of its own with a listener for another hostname": {func() error {
+			return alice.Create(ctx, aGateway("own", gatewayv1.Hostname("login.example.com")))
+		}, "hostname login.example.com" + hostnames},
+		"a Gateway of its own with a listener for every hostname": {func() error {
+			return alice.Create(ctx, aGateway("every-host", ""))
+		}, "a Gateway listener without a hostname takes every hostname, which" + hostnames},
 		"an Ingress of a cluster admin for another hostname": {func() error {
 			return k8s.Create(ctx, anIngress(ns, "admin", "internal", "login.example.com"))
 		}, "hostname login.example.com" + hostnames},
@@ -217,6 +240,12 @@ func TestTenantAllowancesBindEveryoneInTheTenantsNamespaces(t *testing.T) {
 		"a pod from another port of the allowed host": {func() error {
 			return alice.Create(ctx, aPod("port", "registry.example.com:5000/team/app"))
 		}, "(repository registry.example.com:5000/team/app" + images},
+		"a pod whose upper-case first component the runtime reads as a host": {func() error {
+			return alice.Create(ctx, aPod("upper", "EVILHOST/library/nginx:1"))
+		}, "(repository EVILHOST/library/nginx" + images},
+		"a pod naming an image ID, which runs whatever the node holds": {func() error {
+			return alice.Create(ctx, aPod("image-id", "sha256:"+strings.Repeat("c", 64)))
+		}, "(repository (an image ID, which names no registry)" + images},
 		"a pod with an init container from elsewhere": {func() error {
 			p := aPod("init", "nginx")
 			p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "quay.io/x/y:1"}}
@@ -280,6 +309,17 @@ func TestTenantAllowancesBindEveryoneInTheTenantsNamespaces(t *testing.T) {
 					"hostnames":  []any{"docs.example.com"},
 				}},
 			}))
+		},
+		"a Gateway of its own with a listener within the allowances": func() error {
+			return alice.Create(ctx, aGateway("within", gatewayv1.Hostname("a.team.example.com")))
+		},
+		"an Ingress whose annotations name hostnames within the allowances": func() error {
+			in := anIngress(ns, "annotated", "internal", "a.team.example.com")
+			in.Annotations = map[string]string{
+				"external-dns.alpha.kubernetes.io/hostname": "a.team.example.com,docs.example.com",
+				"nginx.ingress.kubernetes.io/server-alias":  "b.team.example.com",
+			}
+			return alice.Create(ctx, in)
 		},
 		"anything in a namespace no Tenant holds": func() error {
 			return alice.Create(ctx, anIngress("allow-free", "anything", "", "login.example.com"))
@@ -391,4 +431,17 @@ func TestSampleTenantIsAccepted(t *testing.T) {
 		"the dev viewer image trellis-viewer:dev is docker.io/library/trellis-viewer")
 	g.Expect(k8s.Create(context.Background(), sample, client.DryRunAll)).To(Succeed())
 	g.Expect(allowanceAnnotations(sample.Spec.Allowances)).To(HaveKeyWithValue(AllowedHostnamesAnnotation, "*.team-a.example.com"))
+}
+
+// aGateway is a Gateway in the tenant's namespace with one HTTP listener for
+// hostname ("" for none: every hostname).
+func aGateway(name string, hostname gatewayv1.Hostname) *gatewayv1.Gateway {
+	l := gatewayv1.Listener{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}
+	if hostname != "" {
+		l.Hostname = &hostname
+	}
+	return &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: allowNS, Name: name},
+		Spec:       gatewayv1.GatewaySpec{GatewayClassName: "shared", Listeners: []gatewayv1.Listener{l}},
+	}
 }
