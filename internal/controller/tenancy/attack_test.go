@@ -582,3 +582,62 @@ func TestTenantAttacks(t *testing.T) {
 	deleteTenant(g, "atk")
 	deleteTenant(g, "vic")
 }
+
+// TestForgedTenantObjectsAreRefusedOutsideTenants: in a namespace that is no
+// Tenant's, a namespace editor makes objects labelled as a Tenant's, or named
+// as Trellis names a Tenant's, which the manager would recognise as its own
+// and cache whole (and a Tenant later given the namespace would find in its
+// way). Refused by the admission policy's binding for every other namespace.
+func TestForgedTenantObjectsAreRefusedOutsideTenants(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "forge-free"}})).To(Succeed())
+	g.Expect(k8s.Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-forge-powers"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"*"}},
+			{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, Verbs: []string{"*"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}},
+		},
+	})).To(Succeed())
+	g.Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "forge-free", Name: "test-forge-powers"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "test-forge-powers"},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "mallory", APIGroup: rbacv1.GroupName}},
+	})).To(Succeed())
+	mallory := clientAs(g, "mallory")
+	marks := map[string]string{"app.kubernetes.io/managed-by": "trellis", TenantLabel: "victim"}
+	allowAll := networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{{}}}
+
+	const kept, named = "a guardrail or binding Trellis keeps", "names starting with trellis-tenant-"
+	refused := map[string]struct {
+		obj  client.Object
+		want string
+	}{
+		"Trellis' isolation policy, marks and all": {&networkingv1.NetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "forge-free", Name: networkPolicyName, Labels: marks}, Spec: allowAll}, kept},
+		"a policy labelled as a Tenant's": {&networkingv1.NetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "forge-free", Name: "allow-all", Labels: marks}, Spec: allowAll}, kept},
+		"a binding by the admin binding's name": {&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "forge-free", Name: adminRoleBindingName},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "test-forge-powers"},
+			Subjects:   []rbacv1.Subject{{Kind: "User", Name: "mallory", APIGroup: rbacv1.GroupName}}}, named},
+	}
+	// The API server loads a binding about a second after it is created.
+	for name, tc := range refused {
+		t.Run("refused: "+name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Eventually(func(g Gomega) {
+				err := mallory.Create(ctx, tc.obj.DeepCopyObject().(client.Object))
+				g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+				g.Expect(err.Error()).To(ContainSubstring(tc.want))
+			}, timeout, interval).Should(Succeed())
+		})
+	}
+	// The namespace's own objects are none of the policy's business.
+	g.Expect(mallory.Create(ctx, &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "forge-free", Name: "allow-all", Labels: map[string]string{"app.kubernetes.io/managed-by": "trellis"}},
+		Spec:       allowAll})).To(Succeed())
+	g.Expect(mallory.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "forge-free", Name: "trellis-tenant-notes"}})).To(Succeed())
+}
