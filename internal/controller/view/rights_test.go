@@ -196,15 +196,16 @@ func TestNoOneGetsThroughAMarkdownViewWhatTheyCouldNotCreate(t *testing.T) {
 	})
 }
 
-// TestTheManagersChildrenOfACompliantViewPassTheTenantsAllowances: in a
+// TestTheManagersChildrenAreHeldToTheTenantsAllowances: in a
 // tenant namespace, config/admission's tenant-allowances policy binds
 // everyone, the manager included, so the Ingress and HTTPRoute it writes for
 // a view go through the same check as the view. A view within the
 // allowances gets its children; one outside them is refused before the
-// manager sees it. (This suite runs no Tenant controller: the namespace is
+// manager sees it; and once the allowances narrow, the manager's own write
+// of a view's Ingress is refused and the view is Stalled. (This suite runs no Tenant controller: the namespace is
 // labelled and annotated here as Trellis would for a Tenant with
 // allowances; the tenancy suite tests that the controller does.)
-func TestTheManagersChildrenOfACompliantViewPassTheTenantsAllowances(t *testing.T) {
+func TestTheManagersChildrenAreHeldToTheTenantsAllowances(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
@@ -240,4 +241,19 @@ func TestTheManagersChildrenOfACompliantViewPassTheTenantsAllowances(t *testing.
 		c := stalledCondition(g, ns.Name, name)
 		g.Expect(c == nil || c.Status != metav1.ConditionTrue).To(BeTrue(), "%s: %v", name, c)
 	}
+
+	// The manager is held to the allowances too: narrowed after the view
+	// was admitted, they refuse the Ingress it writes again once its
+	// Ingress is gone, and the view says why.
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ns), ns)).To(Succeed())
+	ns.Annotations["tenancy.trellis.dev/allowed-hostnames"] = "*.other.example.com"
+	g.Expect(k8s.Update(ctx, ns)).To(Succeed())
+	g.Expect(k8s.Delete(ctx, &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "viewer-ingressed"}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := stalledCondition(g, ns.Name, "ingressed")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Message).To(ContainSubstring("hostname b.docs.example.com is outside the Tenant docs's allowances.hostnames [*.other.example.com]"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns.Name, "viewer-ingressed"), &networkingv1.Ingress{}))).To(BeTrue())
 }
