@@ -20,6 +20,7 @@ import (
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 )
@@ -338,7 +339,7 @@ func ensureChild[T client.Object](ctx context.Context, r *Reconciler, s *scope, 
 			s.obs.conflict(ns, msg)
 		}
 		return nil
-	case apierrors.IsInvalid(err):
+	case apierr.Classify(err) == apierr.Refused:
 		s.obs.refuse(fmt.Sprintf("the API server refused %s %s: %s", kind, where, apiMessage(err)))
 		return nil
 	}
