@@ -82,8 +82,8 @@ type AccessReconciler struct {
 	status     *status.Patcher[*storagev1.BucketAccess, storagev1.BucketAccessStatus]
 	stores     *Stores
 	namespaces *namespaceLabels
-	// storeEvents asks the ObjectStore controller to check a store an access found down.
-	storeEvents chan<- event.TypedGenericEvent[*storagev1.ObjectStore]
+	// storeChecks asks the ObjectStore controller to check a store an access found down.
+	storeChecks storeChecks
 	// accessEvents carries requests to look now (a bucket policy rewritten).
 	accessEvents <-chan event.TypedGenericEvent[*storagev1.BucketAccess]
 	now          func() time.Time
@@ -187,7 +187,7 @@ func (r *AccessReconciler) requeue(res accessResult) ctrl.Result {
 		wait = setup.ForeignChildRetry
 	case res.storeDown:
 		// A store that is really down turns its Ready condition within a
-		// second (storeMayBeDown), and the next try sends it nothing; one
+		// second (storeChecks), and the next try sends it nothing; one
 		// that failed a single request is tried again soon.
 		wait = accessStoreRetry
 	case res.summary.Progress != conditions.Done:
@@ -269,7 +269,7 @@ func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess) 
 	}
 	res = sync.run(ctx)
 	if res.storeDown {
-		r.storeMayBeDown(ctx, store)
+		r.storeChecks.request(ctx, store)
 	}
 	switch {
 	case res.issued != nil:
@@ -329,16 +329,6 @@ func (r *AccessReconciler) recordTarget(ctx context.Context, a *storagev1.Bucket
 	return err
 }
 
-// storeMayBeDown asks the ObjectStore controller to check a store now: an
-// access found it not answering while its status still says Ready. When
-// the store is back, its Ready condition re-queues this access.
-func (r *AccessReconciler) storeMayBeDown(ctx context.Context, store *storagev1.ObjectStore) {
-	select {
-	case r.storeEvents <- event.TypedGenericEvent[*storagev1.ObjectStore]{Object: store}:
-	case <-ctx.Done():
-	}
-}
-
 // applySecret brings the Secret to the given key, creating it if needed
 // (Server-Side Apply, skipped when nothing differs).
 func (r *AccessReconciler) applySecret(ctx context.Context, a *storagev1.BucketAccess, store *storagev1.ObjectStore, bucket, accessKeyID, secretKey string, live *corev1.Secret) error {
@@ -356,7 +346,7 @@ func (r *AccessReconciler) finalize(ctx context.Context, a *storagev1.BucketAcce
 			return ctrl.Result{}, err
 		}
 		if res.storeDown && res.store != nil {
-			r.storeMayBeDown(ctx, res.store)
+			r.storeChecks.request(ctx, res.store)
 		}
 		for _, id := range res.revoked {
 			r.recorder.Eventf(a, nil, corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked key %s", id)

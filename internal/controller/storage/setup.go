@@ -110,7 +110,7 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 		client: mgr.GetClient(), recorder: rec,
 		status: status.NewPatcher(mgr.GetClient(), rec,
 			func(b *storagev1.StorageBucket) *storagev1.StorageBucketStatus { return &b.Status }, bucketStatusEvents...),
-		stores: stores, schedule: schedule, namespaces: namespaces, storeEvents: storeEvents, bucketEvents: bucketEvents,
+		stores: stores, schedule: schedule, namespaces: namespaces, storeChecks: storeEvents, bucketEvents: bucketEvents,
 		accessEvents: accessEvents,
 	}
 	if err := bucketReconciler.SetupWithManager(mgr, opts); err != nil {
@@ -122,7 +122,7 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 		children: children.Clients{Cached: mgr.GetClient(), Uncached: mgr.GetAPIReader()},
 		status: status.NewPatcher(mgr.GetClient(), accessRec,
 			func(a *storagev1.BucketAccess) *storagev1.BucketAccessStatus { return &a.Status }, accessStatusEvents...),
-		stores: stores, namespaces: namespaces, storeEvents: storeEvents, accessEvents: accessEvents, now: time.Now,
+		stores: stores, namespaces: namespaces, storeChecks: storeEvents, accessEvents: accessEvents, now: time.Now,
 	}
 	if err := accessReconciler.SetupWithManager(mgr, opts); err != nil {
 		return err

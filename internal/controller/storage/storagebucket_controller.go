@@ -52,8 +52,8 @@ type BucketReconciler struct {
 	stores     *Stores
 	schedule   *Schedule
 	namespaces *namespaceLabels
-	// storeEvents asks the ObjectStore controller to check a store a bucket found down.
-	storeEvents chan<- event.TypedGenericEvent[*storagev1.ObjectStore]
+	// storeChecks asks the ObjectStore controller to check a store a bucket found down.
+	storeChecks storeChecks
 	// bucketEvents carries requests for an immediate check (the bucket-event receiver).
 	bucketEvents <-chan event.TypedGenericEvent[*storagev1.StorageBucket]
 	// accessEvents asks the BucketAccess controller to look at the accesses
@@ -263,7 +263,7 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 		}
 	}
 	if res.storeDown {
-		r.storeMayBeDown(ctx, store)
+		r.storeChecks.request(ctx, store)
 	}
 	return res, nil
 }
@@ -283,15 +283,6 @@ func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.O
 		return access, blocked(ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s is not open to namespace %s (its namespaceSelector does not select it); ask the platform team to open it, or use another store", store.Name, namespace)), nil
 	}
 	return access, checkResult{}, nil
-}
-
-// storeMayBeDown asks the ObjectStore controller to check a store now: a
-// bucket check found it not answering while its status still says Ready.
-func (r *BucketReconciler) storeMayBeDown(ctx context.Context, store *storagev1.ObjectStore) {
-	select {
-	case r.storeEvents <- event.TypedGenericEvent[*storagev1.ObjectStore]{Object: store}:
-	case <-ctx.Done():
-	}
 }
 
 // recordCreating writes, before the bucket is created, that this
