@@ -96,9 +96,10 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 	bucketEvents := make(chan event.TypedGenericEvent[*storagev1.StorageBucket])
 	accessEvents := make(chan event.TypedGenericEvent[*storagev1.BucketAccess])
 
+	storeRec := mgr.GetEventRecorder("objectstore")
 	storeReconciler := &ObjectStoreReconciler{
-		client: mgr.GetClient(),
-		status: status.NewPatcher(mgr.GetClient(), mgr.GetEventRecorder("objectstore"),
+		client: mgr.GetClient(), recorder: storeRec,
+		status: status.NewPatcher(mgr.GetClient(), storeRec,
 			func(s *storagev1.ObjectStore) *storagev1.ObjectStoreStatus { return &s.Status }, storeStatusEvents...),
 		stores: stores, storeEvents: storeEvents, now: time.Now,
 	}
