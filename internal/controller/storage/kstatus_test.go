@@ -60,7 +60,7 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				g := NewWithT(t)
 				b := statusBucket(2, storagev1.StorageBucketStatus{})
-				b.Status = computeBucketStatus(b, tc.res)
+				b.Status = computeBucketStatus(b, checked(tc.res))
 				if tc.deleting {
 					b.DeletionTimestamp = &now
 				}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -76,7 +77,7 @@ func TestComputeBucketStatus(t *testing.T) {
 			b := statusBucket(4, tt.prior)
 			before := b.DeepCopy()
 
-			st := computeBucketStatus(b, tt.res)
+			st := computeBucketStatus(b, checked(tt.res))
 
 			g.Expect(b).To(Equal(before), "the bucket itself is not modified")
 			g.Expect(st.ObservedGeneration).To(Equal(int64(4)))
@@ -104,6 +105,65 @@ func TestComputeBucketStatus(t *testing.T) {
 	}
 }
 
+// checked is the observation of a reconcile that ran one check.
+func checked(res checkResult) *bucketObservation { return &bucketObservation{checked: &res} }
+
+// TestComputeBucketStatusBeyondChecks: what a reconcile that did not end
+// with a check records. Nothing observed writes nothing; an error is
+// ReconcileError, keeping what is known, and recording what was found
+// before it; a deletion that waits says why.
+func TestComputeBucketStatusBeyondChecks(t *testing.T) {
+	errAPI := errors.New("listing the BucketAccesses: timed out")
+	created := checkResult{summary: healthy("team-a-assets", "store-a"), claim: storagev1.BucketClaimed}
+	inUse := conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse, Message: "delete them first"}
+	tests := map[string]struct {
+		prior storagev1.StorageBucketStatus
+		obs   *bucketObservation
+		// wantReason is Ready's reason, alsoTrue the condition besides it
+		// that is True; unchanged: the prior status comes back as it was.
+		wantReason, alsoTrue string
+		wantClaim            storagev1.BucketClaim
+		unchanged            bool
+	}{
+		"no check due: untouched": {prior: wasHealthy, obs: &bucketObservation{}, unchanged: true},
+		"an error before any check: ReconcileError, the claim kept": {
+			prior: wasHealthy, obs: &bucketObservation{outcome: outcome{failed: errAPI}},
+			wantReason: ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
+		},
+		"an error after a check: what it found is recorded": {
+			obs:        &bucketObservation{outcome: outcome{failed: errAPI}, checked: &created},
+			wantReason: ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
+		},
+		"a deletion waiting for its accesses": {
+			prior: wasHealthy, obs: &bucketObservation{waits: &inUse},
+			wantReason: ReasonInUse, alsoTrue: conditions.Stalled, wantClaim: storagev1.BucketClaimed,
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			b := statusBucket(4, *tt.prior.DeepCopy())
+
+			st := computeBucketStatus(b, tt.obs)
+
+			if tt.unchanged {
+				g.Expect(st).To(Equal(tt.prior))
+				return
+			}
+			g.Expect(st.ObservedGeneration).To(Equal(int64(4)))
+			g.Expect(st.Claim).To(Equal(tt.wantClaim))
+			ready := conditions.Get(st.Conditions, conditions.Ready)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(ready.Reason).To(Equal(tt.wantReason))
+			g.Expect(conditions.IsTrue(st.Conditions, tt.alsoTrue)).To(BeTrue(), tt.alsoTrue)
+			if tt.obs.failed != nil {
+				g.Expect(ready.Message).To(Equal(errAPI.Error()))
+			}
+		})
+	}
+}
+
 // A bucket checked again with the same result produces the very same status,
 // so a healthy bucket costs no status write.
 func TestComputeBucketStatusIsIdempotent(t *testing.T) {
@@ -117,11 +177,11 @@ func TestComputeBucketStatusIsIdempotent(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			b := statusBucket(3, storagev1.StorageBucketStatus{})
-			first := computeBucketStatus(b, res)
+			first := computeBucketStatus(b, checked(res))
 			b.Status = first
 
 			time.Sleep(2 * time.Millisecond) // a churning transition time would differ
-			second := computeBucketStatus(b, res)
+			second := computeBucketStatus(b, checked(res))
 
 			g.Expect(second).To(Equal(first))
 		})
