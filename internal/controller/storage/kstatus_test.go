@@ -131,7 +131,7 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 				g := NewWithT(t)
 				a := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app", Generation: 2},
 					Spec: storagev1.BucketAccessSpec{BucketRef: storagev1.BucketReference{Name: "assets"}, Mode: storagev1.AccessReadOnly, SecretName: "s", KeyVersion: 1}}
-				a.Status = computeAccessStatus(a, tc.res)
+				a.Status = computeAccessStatus(a, synced(tc.res))
 				if tc.deleting {
 					a.DeletionTimestamp = &now
 				}
