@@ -163,10 +163,8 @@ func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		return ctrl.Result{}, err
 	}
 	obs := &accessObservation{}
-	defer func() {
-		err = finish(ctx, r.status, r.recorder, a, &obs.outcome, err,
-			func() storagev1.BucketAccessStatus { return computeAccessStatus(a, obs) })
-	}()
+	defer finish(ctx, r.status, r.recorder, a, &obs.outcome, &result, &err,
+		func() storagev1.BucketAccessStatus { return computeAccessStatus(a, obs) })
 	if !a.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, a, obs)
 	}

@@ -153,10 +153,8 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	obs := &storeObservation{}
-	defer func() {
-		err = finish(ctx, r.status, r.recorder, store, &obs.outcome, err,
-			func() storagev1.ObjectStoreStatus { return computeStoreStatus(store, obs) })
-	}()
+	defer finish(ctx, r.status, r.recorder, store, &obs.outcome, &result, &err,
+		func() storagev1.ObjectStoreStatus { return computeStoreStatus(store, obs) })
 	if !store.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, store, obs)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -60,33 +61,37 @@ func (o *outcome) summary(found *conditions.Summary) *conditions.Summary {
 	return found
 }
 
-// finish ends a reconcile; the reconciles defer it. Unless the object was
-// let go, the status compute derives from what was observed is written, only
-// when it differs from the object's (the error the reconcile ends with goes
-// in as ReconcileError), and the Events of the kind's EventRules are raised;
-// then those about what was done in the store. A conflict is returned as it
-// is, to be retried at once without a status about it.
+// finish ends a reconcile; the reconciles defer it, with their named
+// results. Unless the object was let go, the status compute derives from
+// what was observed is written, only when it differs from the object's (the
+// error the reconcile ends with goes in as ReconcileError), and the Events
+// of the kind's EventRules are raised; then those about what was done in
+// the store. A conflict is returned as it is, to be retried at once without
+// a status about it. A reconcile that ends with an error asks for no
+// RequeueAfter: the work queue's back-off decides.
 func finish[O status.Object, S any](ctx context.Context, p *status.Patcher[O, S], rec recorder.EventRecorder,
-	obj O, o *outcome, err error, compute func() S) error {
+	obj O, o *outcome, result *ctrl.Result, err *error, compute func() S) {
 	defer func() {
 		for _, a := range o.done {
 			rec.Eventf(obj, nil, a.typ, a.reason, a.action, "%s", a.message)
 		}
+		if *err != nil {
+			*result = ctrl.Result{}
+		}
 	}()
 	if o.released {
-		return err
+		return
 	}
-	switch apierr.Classify(err) {
+	switch apierr.Classify(*err) {
 	case apierr.None:
 	case apierr.Conflict:
-		return err
+		return
 	default:
-		o.failed = err
+		o.failed = *err
 	}
 	if _, perr := p.Patch(ctx, obj, compute()); perr != nil {
-		return errors.Join(err, perr)
+		*err = errors.Join(*err, perr)
 	}
-	return err
 }
 
 // storeChecks asks the ObjectStore controller to check a store now: a

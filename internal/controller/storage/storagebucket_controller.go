@@ -176,10 +176,8 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		return ctrl.Result{}, err
 	}
 	obs := &bucketObservation{}
-	defer func() {
-		err = finish(ctx, r.status, r.recorder, b, &obs.outcome, err,
-			func() storagev1.StorageBucketStatus { return computeBucketStatus(b, obs) })
-	}()
+	defer finish(ctx, r.status, r.recorder, b, &obs.outcome, &result, &err,
+		func() storagev1.StorageBucketStatus { return computeBucketStatus(b, obs) })
 	if !b.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, b, obs)
 	}
