@@ -41,6 +41,33 @@ const (
 
 func storeBucketKey(store, bucket string) string { return store + "/" + bucket }
 
+// indexes are the field indexes the three controllers read from the cache.
+var indexes = []struct {
+	obj   client.Object
+	field string
+	value client.IndexerFunc
+}{
+	{&storagev1.StorageBucket{}, bucketStoreIndex, func(o client.Object) []string {
+		return []string{o.(*storagev1.StorageBucket).Spec.StoreRef.Name}
+	}},
+	{&storagev1.StorageBucket{}, storeBucketIndex, func(o client.Object) []string {
+		b := o.(*storagev1.StorageBucket)
+		return []string{storeBucketKey(b.Spec.StoreRef.Name, bucketName(b))}
+	}},
+	{&storagev1.StorageBucket{}, bucketNameIndex, func(o client.Object) []string {
+		return []string{bucketName(o.(*storagev1.StorageBucket))}
+	}},
+	{&storagev1.BucketAccess{}, accessBucketIndex, func(o client.Object) []string {
+		return []string{o.(*storagev1.BucketAccess).Spec.BucketRef.Name}
+	}},
+	{&storagev1.BucketAccess{}, accessStoreIndex, func(o client.Object) []string {
+		if store := o.(*storagev1.BucketAccess).Status.StoreName; store != "" {
+			return []string{store}
+		}
+		return nil
+	}},
+}
+
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Controller registers the ObjectStore, StorageBucket and BucketAccess controllers.
@@ -58,35 +85,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
 // SetupWith is Setup with the store clients given (tests point them at a real
 // server with other timeouts).
 func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backends Backends) error {
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &storagev1.StorageBucket{}, bucketStoreIndex, func(o client.Object) []string {
-		return []string{o.(*storagev1.StorageBucket).Spec.StoreRef.Name}
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &storagev1.StorageBucket{}, storeBucketIndex, func(o client.Object) []string {
-		b := o.(*storagev1.StorageBucket)
-		return []string{storeBucketKey(b.Spec.StoreRef.Name, bucketName(b))}
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &storagev1.StorageBucket{}, bucketNameIndex, func(o client.Object) []string {
-		return []string{bucketName(o.(*storagev1.StorageBucket))}
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &storagev1.BucketAccess{}, accessBucketIndex, func(o client.Object) []string {
-		return []string{o.(*storagev1.BucketAccess).Spec.BucketRef.Name}
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &storagev1.BucketAccess{}, accessStoreIndex, func(o client.Object) []string {
-		if store := o.(*storagev1.BucketAccess).Status.StoreName; store != "" {
-			return []string{store}
+	for _, ix := range indexes {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, ix.obj, ix.field, ix.value); err != nil {
+			return err
 		}
-		return nil
-	}); err != nil {
-		return err
 	}
 
 	stores := NewStores(mgr.GetAPIReader(), opts.Namespace, backends)
