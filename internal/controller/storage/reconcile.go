@@ -66,7 +66,7 @@ func (o *outcome) summary(found *conditions.Summary) *conditions.Summary {
 // what was observed is written, only when it differs from the object's (the
 // error the reconcile ends with goes in as ReconcileError), and the Events
 // of the kind's EventRules are raised; then those about what was done in
-// the store. A conflict is returned as it is, to be retried at once without
+// the store. A conflict is returned as it is, to be retried without
 // a status about it. A reconcile that ends with an error asks for no
 // RequeueAfter: the work queue's back-off decides.
 func finish[O status.Object, S any](ctx context.Context, p *status.Patcher[O, S], rec recorder.EventRecorder,
