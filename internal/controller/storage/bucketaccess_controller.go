@@ -382,7 +382,7 @@ func (r *AccessReconciler) finalize(ctx context.Context, a *storagev1.BucketAcce
 			return ctrl.Result{}, err
 		}
 		obs.waits = &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonSecretRejected,
-			Message: fmt.Sprintf("the key is revoked, but the API server refused to delete Secret %s: %s", a.Spec.SecretName, apierr.Message(err))}
+			Message: fmt.Sprintf("no key of it is left in the store, but the API server refused to delete Secret %s: %s", a.Spec.SecretName, apierr.Message(err))}
 		return setup.RequeueAfter(setup.ForeignChildRetry), nil
 	}
 	if err := finalizer.Remove(ctx, r.client, a, AccessFinalizer); err != nil {
