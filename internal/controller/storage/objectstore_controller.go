@@ -156,7 +156,7 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	defer finish(ctx, r.status, r.recorder, store, &obs.outcome, &result, &err,
 		func() storagev1.ObjectStoreStatus { return computeStoreStatus(store, obs) })
 	if !store.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, store, obs)
+		return ctrl.Result{}, r.finalize(ctx, store, obs)
 	}
 	if _, err := finalizer.Ensure(ctx, r.client, store, StoreFinalizer); err != nil {
 		return ctrl.Result{}, err
@@ -210,14 +210,14 @@ func computeStoreStatus(store *storagev1.ObjectStore, obs *storeObservation) sto
 
 // finalize lets a store go only when no StorageBucket uses it any more, and
 // no BucketAccess still has an account in it to revoke.
-func (r *ObjectStoreReconciler) finalize(ctx context.Context, store *storagev1.ObjectStore, obs *storeObservation) (ctrl.Result, error) {
+func (r *ObjectStoreReconciler) finalize(ctx context.Context, store *storagev1.ObjectStore, obs *storeObservation) error {
 	list := &storagev1.StorageBucketList{}
 	if err := r.client.List(ctx, list, client.MatchingFields{bucketStoreIndex: store.Name}); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	accesses := &storagev1.BucketAccessList{}
 	if err := r.client.List(ctx, accesses, client.MatchingFields{accessStoreIndex: store.Name}); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	var msg string
 	switch {
@@ -229,14 +229,14 @@ func (r *ObjectStoreReconciler) finalize(ctx context.Context, store *storagev1.O
 	if msg != "" {
 		// Each of them going is an event (whileDeleting).
 		obs.found = &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse, Message: msg}
-		return ctrl.Result{}, nil
+		return nil
 	}
 	if err := finalizer.Remove(ctx, r.client, store, StoreFinalizer); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	obs.released = true
 	r.stores.Forget(store.Name)
-	return ctrl.Result{}, nil
+	return nil
 }
 
 func boolGauge(b bool) float64 {

@@ -20,7 +20,7 @@ import (
 // object, so every exit, an error included, writes the status computed from
 // what it observed.
 
-// ReasonReconcileError: the reconcile met an error it returns (an API
+// ReasonReconcileError says the reconcile met an error it returns (an API
 // error); it is retried with back-off.
 const ReasonReconcileError = "ReconcileError"
 
