@@ -31,8 +31,11 @@ type Child[T client.Object] struct {
 	Live T
 	// Desired is the whole object as it is created: name, marks, spec.
 	Desired T
-	// Owns reports whether a live object carries the marks that make it ours.
-	Owns func(live T) bool
+	// Owns reports whether a live object carries the marks that make it
+	// ours. Deciding may read other objects; a read that fails is an error,
+	// never a "not ours": a failed cache read must not be shown to a person
+	// as a name someone else holds.
+	Owns func(live T) (bool, error)
 	// Sync changes live where it differs from what is wanted, in the fields
 	// the controller keeps, and reports whether it changed anything.
 	Sync func(live T) bool
@@ -86,7 +89,11 @@ func create[T client.Object](ctx context.Context, c Clients, ch Child[T], key cl
 }
 
 func syncLive[T client.Object](ctx context.Context, c Clients, ch Child[T]) (Outcome, error) {
-	if !ch.Owns(ch.Live) {
+	owns, err := ch.Owns(ch.Live)
+	if err != nil {
+		return Unchanged, fmt.Errorf("telling whether %s %s is ours: %w", ch.Kind, ch.Live.GetName(), err)
+	}
+	if !owns {
 		return Unchanged, &NotOwnedError{Kind: ch.Kind, Name: ch.Live.GetName()}
 	}
 	before := ch.Live.DeepCopyObject().(T)
@@ -103,12 +110,18 @@ func syncLive[T client.Object](ctx context.Context, c Clients, ch Child[T]) (Out
 // says it is ours; the cache holds every child the controller marked, so an
 // object outside it is never ours to delete. The delete carries the UID
 // seen, so an object re-created in between is left alone. It reports
-// whether it deleted.
-func DeleteOwned[T client.Object](ctx context.Context, c Clients, kind string, obj T, owns func(T) bool) (bool, error) {
+// whether it deleted; owns failing is an error (nothing is deleted).
+func DeleteOwned[T client.Object](ctx context.Context, c Clients, kind string, obj T, owns func(T) (bool, error)) (bool, error) {
 	if err := c.Cached.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	if !owns(obj) || !obj.GetDeletionTimestamp().IsZero() {
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return false, nil
+	}
+	if ours, err := owns(obj); err != nil || !ours {
+		if err != nil {
+			return false, fmt.Errorf("telling whether %s %s is ours: %w", kind, obj.GetName(), err)
+		}
 		return false, nil
 	}
 	uid := obj.GetUID()

@@ -2,6 +2,7 @@ package children
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -51,7 +52,17 @@ func marked(data string, labels map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: labels}, Data: map[string]string{"k": data}}
 }
 
-func ownsMarked(cm *corev1.ConfigMap) bool { return cm.Labels["mark"] == "mine" }
+// errUnsure is an owns function that cannot tell (a cache read failed).
+var errUnsure = errors.New("cache read failed")
+
+// ownsMarked: marked "mine" is ours, "other" someone else's; "unsure"
+// cannot be told (deciding needs a read, and it fails).
+func ownsMarked(cm *corev1.ConfigMap) (bool, error) {
+	if cm.Labels["mark"] == "unsure" {
+		return false, errUnsure
+	}
+	return cm.Labels["mark"] == "mine", nil
+}
 
 func TestCreateOrSync(t *testing.T) {
 	mine := map[string]string{"mark": "mine"}
@@ -60,6 +71,7 @@ func TestCreateOrSync(t *testing.T) {
 		expectExists   bool
 		want           Outcome
 		wantNotOwned   bool
+		wantErr        error
 		wantReads      []string
 		wantWrites     []string
 		wantData       string
@@ -95,6 +107,10 @@ func TestCreateOrSync(t *testing.T) {
 			cached: []client.Object{marked("theirs", map[string]string{"mark": "other"})}, server: []client.Object{marked("theirs", map[string]string{"mark": "other"})},
 			wantNotOwned: true, wantData: "theirs",
 		},
+		"cannot tell whose: an error, not a conflict, nothing sent": {
+			cached: []client.Object{marked("theirs", map[string]string{"mark": "unsure"})}, server: []client.Object{marked("theirs", map[string]string{"mark": "unsure"})},
+			wantErr: errUnsure, wantData: "theirs",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -115,7 +131,10 @@ func TestCreateOrSync(t *testing.T) {
 				ExpectExists: tc.expectExists,
 			})
 			g.Expect(IsNotOwned(err)).To(Equal(tc.wantNotOwned), "err %v", err)
-			if !tc.wantNotOwned {
+			switch {
+			case tc.wantErr != nil:
+				g.Expect(err).To(MatchError(tc.wantErr))
+			case !tc.wantNotOwned:
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(got).To(Equal(tc.want))
 				g.Expect(live.Name).To(Equal("c"), "live is filled")
@@ -134,12 +153,17 @@ func TestDeleteOwned(t *testing.T) {
 	cases := map[string]struct {
 		cached, server []client.Object
 		wantDeleted    bool
+		wantErr        error
 	}{
 		"ours":                         {cached: []client.Object{marked("x", mine)}, server: []client.Object{marked("x", mine)}, wantDeleted: true},
 		"not in the cache: never ours": {server: []client.Object{marked("x", mine)}},
 		"someone else's":               {cached: []client.Object{marked("x", nil)}, server: []client.Object{marked("x", nil)}},
 		"already gone from the server": {cached: []client.Object{marked("x", mine)}},
 		"nowhere":                      {},
+		"cannot tell whose: kept, and an error": {
+			cached: []client.Object{marked("x", map[string]string{"mark": "unsure"})}, server: []client.Object{marked("x", map[string]string{"mark": "unsure"})},
+			wantErr: errUnsure,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -147,7 +171,11 @@ func TestDeleteOwned(t *testing.T) {
 			server := fake.NewClientBuilder().WithObjects(tc.server...).Build()
 			c := Clients{Cached: lagging{Client: server, cache: fake.NewClientBuilder().WithObjects(tc.cached...).Build()}, Uncached: server}
 			deleted, err := DeleteOwned(context.Background(), c, "ConfigMap", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}, ownsMarked)
-			g.Expect(err).NotTo(HaveOccurred())
+			if tc.wantErr != nil {
+				g.Expect(err).To(MatchError(tc.wantErr))
+			} else {
+				g.Expect(err).NotTo(HaveOccurred())
+			}
 			g.Expect(deleted).To(Equal(tc.wantDeleted))
 			err = server.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "c"}, &corev1.ConfigMap{})
 			g.Expect(client.IgnoreNotFound(err)).To(Succeed())

@@ -18,6 +18,7 @@ import (
 // (a missing bucket, no owner, no objects, no settings). It records the
 // calls made, and the settings written.
 type fakeS3 struct {
+	pingErr                       error
 	exists                        bool
 	existsErr                     error
 	owner                         s3.Owner
@@ -38,7 +39,7 @@ type fakeS3 struct {
 	setOwnerTo                      s3.Owner
 }
 
-func (f *fakeS3) Ping(context.Context) error { f.calls = append(f.calls, "Ping"); return nil }
+func (f *fakeS3) Ping(context.Context) error { f.calls = append(f.calls, "Ping"); return f.pingErr }
 func (f *fakeS3) BucketExists(context.Context, string) (bool, error) {
 	f.calls = append(f.calls, "BucketExists")
 	return f.exists, f.existsErr

@@ -155,7 +155,7 @@ func TestSettingsStatus(t *testing.T) {
 	b.Spec.Versioning = storagev1.VersioningEnabled
 	notSupported := settingsResult{declared: []string{settingLifecycle}, problems: []settingProblem{{setting: settingLifecycle, reason: ReasonSettingNotSupported, blocked: true, message: "lifecycle: no"}}}
 	res := checkResult{summary: notSupported.summary(), claim: storagev1.BucketClaimed, settings: &notSupported}
-	st := computeBucketStatus(b, res)
+	st := computeBucketStatus(b, checked(res))
 	c := conditions.Get(st.Conditions, conditions.SettingsApplied)
 	g.Expect(c).NotTo(BeNil())
 	g.Expect(c.Reason).To(Equal(ReasonSettingNotSupported))
@@ -164,13 +164,13 @@ func TestSettingsStatus(t *testing.T) {
 	// The store goes down: the check stops before the settings; what is known stays.
 	b.Status = st
 	down := checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "down"}}
-	st = computeBucketStatus(b, down)
+	st = computeBucketStatus(b, checked(down))
 	g.Expect(conditions.Get(st.Conditions, conditions.SettingsApplied).Reason).To(Equal(ReasonSettingNotSupported))
 
 	// The settings leave the spec: so does the condition.
 	b.Status = st
 	b.Spec.Versioning = ""
-	st = computeBucketStatus(b, checkResult{summary: healthy(testBucket, "store-a")})
+	st = computeBucketStatus(b, checked(checkResult{summary: healthy(testBucket, "store-a")}))
 	g.Expect(conditions.Get(st.Conditions, conditions.SettingsApplied)).To(BeNil())
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Ready)).To(BeTrue())
 }

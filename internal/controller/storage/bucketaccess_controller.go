@@ -24,6 +24,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
@@ -50,6 +51,9 @@ const (
 	ReasonAccessNotSupported = "AccessNotSupported"
 	// ReasonSecretConflict: a Secret of that name exists and is not ours.
 	ReasonSecretConflict = "SecretConflict"
+	// ReasonSecretRejected: the API server refuses to write (or delete) the
+	// Secret: invalid, or forbidden by an admission policy, a quota or RBAC.
+	ReasonSecretRejected = "SecretRejected"
 	// ReasonRevoking: the key is being revoked (deletion).
 	ReasonRevoking = "Revoking"
 )
@@ -82,8 +86,8 @@ type AccessReconciler struct {
 	status     *status.Patcher[*storagev1.BucketAccess, storagev1.BucketAccessStatus]
 	stores     *Stores
 	namespaces *namespaceLabels
-	// storeEvents asks the ObjectStore controller to check a store an access found down.
-	storeEvents chan<- event.TypedGenericEvent[*storagev1.ObjectStore]
+	// storeChecks asks the ObjectStore controller to check a store an access found down.
+	storeChecks storeChecks
 	// accessEvents carries requests to look now (a bucket policy rewritten).
 	accessEvents <-chan event.TypedGenericEvent[*storagev1.BucketAccess]
 	now          func() time.Time
@@ -152,29 +156,32 @@ func (r *AccessReconciler) listed(ctx context.Context, opts ...client.ListOption
 // bucket and nothing else, and is in its Secret; rotates it when
 // keyVersion rises; revokes replaced keys after their grace period, and
 // everything when the BucketAccess is deleted.
-func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	a := &storagev1.BucketAccess{}
 	found, err := r.status.Get(ctx, req.NamespacedName, a)
 	if err != nil || !found {
 		return ctrl.Result{}, err
 	}
+	obs := &accessObservation{}
+	defer finish(ctx, r.status, r.recorder, a, &obs.outcome, &result, &err,
+		func() storagev1.BucketAccessStatus { return computeAccessStatus(a, obs) })
 	if !a.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, a)
+		return r.finalize(ctx, a, obs)
 	}
 	if _, err := finalizer.Ensure(ctx, r.client, a, AccessFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
-	res, err := r.sync(ctx, a)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	res, err := r.sync(ctx, a, obs)
+	// What was done before an error stays true (replaced keys revoked);
+	// a key the Secret does not hold is not in res.
+	obs.synced = &res
 	if res.issued != nil {
-		r.recorder.Eventf(a, nil, corev1.EventTypeNormal, "KeyIssued", "Issue", "issued key %s (keyVersion %d) and wrote it to Secret %s", res.issued.accessKeyID, a.Spec.KeyVersion, a.Spec.SecretName)
+		obs.did(corev1.EventTypeNormal, "KeyIssued", "Issue", "issued key %s (keyVersion %d) and wrote it to Secret %s", res.issued.accessKeyID, a.Spec.KeyVersion, a.Spec.SecretName)
 	}
 	for _, id := range res.revoked {
-		r.recorder.Eventf(a, nil, corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked replaced key %s", id)
+		obs.did(corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked replaced key %s", id)
 	}
-	if _, err := r.status.Patch(ctx, a, computeAccessStatus(a, res)); err != nil {
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	return r.requeue(res), nil
@@ -183,11 +190,12 @@ func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 func (r *AccessReconciler) requeue(res accessResult) ctrl.Result {
 	wait := accessVerifyInterval
 	switch {
-	case res.summary.Progress == conditions.Blocked && res.summary.Reason == ReasonSecretConflict:
+	case res.summary.Progress == conditions.Blocked && (res.summary.Reason == ReasonSecretConflict || res.summary.Reason == ReasonSecretRejected):
+		// Someone else's Secret, or a policy or quota, can go without an event.
 		wait = setup.ForeignChildRetry
 	case res.storeDown:
 		// A store that is really down turns its Ready condition within a
-		// second (storeMayBeDown), and the next try sends it nothing; one
+		// second (storeChecks), and the next try sends it nothing; one
 		// that failed a single request is tried again soon.
 		wait = accessStoreRetry
 	case res.summary.Progress != conditions.Done:
@@ -205,8 +213,9 @@ func (r *AccessReconciler) requeue(res accessResult) ctrl.Result {
 
 // sync brings the key, its grant and its Secret to what the spec says.
 // Problems a person must fix, and store errors, are states; API errors are
-// returned.
-func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess) (accessResult, error) {
+// returned (with what was done before them: a key the Secret does not hold
+// is never returned as issued).
+func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation) (accessResult, error) {
 	sb, res, err := r.bucketOf(ctx, a)
 	if err != nil || sb == nil {
 		return res, err
@@ -254,7 +263,7 @@ func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess) 
 
 	// Where the accounts will live is on record before the first exists.
 	if a.Status.StoreName != store.Name || a.Status.BucketName != bucket {
-		if err := r.recordTarget(ctx, a, store.Name, bucket); err != nil {
+		if err := r.recordTarget(ctx, a, obs, store.Name, bucket); err != nil {
 			return accessResult{}, err
 		}
 	}
@@ -269,20 +278,30 @@ func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess) 
 	}
 	res = sync.run(ctx)
 	if res.storeDown {
-		r.storeMayBeDown(ctx, store)
+		r.storeChecks.request(ctx, store)
 	}
+	var secretErr error
 	switch {
 	case res.issued != nil:
-		if err := r.applySecret(ctx, a, store, bucket, res.issued.accessKeyID, res.issued.secretKey, live); err != nil {
-			return accessResult{}, err
-		}
+		secretErr = r.applySecret(ctx, a, store, bucket, res.issued.accessKeyID, res.issued.secretKey, live)
 	case res.summary.Progress == conditions.Done:
 		// Keep the secret key; bring the rest (endpoint, region, labels) in line.
-		if err := r.applySecret(ctx, a, store, bucket, a.Status.AccessKeyID, secretKey, live); err != nil {
-			return accessResult{}, err
-		}
+		secretErr = r.applySecret(ctx, a, store, bucket, a.Status.AccessKeyID, secretKey, live)
 	}
-	return res, nil
+	if secretErr == nil {
+		return res, nil
+	}
+	if res.issued != nil {
+		// The new key is not in the Secret: nothing of it goes on record,
+		// and the next reconcile issues it again (the same account).
+		res.issued, res.keysKnown, res.retiring = nil, false, nil
+	}
+	if apierr.Classify(secretErr) == apierr.Refused {
+		res.summary = conditions.Summary{Progress: conditions.Blocked, Reason: ReasonSecretRejected,
+			Message: fmt.Sprintf("the API server refused Secret %s: %s", a.Spec.SecretName, apierr.Message(secretErr))}
+		return res, nil
+	}
+	return res, secretErr
 }
 
 // bucketOf reads the StorageBucket the access names, in its own namespace.
@@ -318,25 +337,17 @@ func gracePeriod(a *storagev1.BucketAccess) time.Duration {
 
 // recordTarget writes, before any account is made, which store and bucket
 // the access's accounts belong to: the deletion revokes them from there,
-// even if the StorageBucket is gone by then.
-func (r *AccessReconciler) recordTarget(ctx context.Context, a *storagev1.BucketAccess, store, bucket string) error {
-	next := *a.Status.DeepCopy()
-	next.ObservedGeneration = a.Generation
-	next.StoreName, next.BucketName = store, bucket
-	conditions.Summarize(&next.Conditions, a.Generation, conditions.Summary{Progress: conditions.Working, Reason: ReasonIssuing,
-		Message: fmt.Sprintf("issuing a %s key to bucket %s in %s", a.Spec.Mode, bucket, store)})
-	_, err := r.status.Patch(ctx, a, next)
-	return err
-}
-
-// storeMayBeDown asks the ObjectStore controller to check a store now: an
-// access found it not answering while its status still says Ready. When
-// the store is back, its Ready condition re-queues this access.
-func (r *AccessReconciler) storeMayBeDown(ctx context.Context, store *storagev1.ObjectStore) {
-	select {
-	case r.storeEvents <- event.TypedGenericEvent[*storagev1.ObjectStore]{Object: store}:
-	case <-ctx.Done():
+// even if the StorageBucket is gone by then. This write cannot wait for the
+// deferred one.
+func (r *AccessReconciler) recordTarget(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation, store, bucket string) error {
+	obs.target = &accessTarget{store: store, bucket: bucket}
+	obs.synced = &accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonIssuing,
+		Message: fmt.Sprintf("issuing a %s key to bucket %s in %s", a.Spec.Mode, bucket, store)}}
+	if _, err := r.status.Patch(ctx, a, computeAccessStatus(a, obs)); err != nil {
+		obs.target, obs.synced = nil, nil // not on record: no account is made
+		return err
 	}
+	return nil
 }
 
 // applySecret brings the Secret to the given key, creating it if needed
@@ -349,34 +360,39 @@ func (r *AccessReconciler) applySecret(ctx context.Context, a *storagev1.BucketA
 
 // finalize revokes the access's key in the store, then lets it go. A store
 // that cannot be reached holds the deletion, with the reason.
-func (r *AccessReconciler) finalize(ctx context.Context, a *storagev1.BucketAccess) (ctrl.Result, error) {
+func (r *AccessReconciler) finalize(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation) (ctrl.Result, error) {
 	if a.Status.StoreName != "" {
-		res, err := r.revoke(ctx, a)
+		res, err := r.revoke(ctx, a, obs)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if res.storeDown && res.store != nil {
-			r.storeMayBeDown(ctx, res.store)
+			r.storeChecks.request(ctx, res.store)
 		}
 		for _, id := range res.revoked {
-			r.recorder.Eventf(a, nil, corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked key %s", id)
+			obs.did(corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked key %s", id)
 		}
 		if !res.done {
-			next := *a.Status.DeepCopy()
-			conditions.Summarize(&next.Conditions, a.Generation, res.summary)
-			if _, err := r.status.Patch(ctx, a, next); err != nil {
-				return ctrl.Result{}, err
-			}
+			obs.waits = &res.summary
 			return setup.RequeueAfter(time.Minute), nil
 		}
 	}
 	if err := r.deleteSecret(ctx, a); err != nil {
+		if apierr.Classify(err) != apierr.Refused {
+			return ctrl.Result{}, err
+		}
+		obs.waits = &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonSecretRejected,
+			Message: fmt.Sprintf("no key of it is left in the store, but the API server refused to delete Secret %s: %s", a.Spec.SecretName, apierr.Message(err))}
+		return setup.RequeueAfter(setup.ForeignChildRetry), nil
+	}
+	if err := finalizer.Remove(ctx, r.client, a, AccessFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, finalizer.Remove(ctx, r.client, a, AccessFinalizer)
+	obs.released = true
+	return ctrl.Result{}, nil
 }
 
-func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess) (revocationResult, error) {
+func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation) (revocationResult, error) {
 	store, state, err := usableStore(ctx, r.client, a.Status.StoreName)
 	if err != nil {
 		return revocationResult{}, err
@@ -384,7 +400,7 @@ func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess
 	if store == nil {
 		if state.summary.Reason == ReasonStoreNotFound {
 			// The store is gone from the cluster; nothing of it can be reached.
-			r.recorder.Eventf(a, nil, corev1.EventTypeWarning, "StoreGone", "Revoke", "ObjectStore %s no longer exists: the key's account could not be revoked there", a.Status.StoreName)
+			obs.did(corev1.EventTypeWarning, "StoreGone", "Revoke", "ObjectStore %s no longer exists: the key's account could not be revoked there", a.Status.StoreName)
 			return revocationResult{done: true}, nil
 		}
 		s := state.summary

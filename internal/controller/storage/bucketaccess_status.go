@@ -13,19 +13,48 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 )
 
-// computeAccessStatus derives the status from one reconcile. A key is
-// recorded only once the Secret holds it.
-func computeAccessStatus(a *storagev1.BucketAccess, res accessResult) storagev1.BucketAccessStatus {
+// accessObservation is what one reconcile of a BucketAccess saw.
+type accessObservation struct {
+	outcome
+	// target is the store and bucket the accounts live in, put on record
+	// before any exists.
+	target *accessTarget
+	// synced is what bringing the key, its grant and its Secret in line
+	// found and did; nil when it did not run.
+	synced *accessResult
+	// waits says why a deletion waits (nil: it does not).
+	waits *conditions.Summary
+}
+
+type accessTarget struct{ store, bucket string }
+
+// computeAccessStatus derives the status from what one reconcile observed.
+// A key is recorded only once the Secret holds it. It is pure, so "write
+// only on change" is a plain comparison.
+func computeAccessStatus(a *storagev1.BucketAccess, obs *accessObservation) storagev1.BucketAccessStatus {
 	st := *a.Status.DeepCopy()
+	found := obs.waits
+	if obs.synced != nil {
+		found = &obs.synced.summary
+	}
+	summary := obs.summary(found)
+	if summary == nil {
+		return st
+	}
 	st.ObservedGeneration = a.Generation
-	if res.issued != nil {
-		st.AccessKeyID = res.issued.accessKeyID
-		st.KeyVersion = a.Spec.KeyVersion
+	if t := obs.target; t != nil {
+		st.StoreName, st.BucketName = t.store, t.bucket
 	}
-	if res.keysKnown {
-		st.RetiringKeys = res.retiring
+	if res := obs.synced; res != nil {
+		if res.issued != nil {
+			st.AccessKeyID = res.issued.accessKeyID
+			st.KeyVersion = a.Spec.KeyVersion
+		}
+		if res.keysKnown {
+			st.RetiringKeys = res.retiring
+		}
 	}
-	conditions.Summarize(&st.Conditions, a.Generation, res.summary)
+	conditions.Summarize(&st.Conditions, a.Generation, *summary)
 	return st
 }
 

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"testing"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -28,6 +29,8 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 	policyRefused := settingsResult{declared: []string{settingPolicy},
 		problems: []settingProblem{{setting: settingPolicy, reason: ReasonInvalidPolicy, blocked: true, message: "policy: not JSON"}}}
 	settingsApplied := settingsResult{declared: []string{settingVersioning}}
+	// What a reconcile that ends with an API error records (outcome.summary).
+	apiError := *(&outcome{failed: errors.New("etcdserver: request timed out")}).summary(nil)
 	deleteBlocked := conditions.Summary{Progress: conditions.Blocked, Reason: ReasonDeleteBlocked, Message: "holds 2 objects"}
 	t.Run("StorageBucket", func(t *testing.T) {
 		cases := map[string]struct {
@@ -55,12 +58,13 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 			"waiting for its accesses to go": {res: checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonInUse, Message: "waits"}},
 				deleting: true, want: kstatus.TerminatingStatus},
 			"held by accesses still in use": {res: blocked(ReasonInUse, "delete them first"), deleting: true, want: kstatus.TerminatingStatus},
+			"an API error, retried":         {res: checkResult{summary: apiError}, want: kstatus.InProgressStatus},
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
 				g := NewWithT(t)
 				b := statusBucket(2, storagev1.StorageBucketStatus{})
-				b.Status = computeBucketStatus(b, tc.res)
+				b.Status = computeBucketStatus(b, checked(tc.res))
 				if tc.deleting {
 					b.DeletionTimestamp = &now
 				}
@@ -86,6 +90,7 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 			"no credentials":   {summary: conditions.Summary{Progress: conditions.Blocked, Reason: string(s3.ReasonCredentialsMissing), Message: "missing"}, want: kstatus.FailedStatus},
 			"invalid selector": {summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInvalidSelector, Message: "bad operator"}, want: kstatus.FailedStatus},
 			"in use, deleting": {summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse, Message: "accesses remain"}, deleting: true, want: kstatus.TerminatingStatus},
+			"an API error":     {summary: apiError, want: kstatus.InProgressStatus},
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
@@ -118,6 +123,8 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 			"bucket stalled":       {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonBucketNotReady, Message: "stalled"}}, want: kstatus.FailedStatus},
 			"bucket being deleted": {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonBucketDeleting, Message: "going"}}, want: kstatus.FailedStatus},
 			"Secret not ours":      {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonSecretConflict, Message: "taken"}}, want: kstatus.FailedStatus},
+			"Secret refused":       {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonSecretRejected, Message: "quota"}}, want: kstatus.FailedStatus},
+			"an API error":         {res: accessResult{summary: apiError}, want: kstatus.InProgressStatus},
 			"no account driver":    {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonAccessNotSupported, Message: "S3"}}, want: kstatus.FailedStatus},
 			"namespace not allowed": {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonNamespaceNotAllowed, Message: "closed"}},
 				want: kstatus.FailedStatus},
@@ -131,7 +138,7 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 				g := NewWithT(t)
 				a := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app", Generation: 2},
 					Spec: storagev1.BucketAccessSpec{BucketRef: storagev1.BucketReference{Name: "assets"}, Mode: storagev1.AccessReadOnly, SecretName: "s", KeyVersion: 1}}
-				a.Status = computeAccessStatus(a, tc.res)
+				a.Status = computeAccessStatus(a, synced(tc.res))
 				if tc.deleting {
 					a.DeletionTimestamp = &now
 				}

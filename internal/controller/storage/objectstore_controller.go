@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
@@ -52,9 +53,10 @@ var storeStatusEvents = []status.EventRule{
 // ObjectStoreReconciler checks stores and records the result in their status,
 // where the StorageBucket controller reads it.
 type ObjectStoreReconciler struct {
-	client client.Client
-	status *status.Patcher[*storagev1.ObjectStore, storagev1.ObjectStoreStatus]
-	stores *Stores
+	client   client.Client
+	recorder recorder.EventRecorder
+	status   *status.Patcher[*storagev1.ObjectStore, storagev1.ObjectStoreStatus]
+	stores   *Stores
 	// storeEvents carries requests for an immediate check from bucket checks
 	// that found the store not answering.
 	storeEvents <-chan event.TypedGenericEvent[*storagev1.ObjectStore]
@@ -130,8 +132,17 @@ var bucketCreatedOrGone = predicate.Funcs{
 	UpdateFunc: func(event.UpdateEvent) bool { return false },
 }
 
+// storeObservation is what one reconcile of an ObjectStore saw.
+type storeObservation struct {
+	outcome
+	// found is where the store stands: what its check found, why no check
+	// was sent (a selector that cannot be used), or why its deletion waits.
+	// nil when the reconcile looked at nothing.
+	found *conditions.Summary
+}
+
 // Reconcile checks one store and records the result for its buckets.
-func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	store := &storagev1.ObjectStore{}
 	found, err := r.status.Get(ctx, req.NamespacedName, store)
 	if err != nil || !found {
@@ -141,56 +152,72 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, err
 	}
+	obs := &storeObservation{}
+	defer finish(ctx, r.status, r.recorder, store, &obs.outcome, &result, &err,
+		func() storagev1.ObjectStoreStatus { return computeStoreStatus(store, obs) })
 	if !store.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, store)
+		return ctrl.Result{}, r.finalize(ctx, store, obs)
 	}
 	if _, err := finalizer.Ensure(ctx, r.client, store, StoreFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
+	return r.check(ctx, store, obs), nil
+}
 
-	next := *store.Status.DeepCopy()
-	next.ObservedGeneration = store.Generation
+// check sends the store one request (ListBuckets) with its current
+// credentials, unless a selector of its spec cannot be used. A store that
+// does not answer is checked again on a back-off.
+func (r *ObjectStoreReconciler) check(ctx context.Context, store *storagev1.ObjectStore, obs *storeObservation) ctrl.Result {
 	if err := validateSelectors(store); err != nil {
 		// Nothing a store check could change: no request is sent.
-		conditions.Summarize(&next.Conditions, store.Generation, conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInvalidSelector,
-			Message: fmt.Sprintf("%v; no namespace may use the store until it is fixed", err)})
-		_, err := r.status.Patch(ctx, store, next)
-		return ctrl.Result{}, err
+		obs.found = &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInvalidSelector,
+			Message: fmt.Sprintf("%v; no namespace may use the store until it is fixed", err)}
+		return ctrl.Result{}
 	}
 	c, checkErr := r.stores.Refresh(ctx, store)
 	if checkErr == nil {
 		checkErr = c.Ping(ctx)
 	}
-	summary := conditions.Summary{Progress: conditions.Done, Reason: ReasonReachable, Message: "the store answers and accepts the credentials"}
-	if checkErr != nil {
-		reason, msg := classifyStoreError(checkErr)
-		summary = conditions.Summary{Progress: conditions.Working, Reason: string(reason), Message: msg}
-		if needsPerson(reason) {
-			summary.Progress = conditions.Blocked
-		}
-		log.FromContext(ctx).Info("object store check failed", "reason", reason)
-	}
-	conditions.Summarize(&next.Conditions, store.Generation, summary)
 	storeUp.WithLabelValues(store.Name).Set(boolGauge(checkErr == nil))
-	if _, err := r.status.Patch(ctx, store, next); err != nil {
-		return ctrl.Result{}, err
+	if checkErr == nil {
+		obs.found = &conditions.Summary{Progress: conditions.Done, Reason: ReasonReachable, Message: "the store answers and accepts the credentials"}
+		return setup.RequeueAfter(storeCheckInterval)
 	}
-	if checkErr != nil {
-		return ctrl.Result{RequeueAfter: storeRetry(store, r.now())}, nil
+	reason, msg := classifyStoreError(checkErr)
+	obs.found = &conditions.Summary{Progress: conditions.Working, Reason: string(reason), Message: msg}
+	if needsPerson(reason) {
+		obs.found.Progress = conditions.Blocked
 	}
-	return setup.RequeueAfter(storeCheckInterval), nil
+	log.FromContext(ctx).Info("object store check failed", "reason", reason)
+	// storeRetry reads the status before this reconcile writes it: Ready's
+	// transition time is the same, unless Ready turns False only now, and
+	// then the back-off starts at its base either way.
+	return ctrl.Result{RequeueAfter: storeRetry(store, r.now())}
+}
+
+// computeStoreStatus derives the status from the observation. It is pure,
+// so "write only on change" is a plain comparison.
+func computeStoreStatus(store *storagev1.ObjectStore, obs *storeObservation) storagev1.ObjectStoreStatus {
+	st := *store.Status.DeepCopy()
+	summary := obs.summary(obs.found)
+	if summary == nil {
+		return st
+	}
+	st.ObservedGeneration = store.Generation
+	conditions.Summarize(&st.Conditions, store.Generation, *summary)
+	return st
 }
 
 // finalize lets a store go only when no StorageBucket uses it any more, and
 // no BucketAccess still has an account in it to revoke.
-func (r *ObjectStoreReconciler) finalize(ctx context.Context, store *storagev1.ObjectStore) (ctrl.Result, error) {
+func (r *ObjectStoreReconciler) finalize(ctx context.Context, store *storagev1.ObjectStore, obs *storeObservation) error {
 	list := &storagev1.StorageBucketList{}
 	if err := r.client.List(ctx, list, client.MatchingFields{bucketStoreIndex: store.Name}); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	accesses := &storagev1.BucketAccessList{}
 	if err := r.client.List(ctx, accesses, client.MatchingFields{accessStoreIndex: store.Name}); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	var msg string
 	switch {
@@ -200,16 +227,16 @@ func (r *ObjectStoreReconciler) finalize(ctx context.Context, store *storagev1.O
 		msg = fmt.Sprintf("deletion waits: %d BucketAccesses still have accounts in this store to revoke (e.g. %s/%s)", len(accesses.Items), accesses.Items[0].Namespace, accesses.Items[0].Name)
 	}
 	if msg != "" {
-		next := *store.Status.DeepCopy()
-		conditions.Summarize(&next.Conditions, store.Generation, conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse, Message: msg})
-		_, err := r.status.Patch(ctx, store, next)
-		return ctrl.Result{}, err
+		// Each of them going is an event (whileDeleting).
+		obs.found = &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse, Message: msg}
+		return nil
 	}
 	if err := finalizer.Remove(ctx, r.client, store, StoreFinalizer); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
+	obs.released = true
 	r.stores.Forget(store.Name)
-	return ctrl.Result{}, nil
+	return nil
 }
 
 func boolGauge(b bool) float64 {

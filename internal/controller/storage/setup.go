@@ -41,6 +41,33 @@ const (
 
 func storeBucketKey(store, bucket string) string { return store + "/" + bucket }
 
+// indexes are the field indexes the three controllers read from the cache.
+var indexes = []struct {
+	obj   client.Object
+	field string
+	value client.IndexerFunc
+}{
+	{&storagev1.StorageBucket{}, bucketStoreIndex, func(o client.Object) []string {
+		return []string{o.(*storagev1.StorageBucket).Spec.StoreRef.Name}
+	}},
+	{&storagev1.StorageBucket{}, storeBucketIndex, func(o client.Object) []string {
+		b := o.(*storagev1.StorageBucket)
+		return []string{storeBucketKey(b.Spec.StoreRef.Name, bucketName(b))}
+	}},
+	{&storagev1.StorageBucket{}, bucketNameIndex, func(o client.Object) []string {
+		return []string{bucketName(o.(*storagev1.StorageBucket))}
+	}},
+	{&storagev1.BucketAccess{}, accessBucketIndex, func(o client.Object) []string {
+		return []string{o.(*storagev1.BucketAccess).Spec.BucketRef.Name}
+	}},
+	{&storagev1.BucketAccess{}, accessStoreIndex, func(o client.Object) []string {
+		if store := o.(*storagev1.BucketAccess).Status.StoreName; store != "" {
+			return []string{store}
+		}
+		return nil
+	}},
+}
+
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Controller registers the ObjectStore, StorageBucket and BucketAccess controllers.
@@ -58,35 +85,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
 // SetupWith is Setup with the store clients given (tests point them at a real
 // server with other timeouts).
 func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backends Backends) error {
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &storagev1.StorageBucket{}, bucketStoreIndex, func(o client.Object) []string {
-		return []string{o.(*storagev1.StorageBucket).Spec.StoreRef.Name}
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &storagev1.StorageBucket{}, storeBucketIndex, func(o client.Object) []string {
-		b := o.(*storagev1.StorageBucket)
-		return []string{storeBucketKey(b.Spec.StoreRef.Name, bucketName(b))}
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &storagev1.StorageBucket{}, bucketNameIndex, func(o client.Object) []string {
-		return []string{bucketName(o.(*storagev1.StorageBucket))}
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &storagev1.BucketAccess{}, accessBucketIndex, func(o client.Object) []string {
-		return []string{o.(*storagev1.BucketAccess).Spec.BucketRef.Name}
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &storagev1.BucketAccess{}, accessStoreIndex, func(o client.Object) []string {
-		if store := o.(*storagev1.BucketAccess).Status.StoreName; store != "" {
-			return []string{store}
+	for _, ix := range indexes {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, ix.obj, ix.field, ix.value); err != nil {
+			return err
 		}
-		return nil
-	}); err != nil {
-		return err
 	}
 
 	stores := NewStores(mgr.GetAPIReader(), opts.Namespace, backends)
@@ -96,9 +98,10 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 	bucketEvents := make(chan event.TypedGenericEvent[*storagev1.StorageBucket])
 	accessEvents := make(chan event.TypedGenericEvent[*storagev1.BucketAccess])
 
+	storeRec := mgr.GetEventRecorder("objectstore")
 	storeReconciler := &ObjectStoreReconciler{
-		client: mgr.GetClient(),
-		status: status.NewPatcher(mgr.GetClient(), mgr.GetEventRecorder("objectstore"),
+		client: mgr.GetClient(), recorder: storeRec,
+		status: status.NewPatcher(mgr.GetClient(), storeRec,
 			func(s *storagev1.ObjectStore) *storagev1.ObjectStoreStatus { return &s.Status }, storeStatusEvents...),
 		stores: stores, storeEvents: storeEvents, now: time.Now,
 	}
@@ -110,7 +113,7 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 		client: mgr.GetClient(), recorder: rec,
 		status: status.NewPatcher(mgr.GetClient(), rec,
 			func(b *storagev1.StorageBucket) *storagev1.StorageBucketStatus { return &b.Status }, bucketStatusEvents...),
-		stores: stores, schedule: schedule, namespaces: namespaces, storeEvents: storeEvents, bucketEvents: bucketEvents,
+		stores: stores, schedule: schedule, namespaces: namespaces, storeChecks: storeEvents, bucketEvents: bucketEvents,
 		accessEvents: accessEvents,
 	}
 	if err := bucketReconciler.SetupWithManager(mgr, opts); err != nil {
@@ -122,7 +125,7 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 		children: children.Clients{Cached: mgr.GetClient(), Uncached: mgr.GetAPIReader()},
 		status: status.NewPatcher(mgr.GetClient(), accessRec,
 			func(a *storagev1.BucketAccess) *storagev1.BucketAccessStatus { return &a.Status }, accessStatusEvents...),
-		stores: stores, namespaces: namespaces, storeEvents: storeEvents, accessEvents: accessEvents, now: time.Now,
+		stores: stores, namespaces: namespaces, storeChecks: storeEvents, accessEvents: accessEvents, now: time.Now,
 	}
 	if err := accessReconciler.SetupWithManager(mgr, opts); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -76,7 +77,7 @@ func TestComputeBucketStatus(t *testing.T) {
 			b := statusBucket(4, tt.prior)
 			before := b.DeepCopy()
 
-			st := computeBucketStatus(b, tt.res)
+			st := computeBucketStatus(b, checked(tt.res))
 
 			g.Expect(b).To(Equal(before), "the bucket itself is not modified")
 			g.Expect(st.ObservedGeneration).To(Equal(int64(4)))
@@ -104,6 +105,65 @@ func TestComputeBucketStatus(t *testing.T) {
 	}
 }
 
+// checked is the observation of a reconcile that ran one check.
+func checked(res checkResult) *bucketObservation { return &bucketObservation{checked: &res} }
+
+// TestComputeBucketStatusBeyondChecks: what a reconcile that did not end
+// with a check records. Nothing observed writes nothing; an error is
+// ReconcileError, keeping what is known, and recording what was found
+// before it; a deletion that waits says why.
+func TestComputeBucketStatusBeyondChecks(t *testing.T) {
+	errAPI := errors.New("listing the BucketAccesses: timed out")
+	created := checkResult{summary: healthy("team-a-assets", "store-a"), claim: storagev1.BucketClaimed}
+	inUse := conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse, Message: "delete them first"}
+	tests := map[string]struct {
+		prior storagev1.StorageBucketStatus
+		obs   *bucketObservation
+		// wantReason is Ready's reason, alsoTrue the condition besides it
+		// that is True; unchanged: the prior status comes back as it was.
+		wantReason, alsoTrue string
+		wantClaim            storagev1.BucketClaim
+		unchanged            bool
+	}{
+		"no check due: untouched": {prior: wasHealthy, obs: &bucketObservation{}, unchanged: true},
+		"an error before any check: ReconcileError, the claim kept": {
+			prior: wasHealthy, obs: &bucketObservation{outcome: outcome{failed: errAPI}},
+			wantReason: ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
+		},
+		"an error after a check: what it found is recorded": {
+			obs:        &bucketObservation{outcome: outcome{failed: errAPI}, checked: &created},
+			wantReason: ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
+		},
+		"a deletion waiting for its accesses": {
+			prior: wasHealthy, obs: &bucketObservation{waits: &inUse},
+			wantReason: ReasonInUse, alsoTrue: conditions.Stalled, wantClaim: storagev1.BucketClaimed,
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			b := statusBucket(4, *tt.prior.DeepCopy())
+
+			st := computeBucketStatus(b, tt.obs)
+
+			if tt.unchanged {
+				g.Expect(st).To(Equal(tt.prior))
+				return
+			}
+			g.Expect(st.ObservedGeneration).To(Equal(int64(4)))
+			g.Expect(st.Claim).To(Equal(tt.wantClaim))
+			ready := conditions.Get(st.Conditions, conditions.Ready)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(ready.Reason).To(Equal(tt.wantReason))
+			g.Expect(conditions.IsTrue(st.Conditions, tt.alsoTrue)).To(BeTrue(), tt.alsoTrue)
+			if tt.obs.failed != nil {
+				g.Expect(ready.Message).To(Equal(errAPI.Error()))
+			}
+		})
+	}
+}
+
 // A bucket checked again with the same result produces the very same status,
 // so a healthy bucket costs no status write.
 func TestComputeBucketStatusIsIdempotent(t *testing.T) {
@@ -117,16 +177,19 @@ func TestComputeBucketStatusIsIdempotent(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			b := statusBucket(3, storagev1.StorageBucketStatus{})
-			first := computeBucketStatus(b, res)
+			first := computeBucketStatus(b, checked(res))
 			b.Status = first
 
 			time.Sleep(2 * time.Millisecond) // a churning transition time would differ
-			second := computeBucketStatus(b, res)
+			second := computeBucketStatus(b, checked(res))
 
 			g.Expect(second).To(Equal(first))
 		})
 	}
 }
+
+// synced is the observation of a reconcile that brought the key in line.
+func synced(res accessResult) *accessObservation { return &accessObservation{synced: &res} }
 
 func TestComputeAccessStatus(t *testing.T) {
 	g := NewWithT(t)
@@ -136,21 +199,51 @@ func TestComputeAccessStatus(t *testing.T) {
 			RetiringKeys: []storagev1.RetiringKey{retiringAt(keyV2, syncNow)}}}
 	granted := conditions.Summary{Progress: conditions.Done, Reason: ReasonGranted, Message: "granted"}
 
-	st := computeAccessStatus(a, accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "down"}})
+	st := computeAccessStatus(a, synced(accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "down"}}))
 	g.Expect(st.AccessKeyID).To(Equal(keyV1), "a failed reconcile records no key")
 	g.Expect(st.KeyVersion).To(Equal(int32(1)))
 	g.Expect(st.RetiringKeys).To(HaveLen(1), "nor forgets the keys to revoke")
 	g.Expect(st.ObservedGeneration).To(Equal(int64(3)))
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Reconciling)).To(BeTrue())
 
-	st = computeAccessStatus(a, accessResult{summary: granted, issued: &issuedKey{accessKeyID: keyV2, secretKey: "x"},
-		keysKnown: true, retiring: []storagev1.RetiringKey{retiringAt(keyV1, syncNow)}})
+	st = computeAccessStatus(a, synced(accessResult{summary: granted, issued: &issuedKey{accessKeyID: keyV2, secretKey: "x"},
+		keysKnown: true, retiring: []storagev1.RetiringKey{retiringAt(keyV1, syncNow)}}))
 	g.Expect(st.AccessKeyID).To(Equal(keyV2))
 	g.Expect(st.KeyVersion).To(Equal(int32(2)))
 	g.Expect(keyIDs(st.RetiringKeys)).To(Equal([]string{keyV1}))
 	g.Expect(st.StoreName).To(Equal("s"))
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Ready)).To(BeTrue())
 
-	st = computeAccessStatus(a, accessResult{summary: granted, keysKnown: true})
+	st = computeAccessStatus(a, synced(accessResult{summary: granted, keysKnown: true}))
 	g.Expect(st.RetiringKeys).To(BeEmpty(), "revoked keys leave the record")
+}
+
+// TestComputeAccessStatusBeyondSync: the target put on record before any
+// account, an error (ReconcileError, keeping the key on record), a
+// revocation that waits, and a reconcile that observed nothing.
+func TestComputeAccessStatusBeyondSync(t *testing.T) {
+	g := NewWithT(t)
+	a := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Generation: 2},
+		Spec:   storagev1.BucketAccessSpec{KeyVersion: 1, Mode: storagev1.AccessReadWrite},
+		Status: storagev1.BucketAccessStatus{AccessKeyID: keyV1, KeyVersion: 1}}
+	issuing := conditions.Summary{Progress: conditions.Working, Reason: ReasonIssuing, Message: "issuing"}
+
+	g.Expect(computeAccessStatus(a, &accessObservation{})).To(Equal(a.Status), "nothing observed, nothing changed")
+
+	st := computeAccessStatus(a, &accessObservation{target: &accessTarget{store: "s", bucket: testBucket}, synced: &accessResult{summary: issuing}})
+	g.Expect([]string{st.StoreName, st.BucketName}).To(Equal([]string{"s", testBucket}))
+	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(ReasonIssuing))
+
+	failed := errors.New("applying Secret s: etcdserver: request timed out")
+	st = computeAccessStatus(a, &accessObservation{outcome: outcome{failed: failed}, synced: &accessResult{}})
+	g.Expect(st.AccessKeyID).To(Equal(keyV1))
+	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(ReasonReconcileError))
+	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Message).To(Equal(failed.Error()))
+	g.Expect(conditions.IsTrue(st.Conditions, conditions.Reconciling)).To(BeTrue())
+	g.Expect(st.ObservedGeneration).To(Equal(int64(2)))
+
+	revoking := conditions.Summary{Progress: conditions.Working, Reason: ReasonRevoking, Message: "store down"}
+	st = computeAccessStatus(a, &accessObservation{waits: &revoking})
+	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(ReasonRevoking))
+	g.Expect(st.AccessKeyID).To(Equal(keyV1))
 }

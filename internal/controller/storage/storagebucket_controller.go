@@ -52,8 +52,8 @@ type BucketReconciler struct {
 	stores     *Stores
 	schedule   *Schedule
 	namespaces *namespaceLabels
-	// storeEvents asks the ObjectStore controller to check a store a bucket found down.
-	storeEvents chan<- event.TypedGenericEvent[*storagev1.ObjectStore]
+	// storeChecks asks the ObjectStore controller to check a store a bucket found down.
+	storeChecks storeChecks
 	// bucketEvents carries requests for an immediate check (the bucket-event receiver).
 	bucketEvents <-chan event.TypedGenericEvent[*storagev1.StorageBucket]
 	// accessEvents asks the BucketAccess controller to look at the accesses
@@ -152,9 +152,20 @@ func bucketName(b *storagev1.StorageBucket) string {
 	return s3.DeriveBucketName(b.Namespace, b.Name)
 }
 
+// bucketObservation is what one reconcile of a StorageBucket saw.
+type bucketObservation struct {
+	outcome
+	// checked is what a check of the bucket found, or, while the bucket is
+	// being created, the intent to create it; nil when no check ran (none
+	// was due, or the reconcile failed first).
+	checked *checkResult
+	// waits says why a deletion waits (nil: it does not).
+	waits *conditions.Summary
+}
+
 // Reconcile ensures one bucket exists and is ours, and checks its health
 // when a check is due or the bucket is not settled.
-func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	b := &storagev1.StorageBucket{}
 	found, err := r.status.Get(ctx, req.NamespacedName, b)
 	if err != nil || !found {
@@ -164,8 +175,11 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		return ctrl.Result{}, err
 	}
+	obs := &bucketObservation{}
+	defer finish(ctx, r.status, r.recorder, b, &obs.outcome, &result, &err,
+		func() storagev1.StorageBucketStatus { return computeBucketStatus(b, obs) })
 	if !b.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, b)
+		return r.finalize(ctx, b, obs)
 	}
 	if _, err := finalizer.Ensure(ctx, r.client, b, BucketFinalizer); err != nil {
 		return ctrl.Result{}, err
@@ -178,34 +192,33 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		// A healthy bucket seen by a start-up listing, a resync or a store
 		// event: its check is not due, and one now would bunch checks
 		// together. (Buckets that are not Ready are looked at on any event:
-		// a store that changed state is what they wait for.)
+		// a store that changed state is what they wait for.) Nothing was
+		// observed, so nothing is written.
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 
 	start := time.Now()
-	res, err := r.check(ctx, b)
+	res, err := r.check(ctx, b, obs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	obs.checked = &res
 	r.schedule.Checked(key, uid, every)
 	recordCheck(key, res.summary.Reason, res.summary.Progress == conditions.Done, time.Since(start))
-	if res.event != nil {
+	if e := res.event; e != nil {
 		typ := corev1.EventTypeNormal
-		if res.event.warning {
+		if e.warning {
 			typ = corev1.EventTypeWarning
 		}
-		r.recorder.Eventf(b, nil, typ, res.event.reason, "Check", res.event.format, bucketName(b))
+		obs.did(typ, e.reason, "Check", e.format, bucketName(b))
 	}
 	if res.settings != nil && len(res.settings.changed) > 0 {
-		r.recorder.Eventf(b, nil, corev1.EventTypeNormal, "BucketSettingsApplied", "Apply", "set %s of bucket %s", strings.Join(res.settings.changed, ", "), bucketName(b))
+		obs.did(corev1.EventTypeNormal, "BucketSettingsApplied", "Apply", "set %s of bucket %s", strings.Join(res.settings.changed, ", "), bucketName(b))
 		if slices.Contains(res.settings.changed, settingPolicy) {
 			if err := r.recheckAccesses(ctx, b); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
-	}
-	if _, err := r.status.Patch(ctx, b, computeBucketStatus(b, res)); err != nil {
-		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: r.schedule.Wait(key, uid, every)}, nil
 }
@@ -213,7 +226,7 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 // check finds out whether the bucket exists, is ours and is healthy. Store
 // errors are states, not reconcile errors: the schedule and the store-level
 // check decide when to try again. Errors of the API server are returned.
-func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket) (checkResult, error) {
+func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation) (checkResult, error) {
 	name := bucketName(b)
 	other, err := r.otherClaimant(ctx, b, name)
 	if err != nil {
@@ -245,7 +258,7 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 		foreignName: b.Spec.BucketName != "" && !ownBucketName(b.Namespace, b.Spec.BucketName),
 		probe:       b.Spec.HealthCheck != nil && ptr.Deref(b.Spec.HealthCheck.Probe, false),
 		recordIntent: func(ctx context.Context) error {
-			return r.recordCreating(ctx, b, name, store.Name)
+			return r.recordCreating(ctx, b, obs, name, store.Name)
 		},
 	}
 	res, err = check.run(ctx)
@@ -263,7 +276,7 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 		}
 	}
 	if res.storeDown {
-		r.storeMayBeDown(ctx, store)
+		r.storeChecks.request(ctx, store)
 	}
 	return res, nil
 }
@@ -285,26 +298,18 @@ func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.O
 	return access, checkResult{}, nil
 }
 
-// storeMayBeDown asks the ObjectStore controller to check a store now: a
-// bucket check found it not answering while its status still says Ready.
-func (r *BucketReconciler) storeMayBeDown(ctx context.Context, store *storagev1.ObjectStore) {
-	select {
-	case r.storeEvents <- event.TypedGenericEvent[*storagev1.ObjectStore]{Object: store}:
-	case <-ctx.Done():
-	}
-}
-
 // recordCreating writes, before the bucket is created, that this
-// StorageBucket is creating it (status claim Creating).
-func (r *BucketReconciler) recordCreating(ctx context.Context, b *storagev1.StorageBucket, bucket, store string) error {
-	next := *b.Status.DeepCopy()
-	next.ObservedGeneration = b.Generation
-	next.BucketName = bucket
-	next.Claim = storagev1.BucketCreating
-	conditions.Summarize(&next.Conditions, b.Generation, conditions.Summary{Progress: conditions.Working, Reason: ReasonCreating,
-		Message: fmt.Sprintf("creating bucket %s in %s", bucket, store)})
-	_, err := r.status.Patch(ctx, b, next)
-	return err
+// StorageBucket is creating it (status claim Creating): a bucket created
+// but not yet tagged is then recognised as ours, whatever happens between.
+// This write cannot wait for the deferred one.
+func (r *BucketReconciler) recordCreating(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation, bucket, store string) error {
+	obs.checked = &checkResult{claim: storagev1.BucketCreating, summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonCreating,
+		Message: fmt.Sprintf("creating bucket %s in %s", bucket, store)}}
+	if _, err := r.status.Patch(ctx, b, computeBucketStatus(b, obs)); err != nil {
+		obs.checked = nil // not on record: nothing is created
+		return err
+	}
+	return nil
 }
 
 func blocked(reason, message string) checkResult {
@@ -350,16 +355,13 @@ func claims(b *storagev1.StorageBucket, bucket string) bool {
 // finalize applies the deletion policy. Retain: the bucket stays. Delete: an
 // empty bucket we own is deleted; a non-empty one, or a store that cannot be
 // reached, holds the deletion with the reason in status.
-func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBucket) (ctrl.Result, error) {
-	if wait, err := r.accessesRemain(ctx, b); err != nil || wait != nil {
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		next := *b.Status.DeepCopy()
-		conditions.Summarize(&next.Conditions, b.Generation, *wait)
-		if _, err := r.status.Patch(ctx, b, next); err != nil {
-			return ctrl.Result{}, err
-		}
+func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation) (ctrl.Result, error) {
+	wait, err := r.accessesRemain(ctx, b)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if wait != nil {
+		obs.waits = wait
 		// The deletion of each BucketAccess is an event; this is the safety net.
 		return setup.RequeueAfter(setup.ForeignChildRetry), nil
 	}
@@ -369,23 +371,20 @@ func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBuc
 			return ctrl.Result{}, err
 		}
 		if !res.done {
-			next := *b.Status.DeepCopy()
-			conditions.Summarize(&next.Conditions, b.Generation, res.summary)
-			if _, err := r.status.Patch(ctx, b, next); err != nil {
-				return ctrl.Result{}, err
-			}
+			obs.waits = &res.summary
 			return setup.RequeueAfter(res.retry), nil
 		}
 		if res.deleted {
 			log.FromContext(ctx).Info("bucket deleted", "bucket", bucketName(b))
-			r.recorder.Eventf(b, nil, corev1.EventTypeNormal, "BucketDeleted", "Delete", "deleted empty bucket %s (deletionPolicy: Delete)", bucketName(b))
+			obs.did(corev1.EventTypeNormal, "BucketDeleted", "Delete", "deleted empty bucket %s (deletionPolicy: Delete)", bucketName(b))
 		}
-	} else {
-		r.markRetained(ctx, b)
+	} else if err := r.markRetained(ctx, b, obs); err != nil {
+		return ctrl.Result{}, err
 	}
 	if err := finalizer.Remove(ctx, r.client, b, BucketFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
+	obs.released = true
 	r.schedule.Forget(client.ObjectKeyFromObject(b))
 	forgetBucketMetrics(client.ObjectKeyFromObject(b))
 	return ctrl.Result{}, nil
@@ -394,30 +393,39 @@ func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBuc
 // markRetained makes sure a bucket kept by deletionPolicy Retain carries
 // its namespace tag, so the namespace can take it back: buckets tagged by a
 // Trellis that did not record namespaces yet lack it. Best effort: a store
-// that does not answer does not hold the deletion (the bucket then needs the
-// store's adoption leave to be taken back), and a Warning says so.
-func (r *BucketReconciler) markRetained(ctx context.Context, b *storagev1.StorageBucket) {
+// that is missing, not Ready or does not answer does not hold the deletion
+// (the bucket then needs the store's adoption leave to be taken back), and a
+// Warning says so. An error of the API server (reading the store from the
+// cache) is returned: the deletion is tried again.
+func (r *BucketReconciler) markRetained(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation) error {
 	name := bucketName(b)
 	if b.Status.Claim != storagev1.BucketClaimed || b.Status.BucketName != name {
-		return
+		return nil
 	}
-	store, _, err := usableStore(ctx, r.client, b.Spec.StoreRef.Name)
-	if err != nil || store == nil {
-		return
+	store, state, err := usableStore(ctx, r.client, b.Spec.StoreRef.Name)
+	if err != nil {
+		return err
 	}
-	mine := s3.Owner{UID: string(b.UID), Namespace: b.Namespace}
-	c, err := r.stores.Client(ctx, store)
-	if err == nil {
-		var owner s3.Owner
-		if owner, err = c.Owner(ctx, name); err == nil && owner.UID == mine.UID && owner.Namespace != mine.Namespace {
-			err = c.SetOwner(ctx, name, mine)
+	problem := state.summary.Message
+	if store != nil {
+		problem = ""
+		mine := s3.Owner{UID: string(b.UID), Namespace: b.Namespace}
+		c, err := r.stores.Client(ctx, store)
+		if err == nil {
+			var owner s3.Owner
+			if owner, err = c.Owner(ctx, name); err == nil && owner.UID == mine.UID && owner.Namespace != mine.Namespace {
+				err = c.SetOwner(ctx, name, mine)
+			}
+		}
+		if err != nil {
+			_, problem = classifyStoreError(err)
 		}
 	}
-	if err != nil {
-		_, msg := classifyStoreError(err)
-		r.recorder.Eventf(b, nil, corev1.EventTypeWarning, "RetainedUntagged", "Delete",
-			"bucket %s is kept, but its namespace tag could not be checked (%s): taking it back may need the store's adoption leave", name, msg)
+	if problem != "" {
+		obs.did(corev1.EventTypeWarning, "RetainedUntagged", "Delete",
+			"bucket %s is kept, but its namespace tag could not be checked (%s): taking it back may need the store's adoption leave", name, problem)
 	}
+	return nil
 }
 
 // recheckAccesses has the BucketAccesses of a bucket look at their grants

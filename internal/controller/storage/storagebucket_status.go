@@ -7,29 +7,40 @@ import (
 	"github.com/trellis-dev/trellis/internal/conditions"
 )
 
-// computeBucketStatus derives the status from one check. Per-check figures
-// (time, latency) are metrics, not status: a healthy bucket checked again
-// produces an identical status and costs no write.
-func computeBucketStatus(b *storagev1.StorageBucket, res checkResult) storagev1.StorageBucketStatus {
+// computeBucketStatus derives the status from what one reconcile observed.
+// Per-check figures (time, latency) are metrics, not status: a healthy bucket
+// checked again produces an identical status and costs no write, and a
+// reconcile that checked nothing (none was due) writes nothing.
+func computeBucketStatus(b *storagev1.StorageBucket, obs *bucketObservation) storagev1.StorageBucketStatus {
 	st := *b.Status.DeepCopy()
+	found := obs.waits
+	if obs.checked != nil {
+		found = &obs.checked.summary
+	}
+	summary := obs.summary(found)
+	if summary == nil {
+		return st
+	}
 	gen := b.Generation
 	st.ObservedGeneration = gen
-	if name := bucketName(b); st.BucketName != name {
-		st.BucketName, st.Claim = name, ""
+	if res := obs.checked; res != nil {
+		if name := bucketName(b); st.BucketName != name {
+			st.BucketName, st.Claim = name, ""
+		}
+		if res.claim != "" {
+			st.Claim = res.claim
+		}
+		meta.RemoveStatusCondition(&st.Conditions, "Healthy") // written by earlier versions; Ready says it now
+		switch {
+		case len(settingsOf(b).declared()) == 0:
+			meta.RemoveStatusCondition(&st.Conditions, conditions.SettingsApplied)
+		case res.settings != nil:
+			s := res.settings.summary()
+			conditions.Set(&st.Conditions, gen, conditions.SettingsApplied, s.Progress == conditions.Done, s.Reason, s.Message)
+		}
+		// Otherwise the check did not get as far as the settings: what is
+		// known of them stays.
 	}
-	if res.claim != "" {
-		st.Claim = res.claim
-	}
-	meta.RemoveStatusCondition(&st.Conditions, "Healthy") // written by earlier versions; Ready says it now
-	switch {
-	case len(settingsOf(b).declared()) == 0:
-		meta.RemoveStatusCondition(&st.Conditions, conditions.SettingsApplied)
-	case res.settings != nil:
-		s := res.settings.summary()
-		conditions.Set(&st.Conditions, gen, conditions.SettingsApplied, s.Progress == conditions.Done, s.Reason, s.Message)
-	}
-	// Otherwise the check did not get as far as the settings: what is known
-	// of them stays.
-	conditions.Summarize(&st.Conditions, gen, res.summary)
+	conditions.Summarize(&st.Conditions, gen, *summary)
 	return st
 }

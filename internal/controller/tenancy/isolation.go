@@ -156,8 +156,14 @@ func (r *Reconciler) checkIsolation(ctx context.Context, s *scope, ns string) er
 	var open []string
 	for i := range list.Items {
 		np := &list.Items[i]
-		if np.Name == networkPolicyName && r.ownsChild(ctx, np, s.t) {
-			continue
+		if np.Name == networkPolicyName {
+			ours, err := r.ownsChild(ctx, np, s.t)
+			if err != nil {
+				return err
+			}
+			if ours {
+				continue
+			}
 		}
 		if admitsFromOutside(&np.Spec, s.t.Name) {
 			open = append(open, np.Name)

@@ -20,6 +20,7 @@ import (
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 )
@@ -78,43 +79,50 @@ const (
 
 // claim decides whose namespace ns is. It never takes a namespace marked by
 // a Tenant that still exists, whatever its labels or annotations say.
-func (r *Reconciler) claim(ctx context.Context, ns *corev1.Namespace, t *tenancyv1.Tenant) namespaceClaim {
+func (r *Reconciler) claim(ctx context.Context, ns *corev1.Namespace, t *tenancyv1.Tenant) (namespaceClaim, error) {
 	if isMarkedBy(ns.Annotations, t) {
-		return claimOurs
+		return claimOurs, nil
 	}
+	held, err := r.holder(ctx, ns.Annotations[TenantUIDAnnotation])
 	switch {
-	case r.holder(ctx, ns.Annotations[TenantUIDAnnotation]) != "":
-		return claimForeign
+	case err != nil || held != "":
+		return claimForeign, err
 	case ns.Labels[TenantLabel] == t.Name:
-		return claimReclaim
+		return claimReclaim, nil
 	case ns.Annotations[HandOverAnnotation] == t.Name:
-		return claimHandOver
+		return claimHandOver, nil
 	}
-	return claimForeign
+	return claimForeign, nil
 }
 
-// holder names the Tenant whose UID this is, if it exists. When unsure (the
-// cache cannot answer) it answers "?": a namespace is never taken on a guess.
-func (r *Reconciler) holder(ctx context.Context, uid string) string {
+// holder names the Tenant whose UID this is, if it exists. A cache that
+// cannot answer is an error: a namespace is never taken on a guess, nor
+// reported as someone else's.
+func (r *Reconciler) holder(ctx context.Context, uid string) (string, error) {
 	if uid == "" {
-		return ""
+		return "", nil
 	}
 	list := &tenancyv1.TenantList{}
 	if err := r.client.List(ctx, list, client.MatchingFields{tenantUIDIndex: uid}); err != nil {
-		log.FromContext(ctx).Error(err, "looking up the Tenant holding a namespace")
-		return "?"
+		return "", fmt.Errorf("looking up the Tenant holding a namespace: %w", err)
 	}
 	if len(list.Items) == 0 {
-		return ""
+		return "", nil
 	}
-	return list.Items[0].Name
+	return list.Items[0].Name, nil
 }
 
-// tenantExists reports whether a Tenant of that name exists (the cache;
-// when unsure, yes).
-func (r *Reconciler) tenantExists(ctx context.Context, name string) bool {
+// tenantExists reports whether a Tenant of that name exists (the cache; a
+// read that fails is an error).
+func (r *Reconciler) tenantExists(ctx context.Context, name string) (bool, error) {
 	err := r.client.Get(ctx, client.ObjectKey{Name: name}, &tenancyv1.Tenant{})
-	return !apierrors.IsNotFound(err)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("looking up Tenant %s: %w", name, err)
+	}
+	return true, nil
 }
 
 // ownsChild reports whether an object in one of the tenant's namespaces (or
@@ -126,20 +134,21 @@ func (r *Reconciler) tenantExists(ctx context.Context, name string) bool {
 // leftovers are rewritten to this tenant's spec: they must not keep granting
 // anything, and a hand-over must not stall on them. A cluster-wide object
 // labelled for another Tenant that still exists is that Tenant's.
-func (r *Reconciler) ownsChild(ctx context.Context, obj metav1.Object, t *tenancyv1.Tenant) bool {
+func (r *Reconciler) ownsChild(ctx context.Context, obj metav1.Object, t *tenancyv1.Tenant) (bool, error) {
 	labels := obj.GetLabels()
 	if labels[setup.ManagedByLabel] != setup.ManagedByValue {
-		return false
+		return false, nil
 	}
 	switch owner := labels[TenantLabel]; {
 	case owner == t.Name:
-		return true
+		return true, nil
 	case owner == "":
-		return false
+		return false, nil
 	case obj.GetNamespace() != "":
-		return true
+		return true, nil
 	default:
-		return !r.tenantExists(ctx, owner)
+		exists, err := r.tenantExists(ctx, owner)
+		return !exists, err
 	}
 }
 
@@ -159,9 +168,10 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 	err := s.do(func() (err error) {
 		outcome, err = children.CreateOrSync(ctx, r.children, children.Child[*corev1.Namespace]{
 			Kind: "Namespace", Live: live, Desired: desiredNamespace(t, name),
-			Owns: func(ns *corev1.Namespace) bool {
-				claim = r.claim(ctx, ns, t)
-				return claim != claimForeign
+			Owns: func(ns *corev1.Namespace) (bool, error) {
+				var err error
+				claim, err = r.claim(ctx, ns, t)
+				return claim != claimForeign, err
 			},
 			Sync: func(ns *corev1.Namespace) bool {
 				return ns.DeletionTimestamp.IsZero() && syncNamespace(ns, t)
@@ -172,7 +182,11 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 	})
 	switch {
 	case children.IsNotOwned(err):
-		s.obs.set(name, tenancyv1.NamespaceConflict, r.conflictMessage(ctx, live))
+		msg, err := r.conflictMessage(ctx, live)
+		if err != nil {
+			return false, err
+		}
+		s.obs.set(name, tenancyv1.NamespaceConflict, msg)
 		return false, nil
 	case err != nil:
 		return false, err
@@ -198,16 +212,20 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 	return true, nil
 }
 
-func (r *Reconciler) conflictMessage(ctx context.Context, ns *corev1.Namespace) string {
-	if other := r.holder(ctx, ns.Annotations[TenantUIDAnnotation]); other != "" {
-		return fmt.Sprintf("namespace %s belongs to Tenant %q; it is left untouched", ns.Name, other)
+func (r *Reconciler) conflictMessage(ctx context.Context, ns *corev1.Namespace) (string, error) {
+	other, err := r.holder(ctx, ns.Annotations[TenantUIDAnnotation])
+	if err != nil {
+		return "", err
+	}
+	if other != "" {
+		return fmt.Sprintf("namespace %s belongs to Tenant %q; it is left untouched", ns.Name, other), nil
 	}
 	if from := ns.Labels[ReleasedFromLabel]; from != "" {
 		return fmt.Sprintf("namespace %s was released by Tenant %q; it is left untouched "+
-			"(a cluster admin can hand it over with the annotation %s=<tenant>)", ns.Name, from, HandOverAnnotation)
+			"(a cluster admin can hand it over with the annotation %s=<tenant>)", ns.Name, from, HandOverAnnotation), nil
 	}
 	return fmt.Sprintf("namespace %s already exists and was not created by this Tenant; it is left untouched "+
-		"(a cluster admin can hand it over with the annotation %s=<tenant>)", ns.Name, HandOverAnnotation)
+		"(a cluster admin can hand it over with the annotation %s=<tenant>)", ns.Name, HandOverAnnotation), nil
 }
 
 // reconcileNamespaceChildren keeps, in one of the tenant's namespaces, the
@@ -293,10 +311,10 @@ func ensureChild[T client.Object](ctx context.Context, r *Reconciler, s *scope, 
 	err := s.do(func() error {
 		_, err := children.CreateOrSync(ctx, r.children, children.Child[T]{
 			Kind: kind, Live: live, Desired: desired,
-			Owns: func(l T) bool {
+			Owns: func(l T) (bool, error) {
 				if want, ok := roleRefOf(desired); ok {
 					if got, _ := roleRefOf(l); got != want {
-						return false
+						return false, nil
 					}
 				}
 				return r.ownsChild(ctx, l, s.t)
@@ -321,7 +339,7 @@ func ensureChild[T client.Object](ctx context.Context, r *Reconciler, s *scope, 
 			s.obs.conflict(ns, msg)
 		}
 		return nil
-	case apierrors.IsInvalid(err):
+	case apierr.Classify(err) == apierr.Refused:
 		s.obs.refuse(fmt.Sprintf("the API server refused %s %s: %s", kind, where, apiMessage(err)))
 		return nil
 	}
@@ -342,7 +360,7 @@ func deleteChild[T client.Object](ctx context.Context, r *Reconciler, s *scope, 
 	obj.SetNamespace(ns)
 	obj.SetName(name)
 	return s.do(func() error {
-		deleted, err := children.DeleteOwned(ctx, r.children, kind, obj, func(o T) bool { return r.ownsChild(ctx, o, s.t) })
+		deleted, err := children.DeleteOwned(ctx, r.children, kind, obj, func(o T) (bool, error) { return r.ownsChild(ctx, o, s.t) })
 		if deleted {
 			log.FromContext(ctx).Info("removed what the spec no longer asks for", "kind", kind, "namespace", ns, "name", name)
 		}

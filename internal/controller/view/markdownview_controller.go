@@ -30,6 +30,7 @@ import (
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
@@ -205,11 +206,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		err = nil
 	case errors.Is(err, errBlocked):
 		err = nil // recorded in obs; only a person helps
-	case apierrors.IsConflict(err):
+	case apierr.Classify(err) == apierr.Conflict:
 		// Someone wrote the child since our cache saw it: try again at once,
 		// without telling the world about it.
 		return ctrl.Result{}, err
-	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
+	case apierr.Classify(err) == apierr.Refused:
 		// The API server (or an admission policy, or a quota) refuses what
 		// the spec asks for: the message says what to change. A policy or
 		// quota can change without an event, so look again later.

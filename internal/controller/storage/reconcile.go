@@ -1,0 +1,108 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/apierr"
+	"github.com/trellis-dev/trellis/internal/controller/status"
+)
+
+// The end every storage reconcile shares: the ObjectStore, StorageBucket and
+// BucketAccess reconciles each defer finish right after reading their
+// object, so every exit, an error included, writes the status computed from
+// what it observed.
+
+// ReasonReconcileError says the reconcile met an error it returns (an API
+// error); it is retried with back-off.
+const ReasonReconcileError = "ReconcileError"
+
+// outcome is what every storage reconcile records beside its kind's own
+// observation.
+type outcome struct {
+	// failed is the error the reconcile ends with (a conflict aside): the
+	// status says Reconciling, ReconcileError.
+	failed error
+	// released: the finalizer is gone, and the object may be gone with it;
+	// no status is written.
+	released bool
+	// done are Events about what was done in the store.
+	done []storeAction
+}
+
+// storeAction is an Event about something done in the store: a bucket
+// created, adopted, deleted or given its settings; a key issued or revoked.
+// These are not status.EventRules, which fire when a condition changes:
+// they are raised when no condition changes (a bucket created again, or a
+// key rotated, while Ready stays True; settings put back after drift) or
+// when no status is written any more (a bucket deleted or kept, and the
+// finalizer gone).
+type storeAction struct {
+	typ, reason, action, message string
+}
+
+// did records an Event about something done in the store.
+func (o *outcome) did(typ, reason, action, format string, args ...any) {
+	o.done = append(o.done, storeAction{typ: typ, reason: reason, action: action, message: fmt.Sprintf(format, args...)})
+}
+
+// summary is the summary of a reconcile that failed, or the one it found.
+func (o *outcome) summary(found *conditions.Summary) *conditions.Summary {
+	if o.failed != nil {
+		return &conditions.Summary{Progress: conditions.Working, Reason: ReasonReconcileError, Message: o.failed.Error()}
+	}
+	return found
+}
+
+// finish ends a reconcile; the reconciles defer it, with their named
+// results. Unless the object was let go, the status compute derives from
+// what was observed is written, only when it differs from the object's (the
+// error the reconcile ends with goes in as ReconcileError), and the Events
+// of the kind's EventRules are raised; then those about what was done in
+// the store. A conflict is returned as it is, to be retried without
+// a status about it. A reconcile that ends with an error asks for no
+// RequeueAfter: the work queue's back-off decides.
+func finish[O status.Object, S any](ctx context.Context, p *status.Patcher[O, S], rec recorder.EventRecorder,
+	obj O, o *outcome, result *ctrl.Result, err *error, compute func() S) {
+	defer func() {
+		for _, a := range o.done {
+			rec.Eventf(obj, nil, a.typ, a.reason, a.action, "%s", a.message)
+		}
+		if *err != nil {
+			*result = ctrl.Result{}
+		}
+	}()
+	if o.released {
+		return
+	}
+	switch apierr.Classify(*err) {
+	case apierr.None:
+	case apierr.Conflict:
+		return
+	default:
+		o.failed = *err
+	}
+	if _, perr := p.Patch(ctx, obj, compute()); perr != nil {
+		*err = errors.Join(*err, perr)
+	}
+}
+
+// storeChecks asks the ObjectStore controller to check a store now: a
+// bucket or access check found it not answering while its status still
+// says Ready. When the store is back, its Ready condition re-queues what
+// waits for it.
+type storeChecks chan<- event.TypedGenericEvent[*storagev1.ObjectStore]
+
+func (c storeChecks) request(ctx context.Context, store *storagev1.ObjectStore) {
+	select {
+	case c <- event.TypedGenericEvent[*storagev1.ObjectStore]{Object: store}:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,887 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/apierr"
+	"github.com/trellis-dev/trellis/internal/controller/children"
+	"github.com/trellis-dev/trellis/internal/controller/status"
+	"github.com/trellis-dev/trellis/internal/s3"
+)
+
+// The three reconciles, driven through every exit: a fake API server
+// (controller-runtime's fake client, with the errors of a row injected by
+// interceptor.Funcs) and a fake store (fakeS3, fakeAccounts). Each row
+// names the exit, and checks the result, the error, the status written
+// (Ready's reason, and how many status writes) and the Events.
+
+const (
+	rtStore  = "store-a"
+	rtAccess = "app"
+	rtSecret = "app-s3"
+	openTo   = "storage.test/open"
+)
+
+var (
+	rtScheme = func() *runtime.Scheme {
+		s := runtime.NewScheme()
+		utilruntime.Must(clientgoscheme.AddToScheme(s))
+		utilruntime.Must(storagev1.AddToScheme(s))
+		return s
+	}()
+	// Errors the fake API server answers with.
+	errConflict    = apierrors.NewConflict(schema.GroupResource{Resource: "objects"}, "x", errors.New("the object has been modified"))
+	errUnavailable = apierrors.NewServiceUnavailable("the API server did not answer")
+	errQuota       = apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, rtSecret, errors.New("exceeded quota: count/secrets"))
+	errInvalid     = apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, rtSecret, field.ErrorList{field.Invalid(field.NewPath("metadata", "labels"), "x", "refused by policy")})
+)
+
+// fixture is a fake API server and a fake store.
+type fixture struct {
+	c        client.WithWatch
+	s3       *fakeS3
+	accounts *fakeAccounts
+	rec      *events.FakeRecorder
+	clock    *testClock
+	schedule *Schedule
+	// fail maps "<verb> <Kind>" (get, list, patch, status, apply, delete)
+	// to the error that request gets.
+	fail map[string]error
+	// writes lists the writes that reached the fake API server.
+	writes []string
+	// storeChecks and accessEvents receive what the reconciles send to
+	// the ObjectStore and BucketAccess controllers.
+	storeChecks  chan event.TypedGenericEvent[*storagev1.ObjectStore]
+	accessEvents chan event.TypedGenericEvent[*storagev1.BucketAccess]
+}
+
+func newFixture(objs ...client.Object) *fixture {
+	f := &fixture{
+		s3: &fakeS3{}, accounts: &fakeAccounts{}, rec: events.NewFakeRecorder(50), clock: newTestClock(),
+		fail:         map[string]error{},
+		storeChecks:  make(chan event.TypedGenericEvent[*storagev1.ObjectStore], 10),
+		accessEvents: make(chan event.TypedGenericEvent[*storagev1.BucketAccess], 10),
+	}
+	f.schedule = newTestSchedule(f.clock)
+	b := fake.NewClientBuilder().WithScheme(rtScheme).WithObjects(objs...).WithReturnManagedFields().
+		WithStatusSubresource(&storagev1.ObjectStore{}, &storagev1.StorageBucket{}, &storagev1.BucketAccess{}).
+		WithInterceptorFuncs(f.funcs())
+	for _, ix := range indexes {
+		b = b.WithIndex(ix.obj, ix.field, ix.value)
+	}
+	f.c = b.Build()
+	return f
+}
+
+func kindOf(obj runtime.Object) string {
+	gvk, err := apiutil.GVKForObject(obj, rtScheme)
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSuffix(gvk.Kind, "List")
+}
+
+// request fails a request the row asks to fail, and records the writes that pass.
+func (f *fixture) request(verb, kind string, write bool) error {
+	key := verb + " " + kind
+	if err := f.fail[key]; err != nil {
+		return err
+	}
+	if write {
+		f.writes = append(f.writes, key)
+	}
+	return nil
+}
+
+func (f *fixture) funcs() interceptor.Funcs {
+	return interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := f.request("get", kindOf(obj), false); err != nil {
+				return err
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := f.request("list", kindOf(list), false); err != nil {
+				return err
+			}
+			return c.List(ctx, list, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if err := f.request("patch", kindOf(obj), true); err != nil {
+				return err
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			kind := "?"
+			if _, ok := obj.(*corev1ac.SecretApplyConfiguration); ok {
+				kind = "Secret"
+			}
+			if err := f.request("apply", kind, true); err != nil {
+				return err
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if err := f.request("delete", kindOf(obj), true); err != nil {
+				return err
+			}
+			return c.Delete(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if err := f.request(sub, kindOf(obj), true); err != nil {
+				return err
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	}
+}
+
+func (f *fixture) stores() *Stores {
+	return NewStores(f.c, testManagerNS, Backends{
+		S3:       func(s3.Config) (s3.Client, error) { return f.s3, nil },
+		Accounts: func(s3.Config, string) (s3.Accounts, error) { return f.accounts, nil },
+	})
+}
+
+func (f *fixture) storeReconciler() *ObjectStoreReconciler {
+	return &ObjectStoreReconciler{
+		client: f.c, recorder: f.rec, stores: f.stores(), now: f.clock.now,
+		status: status.NewPatcher(f.c, f.rec, func(s *storagev1.ObjectStore) *storagev1.ObjectStoreStatus { return &s.Status }, storeStatusEvents...),
+	}
+}
+
+func (f *fixture) bucketReconciler() *BucketReconciler {
+	return &BucketReconciler{
+		client: f.c, recorder: f.rec, stores: f.stores(), schedule: f.schedule, namespaces: newNamespaceLabels(f.c),
+		storeChecks: f.storeChecks, accessEvents: f.accessEvents,
+		status: status.NewPatcher(f.c, f.rec, func(b *storagev1.StorageBucket) *storagev1.StorageBucketStatus { return &b.Status }, bucketStatusEvents...),
+	}
+}
+
+func (f *fixture) accessReconciler() *AccessReconciler {
+	return &AccessReconciler{
+		client: f.c, recorder: f.rec, children: children.Clients{Cached: f.c, Uncached: f.c}, stores: f.stores(),
+		namespaces: newNamespaceLabels(f.c), storeChecks: f.storeChecks, now: f.clock.now,
+		status: status.NewPatcher(f.c, f.rec, func(a *storagev1.BucketAccess) *storagev1.BucketAccessStatus { return &a.Status }, accessStatusEvents...),
+	}
+}
+
+// events returns "<type> <reason>" of each Event raised, in order.
+func (f *fixture) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.rec.Events:
+			fields := strings.Fields(e)
+			out = append(out, fields[0]+" "+fields[1])
+		default:
+			return out
+		}
+	}
+}
+
+// statusWrites counts the status writes that reached the API server.
+func (f *fixture) statusWrites() int {
+	n := 0
+	for _, w := range f.writes {
+		if strings.HasPrefix(w, "status ") {
+			n++
+		}
+	}
+	return n
+}
+
+// storeChecked reports whether a check of the store was asked for.
+func (f *fixture) storeChecked() bool {
+	select {
+	case <-f.storeChecks:
+		return true
+	default:
+		return false
+	}
+}
+
+// read reads obj back from the fake API server (no failure injected);
+// false when it is gone.
+func (f *fixture) read(g Gomega, obj client.Object) bool {
+	f.fail = map[string]error{}
+	err := f.c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return true
+}
+
+// requeue is the RequeueAfter a row expects: about d (±10% jitter), or
+// anything up to max.
+type requeue struct {
+	about time.Duration
+	upTo  time.Duration
+}
+
+func (w requeue) check(g Gomega, got ctrl.Result) {
+	switch {
+	case w.about > 0:
+		g.Expect(got.RequeueAfter).To(BeNumerically("~", w.about, w.about/10+time.Millisecond), "RequeueAfter")
+	case w.upTo > 0:
+		g.Expect(got.RequeueAfter).To(And(BeNumerically(">", 0), BeNumerically("<=", w.upTo)), "RequeueAfter")
+	default:
+		g.Expect(got).To(Equal(ctrl.Result{}))
+	}
+}
+
+// checkWait is the wait for a bucket's next check: on its phase, at least
+// half an interval after a check.
+var checkWait = requeue{upTo: 2 * defaultInterval}
+
+// exit is what a row expects of one reconcile.
+type exit struct {
+	// err is the class of the error returned (None: no error).
+	err apierr.Class
+	requeue
+	// ready is Ready's reason afterwards; "" when the object has no Ready
+	// (no status was ever written) or is gone.
+	ready string
+	// also is a condition besides Ready expected True (Reconciling, Stalled).
+	also string
+	// statusWrites is how many status writes reached the API server.
+	statusWrites int
+	// events are "<type> <reason>" of the Events raised, in order.
+	events []string
+	// gone: the finalizer went, and the object with it.
+	gone bool
+}
+
+func (w exit) check(g Gomega, f *fixture, res ctrl.Result, err error, obj client.Object, conds func() []metav1.Condition) {
+	g.Expect(apierr.Classify(err)).To(Equal(w.err), "error %v", err)
+	w.requeue.check(g, res)
+	g.Expect(f.statusWrites()).To(Equal(w.statusWrites), "status writes %v", f.writes)
+	g.Expect(f.events()).To(Equal(w.events))
+	if w.gone {
+		g.Expect(f.read(g, obj)).To(BeFalse(), "let go")
+		return
+	}
+	g.Expect(f.read(g, obj)).To(BeTrue())
+	ready := conditions.Get(conds(), conditions.Ready)
+	if w.ready == "" {
+		g.Expect(ready).To(BeNil(), "no status written")
+		return
+	}
+	g.Expect(ready).NotTo(BeNil())
+	g.Expect(ready.Reason).To(Equal(w.ready), ready.Message)
+	for _, typ := range []string{conditions.Reconciling, conditions.Stalled} {
+		g.Expect(conditions.IsTrue(conds(), typ)).To(Equal(typ == w.also), typ)
+	}
+}
+
+// The world of the rows.
+
+func openNamespace() *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, Labels: map[string]string{openTo: rtStore}}}
+}
+
+func storeCredentials() *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testManagerNS, Name: "creds"}, Data: keys("access", "secret")}
+}
+
+// rtStoreObj is a Versitygw store open to the namespace; ready says whether
+// its last check found it answering.
+func rtStoreObj(ready bool) *storagev1.ObjectStore {
+	s := testStore(rtStore)
+	s.Finalizers = []string{StoreFinalizer}
+	s.Spec.Type = storagev1.StoreTypeVersitygw
+	s.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{openTo: rtStore}}
+	s.Status.ObservedGeneration = s.Generation
+	sum := conditions.Summary{Progress: conditions.Done, Reason: ReasonReachable, Message: "the store answers and accepts the credentials"}
+	if !ready {
+		sum = conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "the object store did not answer"}
+	}
+	conditions.Summarize(&s.Status.Conditions, s.Generation, sum)
+	return s
+}
+
+func deleting(obj client.Object) client.Object {
+	obj.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+	return obj
+}
+
+// rtBucket is StorageBucket team-a/assets (bucket team-a-assets), with its finalizer.
+func rtBucket() *storagev1.StorageBucket {
+	return &storagev1.StorageBucket{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "assets", UID: testUID, Generation: 1, Finalizers: []string{BucketFinalizer}},
+		Spec:       storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: rtStore}},
+	}
+}
+
+// claimedBucket is rtBucket once its bucket is created, tagged and healthy.
+func claimedBucket() *storagev1.StorageBucket {
+	b := rtBucket()
+	b.Status = storagev1.StorageBucketStatus{ObservedGeneration: 1, BucketName: testBucket, Claim: storagev1.BucketClaimed}
+	conditions.Summarize(&b.Status.Conditions, 1, healthy(testBucket, rtStore))
+	return b
+}
+
+func rtAccessObj() *storagev1.BucketAccess {
+	return &storagev1.BucketAccess{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: rtAccess, UID: "uid-access", Generation: 1, Finalizers: []string{AccessFinalizer}},
+		Spec: storagev1.BucketAccessSpec{BucketRef: storagev1.BucketReference{Name: "assets"}, Mode: storagev1.AccessReadWrite,
+			SecretName: rtSecret, KeyVersion: 1},
+	}
+}
+
+// grantedAccess is rtAccessObj with its key issued (as recorded in status).
+func grantedAccess() *storagev1.BucketAccess {
+	a := rtAccessObj()
+	a.Status = storagev1.BucketAccessStatus{ObservedGeneration: 1, StoreName: rtStore, BucketName: testBucket,
+		AccessKeyID: accessKeyID(a.UID, 1), KeyVersion: 1}
+	conditions.Summarize(&a.Status.Conditions, 1, conditions.Summary{Progress: conditions.Done, Reason: ReasonGranted, Message: "granted"})
+	return a
+}
+
+// accessSecret is the Secret of rtAccessObj, controlled by it.
+func accessSecret() *corev1.Secret {
+	a := rtAccessObj()
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: rtSecret, UID: "uid-secret",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: storagev1.GroupVersion.String(), Kind: "BucketAccess", Name: a.Name, UID: a.UID, Controller: ptr.To(true)}}}}
+}
+
+func TestObjectStoreReconcileExits(t *testing.T) {
+	cases := map[string]struct {
+		store *storagev1.ObjectStore // nil: none
+		world []client.Object
+		setup func(*fixture)
+		want  exit
+		check func(Gomega, *fixture, *storagev1.ObjectStore)
+	}{
+		"not found: nothing to do": {
+			want: exit{gone: true},
+		},
+		"new: finalizer, then checked and Reachable": {
+			store: func() *storagev1.ObjectStore {
+				s := testStore(rtStore)
+				s.Spec.Type = storagev1.StoreTypeVersitygw
+				return s
+			}(),
+			world: []client.Object{storeCredentials()},
+			want: exit{requeue: requeue{about: storeCheckInterval}, ready: ReasonReachable, statusWrites: 1,
+				events: []string{"Normal Reachable"}},
+			check: func(g Gomega, f *fixture, s *storagev1.ObjectStore) {
+				g.Expect(s.Finalizers).To(ConsistOf(StoreFinalizer))
+				g.Expect(f.s3.calls).To(Equal([]string{"Ping"}))
+			},
+		},
+		"checked again, nothing changed: nothing written": {
+			store: rtStoreObj(true), world: []client.Object{storeCredentials()},
+			want: exit{requeue: requeue{about: storeCheckInterval}, ready: ReasonReachable},
+		},
+		"a selector that cannot be used: Stalled, nothing sent": {
+			store: func() *storagev1.ObjectStore {
+				s := rtStoreObj(true)
+				s.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Near"}}}
+				return s
+			}(),
+			world: []client.Object{storeCredentials()},
+			want: exit{ready: ReasonInvalidSelector, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning InvalidSelector"}},
+			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) { g.Expect(f.s3.calls).To(BeEmpty()) },
+		},
+		"the store does not answer: Reconciling, checked again on a back-off": {
+			store: rtStoreObj(true), world: []client.Object{storeCredentials()},
+			setup: func(f *fixture) { f.s3.pingErr = errDown },
+			want: exit{requeue: requeue{about: storeBackoffBase}, ready: string(s3.ReasonStoreUnreachable), also: conditions.Reconciling,
+				statusWrites: 1, events: []string{"Warning StoreUnreachable"}},
+		},
+		"the store refuses the keys: Stalled": {
+			store: rtStoreObj(true), world: []client.Object{storeCredentials()},
+			setup: func(f *fixture) { f.s3.pingErr = errDenied },
+			want: exit{requeue: requeue{about: storeBackoffBase}, ready: string(s3.ReasonAccessDenied), also: conditions.Stalled,
+				statusWrites: 1, events: []string{"Warning AccessDenied"}},
+		},
+		"no credentials Secret: Stalled, nothing sent": {
+			store: rtStoreObj(true),
+			want: exit{requeue: requeue{about: storeBackoffBase}, ready: string(s3.ReasonCredentialsMissing), also: conditions.Stalled,
+				statusWrites: 1, events: []string{"Warning CredentialsMissing"}},
+			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) { g.Expect(f.s3.calls).To(BeEmpty()) },
+		},
+		"the finalizer patch conflicts: retried at once, no status": {
+			store: testStore(rtStore), world: []client.Object{storeCredentials()},
+			setup: func(f *fixture) { f.fail["patch ObjectStore"] = errConflict },
+			want:  exit{err: apierr.Conflict},
+		},
+		"the finalizer patch fails: ReconcileError": {
+			store: testStore(rtStore), world: []client.Object{storeCredentials()},
+			setup: func(f *fixture) { f.fail["patch ObjectStore"] = errUnavailable },
+			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+				events: []string{"Warning ReconcileError"}},
+		},
+		"the status write fails: the error is returned": {
+			store: testStore(rtStore), world: []client.Object{storeCredentials()},
+			setup: func(f *fixture) { f.fail["status ObjectStore"] = errUnavailable },
+			want:  exit{err: apierr.Transient},
+		},
+		"deleted while a bucket uses it: InUse, the finalizer stays": {
+			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore), world: []client.Object{rtBucket()},
+			want: exit{ready: ReasonInUse, also: conditions.Stalled, statusWrites: 1, events: []string{"Warning InUse"}},
+			check: func(g Gomega, _ *fixture, s *storagev1.ObjectStore) {
+				g.Expect(s.Finalizers).To(ConsistOf(StoreFinalizer))
+				g.Expect(conditions.Get(s.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("team-a/assets"))
+			},
+		},
+		"deleted while an access has accounts in it: InUse": {
+			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore), world: []client.Object{grantedAccess()},
+			want: exit{ready: ReasonInUse, also: conditions.Stalled, statusWrites: 1, events: []string{"Warning InUse"}},
+		},
+		"deleted, nothing uses it: the finalizer goes, no status": {
+			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore),
+			want:  exit{gone: true},
+			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) {
+				g.Expect(f.writes).To(Equal([]string{"patch ObjectStore"}))
+			},
+		},
+		"deleted, listing its buckets fails: ReconcileError": {
+			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore),
+			setup: func(f *fixture) { f.fail["list StorageBucket"] = errUnavailable },
+			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+				events: []string{"Warning ReconcileError"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			world := tc.world
+			obj := testStore(rtStore)
+			if tc.store != nil {
+				world = append(world, tc.store)
+				obj = tc.store.DeepCopy()
+			}
+			f := newFixture(world...)
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			res, err := f.storeReconciler().Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: rtStore}})
+			tc.want.check(g, f, res, err, obj, func() []metav1.Condition { return obj.Status.Conditions })
+			if tc.check != nil {
+				tc.check(g, f, obj)
+			}
+		})
+	}
+}
+
+func TestStorageBucketReconcileExits(t *testing.T) {
+	policy := `{"Version":"2012-10-17","Statement":[{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-a-assets/*"}]}`
+	withPolicy := func(b *storagev1.StorageBucket) *storagev1.StorageBucket { b.Spec.Policy = policy; return b }
+	deletePolicy := func(b *storagev1.StorageBucket) *storagev1.StorageBucket {
+		b.Spec.DeletionPolicy = storagev1.DeletionDelete
+		return b
+	}
+	checkNow := func(f *fixture) { f.schedule.CheckNow(types.NamespacedName{Namespace: testNS, Name: "assets"}) }
+	cases := map[string]struct {
+		bucket *storagev1.StorageBucket // nil: none
+		world  []client.Object          // beside the namespace and the credentials
+		closed bool                     // the store is not open to the namespace
+		setup  func(*fixture)
+		want   exit
+		check  func(Gomega, *fixture, *storagev1.StorageBucket)
+	}{
+		"not found: nothing to do": {
+			want: exit{gone: true},
+		},
+		"new: the intent, then created, tagged and Healthy": {
+			bucket: rtBucket(), world: []client.Object{rtStoreObj(true)},
+			want: exit{requeue: checkWait, ready: ReasonHealthy, statusWrites: 2,
+				events: []string{"Normal Healthy", "Normal BucketCreated"}},
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "CreateBucket", "SetOwner"}))
+				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
+				g.Expect(b.Status.BucketName).To(Equal(testBucket))
+			},
+		},
+		"settled, no check due: nothing sent, nothing written": {
+			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
+			want: exit{requeue: checkWait, ready: ReasonHealthy},
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(BeEmpty())
+				g.Expect(f.writes).To(BeEmpty())
+			},
+		},
+		"settled, check due: one HeadBucket, nothing written": {
+			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
+			want:  exit{requeue: checkWait, ready: ReasonHealthy},
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists"}))
+				g.Expect(f.writes).To(BeEmpty())
+			},
+		},
+		"the finalizer patch conflicts: retried at once, no status": {
+			bucket: func() *storagev1.StorageBucket { b := rtBucket(); b.Finalizers = nil; return b }(), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { f.fail["patch StorageBucket"] = errConflict },
+			want:  exit{err: apierr.Conflict},
+		},
+		"the finalizer patch fails: ReconcileError": {
+			bucket: func() *storagev1.StorageBucket { b := rtBucket(); b.Finalizers = nil; return b }(), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { f.fail["patch StorageBucket"] = errUnavailable },
+			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+				events: []string{"Warning ReconcileError"}},
+		},
+		"listing the other claimants fails: ReconcileError, the claim kept": {
+			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { checkNow(f); f.fail["list StorageBucket"] = errUnavailable },
+			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+				events: []string{"Warning ReconcileError"}},
+			check: func(g Gomega, _ *fixture, b *storagev1.StorageBucket) {
+				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
+			},
+		},
+		"another StorageBucket holds the bucket: Conflict, nothing sent": {
+			bucket: rtBucket(),
+			world: []client.Object{rtStoreObj(true), &storagev1.StorageBucket{
+				ObjectMeta: metav1.ObjectMeta{Namespace: otherNS, Name: "first", UID: otherUID},
+				Spec:       storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: rtStore}, BucketName: testBucket},
+				Status:     storagev1.StorageBucketStatus{BucketName: testBucket, Claim: storagev1.BucketClaimed},
+			}},
+			want: exit{requeue: checkWait, ready: ReasonConflict, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning Conflict"}},
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.s3.calls).To(BeEmpty()) },
+		},
+		"no such store: Stalled": {
+			bucket: rtBucket(),
+			want: exit{requeue: checkWait, ready: ReasonStoreNotFound, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning StoreNotFound"}},
+		},
+		"the store is down: its state, no request": {
+			bucket: rtBucket(), world: []client.Object{rtStoreObj(false)},
+			want: exit{requeue: checkWait, ready: string(s3.ReasonStoreUnreachable), also: conditions.Reconciling,
+				statusWrites: 1, events: []string{"Warning StoreUnreachable"}},
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.s3.calls).To(BeEmpty()) },
+		},
+		"the store is not open to the namespace: Stalled, no request": {
+			bucket: rtBucket(), world: []client.Object{rtStoreObj(true)}, closed: true,
+			want: exit{requeue: checkWait, ready: ReasonNamespaceNotAllowed, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning NamespaceNotAllowed"}},
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.s3.calls).To(BeEmpty()) },
+		},
+		"the store stops answering: Reconciling, and its controller is asked to check it": {
+			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { checkNow(f); f.s3.existsErr = errDown },
+			want: exit{requeue: checkWait, ready: string(s3.ReasonStoreUnreachable), also: conditions.Reconciling,
+				statusWrites: 1, events: []string{"Warning StoreUnreachable"}},
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.storeChecked()).To(BeTrue()) },
+		},
+		"the intent cannot be written: nothing created": {
+			bucket: rtBucket(), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { f.fail["status StorageBucket"] = errUnavailable },
+			want:  exit{err: apierr.Transient},
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists"}), "no CreateBucket")
+			},
+		},
+		"policy written, then listing the accesses to tell fails: the check is recorded, ReconcileError": {
+			bucket: withPolicy(claimedBucket()), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.fail["list BucketAccess"] = errUnavailable },
+			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+				events: []string{"Warning ReconcileError", "Normal BucketSettingsApplied"}},
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(f.s3.policy).To(ContainSubstring("Public"))
+				g.Expect(conditions.Get(b.Status.Conditions, conditions.SettingsApplied).Reason).To(Equal(ReasonApplied))
+				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
+			},
+		},
+		"policy written: its accesses are told": {
+			bucket: withPolicy(claimedBucket()), world: []client.Object{rtStoreObj(true), grantedAccess()},
+			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
+			want: exit{requeue: checkWait, ready: ReasonHealthy, statusWrites: 1,
+				events: []string{"Normal BucketSettingsApplied"}},
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.accessEvents).To(HaveLen(1)) },
+		},
+		"deleted while accesses use it: InUse, Stalled": {
+			bucket: deleting(claimedBucket()).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true), grantedAccess()},
+			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonInUse, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning InUse"}},
+		},
+		"deleted (Delete) holding objects: DeleteBlocked": {
+			bucket: deleting(deletePolicy(claimedBucket())).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { f.s3.exists, f.s3.owner, f.s3.objects = true, mine, 3 },
+			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonDeleteBlocked, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning DeleteBlocked"}},
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).NotTo(ContainElement("DeleteBucket"))
+			},
+		},
+		"deleted (Delete), empty: deleted, the finalizer goes, no status": {
+			bucket: deleting(deletePolicy(claimedBucket())).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { f.s3.exists, f.s3.owner = true, mine },
+			want:  exit{gone: true, events: []string{"Normal BucketDeleted"}},
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(ContainElement("DeleteBucket"))
+				g.Expect(f.writes).To(Equal([]string{"patch StorageBucket"}))
+			},
+		},
+		"deleted (Retain), the store is down: kept, with a Warning": {
+			bucket: deleting(claimedBucket()).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(false)},
+			want: exit{gone: true, events: []string{"Warning RetainedUntagged"}},
+		},
+		"deleted (Retain), reading the store fails: ReconcileError, the finalizer stays": {
+			bucket: deleting(claimedBucket()).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { f.fail["get ObjectStore"] = errUnavailable },
+			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+				events: []string{"Warning ReconcileError"}},
+			check: func(g Gomega, _ *fixture, b *storagev1.StorageBucket) {
+				g.Expect(b.Finalizers).To(ConsistOf(BucketFinalizer))
+			},
+		},
+		"deleted, the finalizer removal conflicts: retried at once, no status": {
+			bucket: deleting(rtBucket()).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { f.fail["patch StorageBucket"] = errConflict },
+			want:  exit{err: apierr.Conflict},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := openNamespace()
+			if tc.closed {
+				ns.Labels = nil
+			}
+			world := append([]client.Object{ns, storeCredentials()}, tc.world...)
+			obj := rtBucket()
+			if tc.bucket != nil {
+				world = append(world, tc.bucket)
+				obj = tc.bucket.DeepCopy()
+			}
+			f := newFixture(world...)
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			res, err := f.bucketReconciler().Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			tc.want.check(g, f, res, err, obj, func() []metav1.Condition { return obj.Status.Conditions })
+			if tc.check != nil {
+				tc.check(g, f, obj)
+			}
+		})
+	}
+}
+
+func TestBucketAccessReconcileExits(t *testing.T) {
+	ownKey := func(a *storagev1.BucketAccess) string { return accessKeyID(a.UID, 1) }
+	s3Store := func() *storagev1.ObjectStore { s := rtStoreObj(true); s.Spec.Type = storagev1.StoreTypeS3; return s }
+	noKey := func(g Gomega, _ *fixture, a *storagev1.BucketAccess) {
+		g.Expect(a.Status.AccessKeyID).To(BeEmpty(), "no key on record the Secret does not hold")
+		g.Expect(a.Status.StoreName).To(Equal(rtStore), "the target was put on record first")
+	}
+	cases := map[string]struct {
+		access *storagev1.BucketAccess // nil: none
+		world  []client.Object         // beside the namespace and the credentials
+		setup  func(*fixture)
+		want   exit
+		check  func(Gomega, *fixture, *storagev1.BucketAccess)
+	}{
+		"not found: nothing to do": {
+			want: exit{gone: true},
+		},
+		"new: the target, then a key issued, granted and in its Secret": {
+			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
+			want: exit{requeue: requeue{about: accessVerifyInterval}, ready: ReasonGranted, statusWrites: 2,
+				events: []string{"Normal Granted", "Normal KeyIssued"}},
+			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
+				g.Expect(a.Status.AccessKeyID).To(Equal(ownKey(a)))
+				g.Expect(f.accounts.accounts).To(HaveKey(ownKey(a)))
+				secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: rtSecret}}
+				g.Expect(f.read(g, secret)).To(BeTrue())
+				g.Expect(string(secret.Data[envAccessKeyID])).To(Equal(ownKey(a)))
+				g.Expect(f.writes).To(Equal([]string{"status BucketAccess", "apply Secret", "status BucketAccess"}))
+			},
+		},
+		"no such StorageBucket: Stalled": {
+			access: rtAccessObj(), world: []client.Object{rtStoreObj(true)},
+			want: exit{requeue: requeue{about: time.Minute}, ready: ReasonBucketNotFound, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning BucketNotFound"}},
+		},
+		"the bucket is not claimed yet: waiting": {
+			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), rtBucket()},
+			want: exit{requeue: requeue{about: time.Minute}, ready: ReasonBucketNotReady, also: conditions.Reconciling, statusWrites: 1},
+		},
+		"a store without accounts: Stalled": {
+			access: rtAccessObj(), world: []client.Object{s3Store(), claimedBucket()},
+			want: exit{requeue: requeue{about: time.Minute}, ready: ReasonAccessNotSupported, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning AccessNotSupported"}},
+		},
+		"the Secret is someone else's: SecretConflict, nothing made in the store": {
+			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket(),
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: rtSecret}}},
+			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonSecretConflict, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning SecretConflict"}},
+			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) { g.Expect(f.accounts.calls).To(BeEmpty()) },
+		},
+		"the Secret is forbidden by a quota: SecretRejected, no key on record": {
+			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
+			setup: func(f *fixture) { f.fail["apply Secret"] = errQuota },
+			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonSecretRejected, also: conditions.Stalled, statusWrites: 2,
+				events: []string{"Warning SecretRejected"}},
+			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
+				noKey(g, f, a)
+				g.Expect(conditions.Get(a.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("exceeded quota"))
+			},
+		},
+		"the Secret is invalid: SecretRejected": {
+			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
+			setup: func(f *fixture) { f.fail["apply Secret"] = errInvalid },
+			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonSecretRejected, also: conditions.Stalled, statusWrites: 2,
+				events: []string{"Warning SecretRejected"}},
+			check: noKey,
+		},
+		"the Secret write conflicts: retried at once, no status about it": {
+			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
+			setup: func(f *fixture) { f.fail["apply Secret"] = errConflict },
+			want:  exit{err: apierr.Conflict, ready: ReasonIssuing, also: conditions.Reconciling, statusWrites: 1},
+			check: noKey,
+		},
+		"the Secret write fails: ReconcileError, no key on record": {
+			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
+			setup: func(f *fixture) { f.fail["apply Secret"] = errUnavailable },
+			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 2,
+				events: []string{"Warning ReconcileError"}},
+			check: noKey,
+		},
+		"the store stops answering at the grant: Reconciling, soon again, its controller asked to check it": {
+			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
+			setup: func(f *fixture) { f.s3.policyErr = errDown },
+			want: exit{requeue: requeue{about: accessStoreRetry}, ready: string(s3.ReasonStoreUnreachable), also: conditions.Reconciling,
+				statusWrites: 2, events: []string{"Warning StoreUnreachable"}},
+			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
+				noKey(g, f, a)
+				g.Expect(f.storeChecked()).To(BeTrue())
+			},
+		},
+		"the finalizer patch fails: ReconcileError": {
+			access: func() *storagev1.BucketAccess { a := rtAccessObj(); a.Finalizers = nil; return a }(),
+			world:  []client.Object{rtStoreObj(true), claimedBucket()},
+			setup:  func(f *fixture) { f.fail["patch BucketAccess"] = errUnavailable },
+			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+				events: []string{"Warning ReconcileError"}},
+		},
+		"the status cannot be written: the error is returned, nothing made": {
+			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
+			setup: func(f *fixture) { f.fail["status BucketAccess"] = errUnavailable },
+			want:  exit{err: apierr.Transient},
+			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) { g.Expect(f.accounts.calls).To(BeEmpty()) },
+		},
+		"deleted: key revoked, Secret deleted, the finalizer goes": {
+			access: deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{rtStoreObj(true), claimedBucket(), accessSecret()},
+			setup: func(f *fixture) {
+				f.accounts.accounts = map[string]string{accessKeyID("uid-access", 1): "s", "SOMEONEELSE": "s"}
+			},
+			want: exit{gone: true, events: []string{"Normal KeyRevoked"}},
+			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) {
+				g.Expect(f.accounts.accounts).To(Equal(map[string]string{"SOMEONEELSE": "s"}))
+				g.Expect(f.read(g, accessSecret())).To(BeFalse(), "the Secret is deleted")
+			},
+		},
+		"deleted, the store does not answer: Revoking, the finalizer stays": {
+			access: deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{rtStoreObj(false), claimedBucket()},
+			want: exit{requeue: requeue{about: time.Minute}, ready: ReasonRevoking, also: conditions.Reconciling, statusWrites: 1},
+		},
+		"deleted, the store is gone: a Warning, let go": {
+			access: deleting(grantedAccess()).(*storagev1.BucketAccess),
+			want:   exit{gone: true, events: []string{"Warning StoreGone"}},
+		},
+		"deleted, the Secret may not be deleted: SecretRejected": {
+			access: deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{rtStoreObj(true), claimedBucket(), accessSecret()},
+			setup: func(f *fixture) { f.fail["delete Secret"] = errQuota },
+			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonSecretRejected, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning SecretRejected"}},
+		},
+		"deleted, reading the store fails: ReconcileError": {
+			access: deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{rtStoreObj(true), claimedBucket()},
+			setup: func(f *fixture) { f.fail["get ObjectStore"] = errUnavailable },
+			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+				events: []string{"Warning ReconcileError"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			world := append([]client.Object{openNamespace(), storeCredentials()}, tc.world...)
+			obj := rtAccessObj()
+			if tc.access != nil {
+				world = append(world, tc.access)
+				obj = tc.access.DeepCopy()
+			}
+			f := newFixture(world...)
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			res, err := f.accessReconciler().Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			tc.want.check(g, f, res, err, obj, func() []metav1.Condition { return obj.Status.Conditions })
+			if tc.check != nil {
+				tc.check(g, f, obj)
+			}
+		})
+	}
+}
+
+// TestReconcilingAgainWritesNothing: once an object is where its spec
+// wants it, reconciling it again (a check due, a resync) sends the API
+// server no write at all.
+func TestReconcilingAgainWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	store := rtStoreObj(true)
+	store.Finalizers, store.Status = nil, storagev1.ObjectStoreStatus{}
+	f := newFixture(openNamespace(), storeCredentials(), store, rtBucket(), rtAccessObj())
+	stores, buckets, accesses := f.storeReconciler(), f.bucketReconciler(), f.accessReconciler()
+	storeKey := types.NamespacedName{Name: rtStore}
+	bucketKey := types.NamespacedName{Namespace: testNS, Name: "assets"}
+	accessKey := types.NamespacedName{Namespace: testNS, Name: rtAccess}
+	reconcileAll := func() {
+		_, err := stores.Reconcile(ctx, ctrl.Request{NamespacedName: storeKey})
+		g.Expect(err).NotTo(HaveOccurred())
+		f.schedule.CheckNow(bucketKey)
+		_, err = buckets.Reconcile(ctx, ctrl.Request{NamespacedName: bucketKey})
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = accesses.Reconcile(ctx, ctrl.Request{NamespacedName: accessKey})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	f.s3.owner = mine // the bucket, once created, is tagged as this StorageBucket's
+
+	reconcileAll()
+	a := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: rtAccess}}
+	g.Expect(f.read(g, a)).To(BeTrue())
+	g.Expect(conditions.Get(a.Status.Conditions, conditions.Ready).Reason).To(Equal(ReasonGranted), "all three in place: %v", f.writes)
+	f.writes = nil
+	f.s3.exists = true
+
+	reconcileAll()
+	g.Expect(f.writes).To(BeEmpty())
+	g.Expect(f.s3.calls[len(f.s3.calls)-3:]).To(Equal([]string{"Ping", "BucketExists", "Policy"}),
+		"one request per check: the store's, the bucket's, the grant's")
+}
