@@ -243,10 +243,8 @@ func cutFieldKey(k string) (string, bool) {
 	return "", false
 }
 
-// syncMarks puts the tenant's labels back on a child and drops the owner
-// references to a Tenant that versions before marks-only ownership set (with
-// them, deleting the Tenant CRD would let the garbage collector delete the
-// child). It reports whether it changed anything.
+// syncMarks puts the tenant's labels back on a child; it reports whether it
+// changed anything.
 func syncMarks(live metav1.Object, t *tenancyv1.Tenant) bool {
 	changed := false
 	labels := live.GetLabels()
@@ -260,17 +258,6 @@ func syncMarks(live metav1.Object, t *tenancyv1.Tenant) bool {
 		}
 	}
 	live.SetLabels(labels)
-	refs := live.GetOwnerReferences()
-	kept := slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool {
-		return r.Kind == "Tenant" && r.APIVersion == tenancyv1.GroupVersion.String()
-	})
-	if len(kept) != len(refs) {
-		if len(kept) == 0 {
-			kept = nil
-		}
-		live.SetOwnerReferences(kept)
-		changed = true
-	}
 	return changed
 }
 

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
@@ -161,7 +160,6 @@ func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus
 		}
 	}
 	st.Quota = tenancyv1.TenantQuotaStatus{Hard: obs.quotaHard, Used: obs.quotaUsed}
-	meta.RemoveStatusCondition(&st.Conditions, "Degraded") // written by earlier versions
 	switch {
 	case obs.subjectsChecked && len(obs.missingSubjects) > 0:
 		conditions.Set(&st.Conditions, gen, ConditionSubjectsFound, false, ReasonSubjectNamespaceMissing,
