@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -132,6 +133,10 @@ func NewReconciler(mgr ctrl.Manager, opts setup.Options, protection Protection) 
 // keeps. Those carry the tenant label instead of an owner reference and are
 // mapped back by it.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
+	return r.setupWith(ctx, mgr, opts.ControllerOptions())
+}
+
+func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Namespace{}, namespaceTenantIndex, func(o client.Object) []string {
 		if t := o.GetLabels()[TenantLabel]; t != "" {
 			return []string{t}
@@ -161,7 +166,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	// namespace, whose isolation they may undo.
 	b = b.Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(networkPolicyToTenant(mgr.GetClient())),
 		builder.WithPredicates(networkPolicyChanged))
-	return b.WithOptions(opts.ControllerOptions()).Complete(r)
+	return b.WithOptions(opts).Complete(r)
 }
 
 // namespaceChanged passes namespace events that can matter: creation and
