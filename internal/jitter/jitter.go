@@ -15,7 +15,7 @@ func Duration(d time.Duration, f float64) time.Duration {
 	if f >= 1 {
 		f = 0.99
 	}
-	return time.Duration(float64(d) * (1 - f + 2*f*rand.Float64())) //nolint:gosec // spreading load, not security
+	return time.Duration(float64(d) * (1 - f + 2*f*rand.Float64())) // math/rand: spreading load, not security
 }
 
 // Offset returns a stable offset in [0, d) for a key, so one object keeps its

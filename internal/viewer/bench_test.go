@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/trellis-dev/trellis/internal/viewer/benchsite"
+	"github.com/trellis-dev/trellis/test/bench/benchsite"
 )
 
 // benchSites are the two shapes of a MarkdownView at the 1 MiB limit: many

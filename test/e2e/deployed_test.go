@@ -167,7 +167,7 @@ func TestDeployedManagerMetricsNeedTheReaderRole(t *testing.T) {
 
 	port := portForward(t, managerNS, "svc/trellis-controller-manager-metrics", 8443)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the manager's self-signed serving certificate
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the manager's self-signed serving certificate
 	}}
 	scrape := func(token string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", port), nil)

@@ -61,7 +61,7 @@ func TestDefaultManifestsApply(t *testing.T) {
 func TestMetricsRefuseAnonymousScrapes(t *testing.T) {
 	m := useLocalManager(t)
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed serving cert of a local process
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // self-signed serving cert of a local process
 	}}
 	resp, err := c.Get("https://" + m.metricsAddr + "/metrics")
 	if err != nil {

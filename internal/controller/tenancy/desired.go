@@ -243,10 +243,8 @@ func cutFieldKey(k string) (string, bool) {
 	return "", false
 }
 
-// syncMarks puts the tenant's labels back on a child and drops the owner
-// references to a Tenant that versions before marks-only ownership set (with
-// them, deleting the Tenant CRD would let the garbage collector delete the
-// child). It reports whether it changed anything.
+// syncMarks puts the tenant's labels back on a child; it reports whether it
+// changed anything.
 func syncMarks(live metav1.Object, t *tenancyv1.Tenant) bool {
 	changed := false
 	labels := live.GetLabels()
@@ -260,19 +258,39 @@ func syncMarks(live metav1.Object, t *tenancyv1.Tenant) bool {
 		}
 	}
 	live.SetLabels(labels)
-	refs := live.GetOwnerReferences()
-	kept := slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool {
-		return r.Kind == "Tenant" && r.APIVersion == tenancyv1.GroupVersion.String()
-	})
-	if len(kept) != len(refs) {
-		if len(kept) == 0 {
-			kept = nil
-		}
-		live.SetOwnerReferences(kept)
-		changed = true
-	}
 	return changed
 }
+
+// keep makes the function that brings a live child of a tenant back to what
+// Trellis wants of it: the tenant's marks, and the one part of the object
+// Trellis keeps (part points to it), set whole from the desired object when
+// it differs. The rest (a quota's status, what the API server defaults) is
+// not Trellis' and is left alone. The function reports whether it changed
+// the live object.
+func keep[T metav1.Object, P any](part func(T) *P) func(live, desired T, t *tenancyv1.Tenant) bool {
+	return func(live, desired T, t *tenancyv1.Tenant) bool {
+		changed := syncMarks(live, t)
+		if l, d := part(live), part(desired); !equality.Semantic.DeepEqual(*l, *d) {
+			*l = *d
+			changed = true
+		}
+		return changed
+	}
+}
+
+// What Trellis keeps of each kind of child. A binding's role is not among
+// it: it is immutable, and a live binding naming another role is not the
+// tenant's (roleRefOf). A guardrail's spec is kept exactly as declared:
+// limits someone added by hand go, as do a quota's scopes (a scope narrows
+// what the quota counts).
+var (
+	syncRoleBinding        = keep(func(b *rbacv1.RoleBinding) *[]rbacv1.Subject { return &b.Subjects })
+	syncClusterRoleBinding = keep(func(b *rbacv1.ClusterRoleBinding) *[]rbacv1.Subject { return &b.Subjects })
+	syncClusterRole        = keep(func(r *rbacv1.ClusterRole) *[]rbacv1.PolicyRule { return &r.Rules })
+	syncQuota              = keep(func(q *corev1.ResourceQuota) *corev1.ResourceQuotaSpec { return &q.Spec })
+	syncLimitRange         = keep(func(l *corev1.LimitRange) *corev1.LimitRangeSpec { return &l.Spec })
+	syncNetworkPolicy      = keep(func(p *networkingv1.NetworkPolicy) *networkingv1.NetworkPolicySpec { return &p.Spec })
+)
 
 // desiredRoleBinding binds subjects to a built-in ClusterRole in one namespace.
 func desiredRoleBinding(t *tenancyv1.Tenant, namespace, name, role string, subjects []rbacv1.Subject) *rbacv1.RoleBinding {
@@ -283,32 +301,12 @@ func desiredRoleBinding(t *tenancyv1.Tenant, namespace, name, role string, subje
 	}
 }
 
-func syncRoleBinding(live, desired *rbacv1.RoleBinding, t *tenancyv1.Tenant) bool {
-	changed := syncMarks(live, t)
-	if !equality.Semantic.DeepEqual(live.Subjects, desired.Subjects) {
-		live.Subjects = desired.Subjects
-		changed = true
-	}
-	return changed
-}
-
 // desiredQuota is the ResourceQuota of one tenant namespace.
 func desiredQuota(t *tenancyv1.Tenant, namespace string) *corev1.ResourceQuota {
 	return &corev1.ResourceQuota{
 		ObjectMeta: childMeta(t, namespace, quotaName),
 		Spec:       corev1.ResourceQuotaSpec{Hard: t.Spec.Quota.Hard.DeepCopy()},
 	}
-}
-
-// syncQuota keeps the quota's spec exactly as declared: limits someone added
-// by hand go, as do scopes (a scope narrows what the quota counts).
-func syncQuota(live, desired *corev1.ResourceQuota, t *tenancyv1.Tenant) bool {
-	changed := syncMarks(live, t)
-	if !equality.Semantic.DeepEqual(live.Spec, desired.Spec) {
-		live.Spec = desired.Spec
-		changed = true
-	}
-	return changed
 }
 
 // desiredLimitRange is the LimitRange of one tenant namespace.
@@ -361,15 +359,6 @@ func defaultLimitRangeItem(item *corev1.LimitRangeItem) {
 	}
 }
 
-func syncLimitRange(live, desired *corev1.LimitRange, t *tenancyv1.Tenant) bool {
-	changed := syncMarks(live, t)
-	if !equality.Semantic.DeepEqual(live.Spec, desired.Spec) {
-		live.Spec = desired.Spec
-		changed = true
-	}
-	return changed
-}
-
 // desiredNetworkPolicy admits traffic into every pod of one tenant namespace
 // from the tenant's own namespaces (by the tenant label, which only Trellis
 // sets: tenant admins cannot label namespaces, and namespaceMetadata refuses
@@ -396,15 +385,6 @@ func desiredNetworkPolicy(t *tenancyv1.Tenant, namespace string) *networkingv1.N
 	}
 }
 
-func syncNetworkPolicy(live, desired *networkingv1.NetworkPolicy, t *tenancyv1.Tenant) bool {
-	changed := syncMarks(live, t)
-	if !equality.Semantic.DeepEqual(live.Spec, desired.Spec) {
-		live.Spec = desired.Spec
-		changed = true
-	}
-	return changed
-}
-
 // desiredTenantRole lets the tenant's admins and viewers read their own
 // Tenant and namespaces, and nothing else cluster-wide (both are
 // cluster-scoped, so a Role cannot do it).
@@ -426,15 +406,6 @@ func desiredTenantRole(t *tenancyv1.Tenant, namespaces []string) *rbacv1.Cluster
 	return &rbacv1.ClusterRole{ObjectMeta: childMeta(t, "", tenantRoleName(t)), Rules: rules}
 }
 
-func syncClusterRole(live, desired *rbacv1.ClusterRole, t *tenancyv1.Tenant) bool {
-	changed := syncMarks(live, t)
-	if !equality.Semantic.DeepEqual(live.Rules, desired.Rules) {
-		live.Rules = desired.Rules
-		changed = true
-	}
-	return changed
-}
-
 // desiredTenantRoleBinding binds the admins and viewers to the per-tenant ClusterRole.
 func desiredTenantRoleBinding(t *tenancyv1.Tenant) *rbacv1.ClusterRoleBinding {
 	subjects := adminSubjects(t)
@@ -448,13 +419,4 @@ func desiredTenantRoleBinding(t *tenancyv1.Tenant) *rbacv1.ClusterRoleBinding {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: tenantRoleName(t)},
 		Subjects:   subjects,
 	}
-}
-
-func syncClusterRoleBinding(live, desired *rbacv1.ClusterRoleBinding, t *tenancyv1.Tenant) bool {
-	changed := syncMarks(live, t)
-	if !equality.Semantic.DeepEqual(live.Subjects, desired.Subjects) {
-		live.Subjects = desired.Subjects
-		changed = true
-	}
-	return changed
 }

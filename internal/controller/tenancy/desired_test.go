@@ -367,17 +367,15 @@ func TestSyncKeepsGuardrailsExactlyAsDeclared(t *testing.T) {
 	g.Expect(syncQuota(live, want, tenant)).To(BeFalse())
 }
 
-func TestSyncMarksDropsTenantOwnerReferences(t *testing.T) {
+func TestSyncMarksRestoresTheMarksOnly(t *testing.T) {
 	g := NewWithT(t)
 	tenant := unitTenant("acme", "uid-acme", "acme-", "dev")
 	rb := desiredRoleBinding(tenant, "acme-dev", adminRoleBindingName, builtinAdminRole, adminSubjects(tenant))
-	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "u"}
-	rb.OwnerReferences = []metav1.OwnerReference{
-		{APIVersion: "tenancy.trellis.dev/v1", Kind: "Tenant", Name: "acme", UID: "uid-acme"}, // set by earlier versions
-		other,
-	}
+	rb.Labels = map[string]string{TenantLabel: "other", "team": "x"}
 	g.Expect(syncMarks(rb, tenant)).To(BeTrue())
-	g.Expect(rb.OwnerReferences).To(Equal([]metav1.OwnerReference{other}))
+	want := childLabels(tenant)
+	want["team"] = "x"
+	g.Expect(rb.Labels).To(Equal(want), "the marks come back; anyone else's labels stay")
 	g.Expect(syncMarks(rb, tenant)).To(BeFalse())
 }
 

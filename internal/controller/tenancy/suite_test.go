@@ -9,13 +9,11 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
@@ -30,109 +28,61 @@ import (
 var (
 	k8s        client.Client
 	adminCfg   *rest.Config
-	testEnv    *envtest.Environment
 	mgrWrites  testenv.WriteCounter
 	reconciler *Reconciler
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	suite := newSuite(&mgrWrites, &reconciler, false)
+	os.Exit(suite.Run(m, func(s *testenv.Suite) error {
+		k8s, adminCfg = s.Client, s.Config
+		return nil
+	}))
 }
 
-func run(m *testing.M) int {
-	testenv.SetLogger()
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(tenancyv1.AddToScheme(scheme))
-	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
-	utilruntime.Must(gatewayv1.Install(scheme))
-
-	// The Gateway API CRDs: the allowances policy is tested on HTTPRoutes.
-	gatewayCRDs, err := testenv.GatewayAPICRDs()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+// newSuite is this package's envtest suite: config/admission as shipped (so
+// the tests run under the policies that keep tenant admins from loosening
+// guardrails, enforce Tenants' allowances and put the finalizer on every
+// Tenant as it is created), the Gateway API's CRDs (the allowances are
+// tested on HTTPRoutes), and a manager running the Tenant controller, its
+// writes counted in writes, a handle on its reconciler put in r. beside
+// says the suite starts beside the package's (a test's own API server): the
+// controller's name is taken in this process already.
+func newSuite(writes *testenv.WriteCounter, r **Reconciler, beside bool) *testenv.Suite {
+	ctl := Controller
+	ctl.Setup = func(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
+		extra, err := CompileProtectedPattern(o.TenantProtectedNamespaces)
+		if err != nil {
+			return err
+		}
+		*r = NewReconciler(mgr, o, Protection{ManagerNamespace: o.Namespace, Extra: extra})
+		co := o.ControllerOptions()
+		co.SkipNameValidation = ptr.To(beside)
+		return (*r).setupWith(ctx, mgr, co)
 	}
-	env, cfg, err := testenv.Start(scheme, gatewayCRDs)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	testEnv, adminCfg = env, cfg
-	defer func() { _ = env.Stop() }()
-	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := installAdmissionPolicy(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	managerCfg, err := testenv.AsManager(ctx, cfg, k8s)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	opts := manager.NewOptions()
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.Namespace = testenv.ManagerNamespace
-	opts.TenantProtected = "protected-.*"
-	opts.TenantReverifyInterval = 2 * time.Second
-	ctl := setup.Controller{
-		Name:       Controller.Name,
-		Owned:      Controller.Owned,
-		Transforms: Controller.Transforms,
-		Recognise:  Controller.Recognise, ForeignKeys: Controller.ForeignKeys,
-		Setup: func(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
-			extra, err := CompileProtectedPattern(o.TenantProtectedNamespaces)
-			if err != nil {
-				return err
-			}
-			reconciler = NewReconciler(mgr, o, Protection{ManagerNamespace: o.Namespace, Extra: extra})
-			return reconciler.SetupWithManager(ctx, mgr, o)
+	return &testenv.Suite{
+		AddToScheme: []func(*k8sruntime.Scheme) error{tenancyv1.AddToScheme, apiextensionsv1.AddToScheme, gatewayv1.Install},
+		GatewayAPI:  true,
+		Admission:   true,
+		Prepare:     func(ctx context.Context, s *testenv.Suite) error { return waitForFinalizerPolicy(ctx, s.Client) },
+		Options: func(opts *manager.Options) {
+			opts.TenantProtected = "protected-.*"
+			opts.TenantReverifyInterval = 2 * time.Second
 		},
+		Controllers: []setup.Controller{ctl},
+		Wrap:        writes.Wrap,
 	}
-	mgr, err := manager.New(ctx, mgrWrites.Wrap(managerCfg), scheme, opts, []setup.Controller{ctl})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	stopManager, err := testenv.RunManager(mgr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	if err := stopManager(); err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-		return 1
-	}
-	return code
-}
-
-// installAdmissionPolicy installs config/admission as shipped, so the suite
-// runs under the policies that keep tenant admins from loosening guardrails,
-// enforce Tenants' allowances and put the finalizer on every Tenant as it is
-// created.
-func installAdmissionPolicy(ctx context.Context) error {
-	if err := testenv.InstallAdmission(ctx, k8s); err != nil {
-		return err
-	}
-	return waitForFinalizerPolicy(ctx)
 }
 
 // waitForFinalizerPolicy waits until a Tenant is created with its finalizer
 // (a dry run): the API server loads a policy within a second, and, for up
 // to 5 s after a CRD is installed, answers the creates a mutating policy
 // matches with 503 until it has the CRD's schema.
-func waitForFinalizerPolicy(ctx context.Context) error {
+func waitForFinalizerPolicy(ctx context.Context, c client.Client) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		probe := newTenant("probe", "probe-", "a")
-		err := k8s.Create(ctx, probe, client.DryRunAll)
+		err := c.Create(ctx, probe, client.DryRunAll)
 		if err == nil && slices.Contains(probe.Finalizers, Finalizer) {
 			return nil
 		}

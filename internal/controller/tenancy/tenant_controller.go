@@ -9,9 +9,9 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -27,7 +28,6 @@ import (
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
-	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
@@ -51,7 +51,8 @@ const (
 	tenantUIDIndex = "metadata.uid"
 
 	// maxParallelRequests bounds the API requests one Tenant's reconcile has
-	// in flight: its namespaces and their children are written in parallel.
+	// in flight: the writes of a round run side by side (runRound), each
+	// sending one request at a time.
 	maxParallelRequests = 8
 )
 
@@ -132,6 +133,10 @@ func NewReconciler(mgr ctrl.Manager, opts setup.Options, protection Protection) 
 // keeps. Those carry the tenant label instead of an owner reference and are
 // mapped back by it.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
+	return r.setupWith(ctx, mgr, opts.ControllerOptions())
+}
+
+func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Namespace{}, namespaceTenantIndex, func(o client.Object) []string {
 		if t := o.GetLabels()[TenantLabel]; t != "" {
 			return []string{t}
@@ -161,7 +166,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	// namespace, whose isolation they may undo.
 	b = b.Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(networkPolicyToTenant(mgr.GetClient())),
 		builder.WithPredicates(networkPolicyChanged))
-	return b.WithOptions(opts.ControllerOptions()).Complete(r)
+	return b.WithOptions(opts).Complete(r)
 }
 
 // namespaceChanged passes namespace events that can matter: creation and
@@ -192,72 +197,14 @@ func childToTenant(_ context.Context, o client.Object) []reconcile.Request {
 	return reqs
 }
 
-// scope is one reconcile of one Tenant.
-type scope struct {
-	t   *tenancyv1.Tenant
-	obs *observation
-	// sem bounds the requests in flight (maxParallelRequests).
-	sem chan struct{}
-	// wasReady are the namespaces the last status reported Ready: they exist,
-	// so a cache miss on one of them means the cache is behind.
-	wasReady map[string]bool
-	// settled says the last status was written for this generation: every
-	// child it asked for was in place.
-	settled bool
-}
-
-func (r *Reconciler) newScope(t *tenancyv1.Tenant) *scope {
-	s := &scope{
-		t:        t,
-		obs:      newObservation(namespaceNames(t)),
-		sem:      make(chan struct{}, maxParallelRequests),
-		wasReady: map[string]bool{},
-		settled:  t.Status.ObservedGeneration == t.Generation,
-	}
-	for _, ns := range t.Status.Namespaces {
-		if ns.State == tenancyv1.NamespaceReady {
-			s.wasReady[ns.Name] = true
-		}
-	}
-	return s
-}
-
-// do runs f while holding one of the scope's request slots.
-func (s *scope) do(f func() error) error {
-	s.sem <- struct{}{}
-	defer func() { <-s.sem }()
-	return f()
-}
-
-// group runs functions concurrently and joins their errors.
-type group struct {
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	errs []error
-}
-
-func (g *group) Go(f func() error) {
-	g.wg.Go(func() {
-		if err := f(); err != nil {
-			g.mu.Lock()
-			g.errs = append(g.errs, err)
-			g.mu.Unlock()
-		}
-	})
-}
-
-func (g *group) Wait() error {
-	g.wg.Wait()
-	return errors.Join(g.errs...)
-}
-
 // Reconcile brings one Tenant's namespaces, bindings and guardrails to the
-// desired state.
+// desired state: the Tenant read, its deletion or its finalizer, the steps
+// below in order, then the status computed from what they found.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &tenancyv1.Tenant{}
-	found, err := r.status.Get(ctx, req.NamespacedName, t)
-	if err != nil || !found {
-		if !found {
+	exists, err := r.status.Get(ctx, req.NamespacedName, t)
+	if err != nil || !exists {
+		if !exists {
 			forgetMetrics(req.Name)
 		}
 		return ctrl.Result{}, err
@@ -272,15 +219,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	s := r.newScope(t)
-	err = r.reconcileAll(ctx, s)
-	switch {
-	case apierr.Classify(err) == apierr.Conflict:
+	err = r.runSteps(ctx, s)
+	if err == nil && s.raced != nil {
 		// Someone wrote a child since our cache saw it: try again at once,
 		// without telling the world about it.
-		return ctrl.Result{}, err
-	case err != nil:
-		s.obs.failed = err
+		return ctrl.Result{}, s.raced
 	}
+	s.obs.failed = err
 	next := computeStatus(t, s.obs)
 	recordMetrics(t, next)
 	if _, perr := r.status.Patch(ctx, t, next); perr != nil {
@@ -300,15 +245,116 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// reconcileAll runs the sub-reconcilers in order; the first error stops them.
-func (r *Reconciler) reconcileAll(ctx context.Context, s *scope) error {
+// runSteps runs the sub-reconcilers in order: the namespaces
+// (tenant_namespaces.go); what each holds, the per-tenant ClusterRole and
+// the release of the namespaces the spec dropped (tenant_children.go,
+// tenant_release.go); the ServiceAccount subjects (tenant_subjects.go). The
+// first error, or a write that lost a race, stops them.
+func (r *Reconciler) runSteps(ctx context.Context, s *scope) error {
 	for _, step := range []func(context.Context, *scope) error{
-		r.reconcileTenant,
+		r.reconcileNamespaces,
+		r.reconcileContents,
 		r.checkSubjects,
 	} {
-		if err := step(ctx, s); err != nil {
+		if err := step(ctx, s); err != nil || s.raced != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// scope is one reconcile of one Tenant. The writes of a round only read it:
+// what they found comes back as values (found), which the round records
+// here in order, on the reconcile's own goroutine.
+type scope struct {
+	t   *tenancyv1.Tenant
+	obs *observation
+	// raced is the first write that lost a race: someone wrote the object
+	// since the cache saw it (409 Conflict). The steps stop, and the
+	// reconcile is retried at once without a status.
+	raced error
+	// wasReady are the namespaces the last status reported Ready: they exist,
+	// so a cache miss on one of them means the cache is behind.
+	wasReady map[string]bool
+	// settled says the last status was written for this generation: every
+	// child it asked for was in place.
+	settled bool
+}
+
+func (r *Reconciler) newScope(t *tenancyv1.Tenant) *scope {
+	s := &scope{
+		t:        t,
+		obs:      newObservation(namespaceNames(t)),
+		wasReady: map[string]bool{},
+		settled:  t.Status.ObservedGeneration == t.Generation,
+	}
+	for _, ns := range t.Status.Namespaces {
+		if ns.State == tenancyv1.NamespaceReady {
+			s.wasReady[ns.Name] = true
+		}
+	}
+	return s
+}
+
+// A write is one task of a round: it keeps one object, or a short chain of
+// objects that must be written in order (a ClusterRole, then its binding),
+// one request at a time. Its error is a failure; what it found that is none
+// (a name someone else holds, an object the API server refused, a race
+// lost) it reports as a found.
+type write func(context.Context) (found, error)
+
+// found is what one write found, classified where it happened. The zero
+// value is "done, nothing to report".
+type found struct {
+	// namespace is where the write was; "" for the cluster-wide RBAC objects.
+	namespace string
+	// state and message: the namespace's own state, found by the write of
+	// the namespace itself.
+	state   tenancyv1.NamespaceState
+	message string
+	// conflict: an object someone else holds under the name Trellis gives
+	// it; it is left untouched.
+	conflict string
+	// refused: objects the API server refused to store as Trellis wrote them.
+	refused []string
+	// raced: a 409 Conflict, retried at once (scope.raced).
+	raced error
+	// quota is the tenant's quota in the namespace, its usage to be summed.
+	quota *corev1.ResourceQuota
+}
+
+// then adds what a later write of the same chain found.
+func (f found) then(next found) found {
+	if f.conflict == "" {
+		f.conflict = next.conflict
+	}
+	f.refused = append(f.refused, next.refused...)
+	if f.raced == nil {
+		f.raced = next.raced
+	}
+	return f
+}
+
+// runRound runs writes side by side, at most maxParallelRequests at a time,
+// then records what each found in the order given, so the status does not
+// depend on which answer came first; a write that failed records what the
+// others found all the same. It returns the first error.
+func (s *scope) runRound(ctx context.Context, writes []write) error {
+	results := make([]found, len(writes))
+	var g errgroup.Group
+	g.SetLimit(maxParallelRequests)
+	for i, w := range writes {
+		g.Go(func() (err error) {
+			results[i], err = w(ctx)
+			return err
+		})
+	}
+	err := g.Wait()
+	for _, f := range results {
+		s.obs.record(f, s.t.Spec.Quota.Hard)
+		if s.raced == nil {
+			s.raced = f.raced
+		}
+	}
+	return err
 }

@@ -67,10 +67,14 @@ func getTenant(g Gomega, name string) *tenancyv1.Tenant {
 	return t
 }
 
-func eventuallyReady(g Gomega, name string) *tenancyv1.Tenant {
-	var t *tenancyv1.Tenant
+func eventuallyReady(g Gomega, name string) *tenancyv1.Tenant { return eventuallyReadyOn(g, k8s, name) }
+
+// eventuallyReadyOn waits until the Tenant is Ready for its generation on
+// the API server c talks to.
+func eventuallyReadyOn(g Gomega, c client.Client, name string) *tenancyv1.Tenant {
+	t := &tenancyv1.Tenant{}
 	g.Eventually(func(g Gomega) {
-		t = getTenant(g, name)
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Name: name}, t)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(t.Status.Conditions, conditions.Ready)).To(BeTrue(), "status: %+v", t.Status)
 		g.Expect(t.Status.ObservedGeneration).To(Equal(t.Generation))
 	}, timeout, interval).Should(Succeed())
@@ -85,6 +89,10 @@ func getNamespace(g Gomega, name string) *corev1.Namespace {
 
 // canI asks the API server whether the group member may do verb on resource.
 func canI(g Gomega, group, verb, res, apiGroup, namespace, name string) bool {
+	return canIOn(g, k8s, group, verb, res, apiGroup, namespace, name)
+}
+
+func canIOn(g Gomega, c client.Client, group, verb, res, apiGroup, namespace, name string) bool {
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User:   "someone",
 		Groups: []string{group},
@@ -92,14 +100,16 @@ func canI(g Gomega, group, verb, res, apiGroup, namespace, name string) bool {
 			Verb: verb, Resource: res, Group: apiGroup, Namespace: namespace, Name: name,
 		},
 	}}
-	g.Expect(k8s.Create(context.Background(), sar)).To(Succeed())
+	g.Expect(c.Create(context.Background(), sar)).To(Succeed())
 	return sar.Status.Allowed
 }
 
 // tenantEventReasons lists the reasons of the Events about a Tenant.
-func tenantEventReasons(g Gomega, name string) []string {
+func tenantEventReasons(g Gomega, name string) []string { return tenantEventReasonsOn(g, k8s, name) }
+
+func tenantEventReasonsOn(g Gomega, c client.Client, name string) []string {
 	events := &corev1.EventList{}
-	g.Expect(k8s.List(context.Background(), events, client.InNamespace("default"))).To(Succeed())
+	g.Expect(c.List(context.Background(), events, client.InNamespace("default"))).To(Succeed())
 	var reasons []string
 	for _, e := range events.Items {
 		if e.InvolvedObject.Kind == "Tenant" && e.InvolvedObject.Name == name {
@@ -371,11 +381,13 @@ func TestUnchangedTenantMakesZeroWrites(t *testing.T) {
 }
 
 // waitForQuiet waits until the manager has written nothing for half a second.
-func waitForQuiet(g Gomega) {
+func waitForQuiet(g Gomega) { waitForQuietOf(g, &mgrWrites) }
+
+func waitForQuietOf(g Gomega, writes *testenv.WriteCounter) {
 	g.Eventually(func() error {
-		before, _ := mgrWrites.Writes()
+		before, _ := writes.Writes()
 		time.Sleep(500 * time.Millisecond)
-		if after, paths := mgrWrites.Writes(); after != before {
+		if after, paths := writes.Writes(); after != before {
 			return fmt.Errorf("still writing: %v", paths[before:])
 		}
 		return nil

@@ -1,4 +1,5 @@
-// Giving namespaces up: a namespace that left the spec, and a Tenant being
+// Giving namespaces up: a namespace that left the spec (a write of the
+// second step, tenant_children.go), and every namespace of a Tenant being
 // deleted (unless its CRD is going away, when nothing is touched).
 
 package tenancy
@@ -20,6 +21,16 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 )
 
+// droppedNamespaces lists our namespaces that left the spec, from the cache.
+func (r *Reconciler) droppedNamespaces(ctx context.Context, t *tenancyv1.Tenant) ([]corev1.Namespace, error) {
+	owned, err := r.ownedNamespaces(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	desired := namespaceNames(t)
+	return slices.DeleteFunc(owned, func(ns corev1.Namespace) bool { return slices.Contains(desired, ns.Name) }), nil
+}
+
 // ownedNamespaces lists the namespaces carrying t's marks, from the cache.
 func (r *Reconciler) ownedNamespaces(ctx context.Context, t *tenancyv1.Tenant) ([]corev1.Namespace, error) {
 	list := &corev1.NamespaceList{}
@@ -33,22 +44,6 @@ func (r *Reconciler) ownedNamespaces(ctx context.Context, t *tenancyv1.Tenant) (
 		}
 	}
 	return owned, nil
-}
-
-// releaseDropped applies the deletion policy to our namespaces that left the spec.
-func (r *Reconciler) releaseDropped(ctx context.Context, s *scope) error {
-	owned, err := r.ownedNamespaces(ctx, s.t)
-	if err != nil {
-		return err
-	}
-	desired := namespaceNames(s.t)
-	var g group
-	for i := range owned {
-		if !slices.Contains(desired, owned[i].Name) {
-			g.Go(func() error { return r.release(ctx, s, &owned[i], s.t.Spec.NamespaceDeletionPolicy) })
-		}
-	}
-	return g.Wait()
 }
 
 // release gives up one of our namespaces. Delete deletes it (only if its UID
@@ -66,42 +61,42 @@ func (r *Reconciler) releaseDropped(ctx context.Context, s *scope) error {
 //
 // A namespace whose name no Tenant may hold is never touched: marks on it
 // were not written by Trellis, and must not make Trellis delete it.
-func (r *Reconciler) release(ctx context.Context, s *scope, ns *corev1.Namespace, policy tenancyv1.NamespaceDeletionPolicy) error {
+func (r *Reconciler) release(ctx context.Context, s *scope, ns *corev1.Namespace, policy tenancyv1.NamespaceDeletionPolicy) (found, error) {
 	t := s.t
+	f := found{namespace: ns.Name}
 	if !ns.DeletionTimestamp.IsZero() {
-		return nil
+		return f, nil
 	}
 	if why := r.protection.Protected(ns.Name); why != "" {
 		log.FromContext(ctx).Info("not releasing a namespace no Tenant may hold, whatever its marks say",
 			"namespace", ns.Name, "why", why)
-		return nil
+		return f, nil
 	}
 	if policy == tenancyv1.NamespaceDelete {
-		err := s.do(func() error { return r.client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}) })
-		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
+		err := r.client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID})
+		switch {
+		case apierrors.IsConflict(err):
+			// Not the namespace we saw any more (its UID differs).
+			f.raced = err
+			return f, nil
+		case client.IgnoreNotFound(err) != nil:
+			return f, fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
 		}
 		namespacesRemoved.WithLabelValues(t.Name).Inc()
 		log.FromContext(ctx).Info("namespace deleted", "namespace", ns.Name, "policy", policy)
 		r.recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceDeleted", "Release", "deleted namespace %s (namespaceDeletionPolicy: Delete)", ns.Name)
-		return nil
+		return f, nil
 	}
 
-	var g group
-	g.Go(func() error {
-		return deleteChild(ctx, r, s, "RoleBinding", ns.Name, adminRoleBindingName, &rbacv1.RoleBinding{})
-	})
-	g.Go(func() error {
-		return deleteChild(ctx, r, s, "RoleBinding", ns.Name, viewerRoleBindingName, &rbacv1.RoleBinding{})
-	})
-	if err := g.Wait(); err != nil {
-		return err
+	for _, binding := range []string{adminRoleBindingName, viewerRoleBindingName} {
+		if err := r.deleteChild(ctx, s, "RoleBinding", ns.Name, binding, &rbacv1.RoleBinding{}); err != nil {
+			return f, err
+		}
 	}
 	before := ns.DeepCopy()
 	if releaseNamespace(ns, t.Name) {
-		err := s.do(func() error { return r.client.Patch(ctx, ns, client.MergeFrom(before)) })
-		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("releasing namespace %s: %w", ns.Name, err)
+		if err := r.client.Patch(ctx, ns, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+			return f, fmt.Errorf("releasing namespace %s: %w", ns.Name, err)
 		}
 	}
 	namespacesRemoved.WithLabelValues(t.Name).Inc()
@@ -109,7 +104,7 @@ func (r *Reconciler) release(ctx context.Context, s *scope, ns *corev1.Namespace
 	r.recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceReleased", "Release",
 		"namespace %s kept with its contents and its restrictions (Pod Security labels, quota, limit range, network policy); "+
 			"the tenant's bindings, labels and marks were removed", ns.Name)
-	return nil
+	return f, nil
 }
 
 // finalize applies the deletion policy to every namespace of a Tenant being
@@ -139,22 +134,26 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1.Tenant) error {
 }
 
 // releaseAll applies the policy to every namespace the Tenant holds and
-// deletes its ClusterRole and ClusterRoleBinding.
+// deletes its ClusterRole and ClusterRoleBinding, in one round. A write
+// that lost a race is an error here: the Tenant keeps its finalizer until
+// the retry succeeds.
 func (r *Reconciler) releaseAll(ctx context.Context, t *tenancyv1.Tenant) error {
 	s := r.newScope(t)
 	owned, err := r.ownedNamespaces(ctx, t)
 	if err != nil {
 		return err
 	}
-	var g group
+	writes := make([]write, 0, len(owned)+2)
 	for i := range owned {
-		g.Go(func() error { return r.release(ctx, s, &owned[i], t.Spec.NamespaceDeletionPolicy) })
+		writes = append(writes, func(ctx context.Context) (found, error) {
+			return r.release(ctx, s, &owned[i], t.Spec.NamespaceDeletionPolicy)
+		})
 	}
-	g.Go(func() error {
-		return deleteChild(ctx, r, s, "ClusterRoleBinding", "", tenantRoleName(t), &rbacv1.ClusterRoleBinding{})
-	})
-	g.Go(func() error {
-		return deleteChild(ctx, r, s, "ClusterRole", "", tenantRoleName(t), &rbacv1.ClusterRole{})
-	})
-	return g.Wait()
+	writes = append(writes,
+		r.removeChild(s, "ClusterRoleBinding", "", tenantRoleName(t), &rbacv1.ClusterRoleBinding{}),
+		r.removeChild(s, "ClusterRole", "", tenantRoleName(t), &rbacv1.ClusterRole{}))
+	if err := s.runRound(ctx, writes); err != nil {
+		return err
+	}
+	return s.raced
 }

@@ -3,10 +3,8 @@ package tenancy
 import (
 	"fmt"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
@@ -39,10 +37,10 @@ const (
 	ReasonSubjectNamespaceMissing = "ServiceAccountNamespaceMissing"
 )
 
-// observation is what one reconcile found. Namespaces are reconciled in
-// parallel, so it is shared behind a lock.
+// observation is what one reconcile found, recorded by its own goroutine:
+// the writes of a round report what they found (found), and the round
+// records it here in order (record).
 type observation struct {
-	mu sync.Mutex
 	// namespaces is the state of every namespace of the spec, in spec order.
 	namespaces   []tenancyv1.TenantNamespaceStatus
 	rbacConflict string
@@ -72,8 +70,6 @@ func newObservation(names []string) *observation {
 }
 
 func (o *observation) set(name string, state tenancyv1.NamespaceState, message string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	for i := range o.namespaces {
 		if o.namespaces[i].Name == name {
 			o.namespaces[i].State, o.namespaces[i].Message = state, message
@@ -86,8 +82,6 @@ func (o *observation) set(name string, state tenancyv1.NamespaceState, message s
 // conflict marks a namespace as blocked by an object someone else holds;
 // the first conflict found in a namespace is the one reported.
 func (o *observation) conflict(name, message string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	for i := range o.namespaces {
 		if o.namespaces[i].Name == name && o.namespaces[i].State != tenancyv1.NamespaceConflict {
 			o.namespaces[i].State, o.namespaces[i].Message = tenancyv1.NamespaceConflict, message
@@ -99,26 +93,48 @@ func (o *observation) conflict(name, message string) {
 // isolation. The namespace is reported as a Conflict (unless another
 // conflict was found there) when the status is computed.
 func (o *observation) undoIsolation(namespace string, policies []string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.undone == nil {
 		o.undone = map[string][]string{}
 	}
 	o.undone[namespace] = policies
 }
 
-func (o *observation) refuse(message string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.refused = append(o.refused, message)
+// record adds what one write found: a namespace's state, the first
+// conflict in a namespace (or among the cluster-wide objects), the objects
+// the API server refused, and the usage of a quota of the tenant (hard,
+// the spec's limits).
+func (o *observation) record(f found, hard corev1.ResourceList) {
+	if f.state != "" {
+		o.set(f.namespace, f.state, f.message)
+	}
+	switch {
+	case f.conflict == "":
+	case f.namespace != "":
+		o.conflict(f.namespace, f.conflict)
+	case o.rbacConflict == "":
+		o.rbacConflict = f.conflict
+	}
+	o.refused = append(o.refused, f.refused...)
+	if f.quota != nil {
+		o.addQuota(hard, f.quota.Status.Used)
+	}
+}
+
+// ready lists the namespaces found Ready, in spec order.
+func (o *observation) ready() []string {
+	var names []string
+	for _, ns := range o.namespaces {
+		if ns.State == tenancyv1.NamespaceReady {
+			names = append(names, ns.Name)
+		}
+	}
+	return names
 }
 
 // addQuota adds one namespace's quota to the tenant's sums: its limits, and
 // its usage of each limited resource (nothing counted yet counts as zero, so
 // the quota controller's first, all-zero count changes nothing).
 func (o *observation) addQuota(hard, used corev1.ResourceList) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.quotaHard == nil {
 		o.quotaHard, o.quotaUsed = corev1.ResourceList{}, corev1.ResourceList{}
 	}
@@ -137,8 +153,6 @@ func (o *observation) addQuota(hard, used corev1.ResourceList) {
 // blocked reports whether a person must act (conflicts, protected names,
 // refused guardrails).
 func (o *observation) blocked() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	for _, ns := range o.namespaces {
 		if ns.State == tenancyv1.NamespaceConflict || ns.State == tenancyv1.NamespaceProtected {
 			return true
@@ -149,8 +163,6 @@ func (o *observation) blocked() bool {
 
 // computeStatus derives the whole status from what was observed.
 func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus {
-	obs.mu.Lock()
-	defer obs.mu.Unlock()
 	st := *t.Status.DeepCopy()
 	gen := t.Generation
 	st.ObservedGeneration = gen
@@ -161,7 +173,6 @@ func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus
 		}
 	}
 	st.Quota = tenancyv1.TenantQuotaStatus{Hard: obs.quotaHard, Used: obs.quotaUsed}
-	meta.RemoveStatusCondition(&st.Conditions, "Degraded") // written by earlier versions
 	switch {
 	case obs.subjectsChecked && len(obs.missingSubjects) > 0:
 		conditions.Set(&st.Conditions, gen, ConditionSubjectsFound, false, ReasonSubjectNamespaceMissing,

@@ -179,12 +179,10 @@ func TestComputeStatusKeepsTransitionTimeUnlessStatusFlips(t *testing.T) {
 	tenant.Generation = 4
 	tenant.Status.Conditions = []metav1.Condition{
 		{Type: conditions.Ready, Status: metav1.ConditionTrue, ObservedGeneration: 3, LastTransitionTime: statusLongAgo, Reason: ReasonReady, Message: "old"},
-		{Type: "Degraded", Status: metav1.ConditionFalse, ObservedGeneration: 3, LastTransitionTime: statusLongAgo, Reason: "AsExpected"},
 	}
 
 	same := computeStatus(tenant, &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceReady, "")}})
 	g.Expect(conditions.Get(same.Conditions, conditions.Ready).LastTransitionTime).To(Equal(statusLongAgo))
-	g.Expect(conditions.Get(same.Conditions, "Degraded")).To(BeNil(), "the condition earlier versions wrote is dropped")
 	g.Expect(conditions.Get(same.Conditions, conditions.Ready).ObservedGeneration).To(Equal(int64(4)))
 
 	before := time.Now().Add(-time.Second)

@@ -48,19 +48,18 @@ func TestAnUnsureCacheIsAnErrorNotAConflict(t *testing.T) {
 	}
 	cases := map[string]struct {
 		existing client.Object
-		run      func(context.Context, *Reconciler, *scope) error
+		run      func(context.Context, *Reconciler, *scope) (found, error)
 	}{
 		"a namespace marked with another Tenant's UID": {
 			existing: marked,
-			run: func(ctx context.Context, r *Reconciler, s *scope) error {
-				_, err := r.reconcileNamespace(ctx, s, "acme-a")
-				return err
+			run: func(ctx context.Context, r *Reconciler, s *scope) (found, error) {
+				return r.reconcileNamespace(ctx, s, "acme-a")
 			},
 		},
 		"a ClusterRole labelled for another Tenant": {
 			existing: role,
-			run: func(ctx context.Context, r *Reconciler, s *scope) error {
-				return ensureChild(ctx, r, s, "", "ClusterRole", &rbacv1.ClusterRole{}, desiredTenantRole(tenant, nil), syncClusterRole, true)
+			run: func(ctx context.Context, r *Reconciler, s *scope) (found, error) {
+				return ensureChild(ctx, r, s, "ClusterRole", &rbacv1.ClusterRole{}, desiredTenantRole(tenant, nil), syncClusterRole, true)
 			},
 		},
 	}
@@ -72,13 +71,13 @@ func TestAnUnsureCacheIsAnErrorNotAConflict(t *testing.T) {
 			r := &Reconciler{client: c, children: children.Clients{Cached: c, Uncached: c}}
 			s := r.newScope(tenant)
 
-			err := tc.run(context.Background(), r, s)
+			f, err := tc.run(context.Background(), r, s)
 
 			g.Expect(err).To(MatchError(errCacheDown), "returned, to be retried")
 			g.Expect(children.IsNotOwned(err)).To(BeFalse())
-			g.Expect(s.obs.namespaces[0].State).NotTo(Equal(tenancyv1.NamespaceConflict))
-			g.Expect(s.obs.rbacConflict).To(BeEmpty())
-			g.Expect(s.obs.blocked()).To(BeFalse(), "nothing a person is asked to fix")
+			g.Expect(f.state).NotTo(Equal(tenancyv1.NamespaceConflict), "nothing a person is asked to fix")
+			g.Expect(f.conflict).To(BeEmpty())
+			g.Expect(f.refused).To(BeEmpty())
 			live := tc.existing.DeepCopyObject().(client.Object)
 			g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(tc.existing), live)).To(Succeed())
 			g.Expect(live.GetLabels()).To(Equal(tc.existing.GetLabels()), "not taken, left as it was")

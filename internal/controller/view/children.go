@@ -10,8 +10,15 @@ import (
 // DesiredChildren returns, as plain objects, the ConfigMap, Deployment and
 // Service Trellis writes for mv when it is created with viewerImage as the
 // manager's --viewer-image: the same labels, annotations, pod template and
-// data, without the owner references (they name mv). For doing the same
-// work without Trellis: the bench's floor creates these.
+// data, without the owner references (they name mv).
+//
+// It is exported for one caller, the bench's floor (test/bench), which
+// creates exactly these objects without Trellis to measure Trellis against
+// the same work. It is the controller's own builders behind one function,
+// so the floor cannot drift from what the controller writes: a copy in the
+// bench would, and moving the builders to a package of their own would
+// export a dozen functions the controller alone needs. Being under
+// internal/, it is visible to this module only.
 func DesiredChildren(mv *viewv1.MarkdownView, viewerImage string) (*corev1.ConfigMap, *appsv1.Deployment, *corev1.Service, error) {
 	data, binaryData := desiredContent(mv)
 	cm := desiredConfigMap(mv, data, binaryData, contentHash(data, binaryData))

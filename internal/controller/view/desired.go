@@ -117,7 +117,7 @@ func desiredConfigMap(mv *viewv1.MarkdownView, data map[string]string, binaryDat
 func desiredDeployment(mv *viewv1.MarkdownView, image string) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	replicas := mv.Spec.Replicas
 	if replicas == 0 {
-		replicas = 1 // the CRD defaults it; objects from older clients may lack it
+		replicas = 1 // the CRD defaults it; a view built in Go (the bench's floor, a test) may lack it
 	}
 	if mv.Spec.ViewerImage != "" { // unset: the manager's --viewer-image
 		image = mv.Spec.ViewerImage

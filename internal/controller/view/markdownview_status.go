@@ -5,7 +5,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
@@ -28,9 +27,6 @@ const (
 	ReasonGatewayAPIUnavailable    = "GatewayAPIUnavailable"
 	ReasonRouteNotAccepted         = "RouteNotAccepted"
 )
-
-// Conditions earlier versions of Trellis wrote; a status written now drops them.
-var retiredConditions = []string{"Progressing", "Degraded"}
 
 // observation is what one reconcile saw of the world.
 type observation struct {
@@ -59,9 +55,6 @@ func computeStatus(mv *viewv1.MarkdownView, obs observation) viewv1.MarkdownView
 	gen := mv.Generation
 	st.ObservedGeneration = gen
 	st.URL = siteURL(mv)
-	for _, t := range retiredConditions {
-		meta.RemoveStatusCondition(&st.Conditions, t)
-	}
 
 	d := obs.deployment
 	st.AvailableReplicas = 0

@@ -238,7 +238,7 @@ func statusCases() []statusCase {
 			},
 		},
 		{
-			name:     "child conflict before any deployment: Degraded wins over Progressing",
+			name:     "child conflict before any deployment: Stalled, not Reconciling",
 			replicas: 1,
 			obs:      observation{blockedReason: ReasonChildConflict, blockedMessage: conflictMessage},
 			want: map[string]wantCondition{

@@ -2,17 +2,14 @@ package view
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,78 +72,27 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 const testViewerImage = "example.com/viewer:test"
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	testenv.SetLogger()
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(viewv1.AddToScheme(scheme))
-	utilruntime.Must(gatewayv1.Install(scheme))
-
-	gatewayCRDs, err := testenv.GatewayAPICRDs()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	env, cfg, err := testenv.Start(scheme, gatewayCRDs)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	adminCfg = cfg
-
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	// config/admission as shipped: who may ask for what in a MarkdownView,
-	// and Tenants' allowances, which bind the manager's writes too.
-	if err := testenv.InstallAdmission(ctx, k8s); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	// The manager runs as its ServiceAccount, bound to exactly the generated
-	// config/rbac/role.yaml: a permission the markers do not grant fails here.
-	managerCfg, err := testenv.AsManager(ctx, cfg, k8s)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	opts := manager.NewOptions()
-	opts.Namespace = testenv.ManagerNamespace
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.ViewerImage = testViewerImage
 	// The manager's own controller, plus a handle on an identical reconciler
 	// (same counted client) so tests can call Reconcile directly.
 	ctl := Controller
-	ctl.Setup = func(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
+	ctl.Setup = func(_ context.Context, mgr ctrl.Manager, o setup.Options) (err error) {
 		if reconciler, err = NewReconciler(mgr, o); err != nil {
 			return err
 		}
 		return reconciler.SetupWithManager(mgr, o)
 	}
-	mgr, err := manager.New(ctx, mvReads.wrap(mgrWrites.Wrap(managerCfg)), scheme, opts, []setup.Controller{ctl})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	suite := &testenv.Suite{
+		AddToScheme: []func(*k8sruntime.Scheme) error{viewv1.AddToScheme, gatewayv1.Install},
+		GatewayAPI:  true,
+		// config/admission as shipped: who may ask for what in a MarkdownView,
+		// and Tenants' allowances, which bind the manager's writes too.
+		Admission:   true,
+		Options:     func(opts *manager.Options) { opts.ViewerImage = testViewerImage },
+		Controllers: []setup.Controller{ctl},
+		Wrap:        func(cfg *rest.Config) *rest.Config { return mvReads.wrap(mgrWrites.Wrap(cfg)) },
 	}
-	stopManager, err := testenv.RunManager(mgr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
-	code := m.Run()
-	if err := stopManager(); err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-		return 1
-	}
-	return code
+	os.Exit(suite.Run(m, func(s *testenv.Suite) error {
+		k8s, adminCfg = s.Client, s.Config
+		return nil
+	}))
 }

@@ -25,7 +25,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trellis-dev/trellis/internal/viewer/benchsite"
+	"github.com/trellis-dev/trellis/test/bench/benchsite"
 )
 
 type config struct {

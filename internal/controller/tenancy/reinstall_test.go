@@ -22,25 +22,35 @@ import (
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
-// TestReinstallIsANoOp is in the last file of the package because it
-// deletes the Tenant CRD (as an uninstall, or an upgrade by reinstall,
-// does) and installs it again. Nothing may be removed when the CRD goes
-// away, whatever the deletion policy; the same Tenant applied again finds its
-// namespaces, bindings and guardrails where they were, and takes them back
-// by rewriting one annotation per namespace: no object is created, deleted
-// or re-created.
+// TestReinstallIsANoOp deletes the Tenant CRD (as an uninstall, or an
+// upgrade by reinstall, does) and installs it again. Nothing may be removed
+// when the CRD goes away, whatever the deletion policy; the same Tenant
+// applied again finds its namespaces, bindings and guardrails where they
+// were, and takes them back by rewriting one annotation per namespace: no
+// object is created, deleted or re-created.
+//
+// Deleting the CRD deletes every Tenant of the API server, and a test
+// creating Tenants meanwhile would fail: so the test runs on an API server
+// and manager of its own, set up as the package's, and may run in any order.
 func TestReinstallIsANoOp(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
+	var writes testenv.WriteCounter
+	var own *Reconciler
+	suite := newSuite(&writes, &own, true)
+	g.Expect(suite.Start(ctx)).To(Succeed())
+	t.Cleanup(func() { g.Expect(suite.Stop()).To(Succeed()) })
+	c := suite.Client
+
 	spec := func() *tenancyv1.Tenant {
 		t := newGuardedTenant("crd", "crd-", "data", "web")
 		t.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete // even so
 		t.Spec.Viewers = []tenancyv1.Subject{subjectGroup("auditors")}
 		return t
 	}
-	g.Expect(k8s.Create(ctx, spec())).To(Succeed())
-	before := eventuallyReady(g, "crd")
-	g.Expect(k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "crd-data", Name: "precious"}})).To(Succeed())
+	g.Expect(c.Create(ctx, spec())).To(Succeed())
+	before := eventuallyReadyOn(g, c, "crd")
+	g.Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "crd-data", Name: "precious"}})).To(Succeed())
 
 	kept := []client.Object{
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "trellis:tenant:crd"}},
@@ -58,61 +68,65 @@ func TestReinstallIsANoOp(t *testing.T) {
 	}
 	uids := map[string]types.UID{}
 	for _, obj := range kept {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 		uids[key(obj)] = obj.GetUID()
 	}
 	expectAllKept := func(g Gomega) {
 		for _, obj := range kept {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed(), key(obj))
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed(), key(obj))
 			g.Expect(obj.GetUID()).To(Equal(uids[key(obj)]), "%s was re-created", key(obj))
 			g.Expect(obj.GetDeletionTimestamp()).To(BeNil(), key(obj))
 			g.Expect(obj.GetLabels()).To(HaveKeyWithValue(TenantLabel, "crd"), key(obj))
 		}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "crd-data", Name: "precious"}, &corev1.ConfigMap{})).To(Succeed())
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "crd-data", Name: "precious"}, &corev1.ConfigMap{})).To(Succeed())
+	}
+	uidOf := func(g Gomega, ns string) string {
+		live := &corev1.Namespace{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: ns}, live)).To(Succeed())
+		return live.Annotations[TenantUIDAnnotation]
 	}
 
 	// Uninstall: the CRD goes, and with it the Tenant.
 	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: tenantCRDName}}
-	g.Expect(k8s.Delete(ctx, crd)).To(Succeed())
+	g.Expect(c.Delete(ctx, crd)).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: tenantCRDName}, &apiextensionsv1.CustomResourceDefinition{}))
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: tenantCRDName}, &apiextensionsv1.CustomResourceDefinition{}))
 	}, 60*time.Second, interval).Should(BeTrue(), "the CRD is gone once the controller let its Tenants go")
 	expectAllKept(g)
-	g.Expect(getNamespace(g, "crd-data").Annotations).To(HaveKeyWithValue(TenantUIDAnnotation, string(before.UID)))
+	g.Expect(uidOf(g, "crd-data")).To(Equal(string(before.UID)))
 	// The team keeps its rights while Trellis is away.
-	g.Expect(canI(g, "crd-admins", "get", "namespaces", "", "", "crd-web")).To(BeTrue())
+	g.Expect(canIOn(g, c, "crd-admins", "get", "namespaces", "", "", "crd-web")).To(BeTrue())
 
 	// Reinstall, and apply the same Tenant again.
-	_, err := envtest.InstallCRDs(adminCfg, envtest.CRDInstallOptions{
+	_, err := envtest.InstallCRDs(suite.Config, envtest.CRDInstallOptions{
 		Paths: []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases", "tenancy.trellis.dev_tenants.yaml")},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	waitForQuiet(g)
-	mgrWrites.Reset()
-	g.Eventually(func() error { return k8s.Create(ctx, spec()) }, 60*time.Second, interval).Should(Succeed())
-	after := eventuallyReady(g, "crd")
+	waitForQuietOf(g, &writes)
+	writes.Reset()
+	g.Eventually(func() error { return c.Create(ctx, spec()) }, 60*time.Second, interval).Should(Succeed())
+	after := eventuallyReadyOn(g, c, "crd")
 	g.Expect(after.UID).NotTo(Equal(before.UID))
-	waitForQuiet(g)
+	waitForQuietOf(g, &writes)
 
 	expectAllKept(g)
 	for _, ns := range []string{"crd-data", "crd-web"} {
-		g.Expect(getNamespace(g, ns).Annotations).To(HaveKeyWithValue(TenantUIDAnnotation, string(after.UID)))
+		g.Expect(uidOf(g, ns)).To(Equal(string(after.UID)))
 	}
-	_, paths := mgrWrites.Writes()
-	var writes []string
+	_, paths := writes.Writes()
+	var mine []string
 	for _, p := range paths {
-		if strings.Contains(p, "crd") && !strings.Contains(p, "/events") {
-			writes = append(writes, shortWrite(p))
+		if !strings.Contains(p, "/events") {
+			mine = append(mine, shortWrite(p))
 		}
 	}
-	g.Expect(writes).To(ConsistOf(
+	g.Expect(mine).To(ConsistOf(
 		"PATCH /api/v1/namespaces/crd-data", "PATCH /api/v1/namespaces/crd-web", // the UID annotation
 		"PATCH tenants/crd/status",
 	), "all writes: %v", paths)
 	g.Eventually(func(g Gomega) {
-		g.Expect(tenantEventReasons(g, "crd")).To(ContainElement("NamespaceReclaimed"))
+		g.Expect(tenantEventReasonsOn(g, c, "crd")).To(ContainElement("NamespaceReclaimed"))
 	}, timeout, interval).Should(Succeed())
-	deleteTenant(g, "crd")
 }
 
 func key(obj client.Object) string {

@@ -1,0 +1,156 @@
+// The first step of a Tenant's reconcile: its namespaces, whose they are,
+// and their labels and annotations.
+
+package tenancy
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+	"github.com/trellis-dev/trellis/internal/controller/apierr"
+	"github.com/trellis-dev/trellis/internal/controller/children"
+)
+
+// reconcileNamespaces creates or takes every namespace of the spec, all in
+// one round, and records each one's state: the next step fills those that
+// are the tenant's and ready.
+func (r *Reconciler) reconcileNamespaces(ctx context.Context, s *scope) error {
+	names := namespaceNames(s.t)
+	writes := make([]write, 0, len(names))
+	for _, name := range names {
+		writes = append(writes, func(ctx context.Context) (found, error) { return r.reconcileNamespace(ctx, s, name) })
+	}
+	return s.runRound(ctx, writes)
+}
+
+// reconcileNamespace creates or takes one namespace of the spec, keeps its
+// labels and annotations, and finds its state: Ready when it is the
+// tenant's and ready to hold what the tenant puts there. It never touches a
+// namespace that is not the Tenant's.
+func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name string) (found, error) {
+	t := s.t
+	f := found{namespace: name}
+	if why := r.protection.Protected(name); why != "" {
+		f.state, f.message = tenancyv1.NamespaceProtected, "refused: "+why
+		return f, nil
+	}
+	live := &corev1.Namespace{}
+	claim := claimForeign
+	outcome, err := children.CreateOrSync(ctx, r.children, children.Child[*corev1.Namespace]{
+		Kind: "Namespace", Live: live, Desired: desiredNamespace(t, name),
+		Owns: func(ns *corev1.Namespace) (bool, error) {
+			var err error
+			claim, err = r.claim(ctx, ns, t)
+			return claim != claimForeign, err
+		},
+		Sync: func(ns *corev1.Namespace) bool {
+			return ns.DeletionTimestamp.IsZero() && syncNamespace(ns, t)
+		},
+		ExpectExists: s.wasReady[name],
+	})
+	switch {
+	case children.IsNotOwned(err):
+		msg, err := r.conflictMessage(ctx, live)
+		if err != nil {
+			return f, err
+		}
+		f.state, f.message = tenancyv1.NamespaceConflict, msg
+		return f, nil
+	case apierr.Classify(err) == apierr.Conflict:
+		f.raced = err
+		return f, nil
+	case err != nil:
+		return f, err
+	case !live.DeletionTimestamp.IsZero():
+		f.state, f.message = tenancyv1.NamespaceTerminating, "being deleted; it will be created again once it is gone"
+		return f, nil
+	}
+	logger := log.FromContext(ctx)
+	switch {
+	case outcome == children.Created:
+		namespacesAdded.WithLabelValues(t.Name).Inc()
+		logger.Info("namespace created", "namespace", name)
+	case claim == claimReclaim:
+		logger.Info("namespace reclaimed: marked with this Tenant's name by a Tenant that no longer exists", "namespace", name)
+		r.recorder.Eventf(t, live, corev1.EventTypeNormal, "NamespaceReclaimed", "Reconcile",
+			"namespace %s was marked with this Tenant's name by a Tenant that no longer exists; it is this Tenant's again", name)
+	case claim == claimHandOver:
+		logger.Info("namespace handed over by annotation", "namespace", name)
+		r.recorder.Eventf(t, live, corev1.EventTypeNormal, "NamespaceHandedOver", "Reconcile",
+			"namespace %s was handed over to this Tenant with the annotation %s", name, HandOverAnnotation)
+	}
+	f.state = tenancyv1.NamespaceReady
+	return f, nil
+}
+
+// namespaceClaim is why a namespace is (or is not) the Tenant's.
+type namespaceClaim int
+
+const (
+	claimForeign namespaceClaim = iota
+	// claimOurs: marked with this Tenant's UID.
+	claimOurs
+	// claimReclaim: marked with this Tenant's name by a Tenant object that no
+	// longer exists (the Tenant was re-created, e.g. after its CRD was
+	// deleted and installed again).
+	claimReclaim
+	// claimHandOver: a cluster admin annotated it with this Tenant's name,
+	// and no existing Tenant holds it.
+	claimHandOver
+)
+
+// claim decides whose namespace ns is. It never takes a namespace marked by
+// a Tenant that still exists, whatever its labels or annotations say.
+func (r *Reconciler) claim(ctx context.Context, ns *corev1.Namespace, t *tenancyv1.Tenant) (namespaceClaim, error) {
+	if isMarkedBy(ns.Annotations, t) {
+		return claimOurs, nil
+	}
+	held, err := r.holder(ctx, ns.Annotations[TenantUIDAnnotation])
+	switch {
+	case err != nil || held != "":
+		return claimForeign, err
+	case ns.Labels[TenantLabel] == t.Name:
+		return claimReclaim, nil
+	case ns.Annotations[HandOverAnnotation] == t.Name:
+		return claimHandOver, nil
+	}
+	return claimForeign, nil
+}
+
+// holder names the Tenant whose UID this is, if it exists. A cache that
+// cannot answer is an error: a namespace is never taken on a guess, nor
+// reported as someone else's.
+func (r *Reconciler) holder(ctx context.Context, uid string) (string, error) {
+	if uid == "" {
+		return "", nil
+	}
+	list := &tenancyv1.TenantList{}
+	if err := r.client.List(ctx, list, client.MatchingFields{tenantUIDIndex: uid}); err != nil {
+		return "", fmt.Errorf("looking up the Tenant holding a namespace: %w", err)
+	}
+	if len(list.Items) == 0 {
+		return "", nil
+	}
+	return list.Items[0].Name, nil
+}
+
+func (r *Reconciler) conflictMessage(ctx context.Context, ns *corev1.Namespace) (string, error) {
+	other, err := r.holder(ctx, ns.Annotations[TenantUIDAnnotation])
+	if err != nil {
+		return "", err
+	}
+	if other != "" {
+		return fmt.Sprintf("namespace %s belongs to Tenant %q; it is left untouched", ns.Name, other), nil
+	}
+	if from := ns.Labels[ReleasedFromLabel]; from != "" {
+		return fmt.Sprintf("namespace %s was released by Tenant %q; it is left untouched "+
+			"(a cluster admin can hand it over with the annotation %s=<tenant>)", ns.Name, from, HandOverAnnotation), nil
+	}
+	return fmt.Sprintf("namespace %s already exists and was not created by this Tenant; it is left untouched "+
+		"(a cluster admin can hand it over with the annotation %s=<tenant>)", ns.Name, HandOverAnnotation), nil
+}
