@@ -145,6 +145,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}); err != nil {
 		return err
 	}
+	if err := r.status.FollowCache(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
 	toTenant := handler.EnqueueRequestsFromMapFunc(childToTenant)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).

@@ -126,11 +126,11 @@ func run(m *testing.M) int {
 	// The manager's own controller, plus a handle on an identical reconciler
 	// (same counted client) so tests can call Reconcile directly.
 	ctl := Controller
-	ctl.Setup = func(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
+	ctl.Setup = func(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
 		if reconciler, err = NewReconciler(mgr, o); err != nil {
 			return err
 		}
-		return reconciler.SetupWithManager(mgr, o)
+		return reconciler.SetupWithManager(ctx, mgr, o)
 	}
 	mgr, err := manager.New(ctx, mvReads.wrap(mgrWrites.Wrap(managerCfg)), scheme, opts, []setup.Controller{ctl})
 	if err != nil {
