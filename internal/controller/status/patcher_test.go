@@ -7,13 +7,17 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
@@ -33,6 +37,11 @@ type fixture struct {
 	writes   atomic.Int32
 	stale    *tenancyv1.Tenant // when set, Get returns it (a cache that lags)
 	key      types.NamespacedName
+	scheme   *runtime.Scheme
+	// failWrites makes status writes fail; onWrite, when set, is told of
+	// each write before the patcher gets the answer.
+	failWrites bool
+	onWrite    func(*tenancyv1.Tenant)
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -40,7 +49,7 @@ func newFixture(t *testing.T) *fixture {
 	if err := tenancyv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{recorder: events.NewFakeRecorder(10), key: types.NamespacedName{Name: "team"}}
+	f := &fixture{recorder: events.NewFakeRecorder(10), key: types.NamespacedName{Name: "team"}, scheme: scheme}
 	tenant := &tenancyv1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "team", Generation: 1}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tenant).WithStatusSubresource(tenant).
 		WithInterceptorFuncs(interceptor.Funcs{
@@ -52,8 +61,17 @@ func newFixture(t *testing.T) *fixture {
 				return c.Get(ctx, key, obj, opts...)
 			},
 			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				if f.failWrites {
+					return apierrors.NewServiceUnavailable("try again")
+				}
 				f.writes.Add(1)
-				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+				if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil {
+					return err
+				}
+				if f.onWrite != nil {
+					f.onWrite(obj.(*tenancyv1.Tenant).DeepCopy())
+				}
+				return nil
 			},
 		}).Build()
 	f.patcher = NewPatcher(c, f.recorder, func(t *tenancyv1.Tenant) *tenancyv1.TenantStatus { return &t.Status }, rules...)
@@ -125,11 +143,111 @@ func TestGetBuildsOnTheLastWriteWhileTheCacheLags(t *testing.T) {
 	g.Expect(wrote).To(BeFalse(), "an unchanged status must not be sent twice because the cache lags")
 	g.Expect(f.writes.Load()).To(Equal(int32(1)))
 
-	// Once the cache has a newer version, it is trusted again.
+	// Once the cache has a newer version, it is trusted again, and the
+	// write is forgotten.
 	f.stale = nil
-	f.patcher.Forget(f.key)
 	obj = f.get(t)
 	g.Expect(conditions.Get(obj.Status.Conditions, conditions.Reconciling)).NotTo(BeNil())
+	g.Expect(f.patcher.Remembered()).To(BeZero(), "a write the cache has shown is forgotten")
+}
+
+func TestWritesOnWritesTheCacheHasNotShown(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t)
+	ctx := context.Background()
+	first := f.get(t) // the copy the cache keeps serving
+	working := conditions.Summary{Progress: conditions.Working, Reason: "RollingOut", Message: "0 of 1"}
+	ready := conditions.Summary{Progress: conditions.Done, Reason: "Ready", Message: "all there"}
+
+	// Two writes in one reconcile: the second is made on the first's result.
+	obj := first.DeepCopy()
+	_, err := f.patcher.Patch(ctx, obj, withSummary(obj, working))
+	g.Expect(err).NotTo(HaveOccurred())
+	afterFirst := obj.DeepCopy()
+	_, err = f.patcher.Patch(ctx, obj, withSummary(obj, ready))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// Whichever copy from before the second write the cache serves, it
+	// gets the second write's status.
+	for name, cached := range map[string]*tenancyv1.Tenant{"the version read": first, "the first write's": afterFirst} {
+		f.stale = cached
+		got := f.get(t)
+		g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Ready)).To(BeTrue(), name)
+		g.Expect(f.patcher.Remembered()).To(Equal(1), name)
+	}
+
+	// A reconcile on such a copy that writes again keeps them all as before.
+	f.stale = first
+	obj = f.get(t)
+	_, err = f.patcher.Patch(ctx, obj, withSummary(obj, conditions.Summary{Progress: conditions.Done, Reason: "Ready", Message: "all there, again"}))
+	g.Expect(err).NotTo(HaveOccurred())
+	f.stale = afterFirst
+	g.Expect(conditions.Get(f.get(t).Status.Conditions, conditions.Ready).Message).To(Equal("all there, again"))
+
+	f.stale = nil
+	g.Expect(conditions.Get(f.get(t).Status.Conditions, conditions.Ready).Message).To(Equal("all there, again"))
+	g.Expect(f.patcher.Remembered()).To(BeZero())
+}
+
+func TestAFailedWriteIsNotRemembered(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t)
+	ctx := context.Background()
+	obj := f.get(t)
+	f.failWrites = true
+	_, err := f.patcher.Patch(ctx, obj, withSummary(obj, conditions.Summary{Progress: conditions.Done, Reason: "Ready", Message: "all there"}))
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(f.patcher.Remembered()).To(BeZero())
+
+	// After a write that worked, a failed one leaves that one remembered.
+	f.failWrites = false
+	stale := f.get(t)
+	obj = stale.DeepCopy()
+	_, err = f.patcher.Patch(ctx, obj, withSummary(obj, conditions.Summary{Progress: conditions.Done, Reason: "Ready", Message: "first"}))
+	g.Expect(err).NotTo(HaveOccurred())
+	f.failWrites = true
+	_, err = f.patcher.Patch(ctx, obj, withSummary(obj, conditions.Summary{Progress: conditions.Done, Reason: "Ready", Message: "second"}))
+	g.Expect(err).To(HaveOccurred())
+	f.stale = stale
+	g.Expect(conditions.Get(f.get(t).Status.Conditions, conditions.Ready).Message).To(Equal("first"))
+}
+
+func TestFollowCacheForgetsWhatTheCacheShows(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t)
+	inf := &handlerInformer{}
+	g.Expect(f.patcher.FollowCache(ctx, inf)).To(Succeed())
+	ready := conditions.Summary{Progress: conditions.Done, Reason: "Ready", Message: "all there"}
+
+	before := f.get(t)
+	obj := before.DeepCopy()
+	_, err := f.patcher.Patch(ctx, obj, withSummary(obj, ready))
+	g.Expect(err).NotTo(HaveOccurred())
+	inf.Update(before, before) // an event for a version from before the write
+	g.Expect(f.patcher.Remembered()).To(Equal(1))
+	inf.Update(before, obj)
+	g.Expect(f.patcher.Remembered()).To(BeZero(), "the cache shows the write")
+
+	// The watch event may come before the API server's answer is read.
+	f.onWrite = func(written *tenancyv1.Tenant) { inf.Update(obj, written) }
+	_, err = f.patcher.Patch(ctx, obj, withSummary(obj, conditions.Summary{Progress: conditions.Working, Reason: "RollingOut", Message: "0 of 1"}))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.patcher.Remembered()).To(BeZero(), "a write the cache showed while it was being sent")
+	f.onWrite = nil
+
+	// Deleted, told directly or by a final state the informer missed.
+	for name, event := range map[string]any{
+		"delete":      obj,
+		"final state": toolscache.DeletedFinalStateUnknown{Key: "team", Obj: obj},
+	} {
+		_, err = f.patcher.Patch(ctx, obj, withSummary(obj, ready))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(f.patcher.Remembered()).To(Equal(1), name)
+		inf.handler.OnDelete(event)
+		g.Expect(f.patcher.Remembered()).To(BeZero(), name)
+		ready.Message += "!"
+	}
 }
 
 func TestEventRules(t *testing.T) {
@@ -191,3 +309,21 @@ func TestPatchRemembersOnlyTheStatus(t *testing.T) {
 	obj.Status.Conditions[0].Message = "changed"
 	g.Expect(f.patcher.written[f.key].obj.Status.Conditions[0].Message).To(Equal("all there"))
 }
+
+// handlerInformer is the informer FollowCache gets, keeping the handler it
+// adds so that tests can send it events.
+type handlerInformer struct {
+	controllertest.FakeInformer
+	handler toolscache.ResourceEventHandler
+}
+
+func (h *handlerInformer) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	return h, nil
+}
+
+func (h *handlerInformer) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	h.handler = handler
+	return nil, nil
+}
+
+func (h *handlerInformer) Update(before, after client.Object) { h.handler.OnUpdate(before, after) }

@@ -54,6 +54,12 @@ func recordCheck(key types.NamespacedName, result string, healthy bool, took tim
 	healthyGauge.WithLabelValues(key.Namespace, key.Name).Set(v)
 }
 
+// forgetStoreMetrics drops the series of a deleted ObjectStore.
+func forgetStoreMetrics(store string) {
+	storeUp.DeleteLabelValues(store)
+	storeRequests.DeletePartialMatch(prometheus.Labels{"store": store})
+}
+
 func forgetBucketMetrics(key types.NamespacedName) {
 	checksTotal.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "name": key.Name})
 	lastCheck.DeleteLabelValues(key.Namespace, key.Name)

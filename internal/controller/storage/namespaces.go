@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,14 +68,22 @@ func ownBucketName(namespace, bucket string) bool {
 // namespaceLabels reads the labels of namespaces, which the stores'
 // selectors match. Not from the manager's cache: when the tenant controller
 // runs, that holds only namespaces Trellis manages. Each namespace is read at
-// most once per ttl, so a label change takes effect within it.
+// most once per ttl, so a label change takes effect within it. What was read
+// is dropped between one and two ttl later, and at once when the namespace
+// is found gone: what it holds follows the namespaces read lately, not every
+// namespace ever read.
 type namespaceLabels struct {
 	reader client.Reader
 	ttl    time.Duration
 	now    func() time.Time
+	// after calls f once d has passed, in a goroutine of its own
+	// (time.AfterFunc; tests call f themselves).
+	after func(d time.Duration, f func())
 
 	mu   sync.Mutex
 	seen map[string]labelsRead
+	// sweeping: a sweep is due while seen holds anything.
+	sweeping bool
 }
 
 type labelsRead struct {
@@ -86,7 +95,8 @@ type labelsRead struct {
 const namespaceLabelsTTL = 30 * time.Second
 
 func newNamespaceLabels(reader client.Reader) *namespaceLabels {
-	return &namespaceLabels{reader: reader, ttl: namespaceLabelsTTL, now: time.Now, seen: map[string]labelsRead{}}
+	return &namespaceLabels{reader: reader, ttl: namespaceLabelsTTL, now: time.Now, seen: map[string]labelsRead{},
+		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
 }
 
 // Get returns the namespace's labels.
@@ -100,10 +110,39 @@ func (n *namespaceLabels) Get(ctx context.Context, namespace string) (map[string
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	if err := n.reader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			n.mu.Lock()
+			delete(n.seen, namespace)
+			n.mu.Unlock()
+		}
 		return nil, fmt.Errorf("reading the labels of namespace %s: %w", namespace, err)
 	}
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	n.seen[namespace] = labelsRead{labels: ns.Labels, at: n.now()}
-	n.mu.Unlock()
+	if !n.sweeping {
+		n.sweeping = true
+		n.after(n.ttl, n.sweep)
+	}
 	return ns.Labels, nil
+}
+
+// sweep drops the labels read a ttl ago or more, and comes back in a ttl
+// while any are left.
+func (n *namespaceLabels) sweep() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := n.now()
+	for namespace, r := range n.seen {
+		if now.Sub(r.at) >= n.ttl {
+			delete(n.seen, namespace)
+		}
+	}
+	if len(n.seen) == 0 {
+		// A Go map keeps the room it grew to when its keys are deleted.
+		n.seen = map[string]labelsRead{}
+		n.sweeping = false
+		return
+	}
+	n.after(n.ttl, n.sweep)
 }

@@ -148,7 +148,7 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err != nil || !found {
 		if !found {
 			r.stores.Forget(req.Name)
-			storeUp.DeleteLabelValues(req.Name)
+			forgetStoreMetrics(req.Name)
 		}
 		return ctrl.Result{}, err
 	}

@@ -68,9 +68,13 @@ func nextOnPhase(now time.Time, offset, interval, minGap time.Duration) time.Tim
 	return now.Add(jitter.Duration(d, 0.02))
 }
 
-// Forget drops a deleted bucket.
+// Forget drops a deleted bucket. When none is left, the map is replaced: a
+// Go map keeps the room it grew to when its keys are deleted.
 func (s *Schedule) Forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.next, key)
+	if len(s.next) == 0 {
+		s.next = map[types.NamespacedName]time.Time{}
+	}
 }

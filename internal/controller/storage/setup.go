@@ -85,6 +85,23 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
 // SetupWith is Setup with the store clients given (tests point them at a real
 // server with other timeouts).
 func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backends Backends) error {
+	return setupWith(ctx, mgr, opts, backends, &shared{})
+}
+
+// shared is what the three controllers keep in memory across reconciles.
+type shared struct {
+	stores     *Stores
+	namespaces *namespaceLabels
+	schedule   *Schedule
+	patchers   []interface {
+		FollowCache(ctx context.Context, informers status.Informers) error
+		Remembered() int
+	}
+}
+
+// setupWith is SetupWith; sh receives what the controllers share (for the
+// tests, which look at how much it holds).
+func setupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backends Backends, sh *shared) error {
 	for _, ix := range indexes {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, ix.obj, ix.field, ix.value); err != nil {
 			return err
@@ -129,6 +146,14 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 	}
 	if err := accessReconciler.SetupWithManager(mgr, opts); err != nil {
 		return err
+	}
+	sh.stores, sh.namespaces, sh.schedule = stores, namespaces, schedule
+	sh.patchers = append(sh.patchers, storeReconciler.status, bucketReconciler.status, accessReconciler.status)
+	for _, p := range sh.patchers {
+		// Each forgets a status write once the cache shows it.
+		if err := p.FollowCache(ctx, mgr.GetCache()); err != nil {
+			return err
+		}
 	}
 	if opts.BucketEventsAddr != "" && opts.BucketEventsAddr != "0" {
 		if opts.BucketEventsSecret == "" {

@@ -39,10 +39,20 @@ type Stores struct {
 
 	mu      sync.Mutex
 	clients map[string]storeClient
+
 	// policyLocks serialise the read-modify-write of a bucket's policy,
 	// which StorageBuckets (their policy) and BucketAccesses (their grants)
-	// both edit. Only the leader writes, so a lock in memory is enough.
-	policyLocks sync.Map // "<store>/<bucket>" -> *sync.Mutex
+	// both edit. Only the leader writes, so a lock in memory is enough. A
+	// bucket's lock exists while someone holds it or waits for it: the map
+	// holds the edits under way, not every bucket ever edited.
+	locksMu     sync.Mutex
+	policyLocks map[string]*policyLock // "<store>/<bucket>"
+}
+
+// policyLock is one bucket's lock, and how many hold it or wait for it.
+type policyLock struct {
+	sync.Mutex
+	users int
 }
 
 // Backends builds the clients of a store: S3 for the data path, Accounts for
@@ -68,7 +78,7 @@ type storeClient struct {
 // NewStores returns an empty set of clients. Secrets are read with secrets,
 // and only from namespace.
 func NewStores(secrets client.Reader, namespace string, backends Backends) *Stores {
-	return &Stores{secrets: secrets, namespace: namespace, backends: backends, clients: map[string]storeClient{}}
+	return &Stores{secrets: secrets, namespace: namespace, backends: backends, clients: map[string]storeClient{}, policyLocks: map[string]*policyLock{}}
 }
 
 // Refresh reads the store's credentials Secret and returns its client,
@@ -149,12 +159,31 @@ func (s *Stores) get(ctx context.Context, store *storagev1.ObjectStore) (storeCl
 }
 
 // LockPolicy takes the lock of a bucket's policy; the caller calls the
-// returned function to release it.
+// returned function, once, to release it.
+//
+// Each bucket has a lock of its own, counted and dropped when its last user
+// lets go, rather than a fixed set of locks shared by hash: a policy edit
+// waits for its store (seconds, when the store is slow), and a shared lock
+// would make an edit in one store wait for a slow one in another.
 func (s *Stores) LockPolicy(store, bucket string) (unlock func()) {
-	m, _ := s.policyLocks.LoadOrStore(store+"/"+bucket, &sync.Mutex{})
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
+	key := store + "/" + bucket
+	s.locksMu.Lock()
+	l := s.policyLocks[key]
+	if l == nil {
+		l = &policyLock{}
+		s.policyLocks[key] = l
+	}
+	l.users++
+	s.locksMu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		s.locksMu.Lock()
+		defer s.locksMu.Unlock()
+		if l.users--; l.users == 0 {
+			delete(s.policyLocks, key)
+		}
+	}
 }
 
 // Forget drops a deleted store's client.

@@ -38,6 +38,8 @@ var (
 	testS3Config func() s3.Config
 	// adminCfg is the test's own (cluster-admin) connection, for impersonation.
 	adminCfg *rest.Config
+	// mgrShared is what the manager's controllers keep in memory.
+	mgrShared = &shared{}
 )
 
 func TestMain(m *testing.M) {
@@ -45,6 +47,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if testenv.OwnProcess() {
+		return m.Run() // a memory test alone, with no API server beside it
+	}
 	testenv.SetLogger()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -91,7 +96,7 @@ func run(m *testing.M) int {
 	opts.BucketEventsAddr, opts.BucketEventsSecret = eventsAddr, tokenSecret
 	eventsURL = "http://" + eventsAddr + "/bucket-events"
 	ctl := setup.Controller{Name: ControllerName, Setup: func(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
-		return SetupWith(ctx, mgr, o, Backends{
+		return setupWith(ctx, mgr, o, Backends{
 			S3: func(c s3.Config) (s3.Client, error) {
 				c.Timeout = 2 * time.Second
 				return s3.New(c)
@@ -100,7 +105,7 @@ func run(m *testing.M) int {
 				c.Timeout = 2 * time.Second
 				return s3.NewVersitygwAccounts(c, adminEndpoint)
 			},
-		})
+		}, mgrShared)
 	}}
 	mgr, err := manager.New(ctx, mgrWrites.Wrap(managerCfg), scheme, opts, []setup.Controller{ctl})
 	if err != nil {

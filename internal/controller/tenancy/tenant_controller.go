@@ -150,6 +150,9 @@ func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts contr
 	}); err != nil {
 		return err
 	}
+	if err := r.status.FollowCache(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
 	toTenant := handler.EnqueueRequestsFromMapFunc(childToTenant)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).

@@ -63,12 +63,12 @@ var Controller = setup.Controller{
 		{Object: &viewv1.MarkdownView{}, Func: trimMarkdownView},
 		{Object: &corev1.ConfigMap{}, Func: trimConfigMap},
 	},
-	Setup: func(_ context.Context, mgr ctrl.Manager, opts setup.Options) error {
+	Setup: func(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
 		r, err := NewReconciler(mgr, opts)
 		if err != nil {
 			return err
 		}
-		return r.SetupWithManager(mgr, opts)
+		return r.SetupWithManager(ctx, mgr, opts)
 	},
 }
 
@@ -127,11 +127,14 @@ func NewReconciler(mgr ctrl.Manager, opts setup.Options) (*Reconciler, error) {
 // SetupWithManager wires the watches: the MarkdownView itself (spec changes
 // only, so our status writes do not echo back), and its children. HTTPRoutes
 // are watched only where the API server served them at start-up.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
-	return r.setupWith(mgr, opts.ControllerOptions())
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
+	return r.setupWith(ctx, mgr, opts.ControllerOptions())
 }
 
-func (r *Reconciler) setupWith(mgr ctrl.Manager, opts controller.Options) error {
+func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := r.status.FollowCache(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&viewv1.MarkdownView{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -51,14 +51,14 @@ func startViewManager(g Gomega, cfg *rest.Config, scheme *k8sruntime.Scheme, adj
 	opts.Namespace = testenv.ManagerNamespace
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	ctl := Controller
-	ctl.Setup = func(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
+	ctl.Setup = func(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
 		r, err := NewReconciler(mgr, o)
 		if err != nil {
 			return err
 		}
 		co := o.ControllerOptions()
 		co.SkipNameValidation = ptr.To(true) // the suite's manager has one of this name already
-		return r.setupWith(mgr, co)
+		return r.setupWith(ctx, mgr, co)
 	}
 	if adjust != nil {
 		adjust(opts, &ctl)

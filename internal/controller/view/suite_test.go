@@ -75,11 +75,11 @@ func TestMain(m *testing.M) {
 	// The manager's own controller, plus a handle on an identical reconciler
 	// (same counted client) so tests can call Reconcile directly.
 	ctl := Controller
-	ctl.Setup = func(_ context.Context, mgr ctrl.Manager, o setup.Options) (err error) {
+	ctl.Setup = func(ctx context.Context, mgr ctrl.Manager, o setup.Options) (err error) {
 		if reconciler, err = NewReconciler(mgr, o); err != nil {
 			return err
 		}
-		return reconciler.SetupWithManager(mgr, o)
+		return reconciler.SetupWithManager(ctx, mgr, o)
 	}
 	suite := &testenv.Suite{
 		AddToScheme: []func(*k8sruntime.Scheme) error{viewv1.AddToScheme, gatewayv1.Install},

@@ -1,0 +1,413 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/s3"
+	"github.com/trellis-dev/trellis/internal/testenv"
+)
+
+// The memory tests drive each helper the storage controllers share with
+// 10,000 objects, created, used, then deleted, and read the heap after a GC
+// before and after: it must come back to within testenv.HeapSlack. Each runs
+// in a test binary of its own, away from the suite's manager.
+
+const memoryObjects = 10_000
+
+// memoryNames are the names of the objects the memory tests use, built
+// before the first heap figure.
+func memoryNames(prefix string) []string {
+	names := make([]string, memoryObjects)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%05d", prefix, i)
+	}
+	return names
+}
+
+func TestMemoryPolicyLocksFollowEditsUnderWay(t *testing.T) {
+	if !testenv.InOwnProcess(t) {
+		return
+	}
+	const held = 100 // edits under way at once
+	g := NewWithT(t)
+	s := newTestStores(&secretsReader{}, &countingBuilder{})
+	buckets := memoryNames("bucket")
+	unlocks := make([]func(), memoryObjects)
+
+	start := testenv.LiveHeap()
+	for i, bucket := range buckets {
+		unlocks[i] = s.LockPolicy(fmt.Sprintf("store-%d", i%10), bucket)
+		if i >= held {
+			unlocks[i-held]()
+			unlocks[i-held] = nil
+		}
+	}
+	during := s.policyLocksHeld()
+	for i := memoryObjects - held; i < memoryObjects; i++ {
+		unlocks[i]()
+		unlocks[i] = nil
+	}
+	end := testenv.LiveHeap()
+	after := s.policyLocksHeld()
+	runtime.KeepAlive(buckets) // the test's own inputs are in every figure
+	runtime.KeepAlive(unlocks)
+
+	t.Logf("heap: %d KiB at the start, %+d KiB after %d buckets' policies were edited (%d locks left)",
+		start>>10, (end-start)>>10, memoryObjects, after)
+	g.Expect(during).To(Equal(held), "a lock for each edit under way")
+	g.Expect(after).To(BeZero(), "no lock once no edit is under way")
+	g.Expect(end - start).To(BeNumerically("<=", testenv.HeapSlack(start)))
+}
+
+// A bucket's lock stays while anyone waits for it.
+func TestPolicyLockOutlivesItsHolderWhileAWaiterIsLeft(t *testing.T) {
+	g := NewWithT(t)
+	s := newTestStores(&secretsReader{}, &countingBuilder{})
+	unlock := s.LockPolicy("a", "bucket")
+	got := make(chan func())
+	go func() { got <- s.LockPolicy("a", "bucket") }()
+	g.Eventually(func() int {
+		s.locksMu.Lock()
+		defer s.locksMu.Unlock()
+		return s.policyLocks["a/bucket"].users
+	}).Should(Equal(2))
+	unlock()
+	var second func()
+	g.Eventually(got).Should(Receive(&second))
+	g.Expect(s.policyLocksHeld()).To(Equal(1))
+
+	// Taken again while held: the same lock, so this one waits.
+	third := make(chan func())
+	go func() { third <- s.LockPolicy("a", "bucket") }()
+	g.Consistently(third, 100*time.Millisecond).ShouldNot(Receive())
+	second()
+	var last func()
+	g.Eventually(third).Should(Receive(&last))
+	last()
+	g.Expect(s.policyLocksHeld()).To(BeZero())
+}
+
+// namespacesReader serves every namespace with its name label, except those
+// in gone, and counts reads.
+type namespacesReader struct {
+	client.Reader
+	gone  map[string]bool
+	reads int
+}
+
+func (r *namespacesReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	r.reads++
+	if r.gone[key.Name] {
+		return apierrors.NewNotFound(metav1.SchemeGroupVersion.WithResource("namespaces").GroupResource(), key.Name)
+	}
+	obj.SetName(key.Name)
+	obj.SetLabels(map[string]string{"kubernetes.io/metadata.name": key.Name, "team": "storage"})
+	return nil
+}
+
+// sweeps runs what namespaceLabels asked to run later, when the test says.
+type sweeps struct{ due []func() }
+
+func (s *sweeps) after(_ time.Duration, f func()) { s.due = append(s.due, f) }
+
+func (s *sweeps) run() {
+	due := s.due
+	s.due = nil
+	for _, f := range due {
+		f()
+	}
+}
+
+func TestMemoryNamespaceLabelsExpire(t *testing.T) {
+	if !testenv.InOwnProcess(t) {
+		return
+	}
+	g := NewWithT(t)
+	ctx := context.Background()
+	clock := newTestClock()
+	sw := &sweeps{}
+	n := newNamespaceLabels(&namespacesReader{})
+	n.now, n.after = clock.now, sw.after
+	namespaces := memoryNames("team")
+
+	start := testenv.LiveHeap()
+	for _, ns := range namespaces {
+		_, err := n.Get(ctx, ns)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	read := len(n.seen)
+	clock.advance(namespaceLabelsTTL)
+	sw.run()
+	end := testenv.LiveHeap()
+	left, pending := len(n.seen), len(sw.due)
+	runtime.KeepAlive(namespaces) // the test's own inputs are in every figure
+
+	t.Logf("heap: %d KiB at the start, %+d KiB a TTL after %d namespaces were read (%d entries left)",
+		start>>10, (end-start)>>10, memoryObjects, left)
+	g.Expect(read).To(Equal(memoryObjects))
+	g.Expect(left).To(BeZero(), "expired labels are dropped")
+	g.Expect(pending).To(BeZero(), "no sweep is due when nothing is left")
+	g.Expect(end - start).To(BeNumerically("<=", testenv.HeapSlack(start)))
+}
+
+func TestNamespaceLabelsAreDroppedWhenExpiredOrGone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	clock := newTestClock()
+	sw := &sweeps{}
+	reader := &namespacesReader{gone: map[string]bool{}}
+	n := newNamespaceLabels(reader)
+	n.now, n.after = clock.now, sw.after
+
+	_, err := n.Get(ctx, "old")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sw.due).To(HaveLen(1), "a sweep is due once something is kept")
+	clock.advance(namespaceLabelsTTL / 2)
+	_, err = n.Get(ctx, "new")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sw.due).To(HaveLen(1), "one sweep at a time")
+
+	clock.advance(namespaceLabelsTTL / 2)
+	sw.run()
+	g.Expect(n.seen).To(HaveLen(1), "only what has expired")
+	g.Expect(n.seen).To(HaveKey("new"))
+	g.Expect(sw.due).To(HaveLen(1), "another sweep for what is left")
+
+	// A namespace found gone is dropped at once.
+	reader.gone["new"] = true
+	clock.advance(namespaceLabelsTTL / 2) // "new" has expired: it is read again
+	_, err = n.Get(ctx, "new")
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	g.Expect(n.seen).To(BeEmpty())
+	sw.run()
+	g.Expect(sw.due).To(BeEmpty(), "no sweep is due when nothing is left")
+	g.Expect(reader.reads).To(Equal(3))
+}
+
+func TestMemoryScheduleFollowsBuckets(t *testing.T) {
+	if !testenv.InOwnProcess(t) {
+		return
+	}
+	g := NewWithT(t)
+	clock := newTestClock()
+	s := newTestSchedule(clock)
+	names := memoryNames("bucket")
+	keys := make([]types.NamespacedName, memoryObjects)
+	for i, name := range names {
+		keys[i] = types.NamespacedName{Namespace: "team", Name: name}
+	}
+
+	start := testenv.LiveHeap()
+	for i, key := range keys {
+		uid := names[i]
+		s.Wait(key, uid, time.Minute)
+		s.Checked(key, uid, time.Minute)
+	}
+	for _, key := range keys {
+		s.Forget(key)
+	}
+	end := testenv.LiveHeap()
+	left := len(s.next)
+	runtime.KeepAlive(names) // the test's own inputs are in every figure
+	runtime.KeepAlive(keys)
+
+	t.Logf("heap: %d KiB at the start, %+d KiB after %d buckets were scheduled and deleted (%d left)",
+		start>>10, (end-start)>>10, memoryObjects, left)
+	g.Expect(left).To(BeZero())
+	g.Expect(end - start).To(BeNumerically("<=", testenv.HeapSlack(start)))
+}
+
+// TestManagerMemoryFollowsLiveBuckets runs the suite's manager over many
+// StorageBuckets, each with a policy, in a namespace of its own, on a store
+// of their own: created, Healthy, then deleted with the store. What the
+// controllers keep of them beside the cache (status writes, policy locks,
+// namespace labels, check times, the store's request series) must then be
+// gone, and the test process' heap back to within testenv.HeapSlack of
+// where it was, once client-go's Event cache is allowed for (EventBytes).
+// The heap here also holds the test's own client, and the other tests'
+// objects go on being checked, so the counts are what tell; the heap is a
+// check that nothing else grew.
+//
+//	TRELLIS_MEMORY_BUCKETS=300 go test -run TestManagerMemoryFollowsLiveBuckets -v ./internal/controller/storage/
+func TestManagerMemoryFollowsLiveBuckets(t *testing.T) {
+	if testenv.OwnProcess() {
+		t.Skip("needs the suite's API server and manager")
+	}
+	n := 60
+	if v := os.Getenv("TRELLIS_MEMORY_BUCKETS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("TRELLIS_MEMORY_BUCKETS=%q: want a positive number", v)
+		}
+	}
+	g := NewWithT(t)
+	ctx := context.Background()
+	const store = "memory-s3"
+	g.Expect(k8s.Create(ctx, newStore(store, credsSecret))).To(Succeed())
+	bucket := func(ns string) *storagev1.StorageBucket {
+		b := newBucket(ns, "data", store)
+		b.Spec.DeletionPolicy = storagev1.DeletionDelete
+		b.Spec.Policy = `{"Version":"2012-10-17","Statement":[{"Sid":"PublicRead","Effect":"Allow","Principal":"*",` +
+			`"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::` + s3.DeriveBucketName(ns, "data") + `/pub/*"]}]}`
+		return b
+	}
+	mine := map[string]bool{} // the namespaces of this test's buckets
+	round := func(count int) (namespaces []string) {
+		namespaces = make([]string, count)
+		for i := range namespaces {
+			namespaces[i] = newNamespace(t)
+			mine[namespaces[i]] = true
+			g.Expect(k8s.Create(ctx, bucket(namespaces[i]))).To(Succeed())
+		}
+		for _, ns := range namespaces {
+			g.Eventually(func(g Gomega) {
+				c := meta.FindStatusCondition(getBucket(g, ns, "data").Status.Conditions, conditions.Ready)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Reason).To(Equal(ReasonHealthy), "%s: %s", ns, c.Message)
+			}, 4*timeout, poll).Should(Succeed())
+		}
+		// Status writes, once the cache has them (the other tests' objects
+		// are settled: a healthy bucket's check writes nothing).
+		g.Eventually(remembered, timeout, poll).Should(BeZero(), "status writes the cache has shown")
+		for _, ns := range namespaces {
+			g.Expect(k8s.Delete(ctx, &storagev1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"}})).To(Succeed())
+		}
+		for _, ns := range namespaces {
+			deleteBucket(g, ns, "data")
+		}
+		return namespaces
+	}
+
+	round(3) // what is paid once: connections, the store's client, informer buffers
+	start := testenv.LiveHeap()
+	measured := round(n)
+	g.Expect(k8s.Delete(ctx, &storagev1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: store}})).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: store}, &storagev1.ObjectStore{}))
+	}, timeout, poll).Should(BeTrue())
+
+	held := func() map[string]int {
+		return map[string]int{
+			"status writes":    remembered(),
+			"policy locks":     mgrShared.stores.policyLocksIn(store),
+			"namespace labels": mgrShared.namespaces.countIn(mine),
+			"check schedule":   mgrShared.schedule.countIn(mine),
+			"store series":     seriesWith(storeRequests, "store", store) + seriesWith(storeUp, "store", store),
+		}
+	}
+	t.Logf("held right after %d buckets and their store were deleted: %v", n, held())
+	// Namespace labels go a TTL after they were read, at the latest two.
+	g.Eventually(held, 2*namespaceLabelsTTL+timeout, time.Second).Should(HaveEach(0))
+	end := testenv.LiveHeap()
+	events := eventsIn(g, measured)
+	t.Logf("heap: %.1f MiB after a warm-up; %+d KiB after %d buckets were created and deleted, which raised %d Events",
+		float64(start)/(1<<20), (end-start)>>10, n, events)
+	g.Expect(end - start).To(BeNumerically("<=", testenv.HeapSlack(start)+int64(events)*testenv.EventBytes))
+}
+
+// eventsIn counts the Events about objects in the namespaces.
+func eventsIn(g Gomega, namespaces []string) int {
+	n := 0
+	for _, ns := range namespaces {
+		list := &eventsv1.EventList{}
+		g.Expect(k8s.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+		n += len(list.Items)
+	}
+	return n
+}
+
+// remembered is how many status writes the manager's patchers hold.
+func remembered() int {
+	n := 0
+	for _, p := range mgrShared.patchers {
+		n += p.Remembered()
+	}
+	return n
+}
+
+// seriesWith counts the series of c with the label set to value.
+func seriesWith(c prometheus.Collector, label, value string) int {
+	ch := make(chan prometheus.Metric)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	n := 0
+	for m := range ch {
+		var out dto.Metric
+		if err := m.Write(&out); err != nil {
+			continue
+		}
+		for _, l := range out.GetLabel() {
+			if l.GetName() == label && l.GetValue() == value {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// policyLocksHeld is how many buckets' policy locks exist: held, or waited for.
+func (s *Stores) policyLocksHeld() int {
+	s.locksMu.Lock()
+	defer s.locksMu.Unlock()
+	return len(s.policyLocks)
+}
+
+// policyLocksIn is how many policy locks of the store's buckets exist.
+func (s *Stores) policyLocksIn(store string) int {
+	s.locksMu.Lock()
+	defer s.locksMu.Unlock()
+	n := 0
+	for key := range s.policyLocks {
+		if strings.HasPrefix(key, store+"/") {
+			n++
+		}
+	}
+	return n
+}
+
+// countIn is how many of the namespaces have their labels kept.
+func (n *namespaceLabels) countIn(namespaces map[string]bool) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	count := 0
+	for ns := range n.seen {
+		if namespaces[ns] {
+			count++
+		}
+	}
+	return count
+}
+
+// countIn is how many buckets in the namespaces have a check time kept.
+func (s *Schedule) countIn(namespaces map[string]bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for key := range s.next {
+		if namespaces[key.Namespace] {
+			n++
+		}
+	}
+	return n
+}
