@@ -151,7 +151,7 @@ func TestBucketSettings(t *testing.T) {
 // declared, and a failed check leaves what is known of them.
 func TestSettingsStatus(t *testing.T) {
 	g := NewWithT(t)
-	b := statusBucket(1, wasHealthy)
+	b := statusBucket(1, wasReady)
 	b.Spec.Versioning = storagev1.VersioningEnabled
 	notSupported := settingsResult{declared: []string{settingLifecycle}, problems: []settingProblem{{setting: settingLifecycle, reason: ReasonSettingNotSupported, blocked: true, message: "lifecycle: no"}}}
 	res := checkResult{summary: notSupported.summary(), claim: storagev1.BucketClaimed, settings: &notSupported}

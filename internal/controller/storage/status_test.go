@@ -28,10 +28,9 @@ func statusCondition(typ string, status metav1.ConditionStatus, reason string) m
 	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: "old", ObservedGeneration: 1, LastTransitionTime: statusLongAgo}
 }
 
-var wasHealthy = storagev1.StorageBucketStatus{
+var wasReady = storagev1.StorageBucketStatus{
 	ObservedGeneration: 1, BucketName: "team-a-assets", Claim: storagev1.BucketClaimed,
 	Conditions: []metav1.Condition{
-		statusCondition("Healthy", metav1.ConditionTrue, ReasonHealthy), // written by earlier versions
 		statusCondition(conditions.Ready, metav1.ConditionTrue, ReasonHealthy),
 	},
 }
@@ -53,11 +52,11 @@ func TestComputeBucketStatus(t *testing.T) {
 			ready: metav1.ConditionTrue, reason: ReasonHealthy, claim: storagev1.BucketClaimed,
 		},
 		"healthy again": {
-			prior: wasHealthy, res: checkResult{summary: healthy("team-a-assets", "store-a")},
+			prior: wasReady, res: checkResult{summary: healthy("team-a-assets", "store-a")},
 			ready: metav1.ConditionTrue, reason: ReasonHealthy, claim: storagev1.BucketClaimed, readyKept: true,
 		},
 		"store down: still the claim, and Reconciling": {
-			prior: wasHealthy,
+			prior: wasReady,
 			res:   checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "down"}},
 			ready: metav1.ConditionFalse, reason: string(s3.ReasonStoreUnreachable), alsoTrue: conditions.Reconciling, claim: storagev1.BucketClaimed,
 		},
@@ -83,7 +82,6 @@ func TestComputeBucketStatus(t *testing.T) {
 			g.Expect(st.ObservedGeneration).To(Equal(int64(4)))
 			g.Expect(st.BucketName).To(Equal("team-a-assets"))
 			g.Expect(st.Claim).To(Equal(tt.claim))
-			g.Expect(conditions.Get(st.Conditions, "Healthy")).To(BeNil(), "Ready says what Healthy said")
 			ready := conditions.Get(st.Conditions, conditions.Ready)
 			g.Expect(ready).NotTo(BeNil())
 			g.Expect(ready.Status).To(Equal(tt.ready))
@@ -125,9 +123,9 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 		wantClaim            storagev1.BucketClaim
 		unchanged            bool
 	}{
-		"no check due: untouched": {prior: wasHealthy, obs: &bucketObservation{}, unchanged: true},
+		"no check due: untouched": {prior: wasReady, obs: &bucketObservation{}, unchanged: true},
 		"an error before any check: ReconcileError, the claim kept": {
-			prior: wasHealthy, obs: &bucketObservation{outcome: outcome{failed: errAPI}},
+			prior: wasReady, obs: &bucketObservation{outcome: outcome{failed: errAPI}},
 			wantReason: ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
 		},
 		"an error after a check: what it found is recorded": {
@@ -135,7 +133,7 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 			wantReason: ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
 		},
 		"a deletion waiting for its accesses": {
-			prior: wasHealthy, obs: &bucketObservation{waits: &inUse},
+			prior: wasReady, obs: &bucketObservation{waits: &inUse},
 			wantReason: ReasonInUse, alsoTrue: conditions.Stalled, wantClaim: storagev1.BucketClaimed,
 		},
 	}

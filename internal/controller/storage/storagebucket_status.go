@@ -30,7 +30,6 @@ func computeBucketStatus(b *storagev1.StorageBucket, obs *bucketObservation) sto
 		if res.claim != "" {
 			st.Claim = res.claim
 		}
-		meta.RemoveStatusCondition(&st.Conditions, "Healthy") // written by earlier versions; Ready says it now
 		switch {
 		case len(settingsOf(b).declared()) == 0:
 			meta.RemoveStatusCondition(&st.Conditions, conditions.SettingsApplied)
