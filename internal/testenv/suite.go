@@ -30,8 +30,9 @@ type Suite struct {
 	GatewayAPI bool
 	// Admission installs config/admission as shipped (InstallAdmission).
 	Admission bool
-	// Prepare, if set, runs once the API server is up (and config/admission
-	// installed), before the manager starts.
+	// Prepare, if set, runs once the API server is up (with config/admission
+	// installed, and the manager's namespace and ServiceAccount created),
+	// before the manager starts.
 	Prepare func(ctx context.Context, s *Suite) error
 	// Options, if set, changes the manager's options after the suite's
 	// defaults: no metrics or probe listener, the manager namespace.
@@ -85,14 +86,14 @@ func (s *Suite) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	managerCfg, err := AsManager(ctx, s.Config, s.Client)
+	if err != nil {
+		return err
+	}
 	if s.Prepare != nil {
 		if err := s.Prepare(ctx, s); err != nil {
 			return err
 		}
-	}
-	managerCfg, err := AsManager(ctx, s.Config, s.Client)
-	if err != nil {
-		return err
 	}
 	if s.Wrap != nil {
 		managerCfg = s.Wrap(managerCfg)

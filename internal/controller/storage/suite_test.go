@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -10,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,50 +47,7 @@ func run(m *testing.M) int {
 	if testenv.OwnProcess() {
 		return m.Run() // a memory test alone, with no API server beside it
 	}
-	testenv.SetLogger()
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(storagev1.AddToScheme(scheme))
-
-	env, cfg, err := testenv.Start(scheme)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	adminCfg = cfg
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	managerCfg, err := testenv.AsManager(ctx, cfg, k8s)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	// The roles config/rbac gives people, for the tests that act as a
-	// namespace editor (envtest runs no aggregation controller, so they are
-	// bound next to the built-in edit role instead of through it).
-	if err := testenv.ApplyClusterRoles(ctx, k8s, "config/rbac/storage_roles.yaml"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: tokenSecret},
-		Data:       map[string][]byte{TokenKey: []byte(eventsToken)},
-	}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
-	opts := manager.NewOptions()
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.Namespace = managerNS
-	opts.MaxConcurrentReconciles.Default = 2
 	eventsAddr := freeAddr()
-	opts.BucketEventsAddr, opts.BucketEventsSecret = eventsAddr, tokenSecret
 	eventsURL = "http://" + eventsAddr + "/bucket-events"
 	ctl := setup.Controller{Name: ControllerName, Setup: func(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
 		return setupWith(ctx, mgr, o, Backends{
@@ -107,43 +61,49 @@ func run(m *testing.M) int {
 			},
 		}, mgrShared)
 	}}
-	mgr, err := manager.New(ctx, mgrWrites.Wrap(managerCfg), scheme, opts, []setup.Controller{ctl})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	suite := &testenv.Suite{
+		AddToScheme: []func(*runtime.Scheme) error{storagev1.AddToScheme},
+		// The roles config/rbac gives people, for the tests that act as a
+		// namespace editor (envtest runs no aggregation controller, so they
+		// are bound next to the built-in edit role instead of through it),
+		// and the receiver's token.
+		Prepare: func(ctx context.Context, s *testenv.Suite) error {
+			if err := testenv.ApplyClusterRoles(ctx, s.Client, "config/rbac/storage_roles.yaml"); err != nil {
+				return err
+			}
+			return s.Client.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: tokenSecret},
+				Data:       map[string][]byte{TokenKey: []byte(eventsToken)},
+			})
+		},
+		Options: func(opts *manager.Options) {
+			opts.MaxConcurrentReconciles.Default = 2
+			opts.BucketEventsAddr, opts.BucketEventsSecret = eventsAddr, tokenSecret
+		},
+		Controllers: []setup.Controller{ctl},
+		Wrap:        mgrWrites.Wrap,
 	}
-	stopManager, err := testenv.RunManager(mgr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
-	// versitygw checks its webhook at start, so the receiver must be up first.
-	if err := waitListening(eventsAddr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	s3srv, err = testenv.StartS3(eventsURL + "?token=" + eventsToken)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer s3srv.Close()
-	testS3Config = func() s3.Config {
-		return s3.Config{Endpoint: s3srv.Direct, Region: "us-east-1", PathStyle: true, AccessKey: s3srv.AccessKey, SecretKey: s3srv.SecretKey}
-	}
-	if err := k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: credsSecret},
-		Data:       map[string][]byte{AccessKeyIDKey: []byte(s3srv.AccessKey), SecretAccessKeyKey: []byte(s3srv.SecretKey)},
-	}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
-	code := m.Run()
-	if err := stopManager(); err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-		return 1
-	}
-	return code
+	defer func() {
+		if s3srv != nil {
+			s3srv.Close()
+		}
+	}()
+	return suite.Run(m, func(s *testenv.Suite) error {
+		k8s, adminCfg = s.Client, s.Config
+		// versitygw checks its webhook at start, so the receiver must be up first.
+		if err := waitListening(eventsAddr); err != nil {
+			return err
+		}
+		var err error
+		if s3srv, err = testenv.StartS3(eventsURL + "?token=" + eventsToken); err != nil {
+			return err
+		}
+		testS3Config = func() s3.Config {
+			return s3.Config{Endpoint: s3srv.Direct, Region: "us-east-1", PathStyle: true, AccessKey: s3srv.AccessKey, SecretKey: s3srv.SecretKey}
+		}
+		return k8s.Create(context.Background(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: credsSecret},
+			Data:       map[string][]byte{AccessKeyIDKey: []byte(s3srv.AccessKey), SecretAccessKeyKey: []byte(s3srv.SecretKey)},
+		})
+	})
 }
