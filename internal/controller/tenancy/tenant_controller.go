@@ -137,18 +137,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 }
 
 func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Namespace{}, namespaceTenantIndex, func(o client.Object) []string {
-		if t := o.GetLabels()[TenantLabel]; t != "" {
-			return []string{t}
+	for _, ix := range indexes {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, ix.obj, ix.field, ix.value); err != nil {
+			return err
 		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &tenancyv1.Tenant{}, tenantUIDIndex, func(o client.Object) []string {
-		return []string{string(o.GetUID())}
-	}); err != nil {
-		return err
 	}
 	if err := r.status.FollowCache(ctx, mgr.GetCache()); err != nil {
 		return err
@@ -170,6 +162,23 @@ func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts contr
 	b = b.Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(networkPolicyToTenant(mgr.GetClient())),
 		builder.WithPredicates(networkPolicyChanged))
 	return b.WithOptions(opts).Complete(r)
+}
+
+// indexes are the field indexes the reconcile reads from the cache.
+var indexes = []struct {
+	obj   client.Object
+	field string
+	value client.IndexerFunc
+}{
+	{&corev1.Namespace{}, namespaceTenantIndex, func(o client.Object) []string {
+		if t := o.GetLabels()[TenantLabel]; t != "" {
+			return []string{t}
+		}
+		return nil
+	}},
+	{&tenancyv1.Tenant{}, tenantUIDIndex, func(o client.Object) []string {
+		return []string{string(o.GetUID())}
+	}},
 }
 
 // namespaceChanged passes namespace events that can matter: creation and
