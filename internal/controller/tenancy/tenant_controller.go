@@ -28,6 +28,7 @@ import (
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
@@ -224,18 +225,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !t.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, t)
 	}
-	// The finalizer goes on before any namespace exists, so no namespace can
-	// outlive a Tenant without its policy being applied.
-	if _, err := finalizer.Ensure(ctx, r.client, t, Finalizer); err != nil {
-		return ctrl.Result{}, err
-	}
 
 	s := r.newScope(t)
-	err = r.runSteps(ctx, s)
-	if err == nil && s.raced != nil {
+	// The finalizer goes on before any namespace exists, so no namespace can
+	// outlive a Tenant without its policy being applied.
+	if _, err = finalizer.Ensure(ctx, r.client, t, Finalizer); err == nil {
+		err = r.runSteps(ctx, s)
+	}
+	switch {
+	case err == nil && s.raced != nil:
 		// Someone wrote a child since our cache saw it: try again at once,
 		// without telling the world about it.
 		return ctrl.Result{}, s.raced
+	case apierr.Classify(err) == apierr.Conflict:
+		// The same, found as an error (the finalizer's patch, a release).
+		return ctrl.Result{}, err
 	}
 	s.obs.failed = err
 	next := computeStatus(t, s.obs)
