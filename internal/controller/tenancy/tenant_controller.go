@@ -216,11 +216,12 @@ func childToTenant(_ context.Context, o client.Object) []reconcile.Request {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &tenancyv1.Tenant{}
 	exists, err := r.status.Get(ctx, req.NamespacedName, t)
-	if err != nil || !exists {
-		if !exists {
-			forgetMetrics(req.Name)
-		}
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if !exists {
+		forgetMetrics(req.Name)
+		return ctrl.Result{}, nil
 	}
 	if !t.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, t)
