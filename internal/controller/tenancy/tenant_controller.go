@@ -28,6 +28,7 @@ import (
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
@@ -137,18 +138,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 }
 
 func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Namespace{}, namespaceTenantIndex, func(o client.Object) []string {
-		if t := o.GetLabels()[TenantLabel]; t != "" {
-			return []string{t}
+	for _, ix := range indexes {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, ix.obj, ix.field, ix.value); err != nil {
+			return err
 		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &tenancyv1.Tenant{}, tenantUIDIndex, func(o client.Object) []string {
-		return []string{string(o.GetUID())}
-	}); err != nil {
-		return err
 	}
 	if err := r.status.FollowCache(ctx, mgr.GetCache()); err != nil {
 		return err
@@ -170,6 +163,23 @@ func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts contr
 	b = b.Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(networkPolicyToTenant(mgr.GetClient())),
 		builder.WithPredicates(networkPolicyChanged))
 	return b.WithOptions(opts).Complete(r)
+}
+
+// indexes are the field indexes the reconcile reads from the cache.
+var indexes = []struct {
+	obj   client.Object
+	field string
+	value client.IndexerFunc
+}{
+	{&corev1.Namespace{}, namespaceTenantIndex, func(o client.Object) []string {
+		if t := o.GetLabels()[TenantLabel]; t != "" {
+			return []string{t}
+		}
+		return nil
+	}},
+	{&tenancyv1.Tenant{}, tenantUIDIndex, func(o client.Object) []string {
+		return []string{string(o.GetUID())}
+	}},
 }
 
 // namespaceChanged passes namespace events that can matter: creation and
@@ -206,27 +216,31 @@ func childToTenant(_ context.Context, o client.Object) []reconcile.Request {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &tenancyv1.Tenant{}
 	exists, err := r.status.Get(ctx, req.NamespacedName, t)
-	if err != nil || !exists {
-		if !exists {
-			forgetMetrics(req.Name)
-		}
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if !exists {
+		forgetMetrics(req.Name)
+		return ctrl.Result{}, nil
 	}
 	if !t.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, t)
 	}
-	// The finalizer goes on before any namespace exists, so no namespace can
-	// outlive a Tenant without its policy being applied.
-	if _, err := finalizer.Ensure(ctx, r.client, t, Finalizer); err != nil {
-		return ctrl.Result{}, err
-	}
 
 	s := r.newScope(t)
-	err = r.runSteps(ctx, s)
-	if err == nil && s.raced != nil {
+	// The finalizer goes on before any namespace exists, so no namespace can
+	// outlive a Tenant without its policy being applied.
+	if _, err = finalizer.Ensure(ctx, r.client, t, Finalizer); err == nil {
+		err = r.runSteps(ctx, s)
+	}
+	switch {
+	case err == nil && s.raced != nil:
 		// Someone wrote a child since our cache saw it: try again at once,
 		// without telling the world about it.
 		return ctrl.Result{}, s.raced
+	case apierr.Classify(err) == apierr.Conflict:
+		// The same, found as an error (the finalizer's patch, a release).
+		return ctrl.Result{}, err
 	}
 	s.obs.failed = err
 	next := computeStatus(t, s.obs)

@@ -64,6 +64,11 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 	case apierr.Classify(err) == apierr.Conflict:
 		f.raced = err
 		return f, nil
+	case apierr.Classify(err) == apierr.Refused:
+		// Invalid, or forbidden by an admission policy or a quota: only a
+		// person can change that, as for a refused guardrail.
+		f.refused = []string{fmt.Sprintf("the API server refused Namespace %s: %s", name, apierr.Message(err))}
+		return f, nil
 	case err != nil:
 		return f, err
 	case !live.DeletionTimestamp.IsZero():

@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -166,7 +167,7 @@ func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus
 	st := *t.Status.DeepCopy()
 	gen := t.Generation
 	st.ObservedGeneration = gen
-	st.Namespaces = append([]tenancyv1.TenantNamespaceStatus(nil), obs.namespaces...)
+	st.Namespaces = namespaceStates(t.Status.Namespaces, obs.namespaces)
 	for i, ns := range st.Namespaces {
 		if policies := obs.undone[ns.Name]; len(policies) > 0 && ns.State == tenancyv1.NamespaceReady {
 			st.Namespaces[i].State, st.Namespaces[i].Message = tenancyv1.NamespaceConflict, isolationNamespaceMessage(policies)
@@ -186,6 +187,29 @@ func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus
 	// then absent, or older than the spec).
 	conditions.Summarize(&st.Conditions, gen, summarize(t, obs))
 	return st
+}
+
+// namespaceStates are the states of the namespaces as found. A namespace
+// the reconcile did not get to (it stopped at an error first) keeps the
+// state last reported, or is left out: state is a required field, and the
+// API server refuses a status with a namespace without one, so the
+// ReconcileError would never be written.
+func namespaceStates(last, found []tenancyv1.TenantNamespaceStatus) []tenancyv1.TenantNamespaceStatus {
+	out := make([]tenancyv1.TenantNamespaceStatus, 0, len(found))
+	for _, ns := range found {
+		if ns.State == "" {
+			i := slices.IndexFunc(last, func(l tenancyv1.TenantNamespaceStatus) bool { return l.Name == ns.Name })
+			if i < 0 {
+				continue
+			}
+			ns = last[i]
+		}
+		out = append(out, ns)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // summarize says where the tenant stands: its network isolation undone by

@@ -320,3 +320,24 @@ func TestAddQuotaSumsAndCountsMissingUsageAsZero(t *testing.T) {
 	uncounted.addQuota(hard, nil)
 	g.Expect(equality.Semantic.DeepEqual(zero.quotaUsed, uncounted.quotaUsed)).To(BeTrue())
 }
+
+// A namespace the reconcile stopped before (an error first) is written with
+// the state last reported, or not at all: never without a state, which the
+// API server refuses (and with it the whole status).
+func TestComputeStatusNeverWritesANamespaceWithoutAState(t *testing.T) {
+	g := NewWithT(t)
+	tenant := unitTenant("a", "uid-a", "a-", "dev", "prod", "new")
+	tenant.Status.Namespaces = []tenancyv1.TenantNamespaceStatus{
+		nsStatus("a-dev", tenancyv1.NamespaceReady, ""), nsStatus("a-prod", tenancyv1.NamespaceConflict, "taken"),
+	}
+	obs := newObservation(namespaceNames(tenant))
+	obs.set("a-dev", tenancyv1.NamespaceTerminating, "going")
+	obs.failed = errors.New("the API server did not answer")
+
+	st := computeStatus(tenant, obs)
+
+	g.Expect(st.Namespaces).To(Equal([]tenancyv1.TenantNamespaceStatus{
+		nsStatus("a-dev", tenancyv1.NamespaceTerminating, "going"), nsStatus("a-prod", tenancyv1.NamespaceConflict, "taken"),
+	}), "a-prod as last reported; a-new, never looked at, left out")
+	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(ReasonReconcileError))
+}
