@@ -328,15 +328,16 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 			return fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
 		}
 		// There after all: the cache was behind, or someone else's. The
-		// uncached copy has the data, which the comparison below would
-		// miss, so its hash is computed here.
+		// uncached copy is trimmed as the cache's would be, the hash of
+		// the data it holds in place of the data.
 		if err := r.configMaps.Uncached.Get(ctx, key, cm); err != nil {
 			return fmt.Errorf("reading ConfigMap %s: %w", cm.Name, err)
 		}
 		if !metav1.IsControlledBy(cm, mv) {
 			return &children.NotOwnedError{Kind: "ConfigMap", Name: cm.Name}
 		}
-		if contentHash(cm.Data, cm.BinaryData) == hash && cm.Annotations[contentHashAnnotation] == hash && hasLabels(cm.Labels, labels) {
+		exists = true
+		if upToDate(hash) {
 			return nil
 		}
 	}
