@@ -47,6 +47,11 @@ const maxConfigMapBytes = 1 << 20
 // what it is has been recorded in the observation.
 var errBlocked = errors.New("blocked; see the observation")
 
+// errGone stops the sub-reconcilers when the MarkdownView turns out to be
+// gone, or replaced by a new object of the same name, since the cache read
+// it: nothing is left to write for it, not even its status.
+var errGone = errors.New("the MarkdownView is gone")
+
 // httpRouteGVK is the Gateway API type an exposed site may use; clusters
 // without the Gateway API CRDs do not serve it.
 var httpRouteGVK = schema.GroupVersionKind{Group: gatewayv1.GroupName, Version: "v1", Kind: "HTTPRoute"}
@@ -203,6 +208,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	err = r.reconcileChildren(ctx, mv, &obs)
 	var result ctrl.Result
 	switch {
+	case errors.Is(err, errGone):
+		// Its deletion, or its successor, brings a reconcile of its own; a
+		// status written now would land on the successor.
+		return ctrl.Result{}, nil
 	case children.IsNotOwned(err):
 		obs.blocked(ReasonChildConflict, err.Error())
 		result = setup.RequeueAfter(setup.ForeignChildRetry)
@@ -302,8 +311,11 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 	}
 
 	full, err := r.files(ctx, mv)
-	if err != nil || full == nil {
+	if err != nil {
 		return err
+	}
+	if full == nil {
+		return errGone
 	}
 	data, binaryData := desiredContent(full)
 	if size := contentSize(data, binaryData); size > maxConfigMapBytes {
