@@ -47,6 +47,11 @@ const maxConfigMapBytes = 1 << 20
 // what it is has been recorded in the observation.
 var errBlocked = errors.New("blocked; see the observation")
 
+// errGone stops the sub-reconcilers when the MarkdownView turns out to be
+// gone, or replaced by a new object of the same name, since the cache read
+// it: nothing is left to write for it, not even its status.
+var errGone = errors.New("the MarkdownView is gone")
+
 // httpRouteGVK is the Gateway API type an exposed site may use; clusters
 // without the Gateway API CRDs do not serve it.
 var httpRouteGVK = schema.GroupVersionKind{Group: gatewayv1.GroupName, Version: "v1", Kind: "HTTPRoute"}
@@ -203,6 +208,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	err = r.reconcileChildren(ctx, mv, &obs)
 	var result ctrl.Result
 	switch {
+	case errors.Is(err, errGone):
+		// Its deletion, or its successor, brings a reconcile of its own; a
+		// status written now would land on the successor.
+		return ctrl.Result{}, nil
 	case children.IsNotOwned(err):
 		obs.blocked(ReasonChildConflict, err.Error())
 		result = setup.RequeueAfter(setup.ForeignChildRetry)
@@ -302,8 +311,11 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 	}
 
 	full, err := r.files(ctx, mv)
-	if err != nil || full == nil {
+	if err != nil {
 		return err
+	}
+	if full == nil {
+		return errGone
 	}
 	data, binaryData := desiredContent(full)
 	if size := contentSize(data, binaryData); size > maxConfigMapBytes {
@@ -328,15 +340,16 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 			return fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
 		}
 		// There after all: the cache was behind, or someone else's. The
-		// uncached copy has the data, which the comparison below would
-		// miss, so its hash is computed here.
+		// uncached copy is trimmed as the cache's would be, the hash of
+		// the data it holds in place of the data.
 		if err := r.configMaps.Uncached.Get(ctx, key, cm); err != nil {
 			return fmt.Errorf("reading ConfigMap %s: %w", cm.Name, err)
 		}
 		if !metav1.IsControlledBy(cm, mv) {
 			return &children.NotOwnedError{Kind: "ConfigMap", Name: cm.Name}
 		}
-		if contentHash(cm.Data, cm.BinaryData) == hash && cm.Annotations[contentHashAnnotation] == hash && hasLabels(cm.Labels, labels) {
+		exists = true
+		if upToDate(hash) {
 			return nil
 		}
 	}
