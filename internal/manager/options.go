@@ -202,10 +202,9 @@ func (l *stringList) Set(v string) error {
 }
 
 // defaultConcurrency are the controllers whose default differs from the
-// others': a Tenant's reconcile mostly waits on the API server (six requests
-// in a row), so it takes more of them in parallel to keep the client busy —
-// 300 Tenants converge in 1.0× the floor's time with 16, 1.5× with 4
-// (docs/performance.md).
+// others': a Tenant's reconcile writes a whole tenant in two rounds of round
+// trips, so 16 run side by side, as many as the bench's floor has workers; 64
+// were no faster (docs/performance.md, "Chosen defaults").
 var defaultConcurrency = map[string]int{"tenant": 16}
 
 // concurrencyFlag parses "N" and "name=N" items, e.g. "2,markdownview=4". A

@@ -33,7 +33,7 @@ const (
 )
 
 // defaultResources make the viewer a Burstable pod: it idles at about 40 MiB
-// and peaks at 65–85 MiB while it renders and indexes a 1 MiB site
+// and peaks at 60–80 MiB while it renders and indexes a 1 MiB site
 // (docs/performance.md), so 128Mi leaves room; CPU is not limited.
 var defaultResources = corev1.ResourceRequirements{
 	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
