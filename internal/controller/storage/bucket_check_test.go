@@ -124,8 +124,8 @@ var (
 const (
 	testUID    = "uid-mine"
 	otherUID   = "uid-theirs"
-	testBucket = "team-a-assets"
-	testNS     = "team-a"
+	testBucket = "team-assets"
+	testNS     = "team"
 	otherNS    = "team-b"
 )
 
@@ -296,7 +296,7 @@ func TestBucketCheck(t *testing.T) {
 			reason: "no bucket is made under another namespace's names, and no intent recorded",
 			s3:     fakeS3{}, foreign: true,
 			wantProgress: conditions.Blocked, wantReason: ReasonBucketNameNotAllowed, wantCalls: []string{"BucketExists"},
-			wantMsg: "name the bucket team-a-",
+			wantMsg: "name the bucket team-",
 		},
 		"missing, a foreign name, allowed": {
 			s3: fakeS3{}, foreign: true, mayAdopt: true,

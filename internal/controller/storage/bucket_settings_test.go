@@ -14,7 +14,7 @@ import (
 // TestBucketSettings drives every exit of applying bucket settings with a
 // fake store: each setting is read, and written only when it differs.
 func TestBucketSettings(t *testing.T) {
-	userPolicy := `{"Version":"2012-10-17","Statement":[{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-a-assets/pub/*"}]}`
+	userPolicy := `{"Version":"2012-10-17","Statement":[{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-assets/pub/*"}]}`
 	withGrant, _ := s3.WithGrant("", testBucket, s3.Grant{ID: "g", Principals: []string{keyV1}, Mode: s3.ReadOnly})
 	withBoth, _ := s3.WithUserPolicy(withGrant, userPolicy)
 	cors := &storagev1.BucketCORS{Rules: []storagev1.CORSRule{{AllowedOrigins: []string{"https://app.example.com"}, AllowedMethods: []storagev1.CORSMethod{"GET", "PUT"}, MaxAgeSeconds: 60}}}

@@ -58,11 +58,14 @@ func validateSelectors(store *storagev1.ObjectStore) error {
 }
 
 // ownBucketName reports whether bucket is one of the namespace's own names:
-// "<namespace>-…", the form derived names take. (Namespace "team" also owns
+// "<namespace>-…" without "--". A name with "--" is of the form hashed
+// derived names take (s3.DeriveBucketName), which may start with another
+// namespace's name: acme-dev/data derives acme-dev-data--<hash>, which
+// namespace acme could otherwise name first. (Namespace "team" still owns
 // "team-a-…" this way, as derived names always allowed; what stops it from
 // taking namespace team-a's buckets is the ownership tag, not the name.)
 func ownBucketName(namespace, bucket string) bool {
-	return strings.HasPrefix(bucket, namespace+"-")
+	return strings.HasPrefix(bucket, namespace+"-") && !strings.Contains(bucket, "--")
 }
 
 // namespaceLabels reads the labels of namespaces, which the stores'

@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/trellis-dev/trellis/internal/s3"
 )
 
 func TestAccessOf(t *testing.T) {
@@ -59,6 +61,10 @@ func TestOwnBucketName(t *testing.T) {
 	g.Expect(ownBucketName("team-a", "team-ab-assets")).To(BeFalse())
 	g.Expect(ownBucketName("team-a", "assets")).To(BeFalse())
 	g.Expect(ownBucketName("team-a", "team-b-assets")).To(BeFalse())
+	// The form of hashed derived names is no one's to name: namespace acme
+	// would otherwise name acme-dev/data's bucket first.
+	g.Expect(ownBucketName("acme", s3.DeriveBucketName("acme-dev", "data"))).To(BeFalse())
+	g.Expect(ownBucketName("team-a", "team-a--x")).To(BeFalse())
 }
 
 // namespaceReader serves one namespace's labels and counts reads.

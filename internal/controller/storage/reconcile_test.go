@@ -334,7 +334,7 @@ func deleting(obj client.Object) client.Object {
 	return obj
 }
 
-// rtBucket is StorageBucket team-a/assets (bucket team-a-assets), with its finalizer.
+// rtBucket is StorageBucket team/assets (bucket team-assets), with its finalizer.
 func rtBucket() *storagev1.StorageBucket {
 	return &storagev1.StorageBucket{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "assets", UID: testUID, Generation: 1, Finalizers: []string{BucketFinalizer}},
@@ -453,7 +453,7 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 			want: exit{ready: ReasonInUse, also: conditions.Stalled, statusWrites: 1, events: []string{"Warning InUse"}},
 			check: func(g Gomega, _ *fixture, s *storagev1.ObjectStore) {
 				g.Expect(s.Finalizers).To(ConsistOf(StoreFinalizer))
-				g.Expect(conditions.Get(s.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("team-a/assets"))
+				g.Expect(conditions.Get(s.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("team/assets"))
 			},
 		},
 		"deleted while an access has accounts in it: InUse": {
@@ -497,7 +497,7 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 }
 
 func TestStorageBucketReconcileExits(t *testing.T) {
-	policy := `{"Version":"2012-10-17","Statement":[{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-a-assets/*"}]}`
+	policy := `{"Version":"2012-10-17","Statement":[{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-assets/*"}]}`
 	withPolicy := func(b *storagev1.StorageBucket) *storagev1.StorageBucket { b.Spec.Policy = policy; return b }
 	deletePolicy := func(b *storagev1.StorageBucket) *storagev1.StorageBucket {
 		b.Spec.DeletionPolicy = storagev1.DeletionDelete

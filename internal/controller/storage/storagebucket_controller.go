@@ -144,10 +144,19 @@ func interval(b *storagev1.StorageBucket) time.Duration {
 	return defaultInterval
 }
 
-// bucketName is the bucket's name in the store.
+// bucketName is the bucket's name in the store: spec.bucketName, else the
+// name the status records once the bucket was created or claimed under it
+// (so a bucket named by an earlier rule of s3.DeriveBucketName keeps its
+// name), else the derived name. Only the manager writes status (people get
+// read access to it), and a name recorded without a claim is derived again:
+// a StorageBucket that lost a collision of the earlier rule gets the new
+// name instead of staying in conflict.
 func bucketName(b *storagev1.StorageBucket) string {
 	if b.Spec.BucketName != "" {
 		return b.Spec.BucketName
+	}
+	if b.Status.BucketName != "" && b.Status.Claim != "" {
+		return b.Status.BucketName
 	}
 	return s3.DeriveBucketName(b.Namespace, b.Name)
 }
