@@ -139,3 +139,27 @@ func TestBucketsWakeTheirStoreOnlyWhileItIsDeleted(t *testing.T) {
 	g.Expect(mapBucket(ctx, bucketIn("store-b"))).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "store-b"}}}))
 	g.Expect(mapBucket(ctx, bucketIn("no-such-store"))).To(BeEmpty())
 }
+
+// TestRefusedPoliciesHearOfNewKeys: a BucketAccess whose keys change
+// re-checks the buckets of its namespace whose policy was refused, which may
+// have named the key before it was issued.
+func TestRefusedPoliciesHearOfNewKeys(t *testing.T) {
+	g := NewWithT(t)
+	refused := claimedBucket()
+	refused.Name = "refused"
+	conditions.Summarize(&refused.Status.Conditions, 1, conditions.Summary{Progress: conditions.Blocked, Reason: ReasonPolicyRefused, Message: "no"})
+	elsewhere := refused.DeepCopy()
+	elsewhere.Namespace = otherNS
+	f := newFixture(claimedBucket(), refused, elsewhere)
+
+	before := rtAccessObj()
+	after := grantedAccess()
+	g.Expect(accessKeysChanged.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: after})).To(BeTrue(), "a key issued")
+	g.Expect(accessKeysChanged.Update(event.UpdateEvent{ObjectOld: after, ObjectNew: after})).To(BeFalse())
+	retired := after.DeepCopy()
+	retired.Status.RetiringKeys = []storagev1.RetiringKey{{AccessKeyID: "old"}}
+	g.Expect(accessKeysChanged.Update(event.UpdateEvent{ObjectOld: after, ObjectNew: retired})).To(BeTrue(), "a key retiring")
+	g.Expect(accessKeysChanged.Create(event.CreateEvent{Object: after})).To(BeFalse())
+	g.Expect(f.bucketReconciler().refusedPoliciesOf(context.Background(), after)).To(Equal([]reconcile.Request{
+		{NamespacedName: client.ObjectKey{Namespace: testNS, Name: "refused"}}}))
+}

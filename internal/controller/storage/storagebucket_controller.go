@@ -70,14 +70,17 @@ type BucketReconciler struct {
 // start of a deletion), their store's Ready condition and spec (a store that
 // came back re-checks its unhealthy buckets; a changed selector re-decides
 // who may use it), BucketAccesses that go (a deletion waits for them), and
-// the bucket-event receiver, an external event source. Periodic checks are
-// RequeueAfter results.
+// the bucket-event receiver, an external event source. One more spares a
+// person an interval's wait: a BucketAccess whose keys change re-checks its
+// namespace's buckets whose policy was refused (it may name the new key).
+// Periodic checks are RequeueAfter results.
 func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("storagebucket").
 		For(&storagev1.StorageBucket{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeReadyChanged)).
 		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(bucketOfAccess), builder.WithPredicates(accessGone)).
+		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(r.refusedPoliciesOf), builder.WithPredicates(accessKeysChanged)).
 		WatchesRawSource(source.Channel(r.bucketEvents, &handler.TypedEnqueueRequestForObject[*storagev1.StorageBucket]{})).
 		WithOptions(opts.ControllerOptions()).
 		Complete(r)
@@ -105,6 +108,36 @@ var accessGone = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	UpdateFunc:  func(event.UpdateEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// accessKeysChanged passes a BucketAccess whose recorded keys changed.
+var accessKeysChanged = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*storagev1.BucketAccess)
+		n, ok2 := e.ObjectNew.(*storagev1.BucketAccess)
+		return ok1 && ok2 && (o.Status.AccessKeyID != n.Status.AccessKeyID ||
+			!slices.Equal(keyIDs(o.Status.RetiringKeys), keyIDs(n.Status.RetiringKeys)))
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// refusedPoliciesOf are the StorageBuckets of the access's namespace whose
+// policy was refused for its principals.
+func (r *BucketReconciler) refusedPoliciesOf(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &storagev1.StorageBucketList{}
+	if err := r.client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "listing the StorageBuckets of a namespace whose keys changed", "namespace", o.GetNamespace())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if c := conditions.Get(list.Items[i].Status.Conditions, conditions.Ready); c != nil && c.Reason == ReasonPolicyRefused {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 func bucketOfAccess(_ context.Context, o client.Object) []reconcile.Request {
@@ -252,6 +285,12 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	if err != nil || !access.use {
 		return res, err
 	}
+	// Whom the policy may grant to is read before the store is asked, so an
+	// API error here leaves nothing done in the store unrecorded.
+	principals, err := r.principalRuleOf(ctx, b, store, access)
+	if err != nil {
+		return checkResult{}, err
+	}
 	c, err := r.stores.Client(ctx, store)
 	if err != nil {
 		reason, msg := classifyStoreError(err)
@@ -275,7 +314,7 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 		return checkResult{}, err
 	}
 	if settings := settingsOf(b); res.summary.Progress == conditions.Done && len(settings.declared()) > 0 {
-		settings.s3, settings.store, settings.bucket = c, store.Name, name
+		settings.s3, settings.store, settings.bucket, settings.principals = c, store.Name, name, principals
 		settings.lockPolicy = func() func() { return r.stores.LockPolicy(store.Name, name) }
 		applied := settings.apply(ctx)
 		res.settings = &applied
@@ -305,6 +344,34 @@ func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.O
 		return access, blocked(ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s is not open to namespace %s (its namespaceSelector does not select it); ask the platform team to open it, or use another store", store.Name, namespace)), nil
 	}
 	return access, checkResult{}, nil
+}
+
+// principalRuleOf is whom the bucket's policy may grant to: nil (anyone)
+// when it declares none or the store lets the namespace grant to anyone;
+// else the access keys the namespace's BucketAccesses hold in the store,
+// current and retiring, as their status records them.
+func (r *BucketReconciler) principalRuleOf(ctx context.Context, b *storagev1.StorageBucket, store *storagev1.ObjectStore, access storeAccess) (*principalRule, error) {
+	if b.Spec.Policy == "" || access.public {
+		return nil, nil
+	}
+	list := &storagev1.BucketAccessList{}
+	if err := r.client.List(ctx, list, client.InNamespace(b.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the BucketAccesses of namespace %s: %w", b.Namespace, err)
+	}
+	rule := &principalRule{store: store.Name, namespace: b.Namespace, held: map[string]bool{},
+		allowed: store.Spec.PublicAccess == storagev1.PublicAccessAllowed}
+	for _, a := range list.Items {
+		if a.Status.StoreName != store.Name {
+			continue
+		}
+		if a.Status.AccessKeyID != "" {
+			rule.held[a.Status.AccessKeyID] = true
+		}
+		for _, k := range a.Status.RetiringKeys {
+			rule.held[k.AccessKeyID] = true
+		}
+	}
+	return rule, nil
 }
 
 // recordCreating writes, before the bucket is created, that this
