@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
@@ -20,8 +22,9 @@ import (
 )
 
 // The bucket attacks of a namespace editor: a policy that makes a bucket
-// public or grants it to another namespace's key, and a derived bucket name
-// another namespace would derive.
+// public or grants it to another namespace's key, a derived bucket name
+// another namespace would derive, and what a later claimant of a kept
+// bucket is told.
 
 // readPolicy is a policy letting principal read the objects under pub/.
 func readPolicy(bucket, principal string) string {
@@ -217,4 +220,73 @@ func TestCollidingDerivedNamesStayApart(t *testing.T) {
 	for _, b := range []struct{ ns, name string }{{acme, "squat"}, {acme, "dev-data"}, {acmeDev, "data"}} {
 		deleteBucket(g, b.ns, b.name)
 	}
+}
+
+// TestRetainedBucketSaysWhoseItIs: a later claimant of a bucket is told the
+// truth in each state: claimed by a live StorageBucket; claimed by one being
+// deleted, which keeps it (deletionPolicy: Retain) for its namespace; then,
+// that StorageBucket gone, kept for its namespace by the bucket's tags, with
+// who can take it back or hand it over.
+func TestRetainedBucketSaysWhoseItIs(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	store := ensureStore(g)
+	teamA, teamB := newNamespace(t), newNamespace(t)
+	kept := teamA + "-kept"
+
+	first := newBucket(teamA, "data", store)
+	first.Spec.BucketName = kept
+	g.Expect(k8s.Create(ctx, first)).To(Succeed())
+	first = eventuallyReason(g, teamA, "data", ReasonHealthy)
+	// A BucketAccess holds the deletion, so the middle state can be seen.
+	g.Expect(k8s.Create(ctx, newAccess(teamA, "hold", "data", "hold-creds", storagev1.AccessReadOnly))).To(Succeed())
+	eventuallyAccessReason(g, teamA, "hold", ReasonGranted)
+
+	later := newBucket(teamB, "later", store)
+	later.Spec.BucketName = kept
+	later.Spec.AdoptExisting = ptr.To(true)
+	g.Expect(k8s.Create(ctx, later)).To(Succeed())
+	got := eventuallyReason(g, teamB, "later", ReasonConflict)
+	g.Expect(readyMessage(got)).To(Equal(fmt.Sprintf("bucket %s is claimed by StorageBucket %s/data", kept, teamA)))
+
+	g.Expect(k8s.Delete(ctx, first)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(readyMessage(getBucket(g, teamB, "later"))).To(ContainSubstring(
+			fmt.Sprintf("is claimed by StorageBucket %s/data, which is being deleted with deletionPolicy: Retain: the bucket stays, kept for namespace %s", teamA, teamA)))
+	}, timeout, poll).Should(Succeed())
+
+	deleteAccess(g, teamA, "hold")
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(first), &storagev1.StorageBucket{}))
+	}, timeout, poll).Should(BeTrue())
+	g.Eventually(func(g Gomega) {
+		b := getBucket(g, teamB, "later")
+		c := meta.FindStatusCondition(b.Status.Conditions, conditions.Ready)
+		g.Expect(c.Reason).To(Equal(ReasonAdoptionNotAllowed))
+		g.Expect(c.Message).NotTo(ContainSubstring("is claimed by StorageBucket"), "that StorageBucket is gone")
+		for _, want := range []string{
+			"No StorageBucket claims it: it was kept for namespace " + teamA + " after its StorageBucket was deleted (deletionPolicy: Retain",
+			s3.OwnerNamespaceTag + "=" + teamA, s3.OwnerTag + "=" + string(first.UID),
+			"Namespace " + teamA + " can take it back with a StorageBucket naming it (bucketName: " + kept + ") and adoptExisting: true",
+			"hand it over by setting its tag " + s3.OwnerNamespaceTag + " to " + teamB,
+		} {
+			g.Expect(c.Message).To(ContainSubstring(want))
+		}
+	}, timeout, poll).Should(Succeed())
+	owner, err := direct(g).Owner(ctx, kept)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(owner).To(Equal(s3.Owner{UID: string(first.UID), Namespace: teamA}), "untouched")
+
+	// What the message says works: the platform team hands it over.
+	g.Expect(direct(g).SetOwner(ctx, kept, s3.Owner{UID: string(first.UID), Namespace: teamB})).To(Succeed())
+	got = getBucket(g, teamB, "later")
+	got.Spec.HealthCheck.IntervalSeconds = 11 // a spec change: checked now
+	g.Expect(k8s.Update(ctx, got)).To(Succeed())
+	got = eventuallyObservedReason(g, teamB, "later", ReasonHealthy)
+	owner, err = direct(g).Owner(ctx, kept)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(owner).To(Equal(s3.Owner{UID: string(got.UID), Namespace: teamB}))
+	g.Expect(strings.Join(eventReasons(g, teamB), " ")).To(ContainSubstring("BucketAdopted"))
+
+	deleteBucket(g, teamB, "later")
 }

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -138,6 +139,30 @@ func TestBucketsWakeTheirStoreOnlyWhileItIsDeleted(t *testing.T) {
 	g.Expect(mapBucket(ctx, bucketIn("store-a"))).To(BeEmpty(), "a store in use is not checked again for a new bucket")
 	g.Expect(mapBucket(ctx, bucketIn("store-b"))).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "store-b"}}}))
 	g.Expect(mapBucket(ctx, bucketIn("no-such-store"))).To(BeEmpty())
+}
+
+// TestOthersHearWhenAClaimantLeaves: a StorageBucket that starts or ends its
+// deletion re-checks the others that name its bucket in its store, so their
+// Conflict message tells what is true now.
+func TestOthersHearWhenAClaimantLeaves(t *testing.T) {
+	g := NewWithT(t)
+	holder := claimedBucket()
+	waiting := func(ns, name, store string) *storagev1.StorageBucket {
+		return &storagev1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name)},
+			Spec: storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: store}, BucketName: testBucket}}
+	}
+	f := newFixture(holder, waiting(otherNS, "wants", rtStore), waiting(otherNS, "elsewhere", "store-b"))
+	r := f.bucketReconciler()
+
+	leaving := holder.DeepCopy()
+	leaving.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	g.Expect(claimantLeaving.Update(event.UpdateEvent{ObjectOld: holder, ObjectNew: leaving})).To(BeTrue(), "its deletion starts")
+	g.Expect(claimantLeaving.Update(event.UpdateEvent{ObjectOld: leaving, ObjectNew: leaving})).To(BeFalse())
+	g.Expect(claimantLeaving.Update(event.UpdateEvent{ObjectOld: holder, ObjectNew: holder})).To(BeFalse())
+	g.Expect(claimantLeaving.Delete(event.DeleteEvent{Object: leaving})).To(BeTrue(), "it is gone")
+	g.Expect(claimantLeaving.Create(event.CreateEvent{Object: holder})).To(BeFalse())
+	g.Expect(r.othersWantingBucket(context.Background(), leaving)).To(Equal([]reconcile.Request{
+		{NamespacedName: client.ObjectKey{Namespace: otherNS, Name: "wants"}}}), "the others of the same store and bucket, not itself")
 }
 
 // TestRefusedPoliciesHearOfNewKeys: a BucketAccess whose keys change

@@ -600,7 +600,25 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			}},
 			want: exit{requeue: checkWait, ready: ReasonConflict, also: conditions.Stalled, statusWrites: 1,
 				events: []string{"Warning Conflict"}},
-			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.s3.calls).To(BeEmpty()) },
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(BeEmpty())
+				g.Expect(conditions.Get(b.Status.Conditions, conditions.Ready).Message).To(Equal("bucket team-assets is claimed by StorageBucket team-b/first"))
+			},
+		},
+		"another StorageBucket holds the bucket and is being deleted: Conflict, saying what follows": {
+			bucket: rtBucket(),
+			world: []client.Object{rtStoreObj(true), &storagev1.StorageBucket{
+				ObjectMeta: metav1.ObjectMeta{Namespace: otherNS, Name: "first", UID: otherUID,
+					DeletionTimestamp: &metav1.Time{Time: time.Now()}, Finalizers: []string{BucketFinalizer}},
+				Spec:   storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: rtStore}, BucketName: testBucket},
+				Status: storagev1.StorageBucketStatus{BucketName: testBucket, Claim: storagev1.BucketClaimed},
+			}},
+			want: exit{requeue: checkWait, ready: ReasonConflict, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning Conflict"}},
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(BeEmpty())
+				g.Expect(conditions.Get(b.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("being deleted with deletionPolicy: Retain: the bucket stays, kept for namespace team-b"))
+			},
 		},
 		"no such store: Stalled": {
 			bucket: rtBucket(),

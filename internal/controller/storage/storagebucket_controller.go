@@ -70,14 +70,17 @@ type BucketReconciler struct {
 // start of a deletion), their store's Ready condition and spec (a store that
 // came back re-checks its unhealthy buckets; a changed selector re-decides
 // who may use it), BucketAccesses that go (a deletion waits for them), and
-// the bucket-event receiver, an external event source. One more spares a
-// person an interval's wait: a BucketAccess whose keys change re-checks its
+// the bucket-event receiver, an external event source. Two more spare a
+// person an interval's wait: a StorageBucket that starts or ends its
+// deletion re-checks the others that want its bucket (their Conflict
+// message changes), and a BucketAccess whose keys change re-checks its
 // namespace's buckets whose policy was refused (it may name the new key).
 // Periodic checks are RequeueAfter results.
 func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("storagebucket").
 		For(&storagev1.StorageBucket{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.othersWantingBucket), builder.WithPredicates(claimantLeaving)).
 		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeReadyChanged)).
 		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(bucketOfAccess), builder.WithPredicates(accessGone)).
 		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(r.refusedPoliciesOf), builder.WithPredicates(accessKeysChanged)).
@@ -108,6 +111,37 @@ var accessGone = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	UpdateFunc:  func(event.UpdateEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// claimantLeaving passes a StorageBucket whose deletion starts, and its
+// final deletion: whoever waits for its bucket reads something else now.
+var claimantLeaving = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// othersWantingBucket are the other StorageBuckets that name the same bucket
+// in the same store.
+func (r *BucketReconciler) othersWantingBucket(ctx context.Context, o client.Object) []reconcile.Request {
+	b, ok := o.(*storagev1.StorageBucket)
+	if !ok {
+		return nil
+	}
+	list := &storagev1.StorageBucketList{}
+	if err := r.client.List(ctx, list, client.MatchingFields{storeBucketIndex: storeBucketKey(b.Spec.StoreRef.Name, bucketName(b))}); err != nil {
+		log.FromContext(ctx).Error(err, "listing the StorageBuckets that want a bucket", "bucket", bucketName(b))
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].UID != b.UID {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // accessKeysChanged passes a BucketAccess whose recorded keys changed.
@@ -274,8 +308,8 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	if err != nil {
 		return checkResult{}, err
 	}
-	if other != "" {
-		return blocked(ReasonConflict, fmt.Sprintf("bucket %s is already claimed by StorageBucket %s", name, other)), nil
+	if other != nil {
+		return blocked(ReasonConflict, claimedBy(name, other)), nil
 	}
 	store, res, err := usableStore(ctx, r.client, b.Spec.StoreRef.Name)
 	if store == nil || err != nil {
@@ -398,10 +432,10 @@ func blocked(reason, message string) checkResult {
 // An unclaimed one that is Stalled (refused by the store, or in conflict
 // itself) makes no move on the bucket, so it stands in no one's way: a
 // namespace cannot block another's bucket by naming it first.
-func (r *BucketReconciler) otherClaimant(ctx context.Context, b *storagev1.StorageBucket, bucket string) (string, error) {
+func (r *BucketReconciler) otherClaimant(ctx context.Context, b *storagev1.StorageBucket, bucket string) (*storagev1.StorageBucket, error) {
 	list := &storagev1.StorageBucketList{}
 	if err := r.client.List(ctx, list, client.MatchingFields{storeBucketIndex: storeBucketKey(b.Spec.StoreRef.Name, bucket)}); err != nil {
-		return "", fmt.Errorf("listing other claimants of bucket %s: %w", bucket, err)
+		return nil, fmt.Errorf("listing other claimants of bucket %s: %w", bucket, err)
 	}
 	mine := claims(b, bucket)
 	for i := range list.Items {
@@ -416,10 +450,25 @@ func (r *BucketReconciler) otherClaimant(ctx context.Context, b *storagev1.Stora
 		older := o.CreationTimestamp.Before(&b.CreationTimestamp) ||
 			(o.CreationTimestamp.Equal(&b.CreationTimestamp) && o.UID < b.UID)
 		if theirs && !mine || theirs == mine && older {
-			return o.Namespace + "/" + o.Name, nil
+			return o, nil
 		}
 	}
-	return "", nil
+	return nil, nil
+}
+
+// claimedBy says that another StorageBucket, alive, holds the bucket, and
+// what follows if it is being deleted. (A bucket kept after its StorageBucket
+// is gone is told by the check itself, from the bucket's ownership tags.)
+func claimedBy(bucket string, other *storagev1.StorageBucket) string {
+	msg := fmt.Sprintf("bucket %s is claimed by StorageBucket %s/%s", bucket, other.Namespace, other.Name)
+	switch {
+	case other.DeletionTimestamp.IsZero():
+		return msg
+	case other.Spec.DeletionPolicy == storagev1.DeletionDelete:
+		return msg + ", which is being deleted with deletionPolicy: Delete: the bucket goes once it is empty, and this StorageBucket can then create it"
+	default:
+		return msg + fmt.Sprintf(", which is being deleted with deletionPolicy: Retain: the bucket stays, kept for namespace %s (its ownership tags), which may take it back", other.Namespace)
+	}
 }
 
 // claims reports whether b's status records a claim (or a creation in
