@@ -27,3 +27,26 @@ func FuzzValidateBucketName(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDerivedBucketNamesDiffer: two distinct (namespace, name) pairs never
+// derive the same bucket name. The seeds are the pair the previous rule
+// confused, and names chosen to end like the other's hash.
+func FuzzDerivedBucketNamesDiffer(f *testing.F) {
+	victim := DeriveBucketName("acme-dev", "data")
+	hash := victim[strings.LastIndex(victim, "--")+2:]
+	f.Add("acme", "dev-data", "acme-dev", "data")
+	f.Add("acme", "dev-data--"+hash, "acme-dev", "data")
+	f.Add("acme-dev-data", hash, "acme-dev", "data")
+	f.Add("acme-dev-data-", hash, "acme-dev", "data")
+	f.Add("a", "b.c", "a", "b-c")
+	f.Add("a/b", "c", "a", "b/c")
+	f.Add("team", "a-assets", "team-a", "assets")
+	f.Fuzz(func(t *testing.T, ns1, name1, ns2, name2 string) {
+		if ns1 == ns2 && name1 == name2 {
+			return
+		}
+		if a, b := DeriveBucketName(ns1, name1), DeriveBucketName(ns2, name2); a == b {
+			t.Fatalf("%q/%q and %q/%q both derive %q", ns1, name1, ns2, name2, a)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package s3
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,22 +59,28 @@ func TestDeriveBucketName(t *testing.T) {
 		name      string
 		namespace string
 		object    string
-		want      string
+		want      string // ending in "--": that prefix, then the hash
 	}{
-		{name: "plain", namespace: "team-a", object: "assets", want: "team-a-assets"},
-		// Anything that had to be changed gets a hash of the original, so
-		// names that sanitise alike (assets.v2, assets-v2) stay apart.
-		{name: "dots become dashes, plus a hash", namespace: "team-a", object: "assets.v2", want: "team-a-assets-v2-"},
-		{name: "many dots collapse", namespace: "ns", object: "a..b", want: "ns-a-b-"},
-		{name: "upper case is lowered", namespace: "Team", object: "Assets", want: "team-assets-"},
-		{name: "underscores become dashes", namespace: "ns", object: "my_bucket", want: "ns-my-bucket-"},
+		{name: "readable", namespace: "team", object: "assets", want: "team-assets"},
+		{name: "readable, a name with single dashes", namespace: "acme", object: "dev-data", want: "acme-dev-data"},
+		// The pair the previous rule gave the same name: the namespace has a
+		// '-', so "acme-dev-data" could be read two ways; it is hashed.
+		{name: "a namespace with a dash is hashed", namespace: "acme-dev", object: "data", want: "acme-dev-data--"},
+		{name: "dots are hashed", namespace: "team", object: "assets.v2", want: "team-assets-v2--"},
+		{name: "a double dash is hashed", namespace: "ns", object: "a--b", want: "ns-a-b--"},
+		{name: "many dots collapse", namespace: "ns", object: "a..b", want: "ns-a-b--"},
+		{name: "upper case is lowered", namespace: "Team", object: "Assets", want: "team-assets--"},
+		{name: "underscores become dashes", namespace: "ns", object: "my_bucket", want: "ns-my-bucket--"},
+		{name: "a reserved suffix is hashed", namespace: "team", object: "x-s3alias", want: "team-x-s3alias--"},
+		{name: "a reserved prefix falls back", namespace: "sthree", object: "x", want: "trellis--"},
+		{name: "xn alone would make xn--", namespace: "xn", object: "", want: "trellis--"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			got := DeriveBucketName(tt.namespace, tt.object)
-			if strings.HasSuffix(tt.want, "-") {
-				g.Expect(got).To(MatchRegexp("^" + regexp.QuoteMeta(tt.want) + "[0-9a-f]{10}$"))
+			if strings.HasSuffix(tt.want, "--") {
+				g.Expect(got).To(MatchRegexp("^" + regexp.QuoteMeta(tt.want) + "[0-9a-f]{20}$"))
 			} else {
 				g.Expect(got).To(Equal(tt.want))
 			}
@@ -82,6 +89,7 @@ func TestDeriveBucketName(t *testing.T) {
 	}
 	g := NewWithT(t)
 	g.Expect(DeriveBucketName("a", "b.c")).NotTo(Equal(DeriveBucketName("a", "b-c")), "names that sanitise alike must not collide")
+	g.Expect(DeriveBucketName("acme", "dev-data")).NotTo(Equal(DeriveBucketName("acme-dev", "data")), "namespaces must not take each other's names")
 }
 
 func TestDeriveBucketNameLongNamesAreCutAndHashed(t *testing.T) {
@@ -97,7 +105,7 @@ func TestDeriveBucketNameLongNamesAreCutAndHashed(t *testing.T) {
 		g.Expect(ValidateBucketName(got)).To(Succeed())
 		// It keeps a readable prefix of namespace-name.
 		g.Expect(got).To(HavePrefix(ns[:40]))
-		g.Expect(got).To(MatchRegexp(`-[0-9a-f]{10}$`))
+		g.Expect(got).To(MatchRegexp(`[a-z0-9]--[0-9a-f]{20}$`))
 	}
 	g.Expect(a).NotTo(Equal(b), "a common prefix must not make two buckets share a name")
 	// Deterministic: the same input always gives the same name.
@@ -105,11 +113,106 @@ func TestDeriveBucketNameLongNamesAreCutAndHashed(t *testing.T) {
 
 	// Inputs that only differ past the cut, with a namespace short enough that
 	// the name itself is cut, also differ.
-	c := DeriveBucketName("team-a", prefix+"-x")
-	d := DeriveBucketName("team-a", prefix+"-y")
+	c := DeriveBucketName("team", prefix+"-x")
+	d := DeriveBucketName("team", prefix+"-y")
 	g.Expect(c).NotTo(Equal(d))
 	g.Expect(len(c)).To(BeNumerically("<=", 63))
 	g.Expect(len(d)).To(BeNumerically("<=", 63))
+}
+
+// TestDerivedNamesNeverCollide: every (namespace, name) pair over a small
+// alphabet that holds every character class the rule treats apart (letters,
+// '-', '.', upper case), up to a length where both forms and every
+// ambiguous split occur, derives a name no other pair derives.
+func TestDerivedNamesNeverCollide(t *testing.T) {
+	var words func(alphabet string, n int) []string
+	words = func(alphabet string, n int) []string {
+		if n == 0 {
+			return []string{""}
+		}
+		shorter := words(alphabet, n-1)
+		out := slices.Clone(shorter)
+		for _, w := range shorter {
+			if len(w) == n-1 {
+				for _, c := range alphabet {
+					out = append(out, w+string(c))
+				}
+			}
+		}
+		return out
+	}
+	type pair struct{ namespace, name string }
+	seen := map[string]pair{}
+	check := func(p pair) {
+		t.Helper()
+		got := DeriveBucketName(p.namespace, p.name)
+		if other, ok := seen[got]; ok && other != p {
+			t.Fatalf("%q/%q and %q/%q both derive %q", other.namespace, other.name, p.namespace, p.name, got)
+		}
+		seen[got] = p
+	}
+	for _, alphabet := range []struct {
+		chars string
+		n     int
+	}{{"ab-", 5}, {"a-.A_", 3}} {
+		all := words(alphabet.chars, alphabet.n)
+		for _, ns := range all {
+			for _, name := range all {
+				check(pair{ns, name})
+			}
+		}
+	}
+	readable, hashed := 0, 0
+	for name := range seen {
+		if strings.Contains(name, "--") {
+			hashed++
+		} else {
+			readable++
+		}
+	}
+	t.Logf("%d pairs: %d readable names, %d hashed", len(seen), readable, hashed)
+	if readable == 0 || hashed == 0 {
+		t.Fatal("the corpus must hold both forms")
+	}
+}
+
+// TestDerivedNamesResistChosenNames: an attacker who knows the name another
+// namespace will derive picks a namespace and a name to derive it first.
+// Every way of cutting the victim's name into namespace and name, with and
+// without the hash, derives something else.
+func TestDerivedNamesResistChosenNames(t *testing.T) {
+	victims := [][2]string{
+		{"acme-dev", "data"}, {"acme", "dev-data"}, {"team-a", "assets"}, {"team", "a-assets"},
+		{"ns", "a.b"}, {"x", strings.Repeat("y", 70)}, {"sthree", "x"},
+	}
+	for _, v := range victims {
+		target := DeriveBucketName(v[0], v[1])
+		hash := ""
+		if i := strings.LastIndex(target, "--"); i >= 0 {
+			hash = target[i+2:]
+		}
+		var tries [][2]string
+		for i := range len(target) + 1 {
+			tries = append(tries, [2]string{target[:i], target[i:]})
+			if i < len(target) && target[i] == '-' {
+				tries = append(tries, [2]string{target[:i], target[i+1:]})
+			}
+		}
+		if hash != "" {
+			// A name that ends like the hash, with the victim's own base.
+			base := strings.TrimSuffix(target, "--"+hash)
+			tries = append(tries, [2]string{v[0], v[1] + "--" + hash}, [2]string{"acme", "dev-data--" + hash},
+				[2]string{base, hash}, [2]string{base + "-", hash}, [2]string{strings.ToUpper(v[0]), v[1]})
+		}
+		for _, try := range tries {
+			if try == v {
+				continue
+			}
+			if got := DeriveBucketName(try[0], try[1]); got == target {
+				t.Errorf("%q/%q derives %q, the name of %q/%q", try[0], try[1], got, v[0], v[1])
+			}
+		}
+	}
 }
 
 func TestDeriveBucketNameIsAlwaysValid(t *testing.T) {

@@ -223,17 +223,19 @@ spec:
 		}
 	}
 
+	// "e2e-access" has a '-': its buckets' derived names are hashed.
+	data, other := s3.DeriveBucketName(ns, "data"), s3.DeriveBucketName(ns, "other")
 	env := workloadEnv(t, ns, "app-s3")
-	if got := envValue(env, "BUCKET_NAME"); got != ns+"-data" {
+	if got := envValue(env, "BUCKET_NAME"); got != data {
 		t.Fatalf("BUCKET_NAME = %q", got)
 	}
 	start := time.Now()
 	phase, logs := runPod(t, ns, "writer", image, "")
-	if phase != "Succeeded" || !strings.Contains(logs, "wrote, read back and deleted "+ns+"-data/") {
+	if phase != "Succeeded" || !strings.Contains(logs, "wrote, read back and deleted "+data+"/") {
 		t.Fatalf("the pod could not use its key: %s\n%s", phase, logs)
 	}
 	t.Logf("pod on the real node: %s (%.1fs from creation to its end)", strings.TrimSpace(logs), time.Since(start).Seconds())
-	if phase, logs := runPod(t, ns, "intruder", image, ns+"-other"); phase != "Failed" || !strings.Contains(logs, "status 403") {
+	if phase, logs := runPod(t, ns, "intruder", image, other); phase != "Failed" || !strings.Contains(logs, "status 403") {
 		t.Fatalf("the key reached another bucket of the same namespace: %s\n%s", phase, logs)
 	}
 	uid, err := kubectl("get", "bucketaccess", "app", "-n", ns, "-o", "jsonpath={.metadata.uid}")
@@ -265,7 +267,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range []string{ns + "-data", ns + "-other"} {
+	for _, b := range []string{data, other} {
 		if exists, err := c.BucketExists(context.Background(), b); err != nil || exists {
 			t.Errorf("bucket %s (deletionPolicy Delete) still exists: %v", b, err)
 		}

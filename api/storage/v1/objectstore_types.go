@@ -34,6 +34,22 @@ const (
 	StoreTypeVersitygw StoreType = "Versitygw"
 )
 
+// PublicAccess says whether the bucket policies of a store may grant beyond
+// the keys Trellis issued to the bucket's own namespace.
+// +kubebuilder:validation:Enum=Blocked;Allowed
+type PublicAccess string
+
+const (
+	// PublicAccessBlocked refuses a bucket policy that grants to everyone
+	// (Principal "*"), to everyone but some (NotPrincipal), or to any
+	// principal but the access keys of the bucket's namespace's
+	// BucketAccesses in this store.
+	PublicAccessBlocked PublicAccess = "Blocked"
+	// PublicAccessAllowed lets the namespaces publicAccessNamespaceSelector
+	// selects grant their buckets to anyone.
+	PublicAccessAllowed PublicAccess = "Allowed"
+)
+
 // VersitygwOptions are the settings only a versitygw store has.
 type VersitygwOptions struct {
 	// adminEndpoint is the URL of versitygw's admin API when it is served
@@ -101,6 +117,24 @@ type ObjectStoreSpec struct {
 	// (deletionPolicy: Retain), as the bucket's ownership tag records.
 	// +optional
 	AdoptionNamespaceSelector *metav1.LabelSelector `json:"adoptionNamespaceSelector,omitempty"`
+
+	// publicAccess is S3's Block Public Access for the bucket policies of
+	// this store's StorageBuckets (spec.policy). Blocked (default) refuses a
+	// policy that grants to everyone (Principal "*"), to everyone but some
+	// (NotPrincipal), or to any principal but the access keys of the
+	// BucketAccesses of the bucket's namespace: the bucket is Stalled
+	// (PolicyRefused) and its policy in the store is left as it was. Allowed
+	// lifts this for the namespaces publicAccessNamespaceSelector selects.
+	// +optional
+	// +default="Blocked"
+	PublicAccess PublicAccess `json:"publicAccess,omitempty"`
+
+	// publicAccessNamespaceSelector selects, by their labels, the namespaces
+	// whose bucket policies may grant to anyone while publicAccess is
+	// Allowed. Unset or empty selects none. Ignored while publicAccess is
+	// Blocked, so that one field closes every bucket of the store.
+	// +optional
+	PublicAccessNamespaceSelector *metav1.LabelSelector `json:"publicAccessNamespaceSelector,omitempty"`
 }
 
 // ObjectStoreStatus is what the controller observed.

@@ -85,8 +85,20 @@ type StorageBucketSpec struct {
 	// statements that grant the bucket's BucketAccesses their keys (Sids
 	// starting with TrellisAccess, reserved). Unset leaves the statements
 	// the bucket has as they are; a policy with an empty Statement list
-	// removes them. The store judges the statements: one it refuses is shown
-	// in the SettingsApplied condition.
+	// removes them. Unless the store's publicAccess lets this namespace,
+	// statements that grant may name only the access keys of this
+	// namespace's BucketAccesses (no "*", no NotPrincipal, no other
+	// account); otherwise the bucket is Stalled (PolicyRefused) and nothing
+	// is sent. The store judges the rest: a statement it refuses is shown in
+	// the SettingsApplied condition.
+	//
+	// There is no admission rule on the principals: whether "*" is allowed
+	// depends on the store's publicAccess and the namespace's labels, and
+	// which keys are the namespace's on its BucketAccesses, none of which a
+	// CRD rule can see; and CEL cannot parse a JSON string, so a rule on the
+	// text (e.g. refusing "Principal":"*") would miss {"AWS":"*"}, a
+	// lower-case key or an escape, while refusing policies an Allowed store
+	// accepts. The controller checks the parsed document instead.
 	// +optional
 	// +kubebuilder:validation:MinLength=2
 	// +kubebuilder:validation:MaxLength=20480

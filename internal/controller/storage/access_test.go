@@ -117,7 +117,7 @@ const (
 // TestAccessSync drives every exit of the store side of a BucketAccess
 // reconcile with a fake account driver and a fake S3 client.
 func TestAccessSync(t *testing.T) {
-	otherGrant := `{"Version":"2012-10-17","Statement":[{"Sid":"Mine","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-a-assets/pub/*"}]}`
+	otherGrant := `{"Version":"2012-10-17","Statement":[{"Sid":"Mine","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-assets/pub/*"}]}`
 	cases := map[string]struct {
 		reason   string
 		accounts fakeAccounts

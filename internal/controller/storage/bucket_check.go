@@ -150,7 +150,8 @@ func (c bucketCheck) run(ctx context.Context) (checkResult, error) {
 			}
 		case c.adopt:
 			return checkResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonAdoptionNotAllowed,
-				Message: fmt.Sprintf("bucket %s already exists in %s and was not created for namespace %s; ObjectStore %s does not let this namespace adopt buckets (its adoptionNamespaceSelector), so it is left untouched", c.bucket, c.store, c.owner.Namespace, c.store)}}, nil
+				Message: fmt.Sprintf("bucket %s already exists in %s and was not created for namespace %s; ObjectStore %s does not let this namespace adopt buckets (its adoptionNamespaceSelector), so it is left untouched", c.bucket, c.store, c.owner.Namespace, c.store) +
+					c.keptFor(owner)}}, nil
 		default:
 			hint := "set adoptExisting: true to take it over"
 			switch {
@@ -160,7 +161,7 @@ func (c bucketCheck) run(ctx context.Context) (checkResult, error) {
 				hint = fmt.Sprintf("it was not created for namespace %s, and ObjectStore %s does not let this namespace adopt buckets", c.owner.Namespace, c.store)
 			}
 			return checkResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonConflict,
-				Message: fmt.Sprintf("bucket %s already exists in %s and was not created by this StorageBucket; %s", c.bucket, c.store, hint)}}, nil
+				Message: fmt.Sprintf("bucket %s already exists in %s and was not created by this StorageBucket; %s", c.bucket, c.store, hint) + c.keptFor(owner)}}, nil
 		}
 	}
 	if c.probe {
@@ -172,6 +173,24 @@ func (c bucketCheck) run(ctx context.Context) (checkResult, error) {
 	}
 	res.summary = healthy(c.bucket, c.store)
 	return res, nil
+}
+
+// keptFor tells, for a bucket whose ownership tags name another namespace,
+// what is true of it and who can change that. The check runs after the
+// claims of other StorageBuckets: none claims this bucket, so the one that
+// tagged it is gone and left it behind (deletionPolicy: Retain). "" for a
+// bucket without a namespace tag, or one of this namespace.
+func (c bucketCheck) keptFor(owner s3.Owner) string {
+	if owner.Namespace == "" || owner.Namespace == c.owner.Namespace {
+		return ""
+	}
+	return fmt.Sprintf(". No StorageBucket claims it: it was kept for namespace %s after its StorageBucket was deleted (deletionPolicy: Retain; its tags %s=%s, %s=%s). "+
+		"Namespace %s can take it back with a StorageBucket naming it (bucketName: %s) and adoptExisting: true. "+
+		"The platform team can let namespace %s adopt it (ObjectStore %s's adoptionNamespaceSelector), hand it over by setting its tag %s to %s, "+
+		"or release it by removing both tags (then only namespaces the store lets adopt can take it)",
+		owner.Namespace, s3.OwnerNamespaceTag, owner.Namespace, s3.OwnerTag, owner.UID,
+		owner.Namespace, c.bucket,
+		c.owner.Namespace, c.store, s3.OwnerNamespaceTag, c.owner.Namespace)
 }
 
 // storeFailed turns a store error into the bucket's state: names the store

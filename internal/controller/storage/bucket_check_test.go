@@ -124,8 +124,8 @@ var (
 const (
 	testUID    = "uid-mine"
 	otherUID   = "uid-theirs"
-	testBucket = "team-a-assets"
-	testNS     = "team-a"
+	testBucket = "team-assets"
+	testNS     = "team"
 	otherNS    = "team-b"
 )
 
@@ -162,6 +162,8 @@ func TestBucketCheck(t *testing.T) {
 		// wantTagged is what SetOwner wrote, when it was called.
 		wantTagged s3.Owner
 		wantMsg    string
+		// notMsg must not be in the message ("" to skip).
+		notMsg string
 	}{
 		"claimed and there": {
 			reason: "a claimed bucket costs exactly one HeadBucket",
@@ -250,6 +252,7 @@ func TestBucketCheck(t *testing.T) {
 		"exists, untagged, not ours": {
 			s3:           fakeS3{exists: true},
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
+			notMsg: "kept for namespace",
 		},
 		"exists, another namespace's, adopted where the store allows": {
 			s3: fakeS3{exists: true, owner: theirs}, adopt: true, mayAdopt: true,
@@ -280,12 +283,27 @@ func TestBucketCheck(t *testing.T) {
 		"exists, kept by this namespace, not asked to adopt": {
 			s3:           fakeS3{exists: true, owner: keptByUs},
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
-			wantMsg: "set adoptExisting: true to take it back",
+			wantMsg: "set adoptExisting: true to take it back", notMsg: "kept for namespace",
 		},
 		"exists, another namespace's, not asked, not allowed": {
 			s3:           fakeS3{exists: true, owner: theirs},
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
 			wantMsg: "does not let this namespace adopt",
+		},
+		"exists, kept for another namespace: says so, and who can change it": {
+			reason:       "no StorageBucket claims it (that was checked first): its tags tell whose it is",
+			s3:           fakeS3{exists: true, owner: theirs},
+			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
+			wantMsg: "No StorageBucket claims it: it was kept for namespace team-b after its StorageBucket was deleted (deletionPolicy: Retain; " +
+				"its tags trellis.dev/owner-namespace=team-b, trellis.dev/owner-uid=uid-theirs). " +
+				"Namespace team-b can take it back with a StorageBucket naming it (bucketName: team-assets) and adoptExisting: true. " +
+				"The platform team can let namespace team adopt it (ObjectStore store-a's adoptionNamespaceSelector), hand it over by setting its tag trellis.dev/owner-namespace to team, " +
+				"or release it by removing both tags",
+		},
+		"exists, kept for another namespace, adoption refused: says so too": {
+			s3: fakeS3{exists: true, owner: theirs}, adopt: true,
+			wantProgress: conditions.Blocked, wantReason: ReasonAdoptionNotAllowed, wantCalls: []string{"BucketExists", "Owner"},
+			wantMsg: "so it is left untouched. No StorageBucket claims it: it was kept for namespace team-b",
 		},
 		"exists, another namespace's, not asked, allowed": {
 			s3: fakeS3{exists: true, owner: theirs}, mayAdopt: true,
@@ -296,7 +314,7 @@ func TestBucketCheck(t *testing.T) {
 			reason: "no bucket is made under another namespace's names, and no intent recorded",
 			s3:     fakeS3{}, foreign: true,
 			wantProgress: conditions.Blocked, wantReason: ReasonBucketNameNotAllowed, wantCalls: []string{"BucketExists"},
-			wantMsg: "name the bucket team-a-",
+			wantMsg: "name the bucket team-",
 		},
 		"missing, a foreign name, allowed": {
 			s3: fakeS3{}, foreign: true, mayAdopt: true,
@@ -340,6 +358,9 @@ func TestBucketCheck(t *testing.T) {
 			g.Expect(res.summary.Reason).To(Equal(tc.wantReason), tc.reason)
 			g.Expect(res.summary.Message).NotTo(BeEmpty())
 			g.Expect(res.summary.Message).To(ContainSubstring(tc.wantMsg))
+			if tc.notMsg != "" {
+				g.Expect(res.summary.Message).NotTo(ContainSubstring(tc.notMsg))
+			}
 			if slices.Contains(tc.wantCalls, "SetOwner") && tc.wantTagged != (s3.Owner{}) {
 				g.Expect(fake.setOwnerTo).To(Equal(tc.wantTagged), "both tags, this StorageBucket's")
 			}

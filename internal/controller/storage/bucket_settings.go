@@ -19,6 +19,9 @@ const (
 	ReasonInvalidPolicy = "InvalidPolicy"
 	// ReasonSettingNotSupported: the store does not implement a setting.
 	ReasonSettingNotSupported = "SettingNotSupported"
+	// ReasonPolicyRefused: spec.policy grants beyond what the store's
+	// publicAccess lets the namespace grant; nothing was sent.
+	ReasonPolicyRefused = "PolicyRefused"
 )
 
 // The settings, by the names the spec gives them.
@@ -40,8 +43,11 @@ type bucketSettings struct {
 	// lockPolicy serialises edits of the bucket's policy with BucketAccesses'.
 	lockPolicy func() (unlock func())
 
-	versioning      string // "" when not managed
-	policy          string // "" when not managed
+	versioning string // "" when not managed
+	policy     string // "" when not managed
+	// principals, when set, is whom the policy may grant to: the store
+	// blocks public access for the namespace. nil: anyone.
+	principals      *principalRule
 	manageCORS      bool
 	cors            []s3.CORSRule
 	manageLifecycle bool
@@ -146,6 +152,10 @@ func (s bucketSettings) applyOne(ctx context.Context, name string) (bool, error)
 		if err := s3.ValidateUserPolicy(s.policy); err != nil {
 			return false, &invalidPolicyError{err: err}
 		}
+		if err := s.principals.check(s.policy); err != nil {
+			// Refused before the store is asked: its policy stays as it was.
+			return false, err
+		}
 		return editPolicy(ctx, s.s3, s.lockPolicy, s.bucket, func(current string) (string, error) {
 			return s3.WithUserPolicy(current, s.policy)
 		})
@@ -177,10 +187,57 @@ type invalidPolicyError struct{ err error }
 func (e *invalidPolicyError) Error() string { return e.err.Error() }
 func (e *invalidPolicyError) Unwrap() error { return e.err }
 
+// principalRule is whom a bucket policy may grant to while the store blocks
+// public access for the namespace: the access keys of the namespace's
+// BucketAccesses in the store (s3.CheckPrincipals).
+type principalRule struct {
+	store, namespace string
+	// allowed: the store's publicAccess is Allowed, but its
+	// publicAccessNamespaceSelector does not select the namespace.
+	allowed bool
+	// held are the access key ids the namespace's BucketAccesses hold in
+	// the store, current and retiring.
+	held map[string]bool
+}
+
+// check refuses a policy that grants beyond the rule; a nil rule refuses nothing.
+func (p *principalRule) check(policy string) error {
+	if p == nil {
+		return nil
+	}
+	if err := s3.CheckPrincipals(policy, func(id string) bool { return p.held[id] }); err != nil {
+		return &policyRefusedError{rule: p, err: err}
+	}
+	return nil
+}
+
+// policyRefusedError is a spec.policy that grants beyond what the store lets
+// the namespace grant; nothing was sent to the store.
+type policyRefusedError struct {
+	rule *principalRule
+	err  error
+}
+
+func (e *policyRefusedError) Error() string {
+	why := fmt.Sprintf("ObjectStore %s blocks public access (publicAccess: Blocked)", e.rule.store)
+	if e.rule.allowed {
+		why = fmt.Sprintf("ObjectStore %s allows public access only to the namespaces its publicAccessNamespaceSelector selects, not %s", e.rule.store, e.rule.namespace)
+	}
+	return fmt.Sprintf("refused, %s: %v. Statements that grant may name only access keys of namespace %s's BucketAccesses in this store (their status.accessKeyID); "+
+		"the bucket's policy in the store is left as it was. To grant anyone else, ask the platform team to set publicAccess: Allowed and select the namespace in publicAccessNamespaceSelector",
+		why, e.err, e.rule.namespace)
+}
+
+func (e *policyRefusedError) Unwrap() error { return e.err }
+
 func settingProblemOf(setting string, err error) settingProblem {
 	var ip *invalidPolicyError
 	if errors.As(err, &ip) {
 		return settingProblem{setting: setting, reason: ReasonInvalidPolicy, blocked: true, message: "policy: " + ip.Error()}
+	}
+	var refused *policyRefusedError
+	if errors.As(err, &refused) {
+		return settingProblem{setting: setting, reason: ReasonPolicyRefused, blocked: true, message: "policy: " + refused.Error()}
 	}
 	reason, msg := classifyStoreError(err)
 	p := settingProblem{setting: setting, reason: string(reason), message: setting + ": " + msg}

@@ -14,17 +14,21 @@ import (
 // TestBucketSettings drives every exit of applying bucket settings with a
 // fake store: each setting is read, and written only when it differs.
 func TestBucketSettings(t *testing.T) {
-	userPolicy := `{"Version":"2012-10-17","Statement":[{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-a-assets/pub/*"}]}`
+	userPolicy := `{"Version":"2012-10-17","Statement":[{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-assets/pub/*"}]}`
 	withGrant, _ := s3.WithGrant("", testBucket, s3.Grant{ID: "g", Principals: []string{keyV1}, Mode: s3.ReadOnly})
 	withBoth, _ := s3.WithUserPolicy(withGrant, userPolicy)
 	cors := &storagev1.BucketCORS{Rules: []storagev1.CORSRule{{AllowedOrigins: []string{"https://app.example.com"}, AllowedMethods: []storagev1.CORSMethod{"GET", "PUT"}, MaxAgeSeconds: 60}}}
 	corsInStore := []s3.CORSRule{{AllowedOrigins: []string{"https://app.example.com"}, AllowedMethods: []string{"PUT", "GET"}, MaxAgeSeconds: 60}}
 	lifecycle := &storagev1.BucketLifecycle{Rules: []storagev1.ExpirationRule{{ID: "tmp", Prefix: "tmp/", ExpirationDays: 7}}}
 
+	blocked := &principalRule{store: "store-a", namespace: testNS, held: map[string]bool{keyV1: true}}
+	ownKeyPolicy := `{"Statement":[{"Effect":"Allow","Principal":{"AWS":"` + keyV1 + `"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::team-assets/*"}]}`
 	cases := map[string]struct {
 		reason string
 		spec   func(*storagev1.StorageBucketSpec)
 		s3     fakeS3
+		// principals is whom the policy may grant to (nil: anyone).
+		principals *principalRule
 
 		wantCalls    []string
 		wantChanged  []string
@@ -81,6 +85,25 @@ func TestBucketSettings(t *testing.T) {
 			s3:   fakeS3{setPolicyErr: errBadPolicy}, wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
 			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy,
 		},
+		"a public policy where the store blocks it": {
+			reason: "refused before the store is asked: its policy stays as it was",
+			spec:   func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy }, principals: blocked,
+			s3:           fakeS3{policy: withGrant},
+			wantProgress: conditions.Blocked, wantReason: ReasonPolicyRefused,
+			check: func(g Gomega, f *fakeS3) { g.Expect(f.policy).To(Equal(withGrant)) },
+		},
+		"a policy of the namespace's own key where the store blocks public access": {
+			spec: func(s *storagev1.StorageBucketSpec) { s.Policy = ownKeyPolicy }, principals: blocked,
+			wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
+			wantProgress: conditions.Done, wantReason: ReasonApplied,
+		},
+		"a public policy refused, the other settings still applied": {
+			spec: func(s *storagev1.StorageBucketSpec) {
+				s.Policy, s.Versioning = userPolicy, storagev1.VersioningEnabled
+			},
+			principals: blocked, wantCalls: []string{"Versioning", "SetVersioning"}, wantChanged: []string{settingVersioning},
+			wantProgress: conditions.Blocked, wantReason: ReasonPolicyRefused,
+		},
 		"cors to set": {
 			spec:      func(s *storagev1.StorageBucketSpec) { s.CORS = cors },
 			wantCalls: []string{"CORS", "SetCORS"}, wantChanged: []string{settingCORS}, wantProgress: conditions.Done, wantReason: ReasonApplied,
@@ -131,6 +154,7 @@ func TestBucketSettings(t *testing.T) {
 			fake := tc.s3
 			settings := settingsOf(b)
 			settings.s3, settings.store, settings.bucket, settings.lockPolicy = &fake, "store-a", testBucket, noLock
+			settings.principals = tc.principals
 
 			res := settings.apply(context.Background())
 
@@ -173,4 +197,21 @@ func TestSettingsStatus(t *testing.T) {
 	st = computeBucketStatus(b, checked(checkResult{summary: healthy(testBucket, "store-a")}))
 	g.Expect(conditions.Get(st.Conditions, conditions.SettingsApplied)).To(BeNil())
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Ready)).To(BeTrue())
+}
+
+// TestPolicyRefusedSays: the message names what was refused, that nothing
+// was sent, and who can allow it.
+func TestPolicyRefusedSays(t *testing.T) {
+	g := NewWithT(t)
+	rule := &principalRule{store: "store-a", namespace: testNS, held: map[string]bool{}}
+	p := settingProblemOf(settingPolicy, rule.check(`{"Statement":[{"Sid":"Pub","Effect":"Allow","Principal":"*"}]}`))
+	g.Expect(p.reason).To(Equal(ReasonPolicyRefused))
+	g.Expect(p.blocked).To(BeTrue())
+	g.Expect(p.message).To(HavePrefix(`policy: refused, ObjectStore store-a blocks public access (publicAccess: Blocked): statement 1 (Sid "Pub"): Principal "*" is everyone`))
+	g.Expect(p.message).To(ContainSubstring("left as it was"))
+	g.Expect(p.message).To(ContainSubstring("publicAccess: Allowed and select the namespace in publicAccessNamespaceSelector"))
+	rule.allowed = true
+	p = settingProblemOf(settingPolicy, rule.check(`{"Statement":[{"Effect":"Allow","Principal":"*"}]}`))
+	g.Expect(p.message).To(ContainSubstring("allows public access only to the namespaces its publicAccessNamespaceSelector selects, not team"))
+	g.Expect((*principalRule)(nil).check(`{"Statement":[{"Effect":"Allow","Principal":"*"}]}`)).To(Succeed(), "no rule: anyone")
 }

@@ -26,8 +26,10 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 	storeDown := conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "no answer"}
 	settingsNotSupported := settingsResult{declared: []string{settingLifecycle},
 		problems: []settingProblem{{setting: settingLifecycle, reason: ReasonSettingNotSupported, blocked: true, message: "lifecycle: not implemented"}}}
-	policyRefused := settingsResult{declared: []string{settingPolicy},
+	policyInvalid := settingsResult{declared: []string{settingPolicy},
 		problems: []settingProblem{{setting: settingPolicy, reason: ReasonInvalidPolicy, blocked: true, message: "policy: not JSON"}}}
+	policyRefused := settingsResult{declared: []string{settingPolicy},
+		problems: []settingProblem{{setting: settingPolicy, reason: ReasonPolicyRefused, blocked: true, message: `policy: refused: Principal "*"`}}}
 	settingsApplied := settingsResult{declared: []string{settingVersioning}}
 	// What a reconcile that ends with an API error records (outcome.summary).
 	apiError := *(&outcome{failed: errors.New("etcdserver: request timed out")}).summary(nil)
@@ -52,6 +54,7 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 			"bucket name not allowed":         {res: blocked(ReasonBucketNameNotAllowed, "not your name"), want: kstatus.FailedStatus},
 			"setting not supported": {res: checkResult{summary: settingsNotSupported.summary(), settings: &settingsNotSupported},
 				want: kstatus.FailedStatus},
+			"policy invalid": {res: checkResult{summary: policyInvalid.summary(), settings: &policyInvalid}, want: kstatus.FailedStatus},
 			"policy refused": {res: checkResult{summary: policyRefused.summary(), settings: &policyRefused}, want: kstatus.FailedStatus},
 			"settings applied": {res: checkResult{summary: healthy(testBucket, "store-a"), claim: storagev1.BucketClaimed, settings: &settingsApplied},
 				want: kstatus.CurrentStatus},

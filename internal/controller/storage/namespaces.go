@@ -23,6 +23,10 @@ type storeAccess struct {
 	// adopt: its StorageBuckets may take over buckets not created for this
 	// namespace, and name buckets outside the namespace's own names.
 	adopt bool
+	// public: its bucket policies may grant to anyone (publicAccess Allowed,
+	// and publicAccessNamespaceSelector selects it); otherwise only to the
+	// keys of its own BucketAccesses.
+	public bool
 }
 
 // accessOf reads the store's namespace selectors for a namespace with the
@@ -37,7 +41,14 @@ func accessOf(store *storagev1.ObjectStore, nsLabels map[string]string) (storeAc
 	if err != nil {
 		return storeAccess{}, fmt.Errorf("adoptionNamespaceSelector: %w", err)
 	}
-	return storeAccess{use: use, adopt: use && adopt}, nil
+	public, err := selects(store.Spec.PublicAccessNamespaceSelector, nsLabels)
+	if err != nil {
+		return storeAccess{}, fmt.Errorf("publicAccessNamespaceSelector: %w", err)
+	}
+	// Anything but Allowed is Blocked: an object the API server did not
+	// default (or a value a later version adds) fails closed.
+	public = public && store.Spec.PublicAccess == storagev1.PublicAccessAllowed
+	return storeAccess{use: use, adopt: use && adopt, public: use && public}, nil
 }
 
 func selects(sel *metav1.LabelSelector, nsLabels map[string]string) (bool, error) {
@@ -58,11 +69,14 @@ func validateSelectors(store *storagev1.ObjectStore) error {
 }
 
 // ownBucketName reports whether bucket is one of the namespace's own names:
-// "<namespace>-…", the form derived names take. (Namespace "team" also owns
+// "<namespace>-…" without "--". A name with "--" is of the form hashed
+// derived names take (s3.DeriveBucketName), which may start with another
+// namespace's name: acme-dev/data derives acme-dev-data--<hash>, which
+// namespace acme could otherwise name first. (Namespace "team" still owns
 // "team-a-…" this way, as derived names always allowed; what stops it from
 // taking namespace team-a's buckets is the ownership tag, not the name.)
 func ownBucketName(namespace, bucket string) bool {
-	return strings.HasPrefix(bucket, namespace+"-")
+	return strings.HasPrefix(bucket, namespace+"-") && !strings.Contains(bucket, "--")
 }
 
 // namespaceLabels reads the labels of namespaces, which the stores'

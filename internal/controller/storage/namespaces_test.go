@@ -8,15 +8,19 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/s3"
 )
 
 func TestAccessOf(t *testing.T) {
 	teamA := map[string]string{"team": "a", "kubernetes.io/metadata.name": "team-a"}
 	sel := func(l map[string]string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: l} }
 	cases := map[string]struct {
-		use, adopt *metav1.LabelSelector
-		want       storeAccess
-		wantErr    string
+		use, adopt, public *metav1.LabelSelector
+		publicAccess       storagev1.PublicAccess
+		want               storeAccess
+		wantErr            string
 	}{
 		"no selector: closed":          {},
 		"empty selector: closed":       {use: &metav1.LabelSelector{}},
@@ -30,12 +34,27 @@ func TestAccessOf(t *testing.T) {
 			wantErr: "namespaceSelector"},
 		"invalid adoption selector": {use: everyNamespaceSelector(), adopt: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}}},
 			wantErr: "adoptionNamespaceSelector"},
+		"public access allowed, selected": {use: everyNamespaceSelector(), public: sel(map[string]string{"team": "a"}),
+			publicAccess: storagev1.PublicAccessAllowed, want: storeAccess{use: true, public: true}},
+		"public access allowed, not selected": {use: everyNamespaceSelector(), public: sel(map[string]string{"team": "b"}),
+			publicAccess: storagev1.PublicAccessAllowed, want: storeAccess{use: true}},
+		"public access allowed, no selector: none": {use: everyNamespaceSelector(), publicAccess: storagev1.PublicAccessAllowed,
+			want: storeAccess{use: true}},
+		"public access blocked: the selector is ignored": {use: everyNamespaceSelector(), public: everyNamespaceSelector(),
+			publicAccess: storagev1.PublicAccessBlocked, want: storeAccess{use: true}},
+		"public access unset (not defaulted): blocked": {use: everyNamespaceSelector(), public: everyNamespaceSelector(),
+			want: storeAccess{use: true}},
+		"public access without use is none": {use: sel(map[string]string{"team": "b"}), public: everyNamespaceSelector(),
+			publicAccess: storagev1.PublicAccessAllowed},
+		"invalid public access selector": {use: everyNamespaceSelector(), public: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}},
+			publicAccess: storagev1.PublicAccessAllowed, wantErr: "publicAccessNamespaceSelector"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			store := testStore("s")
 			store.Spec.NamespaceSelector, store.Spec.AdoptionNamespaceSelector = tc.use, tc.adopt
+			store.Spec.PublicAccess, store.Spec.PublicAccessNamespaceSelector = tc.publicAccess, tc.public
 			got, err := accessOf(store, teamA)
 			if tc.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
@@ -59,6 +78,10 @@ func TestOwnBucketName(t *testing.T) {
 	g.Expect(ownBucketName("team-a", "team-ab-assets")).To(BeFalse())
 	g.Expect(ownBucketName("team-a", "assets")).To(BeFalse())
 	g.Expect(ownBucketName("team-a", "team-b-assets")).To(BeFalse())
+	// The form of hashed derived names is no one's to name: namespace acme
+	// would otherwise name acme-dev/data's bucket first.
+	g.Expect(ownBucketName("acme", s3.DeriveBucketName("acme-dev", "data"))).To(BeFalse())
+	g.Expect(ownBucketName("team-a", "team-a--x")).To(BeFalse())
 }
 
 // namespaceReader serves one namespace's labels and counts reads.

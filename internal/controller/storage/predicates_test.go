@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -138,4 +139,52 @@ func TestBucketsWakeTheirStoreOnlyWhileItIsDeleted(t *testing.T) {
 	g.Expect(mapBucket(ctx, bucketIn("store-a"))).To(BeEmpty(), "a store in use is not checked again for a new bucket")
 	g.Expect(mapBucket(ctx, bucketIn("store-b"))).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "store-b"}}}))
 	g.Expect(mapBucket(ctx, bucketIn("no-such-store"))).To(BeEmpty())
+}
+
+// TestOthersHearWhenAClaimantLeaves: a StorageBucket that starts or ends its
+// deletion re-checks the others that name its bucket in its store, so their
+// Conflict message tells what is true now.
+func TestOthersHearWhenAClaimantLeaves(t *testing.T) {
+	g := NewWithT(t)
+	holder := claimedBucket()
+	waiting := func(ns, name, store string) *storagev1.StorageBucket {
+		return &storagev1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name)},
+			Spec: storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: store}, BucketName: testBucket}}
+	}
+	f := newFixture(holder, waiting(otherNS, "wants", rtStore), waiting(otherNS, "elsewhere", "store-b"))
+	r := f.bucketReconciler()
+
+	leaving := holder.DeepCopy()
+	leaving.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	g.Expect(claimantLeaving.Update(event.UpdateEvent{ObjectOld: holder, ObjectNew: leaving})).To(BeTrue(), "its deletion starts")
+	g.Expect(claimantLeaving.Update(event.UpdateEvent{ObjectOld: leaving, ObjectNew: leaving})).To(BeFalse())
+	g.Expect(claimantLeaving.Update(event.UpdateEvent{ObjectOld: holder, ObjectNew: holder})).To(BeFalse())
+	g.Expect(claimantLeaving.Delete(event.DeleteEvent{Object: leaving})).To(BeTrue(), "it is gone")
+	g.Expect(claimantLeaving.Create(event.CreateEvent{Object: holder})).To(BeFalse())
+	g.Expect(r.othersWantingBucket(context.Background(), leaving)).To(Equal([]reconcile.Request{
+		{NamespacedName: client.ObjectKey{Namespace: otherNS, Name: "wants"}}}), "the others of the same store and bucket, not itself")
+}
+
+// TestRefusedPoliciesHearOfNewKeys: a BucketAccess whose keys change
+// re-checks the buckets of its namespace whose policy was refused, which may
+// have named the key before it was issued.
+func TestRefusedPoliciesHearOfNewKeys(t *testing.T) {
+	g := NewWithT(t)
+	refused := claimedBucket()
+	refused.Name = "refused"
+	conditions.Summarize(&refused.Status.Conditions, 1, conditions.Summary{Progress: conditions.Blocked, Reason: ReasonPolicyRefused, Message: "no"})
+	elsewhere := refused.DeepCopy()
+	elsewhere.Namespace = otherNS
+	f := newFixture(claimedBucket(), refused, elsewhere)
+
+	before := rtAccessObj()
+	after := grantedAccess()
+	g.Expect(accessKeysChanged.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: after})).To(BeTrue(), "a key issued")
+	g.Expect(accessKeysChanged.Update(event.UpdateEvent{ObjectOld: after, ObjectNew: after})).To(BeFalse())
+	retired := after.DeepCopy()
+	retired.Status.RetiringKeys = []storagev1.RetiringKey{{AccessKeyID: "old"}}
+	g.Expect(accessKeysChanged.Update(event.UpdateEvent{ObjectOld: after, ObjectNew: retired})).To(BeTrue(), "a key retiring")
+	g.Expect(accessKeysChanged.Create(event.CreateEvent{Object: after})).To(BeFalse())
+	g.Expect(f.bucketReconciler().refusedPoliciesOf(context.Background(), after)).To(Equal([]reconcile.Request{
+		{NamespacedName: client.ObjectKey{Namespace: testNS, Name: "refused"}}}))
 }

@@ -334,7 +334,7 @@ func deleting(obj client.Object) client.Object {
 	return obj
 }
 
-// rtBucket is StorageBucket team-a/assets (bucket team-a-assets), with its finalizer.
+// rtBucket is StorageBucket team/assets (bucket team-assets), with its finalizer.
 func rtBucket() *storagev1.StorageBucket {
 	return &storagev1.StorageBucket{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "assets", UID: testUID, Generation: 1, Finalizers: []string{BucketFinalizer}},
@@ -453,7 +453,7 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 			want: exit{ready: ReasonInUse, also: conditions.Stalled, statusWrites: 1, events: []string{"Warning InUse"}},
 			check: func(g Gomega, _ *fixture, s *storagev1.ObjectStore) {
 				g.Expect(s.Finalizers).To(ConsistOf(StoreFinalizer))
-				g.Expect(conditions.Get(s.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("team-a/assets"))
+				g.Expect(conditions.Get(s.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("team/assets"))
 			},
 		},
 		"deleted while an access has accounts in it: InUse": {
@@ -497,8 +497,37 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 }
 
 func TestStorageBucketReconcileExits(t *testing.T) {
-	policy := `{"Version":"2012-10-17","Statement":[{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-a-assets/*"}]}`
+	policy := `{"Version":"2012-10-17","Statement":[{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-assets/*"}]}`
 	withPolicy := func(b *storagev1.StorageBucket) *storagev1.StorageBucket { b.Spec.Policy = policy; return b }
+	granting := func(principals string) func(*storagev1.StorageBucket) *storagev1.StorageBucket {
+		return func(b *storagev1.StorageBucket) *storagev1.StorageBucket {
+			b.Spec.Policy = `{"Statement":[{"Effect":"Allow","Principal":{"AWS":` + principals + `},"Action":"s3:GetObject","Resource":"arn:aws:s3:::team-assets/*"}]}`
+			return b
+		}
+	}
+	// publicStore lets the namespace grant to anyone.
+	publicStore := func() *storagev1.ObjectStore {
+		s := rtStoreObj(true)
+		s.Spec.PublicAccess = storagev1.PublicAccessAllowed
+		s.Spec.PublicAccessNamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{openTo: rtStore}}
+		return s
+	}
+	// theirAccess is a BucketAccess of another namespace, granted in the same store.
+	theirAccess := func() *storagev1.BucketAccess {
+		a := grantedAccess()
+		a.Namespace, a.UID = otherNS, "uid-their-access"
+		a.Status.AccessKeyID = accessKeyID(a.UID, 1)
+		return a
+	}
+	refusedUntouched := func(want string) func(Gomega, *fixture, *storagev1.StorageBucket) {
+		return func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+			g.Expect(f.s3.calls).To(Equal([]string{"BucketExists"}), "the policy is neither read nor written")
+			applied := conditions.Get(b.Status.Conditions, conditions.SettingsApplied)
+			g.Expect(applied.Reason).To(Equal(ReasonPolicyRefused))
+			g.Expect(applied.Message).To(ContainSubstring(want))
+			g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed), "the bucket itself is fine")
+		}
+	}
 	deletePolicy := func(b *storagev1.StorageBucket) *storagev1.StorageBucket {
 		b.Spec.DeletionPolicy = storagev1.DeletionDelete
 		return b
@@ -571,7 +600,25 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			}},
 			want: exit{requeue: checkWait, ready: ReasonConflict, also: conditions.Stalled, statusWrites: 1,
 				events: []string{"Warning Conflict"}},
-			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.s3.calls).To(BeEmpty()) },
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(BeEmpty())
+				g.Expect(conditions.Get(b.Status.Conditions, conditions.Ready).Message).To(Equal("bucket team-assets is claimed by StorageBucket team-b/first"))
+			},
+		},
+		"another StorageBucket holds the bucket and is being deleted: Conflict, saying what follows": {
+			bucket: rtBucket(),
+			world: []client.Object{rtStoreObj(true), &storagev1.StorageBucket{
+				ObjectMeta: metav1.ObjectMeta{Namespace: otherNS, Name: "first", UID: otherUID,
+					DeletionTimestamp: &metav1.Time{Time: time.Now()}, Finalizers: []string{BucketFinalizer}},
+				Spec:   storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: rtStore}, BucketName: testBucket},
+				Status: storagev1.StorageBucketStatus{BucketName: testBucket, Claim: storagev1.BucketClaimed},
+			}},
+			want: exit{requeue: checkWait, ready: ReasonConflict, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning Conflict"}},
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(BeEmpty())
+				g.Expect(conditions.Get(b.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("being deleted with deletionPolicy: Retain: the bucket stays, kept for namespace team-b"))
+			},
 		},
 		"no such store: Stalled": {
 			bucket: rtBucket(),
@@ -606,7 +653,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			},
 		},
 		"policy written, then listing the accesses to tell fails: the check is recorded, ReconcileError": {
-			bucket: withPolicy(claimedBucket()), world: []client.Object{rtStoreObj(true)},
+			bucket: withPolicy(claimedBucket()), world: []client.Object{publicStore()},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.fail["list BucketAccess"] = errUnavailable },
 			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError", "Normal BucketSettingsApplied"}},
@@ -616,8 +663,51 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
 			},
 		},
+		"a public policy where the store blocks it: PolicyRefused, Stalled, nothing sent": {
+			bucket: withPolicy(claimedBucket()), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
+			want: exit{requeue: checkWait, ready: ReasonPolicyRefused, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning PolicyRefused"}},
+			check: refusedUntouched(`Principal "*" is everyone`),
+		},
+		"a public policy where the store allows it, but not for this namespace: PolicyRefused": {
+			bucket: withPolicy(claimedBucket()), world: []client.Object{func() client.Object {
+				s := publicStore()
+				s.Spec.PublicAccessNamespaceSelector.MatchLabels = map[string]string{"public": "yes"}
+				return s
+			}()},
+			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
+			want: exit{requeue: checkWait, ready: ReasonPolicyRefused, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning PolicyRefused"}},
+			check: refusedUntouched("its publicAccessNamespaceSelector selects, not " + testNS),
+		},
+		"a policy naming another namespace's key: PolicyRefused": {
+			bucket: granting(`"` + accessKeyID("uid-their-access", 1) + `"`)(claimedBucket()), world: []client.Object{rtStoreObj(true), theirAccess()},
+			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
+			want: exit{requeue: checkWait, ready: ReasonPolicyRefused, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning PolicyRefused"}},
+			check: refusedUntouched("is not a key of this namespace's BucketAccesses"),
+		},
+		"a policy naming the namespace's own keys: applied": {
+			bucket: granting(`["` + accessKeyID("uid-access", 1) + `"]`)(claimedBucket()), world: []client.Object{rtStoreObj(true), grantedAccess()},
+			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
+			want:  exit{requeue: checkWait, ready: ReasonHealthy, statusWrites: 1, events: []string{"Normal BucketSettingsApplied"}},
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(ContainElement("SetPolicy"))
+			},
+		},
+		"listing the keys before the policy fails: ReconcileError, nothing sent": {
+			bucket: withPolicy(claimedBucket()), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.fail["list BucketAccess"] = errUnavailable },
+			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+				events: []string{"Warning ReconcileError"}},
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(BeEmpty(), "nothing asked of the store")
+				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
+			},
+		},
 		"policy written: its accesses are told": {
-			bucket: withPolicy(claimedBucket()), world: []client.Object{rtStoreObj(true), grantedAccess()},
+			bucket: withPolicy(claimedBucket()), world: []client.Object{publicStore(), grantedAccess()},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
 			want: exit{requeue: checkWait, ready: ReasonHealthy, statusWrites: 1,
 				events: []string{"Normal BucketSettingsApplied"}},

@@ -31,9 +31,13 @@ func settingsCondition(g Gomega, ns, name string) *metav1.Condition {
 func TestBucketSettingsAgainstVersitygw(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	// A store of its own, so its request counts are this test's alone.
+	// A store of its own, so its request counts are this test's alone; it
+	// lets every namespace grant to anyone (the policy below is public).
 	const store = "settings-s3"
-	g.Expect(k8s.Create(ctx, newStore(store, credsSecret))).To(Succeed())
+	settingsStore := newStore(store, credsSecret)
+	settingsStore.Spec.PublicAccess = storagev1.PublicAccessAllowed
+	settingsStore.Spec.PublicAccessNamespaceSelector = everyNamespace
+	g.Expect(k8s.Create(ctx, settingsStore)).To(Succeed())
 	ns := newNamespace(t)
 	bucket := ns + "-set"
 	policy := `{"Version":"2012-10-17","Statement":[{"Sid":"PublicRead","Effect":"Allow","Principal":"*","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::` + bucket + `/pub/*"]}]}`

@@ -18,7 +18,7 @@ var statusLongAgo = metav1.NewTime(time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC))
 
 func statusBucket(generation int64, status storagev1.StorageBucketStatus) *storagev1.StorageBucket {
 	return &storagev1.StorageBucket{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "assets", Generation: generation, UID: "uid-1"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "assets", Generation: generation, UID: "uid-1"},
 		Spec:       storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: "store-a"}},
 		Status:     status,
 	}
@@ -29,7 +29,7 @@ func statusCondition(typ string, status metav1.ConditionStatus, reason string) m
 }
 
 var wasReady = storagev1.StorageBucketStatus{
-	ObservedGeneration: 1, BucketName: "team-a-assets", Claim: storagev1.BucketClaimed,
+	ObservedGeneration: 1, BucketName: "team-assets", Claim: storagev1.BucketClaimed,
 	Conditions: []metav1.Condition{
 		statusCondition(conditions.Ready, metav1.ConditionTrue, ReasonHealthy),
 	},
@@ -48,11 +48,11 @@ func TestComputeBucketStatus(t *testing.T) {
 		readyKept bool // Ready did not flip: its transition time stays
 	}{
 		"first check creates and claims": {
-			res:   checkResult{summary: healthy("team-a-assets", "store-a"), claim: storagev1.BucketClaimed},
+			res:   checkResult{summary: healthy("team-assets", "store-a"), claim: storagev1.BucketClaimed},
 			ready: metav1.ConditionTrue, reason: ReasonHealthy, claim: storagev1.BucketClaimed,
 		},
 		"healthy again": {
-			prior: wasReady, res: checkResult{summary: healthy("team-a-assets", "store-a")},
+			prior: wasReady, res: checkResult{summary: healthy("team-assets", "store-a")},
 			ready: metav1.ConditionTrue, reason: ReasonHealthy, claim: storagev1.BucketClaimed, readyKept: true,
 		},
 		"store down: still the claim, and Reconciling": {
@@ -64,8 +64,8 @@ func TestComputeBucketStatus(t *testing.T) {
 			res:   blocked(ReasonConflict, "someone else's"),
 			ready: metav1.ConditionFalse, reason: ReasonConflict, alsoTrue: conditions.Stalled,
 		},
-		"a new bucket name drops the old claim": {
-			prior: storagev1.StorageBucketStatus{BucketName: "old-name", Claim: storagev1.BucketClaimed},
+		"a name recorded without a claim is derived again": {
+			prior: storagev1.StorageBucketStatus{BucketName: "old-name"},
 			res:   blocked(ReasonConflict, "someone else's"),
 			ready: metav1.ConditionFalse, reason: ReasonConflict, alsoTrue: conditions.Stalled,
 		},
@@ -80,7 +80,7 @@ func TestComputeBucketStatus(t *testing.T) {
 
 			g.Expect(b).To(Equal(before), "the bucket itself is not modified")
 			g.Expect(st.ObservedGeneration).To(Equal(int64(4)))
-			g.Expect(st.BucketName).To(Equal("team-a-assets"))
+			g.Expect(st.BucketName).To(Equal("team-assets"))
 			g.Expect(st.Claim).To(Equal(tt.claim))
 			ready := conditions.Get(st.Conditions, conditions.Ready)
 			g.Expect(ready).NotTo(BeNil())
@@ -103,6 +103,27 @@ func TestComputeBucketStatus(t *testing.T) {
 	}
 }
 
+// TestRecordedBucketNameIsKept: a StorageBucket that created or claimed its
+// bucket under a name an earlier rule derived keeps that name; one that
+// claimed nothing under it, or names its bucket, does not.
+func TestRecordedBucketNameIsKept(t *testing.T) {
+	g := NewWithT(t)
+	b := statusBucket(1, storagev1.StorageBucketStatus{BucketName: "team-assets-0123456789", Claim: storagev1.BucketClaimed})
+	b.Namespace = "team-a"
+	g.Expect(bucketName(b)).To(Equal("team-assets-0123456789"))
+	st := computeBucketStatus(b, checked(checkResult{summary: healthy("team-assets-0123456789", "store-a")}))
+	g.Expect(st.BucketName).To(Equal("team-assets-0123456789"))
+	g.Expect(st.Claim).To(Equal(storagev1.BucketClaimed))
+
+	b.Status.Claim = storagev1.BucketCreating
+	g.Expect(bucketName(b)).To(Equal("team-assets-0123456789"), "the intent to create is a claim too")
+	b.Status.Claim = ""
+	g.Expect(bucketName(b)).To(Equal(s3.DeriveBucketName("team-a", "assets")))
+	b.Spec.BucketName = "team-a-named"
+	b.Status.Claim = storagev1.BucketClaimed
+	g.Expect(bucketName(b)).To(Equal("team-a-named"))
+}
+
 // checked is the observation of a reconcile that ran one check.
 func checked(res checkResult) *bucketObservation { return &bucketObservation{checked: &res} }
 
@@ -112,7 +133,7 @@ func checked(res checkResult) *bucketObservation { return &bucketObservation{che
 // before it; a deletion that waits says why.
 func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 	errAPI := errors.New("listing the BucketAccesses: timed out")
-	created := checkResult{summary: healthy("team-a-assets", "store-a"), claim: storagev1.BucketClaimed}
+	created := checkResult{summary: healthy("team-assets", "store-a"), claim: storagev1.BucketClaimed}
 	inUse := conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse, Message: "delete them first"}
 	tests := map[string]struct {
 		prior storagev1.StorageBucketStatus
@@ -166,8 +187,8 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 // so a healthy bucket costs no status write.
 func TestComputeBucketStatusIsIdempotent(t *testing.T) {
 	results := map[string]checkResult{
-		"healthy":             {summary: healthy("team-a-assets", "store-a")},
-		"healthy and claimed": {summary: healthy("team-a-assets", "store-a"), claim: storagev1.BucketClaimed},
+		"healthy":             {summary: healthy("team-assets", "store-a")},
+		"healthy and claimed": {summary: healthy("team-assets", "store-a"), claim: storagev1.BucketClaimed},
 		"failing":             {summary: conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "down"}},
 		"stalled":             blocked(ReasonConflict, "taken"),
 	}

@@ -57,9 +57,11 @@ func waitListening(addr string) error {
 // adopterLabel marks the namespaces the suite's store lets adopt buckets.
 var adopterLabel = map[string]string{"storage-test/adopt": "yes"}
 
+// newNamespace makes a namespace without '-' in its name, so its buckets'
+// derived names are the readable "<namespace>-<name>".
 func newNamespace(t *testing.T, labels ...map[string]string) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("sb-%d", nsCounter.Add(1))}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("sb%d", nsCounter.Add(1))}}
 	for _, l := range labels {
 		ns.Labels = l
 	}

@@ -70,14 +70,20 @@ type BucketReconciler struct {
 // start of a deletion), their store's Ready condition and spec (a store that
 // came back re-checks its unhealthy buckets; a changed selector re-decides
 // who may use it), BucketAccesses that go (a deletion waits for them), and
-// the bucket-event receiver, an external event source. Periodic checks are
-// RequeueAfter results.
+// the bucket-event receiver, an external event source. Two more spare a
+// person an interval's wait: a StorageBucket that starts or ends its
+// deletion re-checks the others that want its bucket (their Conflict
+// message changes), and a BucketAccess whose keys change re-checks its
+// namespace's buckets whose policy was refused (it may name the new key).
+// Periodic checks are RequeueAfter results.
 func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("storagebucket").
 		For(&storagev1.StorageBucket{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.othersWantingBucket), builder.WithPredicates(claimantLeaving)).
 		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeReadyChanged)).
 		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(bucketOfAccess), builder.WithPredicates(accessGone)).
+		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(r.refusedPoliciesOf), builder.WithPredicates(accessKeysChanged)).
 		WatchesRawSource(source.Channel(r.bucketEvents, &handler.TypedEnqueueRequestForObject[*storagev1.StorageBucket]{})).
 		WithOptions(opts.ControllerOptions()).
 		Complete(r)
@@ -105,6 +111,67 @@ var accessGone = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	UpdateFunc:  func(event.UpdateEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// claimantLeaving passes a StorageBucket whose deletion starts, and its
+// final deletion: whoever waits for its bucket reads something else now.
+var claimantLeaving = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// othersWantingBucket are the other StorageBuckets that name the same bucket
+// in the same store.
+func (r *BucketReconciler) othersWantingBucket(ctx context.Context, o client.Object) []reconcile.Request {
+	b, ok := o.(*storagev1.StorageBucket)
+	if !ok {
+		return nil
+	}
+	list := &storagev1.StorageBucketList{}
+	if err := r.client.List(ctx, list, client.MatchingFields{storeBucketIndex: storeBucketKey(b.Spec.StoreRef.Name, bucketName(b))}); err != nil {
+		log.FromContext(ctx).Error(err, "listing the StorageBuckets that want a bucket", "bucket", bucketName(b))
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].UID != b.UID {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// accessKeysChanged passes a BucketAccess whose recorded keys changed.
+var accessKeysChanged = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*storagev1.BucketAccess)
+		n, ok2 := e.ObjectNew.(*storagev1.BucketAccess)
+		return ok1 && ok2 && (o.Status.AccessKeyID != n.Status.AccessKeyID ||
+			!slices.Equal(keyIDs(o.Status.RetiringKeys), keyIDs(n.Status.RetiringKeys)))
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// refusedPoliciesOf are the StorageBuckets of the access's namespace whose
+// policy was refused for its principals.
+func (r *BucketReconciler) refusedPoliciesOf(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &storagev1.StorageBucketList{}
+	if err := r.client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "listing the StorageBuckets of a namespace whose keys changed", "namespace", o.GetNamespace())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if c := conditions.Get(list.Items[i].Status.Conditions, conditions.Ready); c != nil && c.Reason == ReasonPolicyRefused {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 func bucketOfAccess(_ context.Context, o client.Object) []reconcile.Request {
@@ -144,10 +211,19 @@ func interval(b *storagev1.StorageBucket) time.Duration {
 	return defaultInterval
 }
 
-// bucketName is the bucket's name in the store.
+// bucketName is the bucket's name in the store: spec.bucketName, else the
+// name the status records once the bucket was created or claimed under it
+// (so a bucket named by an earlier rule of s3.DeriveBucketName keeps its
+// name), else the derived name. Only the manager writes status (people get
+// read access to it), and a name recorded without a claim is derived again:
+// a StorageBucket that lost a collision of the earlier rule gets the new
+// name instead of staying in conflict.
 func bucketName(b *storagev1.StorageBucket) string {
 	if b.Spec.BucketName != "" {
 		return b.Spec.BucketName
+	}
+	if b.Status.BucketName != "" && b.Status.Claim != "" {
+		return b.Status.BucketName
 	}
 	return s3.DeriveBucketName(b.Namespace, b.Name)
 }
@@ -232,8 +308,8 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	if err != nil {
 		return checkResult{}, err
 	}
-	if other != "" {
-		return blocked(ReasonConflict, fmt.Sprintf("bucket %s is already claimed by StorageBucket %s", name, other)), nil
+	if other != nil {
+		return blocked(ReasonConflict, claimedBy(name, other)), nil
 	}
 	store, res, err := usableStore(ctx, r.client, b.Spec.StoreRef.Name)
 	if store == nil || err != nil {
@@ -242,6 +318,12 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	access, res, err := r.storeAccessOf(ctx, store, b.Namespace)
 	if err != nil || !access.use {
 		return res, err
+	}
+	// Whom the policy may grant to is read before the store is asked, so an
+	// API error here leaves nothing done in the store unrecorded.
+	principals, err := r.principalRuleOf(ctx, b, store, access)
+	if err != nil {
+		return checkResult{}, err
 	}
 	c, err := r.stores.Client(ctx, store)
 	if err != nil {
@@ -266,7 +348,7 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 		return checkResult{}, err
 	}
 	if settings := settingsOf(b); res.summary.Progress == conditions.Done && len(settings.declared()) > 0 {
-		settings.s3, settings.store, settings.bucket = c, store.Name, name
+		settings.s3, settings.store, settings.bucket, settings.principals = c, store.Name, name, principals
 		settings.lockPolicy = func() func() { return r.stores.LockPolicy(store.Name, name) }
 		applied := settings.apply(ctx)
 		res.settings = &applied
@@ -298,6 +380,34 @@ func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.O
 	return access, checkResult{}, nil
 }
 
+// principalRuleOf is whom the bucket's policy may grant to: nil (anyone)
+// when it declares none or the store lets the namespace grant to anyone;
+// else the access keys the namespace's BucketAccesses hold in the store,
+// current and retiring, as their status records them.
+func (r *BucketReconciler) principalRuleOf(ctx context.Context, b *storagev1.StorageBucket, store *storagev1.ObjectStore, access storeAccess) (*principalRule, error) {
+	if b.Spec.Policy == "" || access.public {
+		return nil, nil
+	}
+	list := &storagev1.BucketAccessList{}
+	if err := r.client.List(ctx, list, client.InNamespace(b.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the BucketAccesses of namespace %s: %w", b.Namespace, err)
+	}
+	rule := &principalRule{store: store.Name, namespace: b.Namespace, held: map[string]bool{},
+		allowed: store.Spec.PublicAccess == storagev1.PublicAccessAllowed}
+	for _, a := range list.Items {
+		if a.Status.StoreName != store.Name {
+			continue
+		}
+		if a.Status.AccessKeyID != "" {
+			rule.held[a.Status.AccessKeyID] = true
+		}
+		for _, k := range a.Status.RetiringKeys {
+			rule.held[k.AccessKeyID] = true
+		}
+	}
+	return rule, nil
+}
+
 // recordCreating writes, before the bucket is created, that this
 // StorageBucket is creating it (status claim Creating): a bucket created
 // but not yet tagged is then recognised as ours, whatever happens between.
@@ -322,10 +432,10 @@ func blocked(reason, message string) checkResult {
 // An unclaimed one that is Stalled (refused by the store, or in conflict
 // itself) makes no move on the bucket, so it stands in no one's way: a
 // namespace cannot block another's bucket by naming it first.
-func (r *BucketReconciler) otherClaimant(ctx context.Context, b *storagev1.StorageBucket, bucket string) (string, error) {
+func (r *BucketReconciler) otherClaimant(ctx context.Context, b *storagev1.StorageBucket, bucket string) (*storagev1.StorageBucket, error) {
 	list := &storagev1.StorageBucketList{}
 	if err := r.client.List(ctx, list, client.MatchingFields{storeBucketIndex: storeBucketKey(b.Spec.StoreRef.Name, bucket)}); err != nil {
-		return "", fmt.Errorf("listing other claimants of bucket %s: %w", bucket, err)
+		return nil, fmt.Errorf("listing other claimants of bucket %s: %w", bucket, err)
 	}
 	mine := claims(b, bucket)
 	for i := range list.Items {
@@ -340,10 +450,25 @@ func (r *BucketReconciler) otherClaimant(ctx context.Context, b *storagev1.Stora
 		older := o.CreationTimestamp.Before(&b.CreationTimestamp) ||
 			(o.CreationTimestamp.Equal(&b.CreationTimestamp) && o.UID < b.UID)
 		if theirs && !mine || theirs == mine && older {
-			return o.Namespace + "/" + o.Name, nil
+			return o, nil
 		}
 	}
-	return "", nil
+	return nil, nil
+}
+
+// claimedBy says that another StorageBucket, alive, holds the bucket, and
+// what follows if it is being deleted. (A bucket kept after its StorageBucket
+// is gone is told by the check itself, from the bucket's ownership tags.)
+func claimedBy(bucket string, other *storagev1.StorageBucket) string {
+	msg := fmt.Sprintf("bucket %s is claimed by StorageBucket %s/%s", bucket, other.Namespace, other.Name)
+	switch {
+	case other.DeletionTimestamp.IsZero():
+		return msg
+	case other.Spec.DeletionPolicy == storagev1.DeletionDelete:
+		return msg + ", which is being deleted with deletionPolicy: Delete: the bucket goes once it is empty, and this StorageBucket can then create it"
+	default:
+		return msg + fmt.Sprintf(", which is being deleted with deletionPolicy: Retain: the bucket stays, kept for namespace %s (its ownership tags), which may take it back", other.Namespace)
+	}
 }
 
 // claims reports whether b's status records a claim (or a creation in

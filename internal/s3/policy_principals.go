@@ -1,0 +1,271 @@
+package s3
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// Block Public Access, as Trellis keeps it for the policies people write
+// (StorageBucket spec.policy). Unless the store lets the bucket's namespace
+// grant to anyone, every statement that can grant access (any Effect but
+// "Deny") must name its principals, and each must be an access key id of a
+// BucketAccess of that namespace. Refused:
+//
+//   - Principal "*", {"AWS": "*"}, or a list holding "*": everyone;
+//   - NotPrincipal: everyone but those named;
+//   - a principal type other than AWS (Service, Federated, CanonicalUser):
+//     nothing Trellis issued;
+//   - any other id: an account outside the namespace, another namespace's
+//     key, or a pattern ("TRELLIS*");
+//   - a statement that names no principal at all.
+//
+// A "Deny" statement only takes access away, so it names whom it likes. The
+// document is read the way Go's encoding/json (versitygw's) reads it: keys
+// match whatever their case ("principal" is Principal). A key given twice in
+// an object, whatever the case, is refused: readers disagree on which one
+// counts, and the one checked must be the one the store applies.
+
+// PrincipalsRefusedError lists what a policy grants beyond the keys allowed:
+// one line per refused principal, in the document's order.
+type PrincipalsRefusedError struct {
+	Problems []string
+}
+
+// shownProblems bounds how many problems the error message names.
+const shownProblems = 3
+
+func (e *PrincipalsRefusedError) Error() string {
+	shown := e.Problems
+	more := ""
+	if len(shown) > shownProblems {
+		more = fmt.Sprintf("; and %d more", len(shown)-shownProblems)
+		shown = shown[:shownProblems]
+	}
+	return strings.Join(shown, "; ") + more
+}
+
+// CheckPrincipals refuses a policy that grants to anyone but the access key
+// ids held reports true for (see above). It returns nil or a
+// *PrincipalsRefusedError.
+func CheckPrincipals(doc string, held func(accessKeyID string) bool) error {
+	v, err := decodeStrict(doc)
+	if err != nil {
+		return &PrincipalsRefusedError{Problems: []string{"the policy cannot be checked: " + err.Error()}}
+	}
+	top, ok := v.(map[string]any)
+	if !ok {
+		return &PrincipalsRefusedError{Problems: []string{"the policy is not a JSON object"}}
+	}
+	raw, ok := field(top, "Statement")
+	if !ok {
+		return &PrincipalsRefusedError{Problems: []string{`the policy has no "Statement"`}}
+	}
+	statements, ok := raw.([]any)
+	if !ok {
+		statements = []any{raw} // S3 also takes one statement without a list
+	}
+	var problems []string
+	for i, s := range statements {
+		st, ok := s.(map[string]any)
+		name := fmt.Sprintf("statement %d", i+1)
+		if !ok {
+			problems = append(problems, name+" is not an object")
+			continue
+		}
+		if sid, ok := field(st, "Sid"); ok {
+			if sid, ok := sid.(string); ok && sid != "" {
+				name += fmt.Sprintf(" (Sid %s)", quoteShort(sid))
+			}
+		}
+		for _, p := range statementProblems(st, held) {
+			problems = append(problems, name+": "+p)
+		}
+	}
+	if len(problems) > 0 {
+		return &PrincipalsRefusedError{Problems: problems}
+	}
+	return nil
+}
+
+// statementProblems are the principals of one statement that are refused.
+func statementProblems(st map[string]any, held func(string) bool) []string {
+	if effect, ok := field(st, "Effect"); ok && effect == "Deny" {
+		return nil
+	}
+	var problems []string
+	if _, ok := field(st, "NotPrincipal"); ok {
+		problems = append(problems, "NotPrincipal grants everyone it does not name")
+	}
+	raw, ok := field(st, "Principal")
+	if !ok {
+		return append(problems, "it names no Principal")
+	}
+	ids, unreadable := principalIDs(raw)
+	problems = append(problems, unreadable...)
+	if len(ids) == 0 && len(unreadable) == 0 {
+		problems = append(problems, "it names no Principal")
+	}
+	for _, id := range ids {
+		switch {
+		case id == "*":
+			problems = append(problems, `Principal "*" is everyone: it makes the bucket public`)
+		case !held(id):
+			problems = append(problems, fmt.Sprintf("principal %s is not a key of this namespace's BucketAccesses", quoteShort(id)))
+		}
+	}
+	return problems
+}
+
+// principalIDs reads a Principal element: "*", an id, a list of ids, or an
+// object of principal types. Ids of the AWS type are returned; anything else
+// is a problem.
+func principalIDs(raw any) (ids, problems []string) {
+	switch p := raw.(type) {
+	case string:
+		return []string{p}, nil
+	case []any:
+		return stringList(p, "Principal")
+	case map[string]any:
+		types := make([]string, 0, len(p))
+		for k := range p {
+			types = append(types, k)
+		}
+		slices.Sort(types) // messages must not change from one check to the next
+		for _, typ := range types {
+			if !strings.EqualFold(typ, "AWS") {
+				problems = append(problems, fmt.Sprintf("principal type %s is not an access key (only AWS principals can be checked)", quoteShort(typ)))
+				continue
+			}
+			switch v := p[typ].(type) {
+			case string:
+				ids = append(ids, v)
+			case []any:
+				more, bad := stringList(v, "Principal "+typ)
+				ids, problems = append(ids, more...), append(problems, bad...)
+			default:
+				problems = append(problems, fmt.Sprintf("Principal %s is neither a string nor a list of strings", typ))
+			}
+		}
+		return ids, problems
+	}
+	return nil, []string{"Principal is neither a string, a list nor an object"}
+}
+
+func stringList(list []any, what string) (ids, problems []string) {
+	for _, x := range list {
+		s, ok := x.(string)
+		if !ok {
+			problems = append(problems, what+" holds something that is not a string")
+			continue
+		}
+		ids = append(ids, s)
+	}
+	return ids, problems
+}
+
+// field returns the value of an object's key that matches name whatever its
+// case, as encoding/json matches struct fields. decodeStrict made sure there
+// is at most one.
+func field(obj map[string]any, name string) (any, bool) {
+	for k, v := range obj {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// quoteShort quotes a string from the policy for a message, cut to 64 bytes.
+func quoteShort(s string) string {
+	if len(s) > 64 {
+		return fmt.Sprintf("%q…", s[:64])
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// decodeStrict decodes a JSON document as encoding/json would into
+// interface values, refusing an object that holds a key twice (compared
+// without regard to case) and anything after the document.
+func decodeStrict(doc string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(doc))
+	dec.UseNumber()
+	v, err := decodeValue(dec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("something follows the JSON document")
+	}
+	return v, nil
+}
+
+func decodeValue(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, errors.New("it is not valid JSON")
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return tok, nil
+	}
+	switch d {
+	case '{':
+		obj := map[string]any{}
+		seen := map[string]string{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return nil, errors.New("it is not valid JSON")
+			}
+			key, _ := kt.(string)
+			if first, dup := seen[foldKey(key)]; dup {
+				if first != key {
+					return nil, fmt.Errorf("an object holds the key %s twice, also as %s", quoteShort(first), quoteShort(key))
+				}
+				return nil, fmt.Errorf("an object holds the key %s twice", quoteShort(key))
+			}
+			seen[foldKey(key)] = key
+			if obj[key], err = decodeValue(dec); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, errors.New("it is not valid JSON")
+		}
+		return obj, nil
+	case '[':
+		list := []any{}
+		for dec.More() {
+			v, err := decodeValue(dec)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, errors.New("it is not valid JSON")
+		}
+		return list, nil
+	}
+	return nil, errors.New("it is not valid JSON")
+}
+
+// foldKey maps a key to one spelling of all the spellings strings.EqualFold
+// (and encoding/json's field matching) takes for the same: each rune to the
+// smallest of its case-folding orbit.
+func foldKey(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
+}
