@@ -143,32 +143,94 @@ deploy: manifests kustomize ## Deploy the manager image IMG (and viewer image VI
 undeploy: kustomize ## Remove the manager from the current cluster.
 	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
 
-# The images' labels name the commit they were built from.
+# The images' binaries and labels name the release (a version, or what git
+# describes) and the commit they were built from.
 GIT_REVISION = $(shell git rev-parse HEAD 2>/dev/null)
 GIT_VERSION  = $(shell git describe --tags --always --dirty 2>/dev/null)
+VERSION_PKG := github.com/trellis-dev/trellis/internal/version
 
 .PHONY: images
 images: ## Build the manager and viewer images into bin/images/ (OCI archives, linux/amd64; no container engine).
 	@mkdir -p $(IMAGE_DIR) $(LOCALBIN)/linux-amd64
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/linux-amd64/ ./cmd/manager ./cmd/viewer
-	$(call build-image,manager,$(IMG),The Trellis operator)
-	$(call build-image,viewer,$(VIEWER_IMG),Serves a MarkdownView as a website)
+	$(call build-binaries,$(LOCALBIN)/linux-amd64,$(GIT_VERSION))
+	$(call build-image,manager,$(IMG),The Trellis operator,$(LOCALBIN)/linux-amd64,$(IMAGE_DIR),$(GIT_VERSION))
+	$(call build-image,viewer,$(VIEWER_IMG),Serves a MarkdownView as a website,$(LOCALBIN)/linux-amd64,$(IMAGE_DIR),$(GIT_VERSION))
 	cd hack/images && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/linux-amd64/pause ./pause
-	$(call build-image,pause,trellis-pause:dev,The real node's pod sandbox (make dev and e2e only))
+	$(call build-image,pause,trellis-pause:dev,The real node's pod sandbox (make dev and e2e only),$(LOCALBIN)/linux-amd64,$(IMAGE_DIR),$(GIT_VERSION))
 
-# build-image NAME,REF,DESCRIPTION: bin/linux-amd64/NAME as image REF in $(IMAGE_DIR)/trellis-NAME.tar.
+# build-binaries DIR,VERSION: the manager and viewer as static linux/amd64
+# binaries in DIR, stamped with VERSION and the commit (internal/version). The
+# commit goes in by -X rather than Go's VCS stamp, which this build turns off:
+# the stamp would also carry the commit's time and whether the tree is dirty,
+# and whether it is there at all depends on the builder's GOFLAGS.
+define build-binaries
+CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -buildvcs=false \
+  -ldflags "-s -w -X $(VERSION_PKG).Version=$(2) -X $(VERSION_PKG).Revision=$(GIT_REVISION)" \
+  -o $(1)/ ./cmd/manager ./cmd/viewer
+endef
+
+# build-image NAME,REF,DESCRIPTION,BINDIR,OUTDIR,VERSION: BINDIR/NAME as image
+# REF in OUTDIR/trellis-NAME.tar; prints "OUTDIR/trellis-NAME.tar REF@DIGEST".
 define build-image
-cd hack/images && $(GO) run . image -binary $(LOCALBIN)/linux-amd64/$(1) -entrypoint /$(1) -ref $(2) \
-  -out $(IMAGE_DIR)/trellis-$(1).tar \
+cd hack/images && $(GO) run . image -binary $(4)/$(1) -entrypoint /$(1) -ref $(2) \
+  -out $(5)/trellis-$(1).tar \
   -label org.opencontainers.image.title=trellis-$(1) -label "org.opencontainers.image.description=$(3)" \
   -label org.opencontainers.image.source=https://github.com/trellis-dev/trellis \
-  -label org.opencontainers.image.revision=$(GIT_REVISION) -label org.opencontainers.image.version=$(GIT_VERSION)
+  -label org.opencontainers.image.revision=$(GIT_REVISION) -label org.opencontainers.image.version=$(6)
 endef
 
 .PHONY: docker-build
 docker-build: ## Build the manager and viewer images (needs a container engine).
-	docker build --target manager --build-arg REVISION=$(GIT_REVISION) -t $(IMG) .
-	docker build --target viewer --build-arg REVISION=$(GIT_REVISION) -t $(VIEWER_IMG) .
+	docker build --target manager --build-arg REVISION=$(GIT_REVISION) --build-arg VERSION=$(GIT_VERSION) -t $(IMG) .
+	docker build --target viewer --build-arg REVISION=$(GIT_REVISION) --build-arg VERSION=$(GIT_VERSION) -t $(VIEWER_IMG) .
+
+##@ Release
+
+# make release VERSION=vX.Y.Z writes dist/ (docs/operations.md): the images
+# as OCI archives, images.txt (their references pinned by digest),
+# install.yaml (config/default with the manager's image and --viewer-image
+# pinned) and checksums.txt. The images are REGISTRY/trellis-manager and
+# REGISTRY/trellis-viewer; PUSH=registry/prefix pushes them there, and
+# REGISTRY defaults to it.
+VERSION  ?=
+PUSH     ?=
+REGISTRY ?= $(or $(PUSH),ghcr.io/trellis-dev)
+DIST     ?= $(CURDIR)/dist
+# A release is built from a commit: ALLOW_DIRTY=1 builds one from a modified
+# tree anyway (its images name the commit, not the changes), for a try.
+ALLOW_DIRTY ?=
+SEMVER_RE := ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$$
+
+.PHONY: release
+release: kustomize ## Build release VERSION=vX.Y.Z into dist/: image archives, install.yaml pinned by digest, checksums (PUSH=registry/prefix pushes the images).
+	@[[ "$(VERSION)" =~ $(SEMVER_RE) ]] || { echo "make release: VERSION=vX.Y.Z wanted, got '$(VERSION)'" >&2; exit 2; }
+	@[[ -z "$(PUSH)" || "$(PUSH)" == "$(REGISTRY)" ]] || { echo "make release: PUSH=$(PUSH) but REGISTRY=$(REGISTRY): install.yaml would name images that are not pushed" >&2; exit 2; }
+	@[[ -n "$(ALLOW_DIRTY)" || -z "$$(git status --porcelain)" ]] || { git status --short >&2; echo "make release: the tree has changes; commit them (or ALLOW_DIRTY=1 for a try)" >&2; exit 2; }
+	rm -rf $(DIST) && mkdir -p $(DIST)/.bin
+	$(call build-binaries,$(DIST)/.bin,$(VERSION))
+	@for b in manager viewer; do v=$$($(DIST)/.bin/$$b --version) && [[ "$$v" == "trellis-$$b $(VERSION) (revision $(GIT_REVISION), "* ]] || { echo "make release: $$b --version says '$$v'" >&2; exit 1; }; done
+	$(call build-image,manager,$(REGISTRY)/trellis-manager:$(VERSION),The Trellis operator,$(DIST)/.bin,$(DIST),$(VERSION)) | sed 's|^$(DIST)/||' >> $(DIST)/images.txt
+	$(call build-image,viewer,$(REGISTRY)/trellis-viewer:$(VERSION),Serves a MarkdownView as a website,$(DIST)/.bin,$(DIST),$(VERSION)) | sed 's|^$(DIST)/||' >> $(DIST)/images.txt
+	rm -rf $(DIST)/.bin
+	$(GO) run ./hack/release install -kustomize $(KUSTOMIZE) -config config/default -images $(DIST)/images.txt -out $(DIST)/install.yaml
+	cd $(DIST) && LC_ALL=C sha256sum $$(LC_ALL=C ls) > checksums.txt.tmp && mv checksums.txt.tmp checksums.txt
+	$(GO) run ./hack/release verify $(DIST)
+	@cat $(DIST)/images.txt
+ifneq ($(PUSH),)
+	cd hack/images && $(GO) run . push -archive $(DIST)/trellis-manager.tar -ref $(PUSH)/trellis-manager:$(VERSION)
+	cd hack/images && $(GO) run . push -archive $(DIST)/trellis-viewer.tar -ref $(PUSH)/trellis-viewer:$(VERSION)
+endif
+
+# What release-check builds: any version will do, the check is that two
+# builds of it are the same.
+CHECK_VERSION ?= v0.0.0-check
+
+.PHONY: release-check
+release-check: kustomize ## The same commit gives the same release: build CHECK_VERSION twice into temporary directories and compare them byte for byte.
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	for d in a b; do $(MAKE) --no-print-directory -s release VERSION=$(CHECK_VERSION) PUSH= ALLOW_DIRTY=1 DIST=$$tmp/$$d >/dev/null || exit 1; done && \
+	diff -r $$tmp/a $$tmp/b && \
+	echo "two builds of $(CHECK_VERSION) are byte-identical:" && cat $$tmp/a/images.txt $$tmp/a/checksums.txt
 
 ##@ Tools (pinned, built once into bin/)
 

@@ -55,5 +55,8 @@ done
 rm -rf "$again"
 sha256sum "${built[@]}"
 
+step "release: built twice, the same bytes (images, install.yaml pinned by digest, checksums)"
+make --no-print-directory -s release-check
+
 step "end-to-end on a local KWOK cluster with a real node"
 go test -tags e2e -count=1 -timeout 30m -v ./test/e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'

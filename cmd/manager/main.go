@@ -3,6 +3,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -21,6 +22,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/tenancy"
 	"github.com/trellis-dev/trellis/internal/controller/view"
 	"github.com/trellis-dev/trellis/internal/manager"
+	"github.com/trellis-dev/trellis/internal/version"
 )
 
 // controllers lists every controller the manager can run; --controllers picks among them.
@@ -35,7 +37,12 @@ func main() {
 	opts.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
+	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println("trellis-manager", version.Get())
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 	if limit := manager.ApplyMemoryLimit(); limit > 0 {

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trellis-dev/trellis/internal/version"
 	"github.com/trellis-dev/trellis/internal/viewer"
 )
 
@@ -26,8 +27,13 @@ func main() {
 		dir          = flag.String("dir", "/markdown", "Directory of Markdown files and images (a mounted ConfigMap).")
 		markdownView = flag.String("markdownview", "", "Serve this MarkdownView (namespace/name) from the cluster instead of --dir.")
 		kubeconfig   = flag.String("kubeconfig", "", "Kubeconfig for --markdownview (default: in-cluster or $KUBECONFIG).")
+		showVersion  = flag.Bool("version", false, "Print the version and exit.")
 	)
 	flag.Parse()
+	if *showVersion {
+		fmt.Println("trellis-viewer", version.Get())
+		return
+	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -7,6 +7,7 @@
 //	images image -binary bin/linux-amd64/manager -entrypoint /manager \
 //	  -ref trellis-manager:dev -label org.opencontainers.image.title=... -out bin/images/trellis-manager.tar
 //	images rootfs DIR   # the base files, for the Dockerfile's scratch stage
+//	images push -archive dist/trellis-manager.tar -ref ghcr.io/trellis-dev/trellis-manager:v0.1.0
 package main
 
 import (
@@ -29,7 +30,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: images image|rootfs ARGS")
+		return fmt.Errorf("usage: images image|rootfs|push ARGS")
 	}
 	switch args[0] {
 	case "rootfs":
@@ -39,8 +40,10 @@ func run(args []string) error {
 		return writeRootFS(args[1])
 	case "image":
 		return image(args[1:])
+	case "push":
+		return pushCommand(args[1:])
 	default:
-		return fmt.Errorf("unknown command %q: want image or rootfs", args[0])
+		return fmt.Errorf("unknown command %q: want image, rootfs or push", args[0])
 	}
 }
 

@@ -1,0 +1,61 @@
+// Command release writes and checks the parts of a Trellis release that are
+// not images (`make release`, docs/operations.md):
+//
+//	release install -kustomize bin/kustomize -config config/default -images dist/images.txt -out dist/install.yaml
+//	release verify dist
+//
+// install renders the kustomization with the manager's image and its
+// --viewer-image flag pinned to the digests of the images just built, by
+// kustomize itself (an overlay written to a temporary directory), and checks
+// the result; verify checks a whole dist/: the checksums, the archives'
+// digests and labels, and that install.yaml names exactly those images.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "release:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: release install|verify ARGS")
+	}
+	switch args[0] {
+	case "install":
+		fs := flag.NewFlagSet("install", flag.ContinueOnError)
+		kustomize := fs.String("kustomize", "kustomize", "the kustomize binary")
+		config := fs.String("config", "config/default", "the kustomization to render")
+		images := fs.String("images", "", "the release's images.txt (archive and reference@digest per line)")
+		out := fs.String("out", "", "where to write install.yaml")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *images == "" || *out == "" || fs.NArg() != 0 {
+			return fmt.Errorf("usage: release install -kustomize BIN -config DIR -images FILE -out FILE")
+		}
+		list, err := readImages(*images)
+		if err != nil {
+			return err
+		}
+		manifests, err := renderInstall(*kustomize, *config, list)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(*out, manifests, 0o644)
+	case "verify":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: release verify DIR")
+		}
+		return verifyDist(args[1])
+	default:
+		return fmt.Errorf("unknown command %q: want install or verify", args[0])
+	}
+}

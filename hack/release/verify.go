@@ -1,0 +1,241 @@
+package main
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+const (
+	checksumsFile = "checksums.txt"
+	imagesFile    = "images.txt"
+	installFile   = "install.yaml"
+	versionLabel  = "org.opencontainers.image.version"
+)
+
+// verifyDist checks a release directory as a user would, and more:
+// checksums.txt lists every other file with its sha256; each archive holds
+// the image images.txt pins, labelled with the release's version, every blob
+// matching its digest; install.yaml names exactly those images, by digest.
+func verifyDist(dir string) error {
+	if err := verifyChecksums(dir); err != nil {
+		return err
+	}
+	images, err := readImages(filepath.Join(dir, imagesFile))
+	if err != nil {
+		return err
+	}
+	for _, i := range images {
+		if err := verifyArchive(filepath.Join(dir, i.archive), i.ref); err != nil {
+			return fmt.Errorf("%s: %w", i.archive, err)
+		}
+	}
+	manifests, err := os.ReadFile(filepath.Join(dir, installFile))
+	if err != nil {
+		return err
+	}
+	if err := verifyInstall(manifests, images); err != nil {
+		return fmt.Errorf("%s: %w", installFile, err)
+	}
+	return nil
+}
+
+var checksumLine = regexp.MustCompile(`^([0-9a-f]{64})  ([^/]+)$`)
+
+// verifyChecksums checks checksums.txt (sha256sum's format, sorted by name)
+// against every other file in dir, and that dir holds nothing else.
+func verifyChecksums(dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, checksumsFile))
+	if err != nil {
+		return err
+	}
+	listed := map[string]string{}
+	var names []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		m := checksumLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			return fmt.Errorf("%s line %d: want SHA256  NAME, got %q", checksumsFile, n, sc.Text())
+		}
+		if _, dup := listed[m[2]]; dup {
+			return fmt.Errorf("%s line %d: %s listed twice", checksumsFile, n, m[2])
+		}
+		listed[m[2]] = m[1]
+		names = append(names, m[2])
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if !sort.StringsAreSorted(names) {
+		return fmt.Errorf("%s is not sorted by name", checksumsFile)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var problems error // errors.Join of every problem found
+	for _, e := range entries {
+		if e.Name() == checksumsFile {
+			continue
+		}
+		if !e.Type().IsRegular() {
+			problems = errors.Join(problems, fmt.Errorf("%s is not a regular file", e.Name()))
+			continue
+		}
+		want, ok := listed[e.Name()]
+		if !ok {
+			problems = errors.Join(problems, fmt.Errorf("%s is not in %s", e.Name(), checksumsFile))
+			continue
+		}
+		delete(listed, e.Name())
+		got, err := fileSHA256(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		if got != want {
+			problems = errors.Join(problems, fmt.Errorf("%s: sha256 %s, %s says %s", e.Name(), got, checksumsFile, want))
+		}
+	}
+	for _, name := range names {
+		if _, missing := listed[name]; missing {
+			problems = errors.Join(problems, fmt.Errorf("%s lists %s, which is missing", checksumsFile, name))
+		}
+	}
+	return problems
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ociIndex and ociManifest are the parts of an OCI image layout verifyArchive reads.
+type (
+	descriptor struct {
+		MediaType   string            `json:"mediaType"`
+		Digest      string            `json:"digest"`
+		Size        int64             `json:"size"`
+		Annotations map[string]string `json:"annotations,omitempty"`
+	}
+	ociIndex struct {
+		Manifests []descriptor `json:"manifests"`
+	}
+	ociManifest struct {
+		Config descriptor   `json:"config"`
+		Layers []descriptor `json:"layers"`
+	}
+	imageConfig struct {
+		Config struct {
+			Labels map[string]string `json:"Labels"`
+		} `json:"config"`
+	}
+)
+
+// verifyArchive checks an OCI archive (a tar of an OCI image layout, as
+// hack/images writes it): one image, ref's digest, named ref for containerd,
+// labelled with ref's tag as its version, every blob its digest's.
+func verifyArchive(path string, ref reference) error {
+	files, err := readTar(path)
+	if err != nil {
+		return err
+	}
+	for name, data := range files {
+		hexDigest, ok := strings.CutPrefix(name, "blobs/sha256/")
+		if !ok {
+			continue
+		}
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != hexDigest {
+			return fmt.Errorf("blob %s does not match its digest", name)
+		}
+	}
+	var index ociIndex
+	if err := unmarshalFile(files, "index.json", &index); err != nil {
+		return err
+	}
+	if len(index.Manifests) != 1 {
+		return fmt.Errorf("index.json lists %d images, want 1", len(index.Manifests))
+	}
+	m := index.Manifests[0]
+	if m.Digest != ref.digest {
+		return fmt.Errorf("holds %s, %s says %s", m.Digest, imagesFile, ref.digest)
+	}
+	if got := m.Annotations["io.containerd.image.name"]; got != ref.named() {
+		return fmt.Errorf("names its image %q, want %q", got, ref.named())
+	}
+	var manifest ociManifest
+	if err := unmarshalFile(files, blobName(m.Digest), &manifest); err != nil {
+		return err
+	}
+	for _, l := range manifest.Layers {
+		if _, ok := files[blobName(l.Digest)]; !ok {
+			return fmt.Errorf("layer %s is missing", l.Digest)
+		}
+	}
+	var config imageConfig
+	if err := unmarshalFile(files, blobName(manifest.Config.Digest), &config); err != nil {
+		return err
+	}
+	if got := config.Config.Labels[versionLabel]; got != ref.tag {
+		return fmt.Errorf("label %s=%q, want the release's %q", versionLabel, got, ref.tag)
+	}
+	return nil
+}
+
+func blobName(digest string) string { return "blobs/" + strings.Replace(digest, ":", "/", 1) }
+
+func unmarshalFile(files map[string][]byte, name string, v any) error {
+	data, ok := files[name]
+	if !ok {
+		return fmt.Errorf("%s is missing", name)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+func readTar(path string) (map[string][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	files := map[string][]byte{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, err
+		}
+		files[strings.TrimPrefix(h.Name, "./")] = data
+	}
+}
