@@ -22,26 +22,68 @@ import (
 )
 
 // Every store account of a BucketAccess has an access key id derived from
-// the BucketAccess's UID and the key's version: "TRELLIS", 20 hex digits of
-// the UID's hash, "V" and the version. Nothing needs remembering to find
-// them again: an account created just before a crash, or a store that failed
-// half-way, is recognised by its name, and deleting a BucketAccess deletes
-// every account with its prefix.
+// the ObjectStore's UID, the BucketAccess's UID and the key's version:
+// "TRELLIS", the store's mark (10 hex digits of its UID's hash), 20 hex
+// digits of the access UID's hash, "V" and the version. Nothing needs
+// remembering to find them again: an account created just before a crash,
+// or a store that failed half-way, is recognised by its name, deleting a
+// BucketAccess deletes every account with its prefix, and the sweep
+// (sweep.go) revokes those of this store's mark whose BucketAccess is gone.
+// The mark is the store object's, not the endpoint's: two ObjectStores on
+// one store (in one cluster or in two) never take each other's accounts
+// for their own.
 
-// accessKeyIDPrefix is the start of the access key ids of one BucketAccess.
-func accessKeyIDPrefix(uid types.UID) string {
-	return "TRELLIS" + strings.ToUpper(grantID(uid)) + "V"
+// keyIDPrefix starts every access key id Trellis makes.
+const keyIDPrefix = "TRELLIS"
+
+// storeMark is the mark of one ObjectStore in the access key ids it issues.
+func storeMark(storeUID types.UID) string {
+	sum := sha256.Sum256([]byte(storeUID))
+	return strings.ToUpper(hex.EncodeToString(sum[:5]))
+}
+
+// storeKeyPrefix is the start of every access key id issued through one ObjectStore.
+func storeKeyPrefix(storeUID types.UID) string { return keyIDPrefix + storeMark(storeUID) }
+
+// accessKeyIDPrefix is the start of the access key ids of one BucketAccess
+// in one ObjectStore.
+func accessKeyIDPrefix(storeUID, uid types.UID) string {
+	return storeKeyPrefix(storeUID) + strings.ToUpper(grantID(uid)) + "V"
 }
 
 // accessKeyID is the access key id of version v of a BucketAccess's key.
-func accessKeyID(uid types.UID, v int32) string {
-	return accessKeyIDPrefix(uid) + strconv.Itoa(int(v))
+func accessKeyID(storeUID, uid types.UID, v int32) string {
+	return accessKeyIDPrefix(storeUID, uid) + strconv.Itoa(int(v))
+}
+
+// grantIDLength is the length of a grant id (and of its part of a key id).
+const grantIDLength = 20
+
+// keyOwner returns the grant id of the BucketAccess an access key id was
+// issued to through the store of the given prefix (storeKeyPrefix), and
+// false for any id not of exactly that form: someone else's account, or one
+// of another ObjectStore.
+func keyOwner(storePrefix, id string) (string, bool) {
+	rest, ok := strings.CutPrefix(id, storePrefix)
+	if !ok || len(rest) < grantIDLength+2 || rest[grantIDLength] != 'V' {
+		return "", false
+	}
+	owner, version := rest[:grantIDLength], rest[grantIDLength+1:]
+	for _, r := range owner {
+		if (r < '0' || r > '9') && (r < 'A' || r > 'F') {
+			return "", false
+		}
+	}
+	if v, err := strconv.Atoi(version); err != nil || v < 0 || strconv.Itoa(v) != version {
+		return "", false
+	}
+	return strings.ToLower(owner), true
 }
 
 // grantID names the bucket-policy statement of a BucketAccess.
 func grantID(uid types.UID) string {
 	sum := sha256.Sum256([]byte(uid))
-	return hex.EncodeToString(sum[:10])
+	return hex.EncodeToString(sum[:grantIDLength/2])
 }
 
 // secretKeyLength is the length of generated secret keys (AWS uses 40).
@@ -248,6 +290,10 @@ type accessRevocation struct {
 	bucket     string // "" when no bucket was ever granted
 	grant      s3.Grant
 	prefix     string
+	// recorded are the keys the status records (current and retiring):
+	// deleted too, should they not carry the prefix (a store object made
+	// anew under the same name has another mark).
+	recorded []string
 }
 
 // revocationResult is what a revocation found: done, or why it waits.
@@ -277,7 +323,7 @@ func (r accessRevocation) run(ctx context.Context) revocationResult {
 	}
 	res := revocationResult{done: true}
 	for _, id := range ids {
-		if !strings.HasPrefix(id, r.prefix) {
+		if !strings.HasPrefix(id, r.prefix) && !slices.Contains(r.recorded, id) {
 			continue
 		}
 		if err := r.accounts.DeleteAccount(ctx, id); err != nil {

@@ -272,7 +272,7 @@ func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess, 
 		accounts: accounts, s3: c, store: store.Name, bucket: bucket,
 		lockPolicy: func() func() { return r.stores.LockPolicy(store.Name, bucket) },
 		grant:      s3.Grant{ID: grantID(a.UID), Mode: string(a.Spec.Mode)},
-		current:    a.Status.AccessKeyID, want: accessKeyID(a.UID, a.Spec.KeyVersion),
+		current:    a.Status.AccessKeyID, want: accessKeyID(store.UID, a.UID, a.Spec.KeyVersion),
 		haveSecret: secretKey != "", retiring: a.Status.RetiringKeys,
 		now: r.now(), grace: gracePeriod(a),
 	}
@@ -427,7 +427,8 @@ func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess
 	}
 	bucket := a.Status.BucketName
 	res := accessRevocation{
-		accounts: accounts, s3: c, store: store.Name, bucket: bucket, prefix: accessKeyIDPrefix(a.UID),
+		accounts: accounts, s3: c, store: store.Name, bucket: bucket, prefix: accessKeyIDPrefix(store.UID, a.UID),
+		recorded:   append(keyIDs(a.Status.RetiringKeys), a.Status.AccessKeyID),
 		lockPolicy: func() func() { return r.stores.LockPolicy(store.Name, bucket) },
 		grant:      s3.Grant{ID: grantID(a.UID), Mode: string(a.Spec.Mode)},
 	}.run(ctx)

@@ -42,10 +42,12 @@ import (
 // (Ready's reason, and how many status writes) and the Events.
 
 const (
-	rtStore  = "store-a"
-	rtAccess = "app"
-	rtSecret = "app-s3"
-	openTo   = "storage.test/open"
+	rtStore = "store-a"
+	// rtStoreUID is the UID of rtStoreObj: its mark is in the keys it issues.
+	rtStoreUID = "uid-store"
+	rtAccess   = "app"
+	rtSecret   = "app-s3"
+	openTo     = "storage.test/open"
 )
 
 var (
@@ -317,6 +319,7 @@ func storeCredentials() *corev1.Secret {
 // its last check found it answering.
 func rtStoreObj(ready bool) *storagev1.ObjectStore {
 	s := testStore(rtStore)
+	s.UID = rtStoreUID
 	s.Finalizers = []string{StoreFinalizer}
 	s.Spec.Type = storagev1.StoreTypeVersitygw
 	s.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{openTo: rtStore}}
@@ -362,7 +365,7 @@ func rtAccessObj() *storagev1.BucketAccess {
 func grantedAccess() *storagev1.BucketAccess {
 	a := rtAccessObj()
 	a.Status = storagev1.BucketAccessStatus{ObservedGeneration: 1, StoreName: rtStore, BucketName: testBucket,
-		AccessKeyID: accessKeyID(a.UID, 1), KeyVersion: 1}
+		AccessKeyID: accessKeyID(rtStoreUID, a.UID, 1), KeyVersion: 1}
 	conditions.Summarize(&a.Status.Conditions, 1, conditions.Summary{Progress: conditions.Done, Reason: ReasonGranted, Message: "granted"})
 	return a
 }
@@ -692,7 +695,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 }
 
 func TestBucketAccessReconcileExits(t *testing.T) {
-	ownKey := func(a *storagev1.BucketAccess) string { return accessKeyID(a.UID, 1) }
+	ownKey := func(a *storagev1.BucketAccess) string { return accessKeyID(rtStoreUID, a.UID, 1) }
 	s3Store := func() *storagev1.ObjectStore { s := rtStoreObj(true); s.Spec.Type = storagev1.StoreTypeS3; return s }
 	noKey := func(g Gomega, _ *fixture, a *storagev1.BucketAccess) {
 		g.Expect(a.Status.AccessKeyID).To(BeEmpty(), "no key on record the Secret does not hold")
@@ -798,7 +801,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		"deleted: key revoked, Secret deleted, the finalizer goes": {
 			access: deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{rtStoreObj(true), claimedBucket(), accessSecret()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = map[string]string{accessKeyID("uid-access", 1): "s", "SOMEONEELSE": "s"}
+				f.accounts.accounts = map[string]string{accessKeyID(rtStoreUID, "uid-access", 1): "s", "SOMEONEELSE": "s"}
 			},
 			want: exit{gone: true, events: []string{"Normal KeyRevoked"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) {
