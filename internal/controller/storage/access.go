@@ -119,9 +119,12 @@ type accessSync struct {
 	s3       s3.Client
 	// lockPolicy serialises edits of the bucket's policy.
 	lockPolicy func() (unlock func())
-	store      string
-	bucket     string
-	grant      s3.Grant // ID and mode; principals are computed
+	// grants lists the grants of the bucket's live BucketAccesses, which
+	// may stand in its policy beside this one's (nil: none).
+	grants func(context.Context) ([]liveGrant, error)
+	store  string
+	bucket string
+	grant  s3.Grant // ID and mode; principals are computed
 	// current is the key the status records as issued ("" before the first).
 	current string
 	// want is the key of spec.keyVersion.
@@ -148,6 +151,9 @@ type accessResult struct {
 	next time.Time
 	// storeDown: the store stopped answering; its own check takes over.
 	storeDown bool
+	// grantFixes are other statements with Trellis' Sid prefix that
+	// rewriting the policy took out or put back to what was recorded.
+	grantFixes []grantFix
 }
 
 type issuedKey struct {
@@ -183,11 +189,12 @@ func (s accessSync) issue(ctx context.Context) accessResult {
 	}
 	// The replaced key stays granted: workloads switch to the new one
 	// within the grace period.
-	if _, err := s.setGrant(ctx, append([]string{s.want}, keyIDs(retiring)...)); err != nil {
+	fixes, err := s.setGrant(ctx, append([]string{s.want}, keyIDs(retiring)...))
+	if err != nil {
 		return s.storeFailed("granting the key on the bucket", err)
 	}
 	return accessResult{issued: &issuedKey{accessKeyID: s.want, secretKey: secret}, retiring: retiring, keysKnown: true,
-		next: nextRevocation(retiring), summary: s.granted(retiring)}
+		next: nextRevocation(retiring), summary: s.granted(retiring), grantFixes: fixes}
 }
 
 // keep checks the grant of the issued key and revokes replaced keys whose
@@ -201,15 +208,17 @@ func (s accessSync) keep(ctx context.Context) accessResult {
 			kept = append(kept, k)
 		}
 	}
-	if _, err := s.setGrant(ctx, append([]string{s.current}, keyIDs(kept)...)); err != nil {
+	fixes, err := s.setGrant(ctx, append([]string{s.current}, keyIDs(kept)...))
+	if err != nil {
 		return s.storeFailed("granting the key on the bucket", err)
 	}
-	res := accessResult{retiring: kept, keysKnown: true, next: nextRevocation(kept), summary: s.granted(kept)}
+	res := accessResult{retiring: kept, keysKnown: true, next: nextRevocation(kept), summary: s.granted(kept), grantFixes: fixes}
 	for i, k := range due {
 		if err := s.accounts.DeleteAccount(ctx, k.AccessKeyID); err != nil {
 			failed := s.storeFailed("revoking a replaced key", err)
 			// The ones not yet revoked stay on record, out of the policy.
 			failed.retiring, failed.keysKnown, failed.revoked = append(kept, due[i:]...), true, res.revoked
+			failed.grantFixes = res.grantFixes
 			return failed
 		}
 		res.revoked = append(res.revoked, k.AccessKeyID)
@@ -217,12 +226,14 @@ func (s accessSync) keep(ctx context.Context) accessResult {
 	return res
 }
 
-func (s accessSync) setGrant(ctx context.Context, principals []string) (bool, error) {
+// setGrant makes the access's grant name exactly principals; the other
+// grants of the policy are held to what is recorded, as in every rewrite.
+func (s accessSync) setGrant(ctx context.Context, principals []string) ([]grantFix, error) {
 	g := s.grant
 	g.Principals = principals
-	return editPolicy(ctx, s.s3, s.lockPolicy, s.bucket, func(current string) (string, error) {
-		return s3.WithGrant(current, s.bucket, g)
-	})
+	edit, err := bucketPolicy{s3: s.s3, lock: s.lockPolicy, bucket: s.bucket, grants: s.grants}.edit(ctx,
+		func(current string) (string, error) { return s3.WithGrant(current, s.bucket, g) })
+	return withoutSid(edit.fixes, g.Sid()), err
 }
 
 func (s accessSync) granted(retiring []storagev1.RetiringKey) conditions.Summary {
@@ -286,6 +297,7 @@ type accessRevocation struct {
 	accounts   s3.Accounts
 	s3         s3.Client
 	lockPolicy func() (unlock func())
+	grants     func(context.Context) ([]liveGrant, error)
 	store      string
 	bucket     string // "" when no bucket was ever granted
 	grant      s3.Grant
@@ -304,31 +316,37 @@ type revocationResult struct {
 	storeDown bool
 	// store is the store revoked in, set by the reconciler.
 	store *storagev1.ObjectStore
+	// grantFixes are other statements with Trellis' Sid prefix that
+	// taking the grant out took out or put back to what was recorded.
+	grantFixes []grantFix
 }
 
 func (r accessRevocation) run(ctx context.Context) revocationResult {
+	var fixes []grantFix
 	if r.bucket != "" {
 		g := r.grant
 		g.Principals = nil
-		_, err := editPolicy(ctx, r.s3, r.lockPolicy, r.bucket, func(current string) (string, error) {
-			return s3.WithGrant(current, r.bucket, g)
-		})
+		edit, err := bucketPolicy{s3: r.s3, lock: r.lockPolicy, bucket: r.bucket, grants: r.grants}.edit(ctx,
+			func(current string) (string, error) { return s3.WithGrant(current, r.bucket, g) })
 		if reason, _ := classifyStoreError(err); err != nil && reason != s3.ReasonBucketMissing {
 			return r.wait("taking the grant out of the bucket policy", err)
 		}
+		fixes = withoutSid(edit.fixes, g.Sid())
 	}
 	ids, err := r.accounts.ListAccounts(ctx)
 	if err != nil {
-		return r.wait("listing the store's accounts", err)
+		failed := r.wait("listing the store's accounts", err)
+		failed.grantFixes = fixes
+		return failed
 	}
-	res := revocationResult{done: true}
+	res := revocationResult{done: true, grantFixes: fixes}
 	for _, id := range ids {
 		if !strings.HasPrefix(id, r.prefix) && !slices.Contains(r.recorded, id) {
 			continue
 		}
 		if err := r.accounts.DeleteAccount(ctx, id); err != nil {
 			failed := r.wait("deleting the key's account", err)
-			failed.revoked = res.revoked
+			failed.revoked, failed.grantFixes = res.revoked, fixes
 			return failed
 		}
 		res.revoked = append(res.revoked, id)

@@ -610,13 +610,29 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"policy written, then listing the accesses to tell fails: the check is recorded, ReconcileError": {
 			bucket: withPolicy(claimedBucket()), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.fail["list BucketAccess"] = errUnavailable },
+			setup: func(f *fixture) {
+				checkNow(f)
+				f.s3.exists = true
+				f.s3.onSetPolicy = func() { f.fail["list BucketAccess"] = errUnavailable }
+			},
 			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError", "Normal BucketSettingsApplied"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.policy).To(ContainSubstring("Public"))
 				g.Expect(conditions.Get(b.Status.Conditions, conditions.SettingsApplied).Reason).To(Equal(ReasonApplied))
 				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
+			},
+		},
+		"the live grants cannot be listed: the policy is not written, ReconcileError": {
+			// Without them, every grant would look forged.
+			bucket: withPolicy(claimedBucket()), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.fail["list BucketAccess"] = errUnavailable },
+			want: exit{requeue: checkWait, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+				events: []string{"Warning ReconcileError"}},
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).NotTo(ContainElement("SetPolicy"))
+				g.Expect(f.s3.calls).NotTo(ContainElement("Policy"), "not even read")
+				g.Expect(conditions.Get(b.Status.Conditions, conditions.SettingsApplied).Reason).To(Equal(ReasonReconcileError))
 			},
 		},
 		"policy written: its accesses are told": {
@@ -722,6 +738,18 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 				g.Expect(f.read(g, secret)).To(BeTrue())
 				g.Expect(string(secret.Data[envAccessKeyID])).To(Equal(ownKey(a)))
 				g.Expect(f.writes).To(Equal([]string{"status BucketAccess", "apply Secret", "status BucketAccess"}))
+			},
+		},
+		"a forged grant in the bucket's policy: taken out with the grant, a Warning on the StorageBucket": {
+			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
+			setup: func(f *fixture) {
+				f.s3.policy, _ = s3.WithGrant("", testBucket, s3.Grant{ID: "forged", Principals: []string{"FORGEDKEY0000001"}, Mode: s3.ReadWrite})
+			},
+			want: exit{requeue: requeue{about: accessVerifyInterval}, ready: ReasonGranted, statusWrites: 2,
+				events: []string{"Warning GrantRemoved", "Normal Granted", "Normal KeyIssued"}},
+			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
+				g.Expect(f.s3.policy).NotTo(ContainSubstring("FORGEDKEY"))
+				g.Expect(f.s3.policy).To(ContainSubstring(ownKey(a)))
 			},
 		},
 		"no such StorageBucket: Stalled": {

@@ -37,6 +37,12 @@ const (
 	accessBucketIndex = "spec.bucketRef.name"
 	// accessStoreIndex finds the BucketAccesses with accounts in a store.
 	accessStoreIndex = "status.storeName"
+	// accessTargetIndex is "<store>/<bucket>" as a BucketAccess's status
+	// records them: the accesses whose grants a bucket's policy may hold.
+	accessTargetIndex = "status.storeAndBucket"
+	// bucketClaimIndex is "<store>/<bucket>" of a StorageBucket that claims
+	// (or is creating) its bucket, by its status.
+	bucketClaimIndex = "status.claimedBucket"
 )
 
 func storeBucketKey(store, bucket string) string { return store + "/" + bucket }
@@ -63,6 +69,18 @@ var indexes = []struct {
 	{&storagev1.BucketAccess{}, accessStoreIndex, func(o client.Object) []string {
 		if store := o.(*storagev1.BucketAccess).Status.StoreName; store != "" {
 			return []string{store}
+		}
+		return nil
+	}},
+	{&storagev1.BucketAccess{}, accessTargetIndex, func(o client.Object) []string {
+		if st := o.(*storagev1.BucketAccess).Status; st.StoreName != "" && st.BucketName != "" {
+			return []string{storeBucketKey(st.StoreName, st.BucketName)}
+		}
+		return nil
+	}},
+	{&storagev1.StorageBucket{}, bucketClaimIndex, func(o client.Object) []string {
+		if b := o.(*storagev1.StorageBucket); b.Status.Claim != "" && b.Status.BucketName != "" {
+			return []string{storeBucketKey(b.Spec.StoreRef.Name, b.Status.BucketName)}
 		}
 		return nil
 	}},
