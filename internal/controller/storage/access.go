@@ -356,6 +356,6 @@ func (r accessRevocation) run(ctx context.Context) revocationResult {
 
 func (r accessRevocation) wait(what string, err error) revocationResult {
 	s := storeProblem(r.store, what, err)
-	s.Message += "; the key is revoked once this succeeds (removing the finalizer by hand leaves the account in the store)"
+	s.Message += "; the key is revoked once this succeeds (removing the finalizer by hand leaves the account to the store sweep, once the store answers)"
 	return revocationResult{summary: s, storeDown: isUnreachable(err)}
 }

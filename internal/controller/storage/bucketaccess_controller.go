@@ -410,7 +410,7 @@ func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess
 		if s.Progress == conditions.Working {
 			s.Reason = ReasonRevoking
 		}
-		s.Message += "; the key is revoked once the store answers (removing the finalizer by hand leaves the account in the store)"
+		s.Message += "; the key is revoked once the store answers (removing the finalizer by hand leaves the account to the store sweep)"
 		return revocationResult{summary: s}, nil
 	}
 	accounts, err := r.stores.Accounts(ctx, store)

@@ -94,8 +94,8 @@ var Controller = setup.Controller{
 	Setup: Setup,
 }
 
-// Setup registers the three controllers, their indexes and, when configured,
-// the bucket-events receiver.
+// Setup registers the three controllers, their indexes, the sweep of the
+// stores and, when configured, the bucket-events receiver.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
 	return SetupWith(ctx, mgr, opts, DefaultBackends)
 }
@@ -111,6 +111,7 @@ type shared struct {
 	stores     *Stores
 	namespaces *namespaceLabels
 	schedule   *Schedule
+	sweeper    *Sweeper
 	patchers   []interface {
 		FollowCache(ctx context.Context, informers status.Informers) error
 		Remembered() int
@@ -170,6 +171,16 @@ func setupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 	for _, p := range sh.patchers {
 		// Each forgets a status write once the cache shows it.
 		if err := p.FollowCache(ctx, mgr.GetCache()); err != nil {
+			return err
+		}
+	}
+	if opts.StorageSweepInterval > 0 {
+		// Keys and grants of no live BucketAccess, whatever became of its finalizer.
+		sh.sweeper = &Sweeper{
+			Interval: opts.StorageSweepInterval, client: mgr.GetClient(), cache: mgr.GetCache(),
+			stores: stores, recorder: mgr.GetEventRecorder("storage-sweep"), storeChecks: storeEvents,
+		}
+		if err := mgr.Add(sh.sweeper); err != nil {
 			return err
 		}
 	}

@@ -92,6 +92,7 @@ func run(m *testing.M) int {
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	opts.Namespace = managerNS
 	opts.MaxConcurrentReconciles.Default = 2
+	opts.StorageSweepInterval = sweepInterval
 	eventsAddr := freeAddr()
 	opts.BucketEventsAddr, opts.BucketEventsSecret = eventsAddr, tokenSecret
 	eventsURL = "http://" + eventsAddr + "/bucket-events"
