@@ -46,6 +46,7 @@ type Options struct {
 	TenantReverifyInterval  time.Duration
 	BucketEventsAddr        string
 	BucketEventsSecret      string
+	StorageSweepInterval    time.Duration
 }
 
 // DefaultNamespace is where the manager runs when neither --namespace nor POD_NAMESPACE says otherwise.
@@ -81,6 +82,7 @@ func NewOptions() *Options {
 		RateLimit:               setup.DefaultRateLimit,
 		ViewerImage:             DefaultViewerImage,
 		TenantReverifyInterval:  time.Minute,
+		StorageSweepInterval:    5 * time.Minute,
 	}
 }
 
@@ -112,6 +114,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.TenantProtected, "tenant-protected-namespaces", o.TenantProtected, "Regular expression of further namespace names no Tenant may take (kube-*, default and the manager's namespace always are).")
 	fs.StringVar(&o.BucketEventsAddr, "bucket-events-bind-address", o.BucketEventsAddr, "Address of the S3 bucket-event receiver (POST /bucket-events); empty or \"0\" disables it.")
 	fs.StringVar(&o.BucketEventsSecret, "bucket-events-token-secret", o.BucketEventsSecret, "Secret in the manager's namespace whose key \"token\" authenticates bucket events.")
+	fs.DurationVar(&o.StorageSweepInterval, "storage-sweep-interval", o.StorageSweepInterval, "How often (±10%) every object store is swept for keys and grants of no live BucketAccess (one deleted without its finalizer, a statement with Trellis' Sid prefix written by hand), at most 100 revocations a store each time; 0 turns the sweep off.")
 	fs.DurationVar(&o.TenantReverifyInterval, "tenant-reverify-interval", o.TenantReverifyInterval, "How often every Ready Tenant is reconciled again (±10% jitter), a safety net for missed events; it costs cache reads only.")
 }
 
@@ -156,6 +159,9 @@ func (o *Options) Validate(known []string) error {
 	if _, err := regexp.Compile(o.TenantProtected); err != nil {
 		errs = append(errs, fmt.Errorf("--tenant-protected-namespaces: %w", err))
 	}
+	if o.StorageSweepInterval != 0 && o.StorageSweepInterval < time.Second {
+		errs = append(errs, errors.New("--storage-sweep-interval must be 0 (off) or at least 1s"))
+	}
 	if o.SyncPeriod <= 0 {
 		errs = append(errs, errors.New("--sync-period must be positive"))
 	}
@@ -183,6 +189,7 @@ func (o *Options) ControllerOptions(name string) setup.Options {
 		TenantReverifyInterval:    o.TenantReverifyInterval,
 		BucketEventsAddr:          o.BucketEventsAddr,
 		BucketEventsSecret:        o.BucketEventsSecret,
+		StorageSweepInterval:      o.StorageSweepInterval,
 	}
 }
 

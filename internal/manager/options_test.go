@@ -198,6 +198,7 @@ func TestParseBindsEveryFlag(t *testing.T) {
 		"--viewer-image-allow=registry.example.com/*",
 		"--tenant-protected-namespaces=^prod-.*$",
 		"--tenant-reverify-interval=5m",
+		"--storage-sweep-interval=10m",
 	)
 
 	g.Expect(err).NotTo(HaveOccurred())
@@ -224,6 +225,7 @@ func TestParseBindsEveryFlag(t *testing.T) {
 	want.ViewerImageAllow = "registry.example.com/*"
 	want.TenantProtected = "^prod-.*$"
 	want.TenantReverifyInterval = 5 * time.Minute
+	want.StorageSweepInterval = 10 * time.Minute
 	g.Expect(o).To(Equal(want))
 	g.Expect(o.Validate(knownControllers)).To(Succeed())
 }
@@ -375,6 +377,18 @@ func TestValidate(t *testing.T) {
 			args:    []string{"--tenant-reverify-interval=0s"},
 			wantErr: []string{"--tenant-reverify-interval must be at least 1s"},
 		},
+		{name: "storage sweep interval of 1s", args: []string{"--storage-sweep-interval=1s"}},
+		{name: "storage sweep off", args: []string{"--storage-sweep-interval=0"}},
+		{
+			name:    "storage sweep interval below 1s",
+			args:    []string{"--storage-sweep-interval=500ms"},
+			wantErr: []string{"--storage-sweep-interval must be 0 (off) or at least 1s"},
+		},
+		{
+			name:    "storage sweep interval negative",
+			args:    []string{"--storage-sweep-interval=-1m"},
+			wantErr: []string{"--storage-sweep-interval must be 0 (off) or at least 1s"},
+		},
 		{name: "tenant protected namespaces pattern", args: []string{"--tenant-protected-namespaces=^(prod|staging)-"}},
 		{
 			name:    "tenant protected namespaces not a regular expression",
@@ -484,6 +498,7 @@ func TestControllerOptions(t *testing.T) {
 		"--tenant-protected-namespaces=^prod-",
 		"--tenant-reverify-interval=2m",
 		"--viewer-image-allow=registry.example.com/*",
+		"--storage-sweep-interval=30s",
 	)
 	g.Expect(err).NotTo(HaveOccurred())
 	wantRL := setup.RateLimit{BaseDelay: 20 * time.Millisecond, MaxDelay: 30 * time.Second, QPS: 3, Burst: 9}
@@ -497,6 +512,7 @@ func TestControllerOptions(t *testing.T) {
 		g.Expect(got.ViewerImageAllow).To(Equal("registry.example.com/*"), name)
 		g.Expect(got.TenantProtectedNamespaces).To(Equal("^prod-"), name)
 		g.Expect(got.TenantReverifyInterval).To(Equal(2*time.Minute), name)
+		g.Expect(got.StorageSweepInterval).To(Equal(30*time.Second), name)
 	}
 }
 
@@ -514,6 +530,7 @@ func TestControllerOptionsDefaults(t *testing.T) {
 	g.Expect(got.ViewerImageAllow).To(BeEmpty(), "empty: the repository of the viewer image")
 	g.Expect(got.TenantProtectedNamespaces).To(BeEmpty())
 	g.Expect(got.TenantReverifyInterval).To(Equal(time.Minute))
+	g.Expect(got.StorageSweepInterval).To(Equal(5*time.Minute), "a few minutes")
 }
 
 func TestHelpListsEveryFlag(t *testing.T) {
@@ -535,6 +552,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"controllers", "max-concurrent-reconciles",
 		"rate-limiter-base-delay", "rate-limiter-max-delay", "rate-limiter-qps", "rate-limiter-burst",
 		"viewer-image", "viewer-image-allow", "tenant-protected-namespaces", "tenant-reverify-interval",
+		"storage-sweep-interval",
 	} {
 		g.Expect(fs.Lookup(name)).NotTo(BeNil(), name)
 		g.Expect(help.String()).To(ContainSubstring("-"+name), name)

@@ -14,6 +14,11 @@ import (
 // granting its keys. The grants carry a Sid with GrantSidPrefix; every other
 // statement is the user's. Each hand rewrites only its own statements and
 // keeps the other's, so neither ever drops what the other wrote.
+//
+// A Sid is no proof, though: whoever may write the policy directly (a key a
+// user's statement granted s3:PutBucketPolicy) can write a statement with
+// the prefix. So every rewrite first passes the policy through KeepGrants,
+// which keeps of the prefixed statements only the grants Trellis recorded.
 
 // GrantSidPrefix starts the Sid of every statement Trellis writes for a
 // BucketAccess. It is reserved: a user's policy may not use it.
@@ -221,6 +226,120 @@ func WithGrant(current, bucket string, g Grant) (string, error) {
 	return d.render()
 }
 
+// GrantFix is a grant statement KeepGrants changed.
+type GrantFix struct {
+	Sid string
+	// Rewritten: brought back to the expected grant, as it said more than
+	// that grant or something else; otherwise the statement was removed.
+	Rewritten bool
+}
+
+// KeepGrants returns the policy current with its grant statements (Sid
+// starting with GrantSidPrefix) held to the expected grants, and what it
+// changed: a statement whose Sid is no expected grant's is removed; one
+// whose Sid is becomes exactly that grant's statement on bucket, naming
+// only those of its own principals the expected grant names (and is
+// removed when none is left); a second statement of the same Sid is
+// removed. It never adds a grant or a principal: a grant missing from the
+// policy is for its own BucketAccess to put back, and an expected grant
+// names every key its BucketAccess may have granted, so a grant made a
+// moment ago and not yet on record is kept. Every other statement stays as
+// it is, in its place; with nothing to change, current comes back as it was.
+func KeepGrants(current, bucket string, expected []Grant) (string, []GrantFix, error) {
+	d, err := parsePolicy(current)
+	if err != nil {
+		return "", nil, fmt.Errorf("the bucket's current policy: %w", err)
+	}
+	want := make(map[string]Grant, len(expected))
+	for _, g := range expected {
+		want[g.Sid()] = g
+	}
+	fixes := make([]GrantFix, 0, len(d.statements))
+	seen := map[string]bool{}
+	kept := make([]json.RawMessage, 0, len(d.statements))
+	for _, st := range d.statements {
+		if !isGrant(st) {
+			kept = append(kept, st)
+			continue
+		}
+		id := sid(st)
+		g, ok := want[id]
+		if ok && !seen[id] {
+			seen[id] = true
+			g.Principals = intersect(statementPrincipals(st), g.Principals)
+		} else {
+			g.Principals = nil // no grant of that Sid, or its second statement
+		}
+		if len(g.Principals) == 0 {
+			fixes = append(fixes, GrantFix{Sid: id})
+			continue
+		}
+		next, err := g.statement(bucket)
+		if err != nil {
+			return "", nil, err
+		}
+		if sameStatement(st, next) {
+			kept = append(kept, st)
+			continue
+		}
+		kept = append(kept, next)
+		fixes = append(fixes, GrantFix{Sid: id, Rewritten: true})
+	}
+	if len(fixes) == 0 {
+		return current, nil, nil
+	}
+	d.statements = kept
+	out, err := d.render()
+	return out, fixes, err
+}
+
+// statementPrincipals returns the account ids a statement names as
+// {"AWS": id} or {"AWS": [ids]}; any other form names none Trellis grants.
+func statementPrincipals(st json.RawMessage) []string {
+	var s struct{ Principal json.RawMessage }
+	if json.Unmarshal(st, &s) != nil {
+		return nil
+	}
+	var p map[string]json.RawMessage
+	if json.Unmarshal(s.Principal, &p) != nil {
+		return nil
+	}
+	var one string
+	if json.Unmarshal(p["AWS"], &one) == nil {
+		return []string{one}
+	}
+	var many []string
+	if json.Unmarshal(p["AWS"], &many) == nil {
+		return many
+	}
+	return nil
+}
+
+// intersect returns the elements of a that b holds, without repeats.
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if slices.Contains(b, x) && !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// sameStatement reports whether two statements say the same, as SamePolicy
+// compares them.
+func sameStatement(a, b json.RawMessage) bool {
+	var sa, sb map[string]any
+	if json.Unmarshal(a, &sa) != nil || json.Unmarshal(b, &sb) != nil {
+		return false
+	}
+	normalizeStatement(sa)
+	normalizeStatement(sb)
+	ja, errA := json.Marshal(sa)
+	jb, errB := json.Marshal(sb)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
 // SamePolicy reports whether two policy documents say the same: equal after
 // formatting is dropped and the lists S3 treats as sets (actions, resources,
 // principals) are sorted, a single string counting as a list of one.
@@ -252,25 +371,28 @@ func canonicalPolicy(doc string) ([]byte, error) {
 		statements = []any{one}
 	}
 	for _, s := range statements {
-		st, ok := s.(map[string]any)
-		if !ok {
-			continue
-		}
-		for _, k := range setElements {
-			if e, ok := st[k]; ok {
-				st[k] = sortedSet(e)
-			}
-		}
-		for _, k := range []string{"Principal", "NotPrincipal"} {
-			if p, ok := st[k].(map[string]any); ok {
-				for typ, e := range p {
-					p[typ] = sortedSet(e)
-				}
-			}
+		if st, ok := s.(map[string]any); ok {
+			normalizeStatement(st)
 		}
 	}
 	v["Statement"] = statements
 	return json.Marshal(v) // map keys come out sorted
+}
+
+// normalizeStatement sorts the lists of a statement that S3 treats as sets.
+func normalizeStatement(st map[string]any) {
+	for _, k := range setElements {
+		if e, ok := st[k]; ok {
+			st[k] = sortedSet(e)
+		}
+	}
+	for _, k := range []string{"Principal", "NotPrincipal"} {
+		if p, ok := st[k].(map[string]any); ok {
+			for typ, e := range p {
+				p[typ] = sortedSet(e)
+			}
+		}
+	}
 }
 
 func sortedSet(e any) any {

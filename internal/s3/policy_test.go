@@ -2,6 +2,7 @@ package s3
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -204,4 +205,150 @@ func FuzzWithGrant(f *testing.F) {
 			t.Fatalf("user statements changed: %d before, %d after", len(userBefore), len(userAfter))
 		}
 	})
+}
+
+// TestKeepGrants: of the statements with the reserved Sid prefix, a
+// rewrite keeps only the grants Trellis recorded, each no wider than
+// recorded; it adds nothing, and leaves the user's statements alone.
+func TestKeepGrants(t *testing.T) {
+	const bucket = "team-a-assets"
+	rw := Grant{ID: "aaa", Principals: []string{"KEYA0000000000001", "KEYA0000000000002"}, Mode: ReadWrite}
+	ro := Grant{ID: "bbb", Principals: []string{"KEYB0000000000001"}, Mode: ReadOnly}
+	stmt := func(g Grant, b string) string {
+		st, err := g.statement(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(st)
+	}
+	with := func(g Grant, principals ...string) Grant { g.Principals = principals; return g }
+	doc := func(statements ...string) string {
+		out := `{"Version":"2012-10-17","Statement":[`
+		for i, s := range statements {
+			if i > 0 {
+				out += ","
+			}
+			out += s
+		}
+		return out + `]}`
+	}
+	public := `{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::` + bucket + `/pub/*"}`
+	forged := `{"Sid":"TrellisAccessforged","Effect":"Allow","Principal":{"AWS":["KEYX0000000000001"]},"Action":["s3:GetObject","s3:PutObject"],"Resource":["arn:aws:s3:::` + bucket + `/*"]}`
+
+	cases := map[string]struct {
+		policy   string
+		expected []Grant
+		// want is the policy afterwards ("" for none), or the same as
+		// policy when wantFixes is empty.
+		want      string
+		wantFixes []GrantFix
+		wantErr   bool
+	}{
+		"no policy": {policy: "", expected: []Grant{rw}},
+		"only the user's statements": {
+			policy: doc(public), expected: []Grant{rw},
+		},
+		"the recorded grants, exactly": {
+			policy: doc(public, stmt(rw, bucket), stmt(ro, bucket)), expected: []Grant{rw, ro},
+		},
+		"a recorded grant naming fewer keys than it may": {
+			policy: doc(stmt(with(rw, "KEYA0000000000001"), bucket)), expected: []Grant{rw},
+		},
+		"written in another order and form: still the same": {
+			policy: `{"Statement":{"Resource":["arn:aws:s3:::` + bucket + `/*","arn:aws:s3:::` + bucket + `"],"Sid":"TrellisAccessbbb","Effect":"Allow","Principal":{"AWS":"KEYB0000000000001"},` +
+				`"Action":["s3:GetObjectAttributes","s3:GetObjectTagging","s3:GetObjectVersion","s3:GetObject","s3:ListBucketVersions","s3:ListBucket","s3:GetBucketLocation"]}}`,
+			expected: []Grant{ro},
+		},
+		"a forged Sid: removed, the rest in place": {
+			policy: doc(public, forged, stmt(rw, bucket)), expected: []Grant{rw},
+			want:      doc(public, stmt(rw, bucket)),
+			wantFixes: []GrantFix{{Sid: "TrellisAccessforged"}},
+		},
+		"a grant of no live access: removed": {
+			policy: doc(stmt(rw, bucket), stmt(ro, bucket)), expected: []Grant{ro},
+			want: doc(stmt(ro, bucket)), wantFixes: []GrantFix{{Sid: "TrellisAccessaaa"}},
+		},
+		"no grant expected at all: every prefixed statement goes": {
+			policy: doc(public, stmt(rw, bucket)),
+			want:   doc(public), wantFixes: []GrantFix{{Sid: "TrellisAccessaaa"}},
+		},
+		"only prefixed statements, all forged: no policy left": {
+			policy: doc(forged), expected: []Grant{rw},
+			want: "", wantFixes: []GrantFix{{Sid: "TrellisAccessforged"}},
+		},
+		"a recorded Sid naming a key of someone else too: narrowed": {
+			policy:   doc(stmt(with(rw, "KEYA0000000000001", "KEYX0000000000001"), bucket)),
+			expected: []Grant{rw},
+			want:     doc(stmt(with(rw, "KEYA0000000000001"), bucket)), wantFixes: []GrantFix{{Sid: "TrellisAccessaaa", Rewritten: true}},
+		},
+		"a recorded Sid naming only someone else's key: removed": {
+			policy: doc(stmt(with(ro, "KEYX0000000000001"), bucket)), expected: []Grant{ro},
+			want: "", wantFixes: []GrantFix{{Sid: "TrellisAccessbbb"}},
+		},
+		"a recorded Sid for everyone: removed": {
+			policy:   doc(`{"Sid":"TrellisAccessbbb","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::` + bucket + `/*"}`),
+			expected: []Grant{ro},
+			want:     "", wantFixes: []GrantFix{{Sid: "TrellisAccessbbb"}},
+		},
+		"a recorded Sid granting the bucket's policy too: back to its mode": {
+			policy: doc(`{"Sid":"TrellisAccessbbb","Effect":"Allow","Principal":{"AWS":["KEYB0000000000001"]},"Action":["s3:GetObject","s3:PutBucketPolicy"],` +
+				`"Resource":["arn:aws:s3:::` + bucket + `","arn:aws:s3:::` + bucket + `/*"]}`),
+			expected: []Grant{ro},
+			want:     doc(stmt(ro, bucket)), wantFixes: []GrantFix{{Sid: "TrellisAccessbbb", Rewritten: true}},
+		},
+		"a recorded Sid with a condition added: rewritten": {
+			policy:   doc(strings.TrimSuffix(stmt(ro, bucket), "}") + `,"Condition":{"IpAddress":{"aws:SourceIp":"0.0.0.0/0"}}}`),
+			expected: []Grant{ro},
+			want:     doc(stmt(ro, bucket)), wantFixes: []GrantFix{{Sid: "TrellisAccessbbb", Rewritten: true}},
+		},
+		"a read-only grant made read-write: back to read-only": {
+			policy:   doc(stmt(Grant{ID: "bbb", Principals: ro.Principals, Mode: ReadWrite}, bucket)),
+			expected: []Grant{ro},
+			want:     doc(stmt(ro, bucket)), wantFixes: []GrantFix{{Sid: "TrellisAccessbbb", Rewritten: true}},
+		},
+		"a recorded grant on another bucket's objects: back to this bucket": {
+			policy: doc(stmt(ro, "other-bucket")), expected: []Grant{ro},
+			want: doc(stmt(ro, bucket)), wantFixes: []GrantFix{{Sid: "TrellisAccessbbb", Rewritten: true}},
+		},
+		"a recorded Sid that denies: rewritten to the grant": {
+			policy:   doc(`{"Sid":"TrellisAccessbbb","Effect":"Deny","Principal":{"AWS":["KEYB0000000000001"]},"Action":"s3:*","Resource":"*"}`),
+			expected: []Grant{ro},
+			want:     doc(stmt(ro, bucket)), wantFixes: []GrantFix{{Sid: "TrellisAccessbbb", Rewritten: true}},
+		},
+		"the same Sid twice: the second goes": {
+			policy: doc(stmt(ro, bucket), stmt(with(ro, "KEYB0000000000001"), bucket)), expected: []Grant{ro},
+			want: doc(stmt(ro, bucket)), wantFixes: []GrantFix{{Sid: "TrellisAccessbbb"}},
+		},
+		"a missing grant is not added": {
+			policy: doc(public), expected: []Grant{rw, ro},
+		},
+		"a policy that is not one": {policy: "garbage", wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, fixes, err := KeepGrants(tc.policy, bucket, tc.expected)
+			if tc.wantErr {
+				g.Expect(err).To(HaveOccurred())
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(fixes).To(Equal(tc.wantFixes))
+			if len(tc.wantFixes) == 0 {
+				g.Expect(got).To(Equal(tc.policy), "nothing to change: the policy as it was")
+				return
+			}
+			if tc.want == "" {
+				g.Expect(got).To(BeEmpty())
+				return
+			}
+			g.Expect(SamePolicy(got, tc.want)).To(BeTrue(), "got %s\nwant %s", got, tc.want)
+			g.Expect(statementSids(g, got)).To(Equal(statementSids(g, tc.want)), "statements stay in place")
+			// Held once, nothing more to change.
+			again, more, err := KeepGrants(got, bucket, tc.expected)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(more).To(BeEmpty())
+			g.Expect(again).To(Equal(got))
+		})
+	}
 }

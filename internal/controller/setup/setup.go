@@ -118,6 +118,9 @@ type Options struct {
 	BucketEventsAddr string
 	// BucketEventsSecret names the Secret (in Namespace) holding the receiver's token.
 	BucketEventsSecret string
+	// StorageSweepInterval is how often every object store is swept for
+	// keys and grants of no live BucketAccess (0: never).
+	StorageSweepInterval time.Duration
 }
 
 // RateLimit configures the controller work queue. The defaults match

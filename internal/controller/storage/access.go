@@ -22,26 +22,68 @@ import (
 )
 
 // Every store account of a BucketAccess has an access key id derived from
-// the BucketAccess's UID and the key's version: "TRELLIS", 20 hex digits of
-// the UID's hash, "V" and the version. Nothing needs remembering to find
-// them again: an account created just before a crash, or a store that failed
-// half-way, is recognised by its name, and deleting a BucketAccess deletes
-// every account with its prefix.
+// the ObjectStore's UID, the BucketAccess's UID and the key's version:
+// "TRELLIS", the store's mark (10 hex digits of its UID's hash), 20 hex
+// digits of the access UID's hash, "V" and the version. Nothing needs
+// remembering to find them again: an account created just before a crash,
+// or a store that failed half-way, is recognised by its name, deleting a
+// BucketAccess deletes every account with its prefix, and the sweep
+// (sweep.go) revokes those of this store's mark whose BucketAccess is gone.
+// The mark is the store object's, not the endpoint's: two ObjectStores on
+// one store (in one cluster or in two) never take each other's accounts
+// for their own.
 
-// accessKeyIDPrefix is the start of the access key ids of one BucketAccess.
-func accessKeyIDPrefix(uid types.UID) string {
-	return "TRELLIS" + strings.ToUpper(grantID(uid)) + "V"
+// keyIDPrefix starts every access key id Trellis makes.
+const keyIDPrefix = "TRELLIS"
+
+// storeMark is the mark of one ObjectStore in the access key ids it issues.
+func storeMark(storeUID types.UID) string {
+	sum := sha256.Sum256([]byte(storeUID))
+	return strings.ToUpper(hex.EncodeToString(sum[:5]))
+}
+
+// storeKeyPrefix is the start of every access key id issued through one ObjectStore.
+func storeKeyPrefix(storeUID types.UID) string { return keyIDPrefix + storeMark(storeUID) }
+
+// accessKeyIDPrefix is the start of the access key ids of one BucketAccess
+// in one ObjectStore.
+func accessKeyIDPrefix(storeUID, uid types.UID) string {
+	return storeKeyPrefix(storeUID) + strings.ToUpper(grantID(uid)) + "V"
 }
 
 // accessKeyID is the access key id of version v of a BucketAccess's key.
-func accessKeyID(uid types.UID, v int32) string {
-	return accessKeyIDPrefix(uid) + strconv.Itoa(int(v))
+func accessKeyID(storeUID, uid types.UID, v int32) string {
+	return accessKeyIDPrefix(storeUID, uid) + strconv.Itoa(int(v))
+}
+
+// grantIDLength is the length of a grant id (and of its part of a key id).
+const grantIDLength = 20
+
+// keyOwner returns the grant id of the BucketAccess an access key id was
+// issued to through the store of the given prefix (storeKeyPrefix), and
+// false for any id not of exactly that form: someone else's account, or one
+// of another ObjectStore.
+func keyOwner(storePrefix, id string) (string, bool) {
+	rest, ok := strings.CutPrefix(id, storePrefix)
+	if !ok || len(rest) < grantIDLength+2 || rest[grantIDLength] != 'V' {
+		return "", false
+	}
+	owner, version := rest[:grantIDLength], rest[grantIDLength+1:]
+	for _, r := range owner {
+		if (r < '0' || r > '9') && (r < 'A' || r > 'F') {
+			return "", false
+		}
+	}
+	if v, err := strconv.Atoi(version); err != nil || v < 0 || strconv.Itoa(v) != version {
+		return "", false
+	}
+	return strings.ToLower(owner), true
 }
 
 // grantID names the bucket-policy statement of a BucketAccess.
 func grantID(uid types.UID) string {
 	sum := sha256.Sum256([]byte(uid))
-	return hex.EncodeToString(sum[:10])
+	return hex.EncodeToString(sum[:grantIDLength/2])
 }
 
 // secretKeyLength is the length of generated secret keys (AWS uses 40).
@@ -77,9 +119,12 @@ type accessSync struct {
 	s3       s3.Client
 	// lockPolicy serialises edits of the bucket's policy.
 	lockPolicy func() (unlock func())
-	store      string
-	bucket     string
-	grant      s3.Grant // ID and mode; principals are computed
+	// grants lists the grants of the bucket's live BucketAccesses, which
+	// may stand in its policy beside this one's (nil: none).
+	grants func(context.Context) ([]liveGrant, error)
+	store  string
+	bucket string
+	grant  s3.Grant // ID and mode; principals are computed
 	// current is the key the status records as issued ("" before the first).
 	current string
 	// want is the key of spec.keyVersion.
@@ -106,6 +151,9 @@ type accessResult struct {
 	next time.Time
 	// storeDown: the store stopped answering; its own check takes over.
 	storeDown bool
+	// grantFixes are other statements with Trellis' Sid prefix that
+	// rewriting the policy took out or put back to what was recorded.
+	grantFixes []grantFix
 }
 
 type issuedKey struct {
@@ -141,11 +189,12 @@ func (s accessSync) issue(ctx context.Context) accessResult {
 	}
 	// The replaced key stays granted: workloads switch to the new one
 	// within the grace period.
-	if _, err := s.setGrant(ctx, append([]string{s.want}, keyIDs(retiring)...)); err != nil {
+	fixes, err := s.setGrant(ctx, append([]string{s.want}, keyIDs(retiring)...))
+	if err != nil {
 		return s.storeFailed("granting the key on the bucket", err)
 	}
 	return accessResult{issued: &issuedKey{accessKeyID: s.want, secretKey: secret}, retiring: retiring, keysKnown: true,
-		next: nextRevocation(retiring), summary: s.granted(retiring)}
+		next: nextRevocation(retiring), summary: s.granted(retiring), grantFixes: fixes}
 }
 
 // keep checks the grant of the issued key and revokes replaced keys whose
@@ -159,15 +208,17 @@ func (s accessSync) keep(ctx context.Context) accessResult {
 			kept = append(kept, k)
 		}
 	}
-	if _, err := s.setGrant(ctx, append([]string{s.current}, keyIDs(kept)...)); err != nil {
+	fixes, err := s.setGrant(ctx, append([]string{s.current}, keyIDs(kept)...))
+	if err != nil {
 		return s.storeFailed("granting the key on the bucket", err)
 	}
-	res := accessResult{retiring: kept, keysKnown: true, next: nextRevocation(kept), summary: s.granted(kept)}
+	res := accessResult{retiring: kept, keysKnown: true, next: nextRevocation(kept), summary: s.granted(kept), grantFixes: fixes}
 	for i, k := range due {
 		if err := s.accounts.DeleteAccount(ctx, k.AccessKeyID); err != nil {
 			failed := s.storeFailed("revoking a replaced key", err)
 			// The ones not yet revoked stay on record, out of the policy.
 			failed.retiring, failed.keysKnown, failed.revoked = append(kept, due[i:]...), true, res.revoked
+			failed.grantFixes = res.grantFixes
 			return failed
 		}
 		res.revoked = append(res.revoked, k.AccessKeyID)
@@ -175,12 +226,14 @@ func (s accessSync) keep(ctx context.Context) accessResult {
 	return res
 }
 
-func (s accessSync) setGrant(ctx context.Context, principals []string) (bool, error) {
+// setGrant makes the access's grant name exactly principals; the other
+// grants of the policy are held to what is recorded, as in every rewrite.
+func (s accessSync) setGrant(ctx context.Context, principals []string) ([]grantFix, error) {
 	g := s.grant
 	g.Principals = principals
-	return editPolicy(ctx, s.s3, s.lockPolicy, s.bucket, func(current string) (string, error) {
-		return s3.WithGrant(current, s.bucket, g)
-	})
+	edit, err := bucketPolicy{s3: s.s3, lock: s.lockPolicy, bucket: s.bucket, grants: s.grants}.edit(ctx,
+		func(current string) (string, error) { return s3.WithGrant(current, s.bucket, g) })
+	return withoutSid(edit.fixes, g.Sid()), err
 }
 
 func (s accessSync) granted(retiring []storagev1.RetiringKey) conditions.Summary {
@@ -244,10 +297,15 @@ type accessRevocation struct {
 	accounts   s3.Accounts
 	s3         s3.Client
 	lockPolicy func() (unlock func())
+	grants     func(context.Context) ([]liveGrant, error)
 	store      string
 	bucket     string // "" when no bucket was ever granted
 	grant      s3.Grant
 	prefix     string
+	// recorded are the keys the status records (current and retiring):
+	// deleted too, should they not carry the prefix (a store object made
+	// anew under the same name has another mark).
+	recorded []string
 }
 
 // revocationResult is what a revocation found: done, or why it waits.
@@ -258,31 +316,37 @@ type revocationResult struct {
 	storeDown bool
 	// store is the store revoked in, set by the reconciler.
 	store *storagev1.ObjectStore
+	// grantFixes are other statements with Trellis' Sid prefix that
+	// taking the grant out took out or put back to what was recorded.
+	grantFixes []grantFix
 }
 
 func (r accessRevocation) run(ctx context.Context) revocationResult {
+	var fixes []grantFix
 	if r.bucket != "" {
 		g := r.grant
 		g.Principals = nil
-		_, err := editPolicy(ctx, r.s3, r.lockPolicy, r.bucket, func(current string) (string, error) {
-			return s3.WithGrant(current, r.bucket, g)
-		})
+		edit, err := bucketPolicy{s3: r.s3, lock: r.lockPolicy, bucket: r.bucket, grants: r.grants}.edit(ctx,
+			func(current string) (string, error) { return s3.WithGrant(current, r.bucket, g) })
 		if reason, _ := classifyStoreError(err); err != nil && reason != s3.ReasonBucketMissing {
 			return r.wait("taking the grant out of the bucket policy", err)
 		}
+		fixes = withoutSid(edit.fixes, g.Sid())
 	}
 	ids, err := r.accounts.ListAccounts(ctx)
 	if err != nil {
-		return r.wait("listing the store's accounts", err)
+		failed := r.wait("listing the store's accounts", err)
+		failed.grantFixes = fixes
+		return failed
 	}
-	res := revocationResult{done: true}
+	res := revocationResult{done: true, grantFixes: fixes}
 	for _, id := range ids {
-		if !strings.HasPrefix(id, r.prefix) {
+		if !strings.HasPrefix(id, r.prefix) && !slices.Contains(r.recorded, id) {
 			continue
 		}
 		if err := r.accounts.DeleteAccount(ctx, id); err != nil {
 			failed := r.wait("deleting the key's account", err)
-			failed.revoked = res.revoked
+			failed.revoked, failed.grantFixes = res.revoked, fixes
 			return failed
 		}
 		res.revoked = append(res.revoked, id)
@@ -292,6 +356,6 @@ func (r accessRevocation) run(ctx context.Context) revocationResult {
 
 func (r accessRevocation) wait(what string, err error) revocationResult {
 	s := storeProblem(r.store, what, err)
-	s.Message += "; the key is revoked once this succeeds (removing the finalizer by hand leaves the account in the store)"
+	s.Message += "; the key is revoked once this succeeds (removing the finalizer by hand leaves the account to the store sweep, once the store answers)"
 	return revocationResult{summary: s, storeDown: isUnreachable(err)}
 }

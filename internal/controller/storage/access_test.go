@@ -26,6 +26,9 @@ type fakeAccounts struct {
 	calls                []string
 	deleteFailsAfterCall int // DeleteAccount fails from this call on (0: never)
 	deletes              int
+	// onList runs as ListAccounts begins: the world moving on while the
+	// store answers.
+	onList func()
 }
 
 func (f *fakeAccounts) PutAccount(_ context.Context, id, secret string) error {
@@ -52,6 +55,9 @@ func (f *fakeAccounts) DeleteAccount(_ context.Context, id string) error {
 
 func (f *fakeAccounts) ListAccounts(context.Context) ([]string, error) {
 	f.calls = append(f.calls, "ListAccounts")
+	if f.onList != nil {
+		f.onList()
+	}
 	if f.listErr != nil {
 		return nil, f.listErr
 	}
@@ -127,8 +133,11 @@ func TestAccessSync(t *testing.T) {
 		want     string
 		have     bool
 		retiring []storagev1.RetiringKey
+		// live are the grants of the bucket's live accesses (beside its own).
+		live []liveGrant
 
 		wantProgress  conditions.Progress
+		wantFixes     []s3.GrantFix
 		wantReason    string
 		wantIssued    bool
 		wantGranted   []string // principals of the grant afterwards (nil: no grant)
@@ -195,6 +204,22 @@ func TestAccessSync(t *testing.T) {
 			wantProgress: conditions.Done, wantReason: ReasonGranted,
 			wantGranted: []string{keyV2}, wantRevoked: []string{keyV1}, wantAccounts: []string{keyV2}, wantPolicyPut: true,
 		},
+		"other grants: the recorded one stays, forged and widened ones do not": {
+			reason:   "every rewrite holds the policy's grants to what is recorded, and says so",
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
+			s3: fakeS3{policy: `{"Statement":[` +
+				`{"Sid":"TrellisAccessother","Effect":"Allow","Principal":{"AWS":["OTHERKEY000000001"]},"Action":["s3:GetObject","s3:GetObjectAttributes","s3:GetObjectTagging","s3:GetObjectVersion","s3:ListBucket","s3:ListBucketVersions","s3:GetBucketLocation"],"Resource":["arn:aws:s3:::` + testBucket + `","arn:aws:s3:::` + testBucket + `/*"]},` +
+				`{"Sid":"TrellisAccesswide","Effect":"Allow","Principal":{"AWS":["WIDEKEY0000000001","FORGEDKEY00000001"]},"Action":"s3:*","Resource":"*"},` +
+				`{"Sid":"TrellisAccessforged","Effect":"Allow","Principal":{"AWS":["FORGEDKEY00000001"]},"Action":"s3:*","Resource":"*"}]}`},
+			live: []liveGrant{
+				{Grant: s3.Grant{ID: "other", Principals: []string{"OTHERKEY000000001"}, Mode: s3.ReadOnly}},
+				{Grant: s3.Grant{ID: "wide", Principals: []string{"WIDEKEY0000000001"}, Mode: s3.ReadOnly}},
+			},
+			mode: s3.ReadWrite, want: keyV1,
+			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true,
+			wantGranted: []string{keyV1}, wantAccounts: []string{keyV1}, wantPolicyPut: true,
+			wantFixes: []s3.GrantFix{{Sid: "TrellisAccesswide", Rewritten: true}, {Sid: "TrellisAccessforged"}},
+		},
 		"store down while creating the account": {
 			mode: s3.ReadWrite, want: keyV1, accounts: fakeAccounts{putErr: errDown},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
@@ -240,11 +265,25 @@ func TestAccessSync(t *testing.T) {
 				fake.policy, _ = s3.WithGrant("", testBucket, s3.Grant{ID: "g", Principals: granted, Mode: s3.ReadWrite})
 			}
 			before := fake.policy
-			sync := accessSync{accounts: &accounts, s3: &fake, lockPolicy: noLock, store: "store-a", bucket: testBucket,
+			// Its own grant is live too, naming every key it may have granted.
+			own := liveGrant{Grant: s3.Grant{ID: "g", Principals: append([]string{tc.want, tc.current}, keyIDs(tc.retiring)...), Mode: tc.mode}}
+			live := func(context.Context) ([]liveGrant, error) { return append([]liveGrant{own}, tc.live...), nil }
+			sync := accessSync{accounts: &accounts, s3: &fake, lockPolicy: noLock, grants: live, store: "store-a", bucket: testBucket,
 				grant: s3.Grant{ID: "g", Mode: tc.mode}, current: tc.current, want: tc.want, haveSecret: tc.have,
 				retiring: tc.retiring, now: syncNow, grace: time.Hour}
 
 			res := sync.run(context.Background())
+			var fixes []s3.GrantFix
+			for _, f := range res.grantFixes {
+				fixes = append(fixes, f.GrantFix)
+			}
+			g.Expect(fixes).To(Equal(tc.wantFixes), "a change of its own grant is no fix")
+			for _, f := range tc.live {
+				if principals, _ := grantedKeys(t, fake.policy, f.ID); principals != nil {
+					g.Expect(principals).To(Equal(f.Principals), "another access's grant, as recorded")
+				}
+			}
+			g.Expect(fake.policy).NotTo(ContainSubstring("FORGEDKEY"))
 
 			g.Expect(res.summary.Progress).To(Equal(tc.wantProgress), "%s: %s", tc.reason, res.summary.Message)
 			g.Expect(res.summary.Reason).To(Equal(tc.wantReason), res.summary.Message)
@@ -293,11 +332,11 @@ func TestAccessSyncCapsRetiringKeys(t *testing.T) {
 	retiring := make([]storagev1.RetiringKey, 0, maxRetiringKeys)
 	accounts := fakeAccounts{accounts: map[string]string{}}
 	for i := range maxRetiringKeys {
-		id := accessKeyID("uid", int32(i+1))
+		id := accessKeyID("store", "uid", int32(i+1))
 		accounts.accounts[id] = "s"
 		retiring = append(retiring, retiringAt(id, syncNow.Add(time.Duration(i+1)*time.Minute)))
 	}
-	current, want := accessKeyID("uid", 100), accessKeyID("uid", 101)
+	current, want := accessKeyID("store", "uid", 100), accessKeyID("store", "uid", 101)
 	accounts.accounts[current] = "s"
 	fake := fakeS3{}
 	res := accessSync{accounts: &accounts, s3: &fake, lockPolicy: noLock, store: "store-a", bucket: testBucket,
@@ -319,8 +358,10 @@ func TestAccessRevocation(t *testing.T) {
 		accounts fakeAccounts
 		s3       fakeS3
 		bucket   string
+		recorded []string
 
 		wantDone     bool
+		wantFixes    []s3.GrantFix
 		wantReason   string
 		wantProgress conditions.Progress
 		wantAccounts []string
@@ -336,6 +377,19 @@ func TestAccessRevocation(t *testing.T) {
 			accounts: fakeAccounts{accounts: map[string]string{keyV3: "s"}},
 			bucket:   testBucket,
 			wantDone: true, wantRevoked: []string{keyV3},
+		},
+		"a recorded key of another mark goes too": {
+			reason:   "the status names it: a store object made anew under the same name has another mark",
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", "TRELLISOLDMARKKEYV1": "s", "TRELLISOTHERV1": "s"}},
+			bucket:   testBucket, recorded: []string{"TRELLISOLDMARKKEYV1"},
+			wantDone: true, wantAccounts: []string{"TRELLISOTHERV1"}, wantRevoked: []string{keyV1, "TRELLISOLDMARKKEYV1"},
+		},
+		"a forged grant beside its own: both out, the forged one told": {
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
+			s3: fakeS3{policy: strings.Replace(granted, `"Statement":[`,
+				`"Statement":[{"Sid":"TrellisAccessforged","Effect":"Allow","Principal":{"AWS":["X"]},"Action":"s3:*","Resource":"*"},`, 1)},
+			bucket:   testBucket,
+			wantDone: true, wantRevoked: []string{keyV1}, wantFixes: []s3.GrantFix{{Sid: "TrellisAccessforged"}},
 		},
 		"bucket gone already": {
 			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
@@ -367,10 +421,19 @@ func TestAccessRevocation(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			accounts, fake := tc.accounts, tc.s3
-			res := accessRevocation{accounts: &accounts, s3: &fake, lockPolicy: noLock, store: "store-a", bucket: tc.bucket,
-				grant: s3.Grant{ID: "g", Mode: s3.ReadWrite}, prefix: prefix}.run(context.Background())
+			// The access being deleted is still in the cache: its grant is live.
+			live := func(context.Context) ([]liveGrant, error) {
+				return []liveGrant{{Grant: s3.Grant{ID: "g", Principals: []string{keyV1, keyV2}, Mode: s3.ReadWrite}}}, nil
+			}
+			res := accessRevocation{accounts: &accounts, s3: &fake, lockPolicy: noLock, grants: live, store: "store-a", bucket: tc.bucket,
+				grant: s3.Grant{ID: "g", Mode: s3.ReadWrite}, prefix: prefix, recorded: tc.recorded}.run(context.Background())
 			g.Expect(res.done).To(Equal(tc.wantDone), "%s: %s", tc.reason, res.summary.Message)
 			g.Expect(res.revoked).To(Equal(tc.wantRevoked))
+			var fixes []s3.GrantFix
+			for _, f := range res.grantFixes {
+				fixes = append(fixes, f.GrantFix)
+			}
+			g.Expect(fixes).To(Equal(tc.wantFixes), "its own grant is no fix")
 			ids, _ := (&fakeAccounts{accounts: accounts.accounts}).ListAccounts(context.Background())
 			g.Expect(ids).To(ConsistOf(tc.wantAccounts))
 			if tc.wantDone {
@@ -383,21 +446,48 @@ func TestAccessRevocation(t *testing.T) {
 			}
 			g.Expect(res.summary.Progress).To(Equal(tc.wantProgress))
 			g.Expect(res.summary.Reason).To(Equal(tc.wantReason))
-			g.Expect(res.summary.Message).To(ContainSubstring("removing the finalizer by hand leaves the account"), "the way out is named")
+			g.Expect(res.summary.Message).To(ContainSubstring("removing the finalizer by hand leaves the account to the store sweep"), "the way out is named")
 		})
 	}
 }
 
 func TestAccessKeyNames(t *testing.T) {
 	g := NewWithT(t)
-	a, b := accessKeyID("uid-1", 1), accessKeyID("uid-1", 2)
-	g.Expect(a).To(HavePrefix(accessKeyIDPrefix("uid-1")))
-	g.Expect(b).To(HavePrefix(accessKeyIDPrefix("uid-1")))
+	a, b := accessKeyID("store-1", "uid-1", 1), accessKeyID("store-1", "uid-1", 2)
+	g.Expect(a).To(HavePrefix(accessKeyIDPrefix("store-1", "uid-1")))
+	g.Expect(b).To(HavePrefix(accessKeyIDPrefix("store-1", "uid-1")))
+	g.Expect(a).To(HavePrefix(storeKeyPrefix("store-1")))
 	g.Expect(a).NotTo(Equal(b))
-	g.Expect(accessKeyID("uid-1", 10)).NotTo(HavePrefix(accessKeyID("uid-1", 1)+"V"), "version 1's prefix is not version 10's")
-	g.Expect(accessKeyIDPrefix("uid-2")).NotTo(Equal(accessKeyIDPrefix("uid-1")))
+	g.Expect(accessKeyID("store-1", "uid-1", 10)).NotTo(HavePrefix(accessKeyID("store-1", "uid-1", 1)+"V"), "version 1's prefix is not version 10's")
+	g.Expect(accessKeyIDPrefix("store-1", "uid-2")).NotTo(Equal(accessKeyIDPrefix("store-1", "uid-1")))
 	g.Expect(a).To(MatchRegexp(`^[A-Z0-9]{16,128}$`), "letters and digits only: valid in SigV4 scopes and policies")
-	g.Expect(accessKeyID("uid-1", 1)).To(Equal(a), "derived, not random: found again after a crash")
+	g.Expect(accessKeyID("store-1", "uid-1", 1)).To(Equal(a), "derived, not random: found again after a crash")
+
+	// Another ObjectStore (of this cluster or another, maybe on the same
+	// store) issues the same access other ids, with another mark.
+	other := accessKeyID("store-2", "uid-1", 1)
+	g.Expect(other).NotTo(Equal(a))
+	g.Expect(other).NotTo(HavePrefix(storeKeyPrefix("store-1")))
+	g.Expect(storeKeyPrefix("store-2")).NotTo(Equal(storeKeyPrefix("store-1")))
+
+	// keyOwner reads back whose key an id is, for its own store's ids only.
+	for id, want := range map[string]string{
+		a:                                     grantID("uid-1"),
+		accessKeyID("store-1", "uid-9", 1234): grantID("uid-9"),
+		other:                                 "",
+		accessKeyIDPrefix("store-1", "uid-1"): "",
+		accessKeyIDPrefix("store-1", "uid-1") + "1x":                         "",
+		accessKeyIDPrefix("store-1", "uid-1") + "01":                         "",
+		accessKeyIDPrefix("store-1", "uid-1") + "-1":                         "",
+		storeKeyPrefix("store-1") + "ABCDEFGHIJKLMNOPQRSTV1":                 "",
+		storeKeyPrefix("store-1") + strings.ToLower(grantID("uid-1")) + "V1": "",
+		"TRELLIS" + strings.ToUpper(grantID("uid-1")) + "V1":                 "",
+		"SOMEONEELSE0000000": "",
+	} {
+		owner, ok := keyOwner(storeKeyPrefix("store-1"), id)
+		g.Expect(ok).To(Equal(want != ""), id)
+		g.Expect(owner).To(Equal(want), id)
+	}
 
 	seen := map[string]bool{}
 	for range 100 {

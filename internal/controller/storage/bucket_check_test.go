@@ -37,6 +37,8 @@ type fakeS3 struct {
 	lifecycleErr, setLifecycleErr   error
 	calls                           []string
 	setOwnerTo                      s3.Owner
+	// onSetPolicy runs as SetPolicy is called: the world moving on.
+	onSetPolicy func()
 }
 
 func (f *fakeS3) Ping(context.Context) error { f.calls = append(f.calls, "Ping"); return f.pingErr }
@@ -86,6 +88,9 @@ func (f *fakeS3) Policy(context.Context, string) (string, error) {
 }
 func (f *fakeS3) SetPolicy(_ context.Context, _ string, p string) error {
 	f.calls = append(f.calls, "SetPolicy")
+	if f.onSetPolicy != nil {
+		f.onSetPolicy()
+	}
 	if f.setPolicyErr == nil {
 		f.policy = p
 	}

@@ -42,6 +42,9 @@ type bucketSettings struct {
 	bucket string
 	// lockPolicy serialises edits of the bucket's policy with BucketAccesses'.
 	lockPolicy func() (unlock func())
+	// grants lists the grants of live BucketAccesses that may stand in the
+	// policy (read with the lock held); nil: none.
+	grants func(context.Context) ([]liveGrant, error)
 
 	versioning string // "" when not managed
 	policy     string // "" when not managed
@@ -104,6 +107,9 @@ type settingsResult struct {
 	problems []settingProblem
 	// storeDown: the store stopped answering; the rest was not tried.
 	storeDown bool
+	// grantFixes are the statements with Trellis' Sid prefix that writing
+	// the policy took out or put back to what was recorded.
+	grantFixes []grantFix
 }
 
 type settingProblem struct {
@@ -119,10 +125,11 @@ type settingProblem struct {
 func (s bucketSettings) apply(ctx context.Context) settingsResult {
 	res := settingsResult{declared: s.declared()}
 	for _, name := range res.declared {
-		changed, err := s.applyOne(ctx, name)
+		changed, fixes, err := s.applyOne(ctx, name)
 		if changed {
 			res.changed = append(res.changed, name)
 		}
+		res.grantFixes = append(res.grantFixes, fixes...)
 		if err == nil {
 			continue
 		}
@@ -136,7 +143,24 @@ func (s bucketSettings) apply(ctx context.Context) settingsResult {
 	return res
 }
 
-func (s bucketSettings) applyOne(ctx context.Context, name string) (bool, error) {
+func (s bucketSettings) applyOne(ctx context.Context, name string) (bool, []grantFix, error) {
+	if name == settingPolicy {
+		if err := s3.ValidateUserPolicy(s.policy); err != nil {
+			return false, nil, &invalidPolicyError{err: err}
+		}
+		if err := s.principals.check(s.policy); err != nil {
+			// Refused before the store is asked: its policy stays as it was.
+			return false, nil, err
+		}
+		edit, err := bucketPolicy{s3: s.s3, lock: s.lockPolicy, bucket: s.bucket, grants: s.grants}.edit(ctx,
+			func(current string) (string, error) { return s3.WithUserPolicy(current, s.policy) })
+		return edit.written, edit.fixes, err
+	}
+	changed, err := s.applyOther(ctx, name)
+	return changed, nil, err
+}
+
+func (s bucketSettings) applyOther(ctx context.Context, name string) (bool, error) {
 	switch name {
 	case settingVersioning:
 		current, err := s.s3.Versioning(ctx, s.bucket)
@@ -148,17 +172,6 @@ func (s bucketSettings) applyOne(ctx context.Context, name string) (bool, error)
 			return false, nil
 		}
 		return true, s.s3.SetVersioning(ctx, s.bucket, s.versioning)
-	case settingPolicy:
-		if err := s3.ValidateUserPolicy(s.policy); err != nil {
-			return false, &invalidPolicyError{err: err}
-		}
-		if err := s.principals.check(s.policy); err != nil {
-			// Refused before the store is asked: its policy stays as it was.
-			return false, err
-		}
-		return editPolicy(ctx, s.s3, s.lockPolicy, s.bucket, func(current string) (string, error) {
-			return s3.WithUserPolicy(current, s.policy)
-		})
 	case settingCORS:
 		current, err := s.s3.CORS(ctx, s.bucket)
 		if err != nil {
@@ -239,6 +252,10 @@ func settingProblemOf(setting string, err error) settingProblem {
 	if errors.As(err, &refused) {
 		return settingProblem{setting: setting, reason: ReasonPolicyRefused, blocked: true, message: "policy: " + refused.Error()}
 	}
+	var ce *cacheError
+	if errors.As(err, &ce) {
+		return settingProblem{setting: setting, reason: ReasonReconcileError, message: setting + ": " + ce.Error()}
+	}
 	reason, msg := classifyStoreError(err)
 	p := settingProblem{setting: setting, reason: string(reason), message: setting + ": " + msg}
 	switch reason {
@@ -251,26 +268,6 @@ func settingProblemOf(setting string, err error) settingProblem {
 		p.blocked = true
 	}
 	return p
-}
-
-// editPolicy reads the bucket's policy, applies edit, and writes the result
-// only when it says something else. The lock makes the read-modify-write
-// whole against the other writers of the same policy in this manager.
-func editPolicy(ctx context.Context, c s3.Client, lock func() func(), bucket string, edit func(current string) (string, error)) (bool, error) {
-	unlock := lock()
-	defer unlock()
-	current, err := c.Policy(ctx, bucket)
-	if err != nil {
-		return false, err
-	}
-	next, err := edit(current)
-	if err != nil {
-		return false, &invalidPolicyError{err: err}
-	}
-	if s3.SamePolicy(current, next) {
-		return false, nil
-	}
-	return true, c.SetPolicy(ctx, bucket, next)
 }
 
 // summary is how the settings stand, for Ready: Done when all are in place.

@@ -35,7 +35,11 @@ func TestBucketSettings(t *testing.T) {
 		wantProgress conditions.Progress
 		wantReason   string
 		wantDown     bool
-		check        func(Gomega, *fakeS3)
+		// wantFixes are the grant statements taken out or put back.
+		wantFixes []s3.GrantFix
+		// grantsErr: the cache cannot say which grants are live.
+		grantsErr error
+		check     func(Gomega, *fakeS3)
 	}{
 		"nothing declared": {
 			reason: "no setting in the spec: nothing is even read",
@@ -68,6 +72,35 @@ func TestBucketSettings(t *testing.T) {
 			spec: func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
 			s3:   fakeS3{policy: withBoth}, wantCalls: []string{"Policy"},
 			wantProgress: conditions.Done, wantReason: ReasonApplied,
+		},
+		"policy in place, a forged grant beside it: taken out, told": {
+			reason: "a statement with the reserved Sid that is no recorded grant",
+			spec:   func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
+			s3: fakeS3{policy: func() string {
+				p, _ := s3.WithGrant(withBoth, testBucket, s3.Grant{ID: "forged", Principals: []string{"FORGEDKEY0000001"}, Mode: s3.ReadWrite})
+				return p
+			}()},
+			wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
+			wantProgress: conditions.Done, wantReason: ReasonApplied,
+			wantFixes: []s3.GrantFix{{Sid: s3.GrantSidPrefix + "forged"}},
+			check:     func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withBoth)).To(BeTrue(), f.policy) },
+		},
+		"policy in place, a live grant widened: put back, told": {
+			spec: func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
+			s3: fakeS3{policy: func() string {
+				p, _ := s3.WithGrant(withBoth, testBucket, s3.Grant{ID: "g", Principals: []string{keyV1, "FORGEDKEY0000001"}, Mode: s3.ReadWrite})
+				return p
+			}()},
+			wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
+			wantProgress: conditions.Done, wantReason: ReasonApplied,
+			wantFixes: []s3.GrantFix{{Sid: s3.GrantSidPrefix + "g", Rewritten: true}},
+			check:     func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withBoth)).To(BeTrue(), f.policy) },
+		},
+		"the cache cannot say which grants are live: nothing sent": {
+			spec:         func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
+			s3:           fakeS3{policy: withGrant},
+			grantsErr:    errUnavailable,
+			wantProgress: conditions.Working, wantReason: ReasonReconcileError,
 		},
 		"policy that is not JSON": {
 			reason:       "refused before the store is asked",
@@ -155,8 +188,17 @@ func TestBucketSettings(t *testing.T) {
 			settings := settingsOf(b)
 			settings.s3, settings.store, settings.bucket, settings.lockPolicy = &fake, "store-a", testBucket, noLock
 			settings.principals = tc.principals
+			// The grant of the bucket's one live access.
+			settings.grants = func(context.Context) ([]liveGrant, error) {
+				return []liveGrant{{Grant: s3.Grant{ID: "g", Principals: []string{keyV1}, Mode: s3.ReadOnly}}}, tc.grantsErr
+			}
 
 			res := settings.apply(context.Background())
+			var fixes []s3.GrantFix
+			for _, f := range res.grantFixes {
+				fixes = append(fixes, f.GrantFix)
+			}
+			g.Expect(fixes).To(Equal(tc.wantFixes))
 
 			g.Expect(fake.calls).To(Equal(tc.wantCalls), tc.reason)
 			g.Expect(res.changed).To(Equal(tc.wantChanged))

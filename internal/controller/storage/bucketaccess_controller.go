@@ -271,12 +271,15 @@ func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess, 
 	sync := accessSync{
 		accounts: accounts, s3: c, store: store.Name, bucket: bucket,
 		lockPolicy: func() func() { return r.stores.LockPolicy(store.Name, bucket) },
+		grants:     grantsOf(r.client, store, bucket),
 		grant:      s3.Grant{ID: grantID(a.UID), Mode: string(a.Spec.Mode)},
-		current:    a.Status.AccessKeyID, want: accessKeyID(a.UID, a.Spec.KeyVersion),
+		current:    a.Status.AccessKeyID, want: accessKeyID(store.UID, a.UID, a.Spec.KeyVersion),
 		haveSecret: secretKey != "", retiring: a.Status.RetiringKeys,
 		now: r.now(), grace: gracePeriod(a),
 	}
 	res = sync.run(ctx)
+	// Other grants of the bucket's policy put right concern the bucket.
+	raise(r.recorder, sb, grantFixActions(bucket, res.grantFixes))
 	if res.storeDown {
 		r.storeChecks.request(ctx, store)
 	}
@@ -407,7 +410,7 @@ func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess
 		if s.Progress == conditions.Working {
 			s.Reason = ReasonRevoking
 		}
-		s.Message += "; the key is revoked once the store answers (removing the finalizer by hand leaves the account in the store)"
+		s.Message += "; the key is revoked once the store answers (removing the finalizer by hand leaves the account to the store sweep)"
 		return revocationResult{summary: s}, nil
 	}
 	accounts, err := r.stores.Accounts(ctx, store)
@@ -427,11 +430,23 @@ func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess
 	}
 	bucket := a.Status.BucketName
 	res := accessRevocation{
-		accounts: accounts, s3: c, store: store.Name, bucket: bucket, prefix: accessKeyIDPrefix(a.UID),
+		accounts: accounts, s3: c, store: store.Name, bucket: bucket, prefix: accessKeyIDPrefix(store.UID, a.UID),
+		recorded:   append(keyIDs(a.Status.RetiringKeys), a.Status.AccessKeyID),
 		lockPolicy: func() func() { return r.stores.LockPolicy(store.Name, bucket) },
+		grants:     grantsOf(r.client, store, bucket),
 		grant:      s3.Grant{ID: grantID(a.UID), Mode: string(a.Spec.Mode)},
 	}.run(ctx)
 	res.store = store
+	if len(res.grantFixes) > 0 {
+		// Said on the StorageBucket that claims the bucket, if any is left,
+		// else on the store.
+		var about client.Object = store
+		claims := &storagev1.StorageBucketList{}
+		if err := r.client.List(ctx, claims, client.MatchingFields{bucketClaimIndex: storeBucketKey(store.Name, bucket)}); err == nil && len(claims.Items) > 0 {
+			about = &claims.Items[0]
+		}
+		raise(r.recorder, about, grantFixActions(bucket, res.grantFixes))
+	}
 	return res, nil
 }
 

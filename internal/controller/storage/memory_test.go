@@ -311,7 +311,7 @@ func TestManagerMemoryFollowsLiveBuckets(t *testing.T) {
 			"policy locks":     mgrShared.stores.policyLocksIn(store),
 			"namespace labels": mgrShared.namespaces.countIn(mine),
 			"check schedule":   mgrShared.schedule.countIn(mine),
-			"store series":     seriesWith(storeRequests, "store", store) + seriesWith(storeUp, "store", store),
+			"store series":     seriesOf(store, storeRequests, storeUp, sweepsTotal, sweepRevoked),
 		}
 	}
 	t.Logf("held right after %d buckets and their store were deleted: %v", n, held())
@@ -344,22 +344,24 @@ func remembered() int {
 	return n
 }
 
-// seriesWith counts the series of c with the label set to value.
-func seriesWith(c prometheus.Collector, label, value string) int {
-	ch := make(chan prometheus.Metric)
-	go func() {
-		c.Collect(ch)
-		close(ch)
-	}()
+// seriesOf counts the series of the collectors about a store (their label "store").
+func seriesOf(store string, collectors ...prometheus.Collector) int {
 	n := 0
-	for m := range ch {
-		var out dto.Metric
-		if err := m.Write(&out); err != nil {
-			continue
-		}
-		for _, l := range out.GetLabel() {
-			if l.GetName() == label && l.GetValue() == value {
-				n++
+	for _, c := range collectors {
+		ch := make(chan prometheus.Metric)
+		go func() {
+			c.Collect(ch)
+			close(ch)
+		}()
+		for m := range ch {
+			var out dto.Metric
+			if err := m.Write(&out); err != nil {
+				continue
+			}
+			for _, l := range out.GetLabel() {
+				if l.GetName() == "store" && l.GetValue() == store {
+					n++
+				}
 			}
 		}
 	}

@@ -37,10 +37,18 @@ var (
 		Name: "trellis_objectstore_up",
 		Help: "1 when the ObjectStore answered its last check with the credentials accepted, else 0.",
 	}, []string{"store"})
+	sweepsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trellis_objectstore_sweeps_total",
+		Help: "Sweeps of an ObjectStore for keys and grants of no live BucketAccess, by result (Clean, Revoked, Capped, StoreNotReady, or the reason the sweep stopped).",
+	}, []string{"store", "result"})
+	sweepRevoked = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trellis_objectstore_sweep_revoked_total",
+		Help: "What sweeps revoked in an ObjectStore, by kind: account (a key of no live BucketAccess, deleted), grant (a bucket-policy statement with Trellis' Sid prefix that is no recorded grant, taken out or put back).",
+	}, []string{"store", "kind"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(checksTotal, lastCheck, healthyGauge, checkLatency, storeRequests, storeUp)
+	metrics.Registry.MustRegister(checksTotal, lastCheck, healthyGauge, checkLatency, storeRequests, storeUp, sweepsTotal, sweepRevoked)
 }
 
 func recordCheck(key types.NamespacedName, result string, healthy bool, took time.Duration) {
@@ -58,6 +66,8 @@ func recordCheck(key types.NamespacedName, result string, healthy bool, took tim
 func forgetStoreMetrics(store string) {
 	storeUp.DeleteLabelValues(store)
 	storeRequests.DeletePartialMatch(prometheus.Labels{"store": store})
+	sweepsTotal.DeletePartialMatch(prometheus.Labels{"store": store})
+	sweepRevoked.DeletePartialMatch(prometheus.Labels{"store": store})
 }
 
 func forgetBucketMetrics(key types.NamespacedName) {

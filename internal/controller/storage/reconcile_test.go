@@ -42,10 +42,12 @@ import (
 // (Ready's reason, and how many status writes) and the Events.
 
 const (
-	rtStore  = "store-a"
-	rtAccess = "app"
-	rtSecret = "app-s3"
-	openTo   = "storage.test/open"
+	rtStore = "store-a"
+	// rtStoreUID is the UID of rtStoreObj: its mark is in the keys it issues.
+	rtStoreUID = "uid-store"
+	rtAccess   = "app"
+	rtSecret   = "app-s3"
+	openTo     = "storage.test/open"
 )
 
 var (
@@ -317,6 +319,7 @@ func storeCredentials() *corev1.Secret {
 // its last check found it answering.
 func rtStoreObj(ready bool) *storagev1.ObjectStore {
 	s := testStore(rtStore)
+	s.UID = rtStoreUID
 	s.Finalizers = []string{StoreFinalizer}
 	s.Spec.Type = storagev1.StoreTypeVersitygw
 	s.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{openTo: rtStore}}
@@ -362,7 +365,7 @@ func rtAccessObj() *storagev1.BucketAccess {
 func grantedAccess() *storagev1.BucketAccess {
 	a := rtAccessObj()
 	a.Status = storagev1.BucketAccessStatus{ObservedGeneration: 1, StoreName: rtStore, BucketName: testBucket,
-		AccessKeyID: accessKeyID(a.UID, 1), KeyVersion: 1}
+		AccessKeyID: accessKeyID(rtStoreUID, a.UID, 1), KeyVersion: 1}
 	conditions.Summarize(&a.Status.Conditions, 1, conditions.Summary{Progress: conditions.Done, Reason: ReasonGranted, Message: "granted"})
 	return a
 }
@@ -516,7 +519,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 	theirAccess := func() *storagev1.BucketAccess {
 		a := grantedAccess()
 		a.Namespace, a.UID = otherNS, "uid-their-access"
-		a.Status.AccessKeyID = accessKeyID(a.UID, 1)
+		a.Status.AccessKeyID = accessKeyID(rtStoreUID, a.UID, 1)
 		return a
 	}
 	refusedUntouched := func(want string) func(Gomega, *fixture, *storagev1.StorageBucket) {
@@ -654,7 +657,11 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"policy written, then listing the accesses to tell fails: the check is recorded, ReconcileError": {
 			bucket: withPolicy(claimedBucket()), world: []client.Object{publicStore()},
-			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.fail["list BucketAccess"] = errUnavailable },
+			setup: func(f *fixture) {
+				checkNow(f)
+				f.s3.exists = true
+				f.s3.onSetPolicy = func() { f.fail["list BucketAccess"] = errUnavailable }
+			},
 			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError", "Normal BucketSettingsApplied"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
@@ -682,14 +689,14 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			check: refusedUntouched("its publicAccessNamespaceSelector selects, not " + testNS),
 		},
 		"a policy naming another namespace's key: PolicyRefused": {
-			bucket: granting(`"` + accessKeyID("uid-their-access", 1) + `"`)(claimedBucket()), world: []client.Object{rtStoreObj(true), theirAccess()},
+			bucket: granting(`"` + accessKeyID(rtStoreUID, "uid-their-access", 1) + `"`)(claimedBucket()), world: []client.Object{rtStoreObj(true), theirAccess()},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
 			want: exit{requeue: checkWait, ready: ReasonPolicyRefused, also: conditions.Stalled, statusWrites: 1,
 				events: []string{"Warning PolicyRefused"}},
 			check: refusedUntouched("is not a key of this namespace's BucketAccesses"),
 		},
 		"a policy naming the namespace's own keys: applied": {
-			bucket: granting(`["` + accessKeyID("uid-access", 1) + `"]`)(claimedBucket()), world: []client.Object{rtStoreObj(true), grantedAccess()},
+			bucket: granting(`["` + accessKeyID(rtStoreUID, "uid-access", 1) + `"]`)(claimedBucket()), world: []client.Object{rtStoreObj(true), grantedAccess()},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
 			want:  exit{requeue: checkWait, ready: ReasonHealthy, statusWrites: 1, events: []string{"Normal BucketSettingsApplied"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
@@ -704,6 +711,18 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(BeEmpty(), "nothing asked of the store")
 				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
+			},
+		},
+		"the live grants cannot be listed: the policy is not written, ReconcileError": {
+			// Without them, every grant would look forged.
+			bucket: withPolicy(claimedBucket()), world: []client.Object{publicStore()},
+			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.fail["list BucketAccess"] = errUnavailable },
+			want: exit{requeue: checkWait, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+				events: []string{"Warning ReconcileError"}},
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).NotTo(ContainElement("SetPolicy"))
+				g.Expect(f.s3.calls).NotTo(ContainElement("Policy"), "not even read")
+				g.Expect(conditions.Get(b.Status.Conditions, conditions.SettingsApplied).Reason).To(Equal(ReasonReconcileError))
 			},
 		},
 		"policy written: its accesses are told": {
@@ -782,7 +801,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 }
 
 func TestBucketAccessReconcileExits(t *testing.T) {
-	ownKey := func(a *storagev1.BucketAccess) string { return accessKeyID(a.UID, 1) }
+	ownKey := func(a *storagev1.BucketAccess) string { return accessKeyID(rtStoreUID, a.UID, 1) }
 	s3Store := func() *storagev1.ObjectStore { s := rtStoreObj(true); s.Spec.Type = storagev1.StoreTypeS3; return s }
 	noKey := func(g Gomega, _ *fixture, a *storagev1.BucketAccess) {
 		g.Expect(a.Status.AccessKeyID).To(BeEmpty(), "no key on record the Secret does not hold")
@@ -809,6 +828,18 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 				g.Expect(f.read(g, secret)).To(BeTrue())
 				g.Expect(string(secret.Data[envAccessKeyID])).To(Equal(ownKey(a)))
 				g.Expect(f.writes).To(Equal([]string{"status BucketAccess", "apply Secret", "status BucketAccess"}))
+			},
+		},
+		"a forged grant in the bucket's policy: taken out with the grant, a Warning on the StorageBucket": {
+			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
+			setup: func(f *fixture) {
+				f.s3.policy, _ = s3.WithGrant("", testBucket, s3.Grant{ID: "forged", Principals: []string{"FORGEDKEY0000001"}, Mode: s3.ReadWrite})
+			},
+			want: exit{requeue: requeue{about: accessVerifyInterval}, ready: ReasonGranted, statusWrites: 2,
+				events: []string{"Warning GrantRemoved", "Normal Granted", "Normal KeyIssued"}},
+			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
+				g.Expect(f.s3.policy).NotTo(ContainSubstring("FORGEDKEY"))
+				g.Expect(f.s3.policy).To(ContainSubstring(ownKey(a)))
 			},
 		},
 		"no such StorageBucket: Stalled": {
@@ -888,7 +919,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		"deleted: key revoked, Secret deleted, the finalizer goes": {
 			access: deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{rtStoreObj(true), claimedBucket(), accessSecret()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = map[string]string{accessKeyID("uid-access", 1): "s", "SOMEONEELSE": "s"}
+				f.accounts.accounts = map[string]string{accessKeyID(rtStoreUID, "uid-access", 1): "s", "SOMEONEELSE": "s"}
 			},
 			want: exit{gone: true, events: []string{"Normal KeyRevoked"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) {

@@ -37,6 +37,12 @@ const (
 	accessBucketIndex = "spec.bucketRef.name"
 	// accessStoreIndex finds the BucketAccesses with accounts in a store.
 	accessStoreIndex = "status.storeName"
+	// accessTargetIndex is "<store>/<bucket>" as a BucketAccess's status
+	// records them: the accesses whose grants a bucket's policy may hold.
+	accessTargetIndex = "status.storeAndBucket"
+	// bucketClaimIndex is "<store>/<bucket>" of a StorageBucket that claims
+	// (or is creating) its bucket, by its status.
+	bucketClaimIndex = "status.claimedBucket"
 )
 
 func storeBucketKey(store, bucket string) string { return store + "/" + bucket }
@@ -66,6 +72,18 @@ var indexes = []struct {
 		}
 		return nil
 	}},
+	{&storagev1.BucketAccess{}, accessTargetIndex, func(o client.Object) []string {
+		if st := o.(*storagev1.BucketAccess).Status; st.StoreName != "" && st.BucketName != "" {
+			return []string{storeBucketKey(st.StoreName, st.BucketName)}
+		}
+		return nil
+	}},
+	{&storagev1.StorageBucket{}, bucketClaimIndex, func(o client.Object) []string {
+		if b := o.(*storagev1.StorageBucket); b.Status.Claim != "" && b.Status.BucketName != "" {
+			return []string{storeBucketKey(b.Spec.StoreRef.Name, b.Status.BucketName)}
+		}
+		return nil
+	}},
 }
 
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -76,8 +94,8 @@ var Controller = setup.Controller{
 	Setup: Setup,
 }
 
-// Setup registers the three controllers, their indexes and, when configured,
-// the bucket-events receiver.
+// Setup registers the three controllers, their indexes, the sweep of the
+// stores and, when configured, the bucket-events receiver.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
 	return SetupWith(ctx, mgr, opts, DefaultBackends)
 }
@@ -93,6 +111,7 @@ type shared struct {
 	stores     *Stores
 	namespaces *namespaceLabels
 	schedule   *Schedule
+	sweeper    *Sweeper
 	patchers   []interface {
 		FollowCache(ctx context.Context, informers status.Informers) error
 		Remembered() int
@@ -152,6 +171,16 @@ func setupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 	for _, p := range sh.patchers {
 		// Each forgets a status write once the cache shows it.
 		if err := p.FollowCache(ctx, mgr.GetCache()); err != nil {
+			return err
+		}
+	}
+	if opts.StorageSweepInterval > 0 {
+		// Keys and grants of no live BucketAccess, whatever became of its finalizer.
+		sh.sweeper = &Sweeper{
+			Interval: opts.StorageSweepInterval, client: mgr.GetClient(), cache: mgr.GetCache(),
+			stores: stores, recorder: mgr.GetEventRecorder("storage-sweep"), storeChecks: storeEvents,
+		}
+		if err := mgr.Add(sh.sweeper); err != nil {
 			return err
 		}
 	}

@@ -288,6 +288,9 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		}
 		obs.did(typ, e.reason, "Check", e.format, bucketName(b))
 	}
+	if res.settings != nil {
+		obs.done = append(obs.done, grantFixActions(bucketName(b), res.settings.grantFixes)...)
+	}
 	if res.settings != nil && len(res.settings.changed) > 0 {
 		obs.did(corev1.EventTypeNormal, "BucketSettingsApplied", "Apply", "set %s of bucket %s", strings.Join(res.settings.changed, ", "), bucketName(b))
 		if slices.Contains(res.settings.changed, settingPolicy) {
@@ -350,6 +353,7 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	if settings := settingsOf(b); res.summary.Progress == conditions.Done && len(settings.declared()) > 0 {
 		settings.s3, settings.store, settings.bucket, settings.principals = c, store.Name, name, principals
 		settings.lockPolicy = func() func() { return r.stores.LockPolicy(store.Name, name) }
+		settings.grants = grantsOf(r.client, store, name)
 		applied := settings.apply(ctx)
 		res.settings = &applied
 		res.storeDown = applied.storeDown

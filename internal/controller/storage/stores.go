@@ -229,7 +229,11 @@ func (s *Stores) config(ctx context.Context, store *storagev1.ObjectStore) (s3.C
 // classifyStoreError sorts an error met while talking to a store into a
 // condition reason and a message safe to show (never a key).
 func classifyStoreError(err error) (s3.Reason, string) {
+	var ce *cacheError
 	switch {
+	case errors.As(err, &ce):
+		// Not the store's: the manager's cache failed; nothing was sent.
+		return ReasonReconcileError, ce.Error()
 	case errors.Is(err, errCredentialsNamespace), errors.Is(err, errCredentialsNotFound), errors.Is(err, errCredentialsForbidden):
 		return s3.ReasonCredentialsMissing, err.Error()
 	case errors.Is(err, s3.ErrCredentialsIncomplete):

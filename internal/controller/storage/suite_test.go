@@ -78,6 +78,7 @@ func run(m *testing.M) int {
 		},
 		Options: func(opts *manager.Options) {
 			opts.MaxConcurrentReconciles.Default = 2
+			opts.StorageSweepInterval = sweepInterval
 			opts.BucketEventsAddr, opts.BucketEventsSecret = eventsAddr, tokenSecret
 		},
 		Controllers: []setup.Controller{ctl},

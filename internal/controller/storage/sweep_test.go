@@ -1,0 +1,379 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/s3"
+)
+
+// sweeper is a Sweeper over the fixture's fake API server and store.
+func (f *fixture) sweeper() *Sweeper {
+	return &Sweeper{client: f.c, stores: f.stores(), recorder: f.rec, storeChecks: f.storeChecks}
+}
+
+// sweepKeys are access key ids of the sweep's rows, issued through rtStoreObj.
+func sweepKey(uid types.UID, v int32) string { return accessKeyID(rtStoreUID, uid, v) }
+
+// grantOf is the statement the grant of an access would have in testBucket.
+func grantOf(uid types.UID, mode string, keys ...string) s3.Grant {
+	return s3.Grant{ID: grantID(uid), Principals: keys, Mode: mode}
+}
+
+func policyWith(t *testing.T, grants ...s3.Grant) string {
+	t.Helper()
+	doc := `{"Statement":[{"Sid":"Mine","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::` + testBucket + `/pub/*"}]}`
+	for _, g := range grants {
+		var err error
+		if doc, err = s3.WithGrant(doc, testBucket, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return doc
+}
+
+// TestSweepStore drives every exit of one sweep of one store, with a fake
+// API server (the cache) and a fake store.
+func TestSweepStore(t *testing.T) {
+	const (
+		live    = types.UID("uid-access") // grantedAccess
+		gone    = types.UID("uid-gone")   // deleted without its finalizer
+		leaving = types.UID("uid-leaving")
+	)
+	// Keys of the live access: current, retiring, and the one being issued.
+	liveKeys := []string{sweepKey(live, 1), sweepKey(live, 2), sweepKey(live, 3)}
+	goneKeys := []string{sweepKey(gone, 1), sweepKey(gone, 2)}
+	// Accounts that are not this store's to sweep: another ObjectStore's
+	// (of this cluster or another, on the same store) for an access that
+	// does not exist here, someone else's, and ones that only look alike.
+	foreign := []string{accessKeyID("uid-other-store", gone, 1), "SOMEONEELSE000000", "TRELLISNOTAKEYATALL",
+		accessKeyIDPrefix(rtStoreUID, gone) + "x1", storeKeyPrefix(rtStoreUID) + "0123V1"}
+	accountsOf := func(ids ...[]string) map[string]string {
+		out := map[string]string{}
+		for _, list := range ids {
+			for _, id := range list {
+				out[id] = "s"
+			}
+		}
+		return out
+	}
+	withRetiring := func() *storagev1.BucketAccess {
+		a := grantedAccess()
+		a.Status.RetiringKeys = []storagev1.RetiringKey{retiringAt(sweepKey(live, 2), syncNow)}
+		a.Spec.KeyVersion = 3
+		return a
+	}
+	closed := func() *storagev1.StorageBucket {
+		b := claimedBucket()
+		conditions.Summarize(&b.Status.Conditions, 1, conditions.Summary{Progress: conditions.Blocked, Reason: ReasonNamespaceNotAllowed, Message: "closed"})
+		return b
+	}
+	s3Store := func() *storagev1.ObjectStore { s := rtStoreObj(true); s.Spec.Type = storagev1.StoreTypeS3; return s }
+	forgedGrant := grantOf("uid-nobody", s3.ReadWrite, "FORGEDKEY0000001")
+
+	cases := map[string]struct {
+		reason string
+		store  *storagev1.ObjectStore
+		world  []client.Object
+		setup  func(*fixture)
+
+		wantResult   string
+		wantRevoked  []string // accounts, in order
+		wantAccounts []string // left in the store (nil: as before, less wantRevoked)
+		wantGrants   int
+		wantEvents   []string
+		wantS3Calls  []string // nil: not checked
+		wantDown     bool
+		// forgedLeft: a forged grant is left in the policy (not swept there).
+		forgedLeft bool
+	}{
+		"nothing of Trellis' to sweep": {
+			store: rtStoreObj(true), world: []client.Object{claimedBucket(), withRetiring()},
+			setup:      func(f *fixture) { f.accounts.accounts = accountsOf(liveKeys, foreign) },
+			wantResult: SweepClean,
+		},
+		"keys of a deleted access revoked; live, leaving and foreign ones kept": {
+			reason: "by UID, not by name: the live access's current, retiring and new keys, and a leaving access's, stay",
+			store:  rtStoreObj(true),
+			world: []client.Object{claimedBucket(), withRetiring(),
+				deleting(accessWithUID("leaving", leaving)), accessWithUID("other", "uid-other")},
+			setup: func(f *fixture) {
+				f.accounts.accounts = accountsOf(liveKeys, goneKeys, foreign, []string{sweepKey(leaving, 1), sweepKey("uid-other", 1)})
+			},
+			wantResult: SweepRevoked, wantRevoked: goneKeys,
+			wantEvents: []string{"Warning OrphanKeysRevoked"},
+		},
+		"an access recreated under the same name: the old one's keys go": {
+			store: rtStoreObj(true), world: []client.Object{claimedBucket(), accessWithUID(rtAccess, "uid-new")},
+			setup: func(f *fixture) {
+				f.accounts.accounts = accountsOf([]string{sweepKey("uid-new", 1), sweepKey(live, 1)})
+			},
+			wantResult: SweepRevoked, wantRevoked: []string{sweepKey(live, 1)},
+			wantEvents: []string{"Warning OrphanKeysRevoked"},
+		},
+		"an account made while the store was listed: kept": {
+			reason: "the store is listed first, the cache after: the access of an account listed is in the cache then",
+			store:  rtStoreObj(true), world: []client.Object{claimedBucket()},
+			setup: func(f *fixture) {
+				f.accounts.onList = func() {
+					if err := f.c.Create(context.Background(), accessWithUID("new", "uid-new")); err != nil {
+						panic(err)
+					}
+					f.accounts.accounts = accountsOf([]string{sweepKey("uid-new", 1)})
+				}
+			},
+			wantResult: SweepClean, wantAccounts: []string{sweepKey("uid-new", 1)},
+		},
+		"the store is not Ready: nothing sent": {
+			store: rtStoreObj(false), world: []client.Object{claimedBucket()},
+			setup:      func(f *fixture) { f.accounts.accounts = accountsOf(goneKeys) },
+			wantResult: ReasonStoreNotReady, wantS3Calls: []string{},
+		},
+		"the store's accounts cannot be listed: nothing revoked": {
+			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
+			setup:      func(f *fixture) { f.accounts.accounts, f.accounts.listErr = accountsOf(goneKeys), errDown },
+			wantResult: string(s3.ReasonStoreUnreachable), wantDown: true, wantS3Calls: []string{},
+		},
+		"the store refuses the admin's keys: nothing revoked": {
+			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
+			setup:      func(f *fixture) { f.accounts.accounts, f.accounts.listErr = accountsOf(goneKeys), errDenied },
+			wantResult: string(s3.ReasonAccessDenied), wantS3Calls: []string{},
+		},
+		"the cache cannot list BucketAccesses: nothing revoked": {
+			reason: "an error is never an empty list",
+			store:  rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			setup: func(f *fixture) {
+				f.accounts.accounts = accountsOf(liveKeys, goneKeys)
+				f.fail["list BucketAccess"] = errUnavailable
+			},
+			wantResult: ReasonReconcileError, wantS3Calls: []string{},
+		},
+		"the store fails half-way: what was revoked is told, the rest waits": {
+			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			setup: func(f *fixture) {
+				f.accounts.accounts = accountsOf(liveKeys[:1], goneKeys)
+				f.accounts.deleteErr, f.accounts.deleteFailsAfterCall = errDown, 2
+			},
+			wantResult: string(s3.ReasonStoreUnreachable), wantDown: true, wantRevoked: goneKeys[:1],
+			wantAccounts: append(slices.Clone(liveKeys[:1]), goneKeys[1]), wantEvents: []string{"Warning OrphanKeysRevoked"},
+		},
+		"a forged grant in a claimed bucket: removed, said on the StorageBucket": {
+			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			setup: func(f *fixture) {
+				f.accounts.accounts = accountsOf(liveKeys[:1])
+				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0]), forgedGrant)
+			},
+			wantResult: SweepRevoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
+			wantS3Calls: []string{"Policy", "SetPolicy"},
+		},
+		"a live grant widened by hand: put back": {
+			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			setup: func(f *fixture) {
+				f.accounts.accounts = accountsOf(liveKeys[:1])
+				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0], "FORGEDKEY0000001"))
+			},
+			wantResult: SweepRevoked, wantGrants: 1, wantEvents: []string{"Warning GrantRewritten"},
+		},
+		"the grant of a deleted access goes with its keys": {
+			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			setup: func(f *fixture) {
+				f.accounts.accounts = accountsOf(liveKeys[:1], goneKeys)
+				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0]), grantOf(gone, s3.ReadOnly, goneKeys...))
+			},
+			wantResult: SweepRevoked, wantRevoked: goneKeys, wantGrants: 1,
+			wantEvents: []string{"Warning OrphanKeysRevoked", "Warning GrantRemoved"},
+		},
+		"grants as recorded: read, nothing written": {
+			store: rtStoreObj(true), world: []client.Object{claimedBucket(), withRetiring()},
+			setup: func(f *fixture) {
+				f.accounts.accounts = accountsOf(liveKeys)
+				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[:2]...))
+			},
+			wantResult: SweepClean, wantS3Calls: []string{"Policy"},
+		},
+		"a bucket of a namespace the store is closed to: not touched": {
+			store: rtStoreObj(true), world: []client.Object{closed()},
+			setup:      func(f *fixture) { f.s3.policy = policyWith(t, forgedGrant) },
+			wantResult: SweepClean, wantS3Calls: []string{}, forgedLeft: true,
+		},
+		"the bucket's policy cannot be read: stops, nothing written": {
+			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
+			setup:      func(f *fixture) { f.s3.policyErr = errDown },
+			wantResult: string(s3.ReasonStoreUnreachable), wantDown: true, wantS3Calls: []string{"Policy"},
+		},
+		"the bucket is gone: its own check says so": {
+			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
+			setup:      func(f *fixture) { f.s3.policyErr = errNoBucket },
+			wantResult: SweepClean,
+		},
+		"the store refuses the policy: told, the accounts still swept": {
+			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
+			setup: func(f *fixture) {
+				f.accounts.accounts = accountsOf(goneKeys)
+				f.s3.policy, f.s3.setPolicyErr = policyWith(t, forgedGrant), errBadPolicy
+			},
+			wantResult: string(s3.ReasonInvalidRequest), wantRevoked: goneKeys, wantEvents: []string{"Warning OrphanKeysRevoked"},
+			forgedLeft: true,
+		},
+		"a policy Trellis cannot read: left as it is": {
+			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
+			setup:      func(f *fixture) { f.s3.policy = "garbage" },
+			wantResult: ReasonInvalidPolicy, wantS3Calls: []string{"Policy"},
+		},
+		"a store without IAM: its grants are still swept": {
+			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
+			setup: func(f *fixture) {
+				f.accounts.listErr = errVgwNoIAM
+				f.s3.policy = policyWith(t, forgedGrant)
+			},
+			wantResult: SweepRevoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
+		},
+		"a store of type S3: no account calls, grants swept": {
+			store: s3Store(), world: []client.Object{claimedBucket()},
+			setup: func(f *fixture) {
+				f.accounts.accounts = accountsOf(goneKeys)
+				f.s3.policy = policyWith(t, forgedGrant)
+			},
+			wantResult: SweepRevoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
+			wantAccounts: goneKeys,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			store := tc.store.DeepCopy()
+			store.Name = fmt.Sprintf("sweep-%d", nameIndex(name))
+			world := append([]client.Object{openNamespace(), storeCredentials(), store}, tc.world...)
+			for _, o := range world {
+				if b, ok := o.(*storagev1.StorageBucket); ok {
+					b.Spec.StoreRef.Name = store.Name
+				}
+				if a, ok := o.(*storagev1.BucketAccess); ok {
+					a.Status.StoreName = store.Name
+				}
+			}
+			f := newFixture(world...)
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			before := map[string]string{}
+			for id := range f.accounts.accounts {
+				before[id] = "s"
+			}
+			accountsBefore := testutil.ToFloat64(sweepRevoked.WithLabelValues(store.Name, "account"))
+			grantsBefore := testutil.ToFloat64(sweepRevoked.WithLabelValues(store.Name, "grant"))
+			runsBefore := testutil.ToFloat64(sweepsTotal.WithLabelValues(store.Name, tc.wantResult))
+
+			res := f.sweeper().sweepStore(context.Background(), store)
+
+			g.Expect(res.result).To(Equal(tc.wantResult), tc.reason)
+			if len(tc.wantRevoked) == 0 {
+				g.Expect(res.accounts).To(BeEmpty(), tc.reason)
+			} else {
+				g.Expect(res.accounts).To(Equal(tc.wantRevoked), tc.reason)
+			}
+			g.Expect(res.grants).To(Equal(tc.wantGrants))
+			g.Expect(f.events()).To(Equal(tc.wantEvents))
+			g.Expect(f.storeChecked()).To(Equal(tc.wantDown), "the store's check asked for when it does not answer")
+			left := tc.wantAccounts
+			if left == nil {
+				for id := range before {
+					if !slices.Contains(tc.wantRevoked, id) {
+						left = append(left, id)
+					}
+				}
+			}
+			ids, _ := (&fakeAccounts{accounts: f.accounts.accounts}).ListAccounts(context.Background())
+			g.Expect(ids).To(ConsistOf(left), tc.reason)
+			switch {
+			case tc.wantS3Calls == nil:
+			case len(tc.wantS3Calls) == 0:
+				g.Expect(f.s3.calls).To(BeEmpty(), "nothing sent")
+			default:
+				g.Expect(f.s3.calls).To(Equal(tc.wantS3Calls))
+			}
+			if tc.wantResult == ReasonStoreNotReady || tc.store.Spec.Type == storagev1.StoreTypeS3 {
+				g.Expect(f.accounts.calls).To(BeEmpty(), "no account request")
+			}
+			if !tc.forgedLeft {
+				g.Expect(f.s3.policy).NotTo(ContainSubstring("FORGEDKEY"), "no forged key is left granted")
+			}
+			g.Expect(testutil.ToFloat64(sweepsTotal.WithLabelValues(store.Name, tc.wantResult)) - runsBefore).To(Equal(1.0))
+			g.Expect(testutil.ToFloat64(sweepRevoked.WithLabelValues(store.Name, "account")) - accountsBefore).To(Equal(float64(len(tc.wantRevoked))))
+			g.Expect(testutil.ToFloat64(sweepRevoked.WithLabelValues(store.Name, "grant")) - grantsBefore).To(Equal(float64(tc.wantGrants)))
+			g.Expect(f.writes).To(BeEmpty(), "a sweep writes nothing to the API server")
+		})
+	}
+}
+
+// nameIndex gives each row a store of its own, so the metrics are the row's.
+var rowNames = map[string]int{}
+
+func nameIndex(name string) int {
+	if i, ok := rowNames[name]; ok {
+		return i
+	}
+	rowNames[name] = len(rowNames)
+	return rowNames[name]
+}
+
+// TestSweepIsBounded: a sweep revokes at most maxSweepRevocations; the
+// next takes the rest.
+func TestSweepIsBounded(t *testing.T) {
+	g := NewWithT(t)
+	store := rtStoreObj(true)
+	store.Name = "sweep-bounded"
+	b := claimedBucket()
+	b.Spec.StoreRef.Name = store.Name
+	f := newFixture(openNamespace(), storeCredentials(), store, b)
+	f.accounts.accounts = map[string]string{}
+	for i := range maxSweepRevocations + 5 {
+		f.accounts.accounts[sweepKey(types.UID(fmt.Sprintf("uid-gone-%d", i)), 1)] = "s"
+	}
+	f.s3.policy = policyWith(t, grantOf("uid-nobody", s3.ReadOnly, "FORGEDKEY0000001"))
+	s := f.sweeper()
+
+	capped := testutil.ToFloat64(sweepsTotal.WithLabelValues(store.Name, SweepCapped))
+	revoked := testutil.ToFloat64(sweepRevoked.WithLabelValues(store.Name, "account"))
+	res := s.sweepStore(context.Background(), store)
+	g.Expect(res.result).To(Equal(SweepCapped))
+	g.Expect(res.accounts).To(HaveLen(maxSweepRevocations))
+	g.Expect(f.accounts.accounts).To(HaveLen(5))
+	g.Expect(f.s3.calls).To(BeEmpty(), "the grants wait for the next sweep")
+
+	res = s.sweepStore(context.Background(), store)
+	g.Expect(res.result).To(Equal(SweepRevoked))
+	g.Expect(res.accounts).To(HaveLen(5))
+	g.Expect(res.grants).To(Equal(1))
+	g.Expect(f.accounts.accounts).To(BeEmpty())
+	g.Expect(testutil.ToFloat64(sweepsTotal.WithLabelValues(store.Name, SweepCapped)) - capped).To(Equal(1.0))
+	g.Expect(testutil.ToFloat64(sweepRevoked.WithLabelValues(store.Name, "account")) - revoked).To(Equal(float64(maxSweepRevocations + 5)))
+}
+
+// TestSweepAllStores: one sweep goes through every store; a store that
+// fails does not keep the others from being swept, and each store is
+// swept for its own keys only.
+func TestSweepAllStores(t *testing.T) {
+	g := NewWithT(t)
+	one, two := rtStoreObj(true), rtStoreObj(true)
+	one.Name, two.Name, two.UID = "sweep-one", "sweep-two", "uid-store-two"
+	down := rtStoreObj(false)
+	down.Name, down.UID = "sweep-down", "uid-store-down"
+	f := newFixture(openNamespace(), storeCredentials(), one, two, down)
+	mine, theirs, downs := accessKeyID(one.UID, "uid-gone", 1), accessKeyID(two.UID, "uid-gone", 1), accessKeyID(down.UID, "uid-gone", 1)
+	f.accounts.accounts = map[string]string{mine: "s", theirs: "s", downs: "s"}
+	f.sweeper().sweep(context.Background())
+	g.Expect(f.accounts.accounts).To(Equal(map[string]string{downs: "s"}), "each store its own; none in a store that is down")
+	g.Expect(f.events()).To(Equal([]string{"Warning OrphanKeysRevoked", "Warning OrphanKeysRevoked"}))
+	g.Expect(f.accounts.calls).To(Equal([]string{"ListAccounts", "DeleteAccount " + mine, "ListAccounts", "DeleteAccount " + theirs}),
+		"nothing sent to the store that is down")
+}
