@@ -266,7 +266,7 @@ func TestManagerMemoryFollowsLiveBuckets(t *testing.T) {
 	bucket := func(ns string) *storagev1.StorageBucket {
 		b := newBucket(ns, "data", store)
 		b.Spec.DeletionPolicy = storagev1.DeletionDelete
-		b.Spec.Policy = `{"Version":"2012-10-17","Statement":[{"Sid":"PublicRead","Effect":"Allow","Principal":"*",` +
+		b.Spec.Policy = `{"Version":"2012-10-17","Statement":[{"Sid":"PublicRead","Effect":"Deny","Principal":"*",` +
 			`"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::` + s3.DeriveBucketName(ns, "data") + `/pub/*"]}]}`
 		return b
 	}

@@ -284,7 +284,7 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 	t.Run("by the bucket's own policy", func(t *testing.T) {
 		g := NewWithT(t)
 		b := newBucket(ns, "declared", store)
-		b.Spec.Policy = `{"Version":"2012-10-17","Statement":[{"Sid":"PublicRead","Effect":"Allow","Principal":"*","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::` + ns + `-declared/pub/*"]}]}`
+		b.Spec.Policy = `{"Version":"2012-10-17","Statement":[{"Sid":"PublicRead","Effect":"Deny","Principal":"*","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::` + ns + `-declared/pub/*"]}]}`
 		g.Expect(k8s.Create(ctx, b)).To(Succeed())
 		eventuallyReason(g, ns, "declared", ReasonHealthy)
 		holdSweeps(t)
