@@ -33,6 +33,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/s3"
+	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
 // The three reconciles, driven through every exit: a fake API server
@@ -197,29 +198,10 @@ func (f *fixture) accessReconciler() *AccessReconciler {
 }
 
 // events returns "<type> <reason>" of each Event raised, in order.
-func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.rec.Events:
-			fields := strings.Fields(e)
-			out = append(out, fields[0]+" "+fields[1])
-		default:
-			return out
-		}
-	}
-}
+func (f *fixture) events() []string { return testenv.EventReasons(f.rec) }
 
 // statusWrites counts the status writes that reached the API server.
-func (f *fixture) statusWrites() int {
-	n := 0
-	for _, w := range f.writes {
-		if strings.HasPrefix(w, "status ") {
-			n++
-		}
-	}
-	return n
-}
+func (f *fixture) statusWrites() int { return testenv.StatusWrites(f.writes) }
 
 // storeChecked reports whether a check of the store was asked for.
 func (f *fixture) storeChecked() bool {

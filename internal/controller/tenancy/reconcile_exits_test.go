@@ -36,6 +36,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
+	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
 // TestTenantReconcileExits drives the Tenant reconcile through every exit,
@@ -875,28 +876,9 @@ func (f *exitFixture) edit(obj client.Object, change func(client.Object)) {
 }
 
 // events returns "<type> <reason>" of each Event raised, in order.
-func (f *exitFixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.rec.Events:
-			fields := strings.Fields(e)
-			out = append(out, fields[0]+" "+fields[1])
-		default:
-			return out
-		}
-	}
-}
+func (f *exitFixture) events() []string { return testenv.EventReasons(f.rec) }
 
-func (f *exitFixture) statusWrites() int {
-	n := 0
-	for _, w := range f.writes {
-		if strings.HasPrefix(w, "status ") {
-			n++
-		}
-	}
-	return n
-}
+func (f *exitFixture) statusWrites() int { return testenv.StatusWrites(f.writes) }
 
 // read reads obj back from the API server; false when it is gone.
 func (f *exitFixture) read(g Gomega, obj client.Object) bool {

@@ -45,6 +45,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/imagepolicy"
+	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
 // TestMarkdownViewReconcileExits drives Reconcile through every exit, on a
@@ -1049,29 +1050,10 @@ func rxKind(obj any) string {
 }
 
 // events returns "<type> <reason>" of each Event raised, in order.
-func (f *rxFixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.rec.Events:
-			fields := strings.Fields(e)
-			out = append(out, fields[0]+" "+fields[1])
-		default:
-			return out
-		}
-	}
-}
+func (f *rxFixture) events() []string { return testenv.EventReasons(f.rec) }
 
 // statusWrites counts the status writes the API server carried out.
-func (f *rxFixture) statusWrites() int {
-	n := 0
-	for _, w := range f.writes {
-		if strings.HasPrefix(w, "status ") {
-			n++
-		}
-	}
-	return n
-}
+func (f *rxFixture) statusWrites() int { return testenv.StatusWrites(f.writes) }
 
 // childWrites are the writes the API server carried out but the status writes.
 func (f *rxFixture) childWrites() []string {
