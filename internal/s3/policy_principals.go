@@ -269,3 +269,42 @@ func foldKey(s string) string {
 	}
 	return b.String()
 }
+
+// RestrictPrincipals returns the bucket policy current without the
+// statements that CheckPrincipals would refuse, and names those it took
+// out ("statement 2 (Sid \"Public\")"). It is Block Public Access applied to
+// a policy already in a store: one written before the block was switched on,
+// or by someone else. Statements with the grant Sid prefix are left to
+// KeepGrants; every other statement stays as it is, in its place. With
+// nothing to take out, current comes back as it was.
+func RestrictPrincipals(current string, held func(accessKeyID string) bool) (string, []string, error) {
+	d, err := parsePolicy(current)
+	if err != nil {
+		return "", nil, fmt.Errorf("the bucket's current policy: %w", err)
+	}
+	var removed []string
+	kept := make([]json.RawMessage, 0, len(d.statements))
+	for i, raw := range d.statements {
+		if isGrant(raw) {
+			kept = append(kept, raw)
+			continue
+		}
+		name := fmt.Sprintf("statement %d", i+1)
+		if id := sid(raw); id != "" {
+			name += fmt.Sprintf(" (Sid %s)", quoteShort(id))
+		}
+		v, err := decodeStrict(string(raw))
+		st, ok := v.(map[string]any)
+		if err != nil || !ok || len(statementProblems(st, held)) > 0 {
+			removed = append(removed, name)
+			continue
+		}
+		kept = append(kept, raw)
+	}
+	if len(removed) == 0 {
+		return current, nil, nil
+	}
+	d.statements = kept
+	out, err := d.render()
+	return out, removed, err
+}

@@ -182,3 +182,52 @@ func versitygwStatements(doc string) []struct {
 	}
 	return out
 }
+
+func TestRestrictPrincipals(t *testing.T) {
+	held := func(id string) bool { return id == "KEYA" }
+	grant := `{"Sid":"` + GrantSidPrefix + `x","Effect":"Allow","Principal":{"AWS":["KEYA"]},"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::b/*"]}`
+	own := `{"Sid":"Own","Effect":"Allow","Principal":{"AWS":"KEYA"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}`
+	deny := `{"Effect":"Deny","Principal":"*","Action":"s3:DeleteObject","Resource":"arn:aws:s3:::b/*"}`
+	public := `{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}`
+	other := `{"Effect":"Allow","Principal":{"AWS":["KEYA","KEYB"]},"Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}`
+	twice := `{"Effect":"Allow","Principal":{"AWS":"KEYA"},"principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}`
+	doc := func(sts ...string) string {
+		return `{"Version":"2012-10-17","Statement":[` + strings.Join(sts, ",") + `]}`
+	}
+	for _, tc := range []struct {
+		name, current, want string
+		removed             []string
+	}{
+		{name: "no policy", current: "", want: ""},
+		{name: "nothing to take out comes back as it was", current: doc(grant, own, deny), want: doc(grant, own, deny)},
+		{name: "everyone", current: doc(own, public, grant), want: doc(own, grant), removed: []string{`statement 2 (Sid "Public")`}},
+		{name: "a key of no BucketAccess of the namespace", current: doc(other, deny), want: doc(deny), removed: []string{"statement 1"}},
+		{name: "a key given twice in other cases", current: doc(twice, own), want: doc(own), removed: []string{"statement 1"}},
+		{name: "only public statements leave no policy", current: doc(public), want: "", removed: []string{`statement 1 (Sid "Public")`}},
+		{name: "one statement without a list", current: `{"Version":"2012-10-17","Statement":` + public + `}`, want: "", removed: []string{`statement 1 (Sid "Public")`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, removed, err := RestrictPrincipals(tc.current, held)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(removed, tc.removed) {
+				t.Errorf("removed %q, want %q", removed, tc.removed)
+			}
+			if tc.removed == nil && got != tc.current {
+				t.Errorf("changed a policy with nothing to take out:\n%s", got)
+			}
+			if !SamePolicy(got, tc.want) {
+				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			}
+			if got != "" {
+				if err := CheckPrincipals(got, held); err != nil {
+					t.Errorf("what is left is still refused: %v", err)
+				}
+			}
+		})
+	}
+	if _, _, err := RestrictPrincipals(`{"Statement":`, held); err == nil {
+		t.Error("a policy that is not JSON was not refused")
+	}
+}
