@@ -123,8 +123,10 @@ type ObjectStoreSpec struct {
 	// policy that grants to everyone (Principal "*"), to everyone but some
 	// (NotPrincipal), or to any principal but the access keys of the
 	// BucketAccesses of the bucket's namespace: the bucket is Stalled
-	// (PolicyRefused) and its policy in the store is left as it was. Allowed
-	// lifts this for the namespaces publicAccessNamespaceSelector selects.
+	// (PolicyRefused). It holds whatever came before: such statements
+	// already in a bucket's policy in the store are taken out, the rest
+	// kept. Allowed lifts this for the namespaces
+	// publicAccessNamespaceSelector selects.
 	// +optional
 	// +default="Blocked"
 	PublicAccess PublicAccess `json:"publicAccess,omitempty"`

@@ -84,12 +84,13 @@ type StorageBucketSpec struct {
 	// ({"Version": "2012-10-17", "Statement": [...]}). Trellis adds to it the
 	// statements that grant the bucket's BucketAccesses their keys (Sids
 	// starting with TrellisAccess, reserved). Unset leaves the statements
-	// the bucket has as they are; a policy with an empty Statement list
-	// removes them. Unless the store's publicAccess lets this namespace,
+	// the bucket has as they are (but for those a blocking store takes out,
+	// below); a policy with an empty Statement list removes them. Unless the store's publicAccess lets this namespace,
 	// statements that grant may name only the access keys of this
 	// namespace's BucketAccesses (no "*", no NotPrincipal, no other
-	// account); otherwise the bucket is Stalled (PolicyRefused) and nothing
-	// is sent. The store judges the rest: a statement it refuses is shown in
+	// account); otherwise the bucket is Stalled (PolicyRefused), nothing is
+	// sent, and such statements already in the store's policy are taken
+	// out. The store judges the rest: a statement it refuses is shown in
 	// the SettingsApplied condition.
 	//
 	// There is no admission rule on the principals: whether "*" is allowed

@@ -32,9 +32,9 @@ func readPolicy(bucket, principal string) string {
 		`,"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::` + bucket + `/pub/*"]}]}`
 }
 
-// anonymousGet is a plain HTTP GET of an object, without credentials.
-func anonymousGet(g Gomega, bucket, key string) int {
-	resp, err := http.Get(s3srv.Direct + "/" + bucket + "/" + key)
+// anonymousGet is a plain HTTP GET of pub/index.html, without credentials.
+func anonymousGet(g Gomega, bucket string) int {
+	resp, err := http.Get(s3srv.Direct + "/" + bucket + "/pub/index.html")
 	g.Expect(err).NotTo(HaveOccurred())
 	_ = resp.Body.Close()
 	return resp.StatusCode
@@ -109,7 +109,7 @@ func TestPublicPolicyIsRefusedWhereBlocked(t *testing.T) {
 		p, err := c.Policy(ctx, bucket)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(p).To(Equal(before), "the policy in the store is the previous one")
-		g.Expect(anonymousGet(g, bucket, "pub/index.html")).To(Equal(http.StatusForbidden), "still not public")
+		g.Expect(anonymousGet(g, bucket)).To(Equal(http.StatusForbidden), "still not public")
 	}
 	g.Eventually(func(g Gomega) { g.Expect(eventReasons(g, ns)).To(ContainElement(ReasonPolicyRefused)) }, timeout, poll).Should(Succeed())
 	_, err = credsOf(g, ns, "site-creds").get(g, bucket, "pub/index.html")
@@ -134,11 +134,11 @@ func TestPublicPolicyIsRefusedWhereBlocked(t *testing.T) {
 	}
 	eventuallyReason(g, opted, "www", ReasonHealthy)
 	putObject(g, opted+"-www", "pub/index.html")
-	g.Expect(anonymousGet(g, opted+"-www", "pub/index.html")).To(Equal(http.StatusOK), "public where the store allows it")
+	g.Expect(anonymousGet(g, opted+"-www")).To(Equal(http.StatusOK), "public where the store allows it")
 	got := eventuallyReason(g, ns, "www", ReasonPolicyRefused)
 	g.Expect(readyMessage(got)).To(ContainSubstring("publicAccessNamespaceSelector selects, not " + ns))
 	putObject(g, ns+"-www", "pub/index.html")
-	g.Expect(anonymousGet(g, ns+"-www", "pub/index.html")).To(Equal(http.StatusForbidden))
+	g.Expect(anonymousGet(g, ns+"-www")).To(Equal(http.StatusForbidden))
 
 	deleteAccess(g, ns, "app")
 	for _, b := range []struct{ ns, name string }{{ns, "site"}, {ns, "www"}, {opted, "www"}} {
@@ -289,4 +289,67 @@ func TestRetainedBucketSaysWhoseItIs(t *testing.T) {
 	g.Expect(strings.Join(eventReasons(g, teamB), " ")).To(ContainSubstring("BucketAdopted"))
 
 	deleteBucket(g, teamB, "later")
+}
+
+// TestBlockingPublicAccessHoldsWhateverCameBefore, in the order that used to
+// slip through: a store allows public access, a namespace's buckets are made
+// public (one keeps its public spec.policy, one has it removed, which leaves
+// the statement in the store), then the platform team blocks public access.
+// Both buckets stop being public at once (no check interval waited out): the
+// public statements are taken out of their policies in the store, with a
+// Warning, and a BucketAccess's grant in the same policy stays and reads.
+func TestBlockingPublicAccessHoldsWhateverCameBefore(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	publicLabel := map[string]string{"storage-test/public-before": "yes"}
+	store := newStore("public-before-s3", credsSecret)
+	store.Spec.PublicAccess = storagev1.PublicAccessAllowed
+	store.Spec.PublicAccessNamespaceSelector = &metav1.LabelSelector{MatchLabels: publicLabel}
+	g.Expect(k8s.Create(ctx, store)).To(Succeed())
+	ns := newNamespace(t, publicLabel)
+
+	for _, name := range []string{"kept", "dropped"} {
+		b := newBucket(ns, name, store.Name)
+		b.Spec.Policy = readPolicy(ns+"-"+name, `"*"`)
+		// Checks far apart: what happens below is not a periodic check.
+		b.Spec.HealthCheck = &storagev1.HealthCheck{IntervalSeconds: 3600}
+		g.Expect(k8s.Create(ctx, b)).To(Succeed())
+		eventuallyReason(g, ns, name, ReasonHealthy)
+		putObject(g, ns+"-"+name, "pub/index.html")
+		g.Expect(anonymousGet(g, ns+"-"+name)).To(Equal(http.StatusOK), "public while the store allows it")
+	}
+	g.Expect(k8s.Create(ctx, newAccess(ns, "app", "dropped", "dropped-creds", storagev1.AccessReadOnly))).To(Succeed())
+	eventuallyAccessReason(g, ns, "app", ReasonGranted)
+	// Unset, spec.policy leaves the statements in the store as they are.
+	g.Expect(k8s.Patch(ctx, getBucket(g, ns, "dropped"), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"policy":null}}`)))).To(Succeed())
+	eventuallyObservedReason(g, ns, "dropped", ReasonHealthy)
+	g.Expect(anonymousGet(g, ns+"-dropped")).To(Equal(http.StatusOK))
+
+	g.Expect(k8s.Patch(ctx, &storagev1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: store.Name}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"publicAccess":"Blocked"}}`)))).To(Succeed())
+
+	got := eventuallyReason(g, ns, "kept", ReasonPolicyRefused)
+	g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Stalled)).To(BeTrue())
+	g.Eventually(func(g Gomega) {
+		for _, name := range []string{"kept", "dropped"} {
+			g.Expect(anonymousGet(g, ns+"-"+name)).To(Equal(http.StatusForbidden), "%s is no longer public", name)
+		}
+	}, timeout, poll).Should(Succeed())
+	for _, name := range []string{"kept", "dropped"} {
+		p, err := direct(g).Policy(ctx, ns+"-"+name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(p).NotTo(ContainSubstring(`"Sid":"Read"`), "the public statement of %s is out of the store's policy", name)
+	}
+	_, err := credsOf(g, ns, "dropped-creds").get(g, ns+"-dropped", "pub/index.html")
+	g.Expect(err).NotTo(HaveOccurred(), "the BucketAccess's grant stays")
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, ns)).To(ContainElement(ReasonPublicAccessRemoved))
+	}, timeout, poll).Should(Succeed())
+	eventuallyReason(g, ns, "dropped", ReasonHealthy)
+
+	deleteAccess(g, ns, "app")
+	for _, name := range []string{"kept", "dropped"} {
+		deleteBucket(g, ns, name)
+	}
+	g.Expect(k8s.Delete(ctx, store)).To(Succeed())
 }

@@ -71,6 +71,9 @@ type checkResult struct {
 	settings *settingsResult
 }
 
+// ReasonBucketCreated is the Event of a bucket a check created.
+const ReasonBucketCreated = "BucketCreated"
+
 type bucketEvent struct {
 	warning        bool
 	reason, format string
@@ -115,7 +118,7 @@ func (c bucketCheck) run(ctx context.Context) (checkResult, error) {
 		if c.claim == storagev1.BucketClaimed {
 			res.event = &bucketEvent{warning: true, reason: "BucketRecreated", format: "bucket %s had disappeared from the store and was created again (empty)"}
 		} else {
-			res.event = &bucketEvent{reason: "BucketCreated", format: "created bucket %s"}
+			res.event = &bucketEvent{reason: ReasonBucketCreated, format: "created bucket %s"}
 		}
 	case c.claim != storagev1.BucketClaimed:
 		// Seen for the first time, after a conflict, or created by us but not tagged yet.
@@ -138,7 +141,7 @@ func (c bucketCheck) run(ctx context.Context) (checkResult, error) {
 				return c.storeFailed(err), nil
 			}
 			res.claim = storagev1.BucketClaimed
-			res.event = &bucketEvent{reason: "BucketCreated", format: "created bucket %s (tagged on a later check: the store failed in between)"}
+			res.event = &bucketEvent{reason: ReasonBucketCreated, format: "created bucket %s (tagged on a later check: the store failed in between)"}
 		case c.adopt && (c.mayAdopt || ownNamespace):
 			if err := c.s3.SetOwner(ctx, c.bucket, c.owner); err != nil {
 				return c.storeFailed(err), nil

@@ -50,7 +50,10 @@ type bucketSettings struct {
 	policy     string // "" when not managed
 	// principals, when set, is whom the policy may grant to: the store
 	// blocks public access for the namespace. nil: anyone.
-	principals      *principalRule
+	principals *principalRule
+	// restrictOnly: no policy is declared, but the one in the store is held
+	// to principals (public_access.go).
+	restrictOnly    bool
 	manageCORS      bool
 	cors            []s3.CORSRule
 	manageLifecycle bool
@@ -110,6 +113,12 @@ type settingsResult struct {
 	// grantFixes are the statements with Trellis' Sid prefix that writing
 	// the policy took out or put back to what was recorded.
 	grantFixes []grantFix
+	// restricted names the statements taken out of the policy in the store
+	// as they granted beyond what the store lets the namespace grant.
+	restricted []string
+	// restrictFailed: the policy in the store could not be held to the
+	// rule; the next check tries again.
+	restrictFailed bool
 }
 
 type settingProblem struct {
@@ -124,12 +133,28 @@ type settingProblem struct {
 // fails does not stop the others, except a store that stopped answering.
 func (s bucketSettings) apply(ctx context.Context) settingsResult {
 	res := settingsResult{declared: s.declared()}
+	if s.restrictOnly {
+		edit, err := s.restrict(ctx)
+		res.grantFixes, res.restricted = edit.fixes, edit.restricted
+		if err != nil {
+			res.restrictFailed = true
+			if reason, _ := classifyStoreError(err); reason == s3.ReasonStoreUnreachable {
+				res.storeDown = true
+				return res
+			}
+		}
+	}
 	for _, name := range res.declared {
 		changed, fixes, err := s.applyOne(ctx, name)
 		if changed {
 			res.changed = append(res.changed, name)
 		}
 		res.grantFixes = append(res.grantFixes, fixes...)
+		var refused *policyRefusedError
+		if errors.As(err, &refused) {
+			res.restricted = refused.restricted
+			res.restrictFailed = refused.restrictErr != nil
+		}
 		if err == nil {
 			continue
 		}
@@ -149,8 +174,19 @@ func (s bucketSettings) applyOne(ctx context.Context, name string) (bool, []gran
 			return false, nil, &invalidPolicyError{err: err}
 		}
 		if err := s.principals.check(s.policy); err != nil {
-			// Refused before the store is asked: its policy stays as it was.
-			return false, nil, err
+			// Refused: the policy in the store keeps what it had, but what
+			// grants beyond the rule.
+			edit, rerr := s.restrict(ctx)
+			if rerr != nil {
+				if reason, _ := classifyStoreError(rerr); reason == s3.ReasonStoreUnreachable {
+					return edit.written, edit.fixes, rerr
+				}
+			}
+			var refused *policyRefusedError
+			errors.As(err, &refused)
+			refused.restricted, refused.restrictErr = edit.restricted, rerr
+			// Not the policy the spec asks for: nothing "applied".
+			return false, edit.fixes, err
 		}
 		edit, err := bucketPolicy{s3: s.s3, lock: s.lockPolicy, bucket: s.bucket, grants: s.grants}.edit(ctx,
 			func(current string) (string, error) { return s3.WithUserPolicy(current, s.policy) })
@@ -194,6 +230,22 @@ func (s bucketSettings) applyOther(ctx context.Context, name string) (bool, erro
 	return false, fmt.Errorf("unknown setting %q", name)
 }
 
+// restrict takes out of the policy in the store the statements that grant
+// beyond s.principals, keeping the recorded grants.
+func (s bucketSettings) restrict(ctx context.Context) (policyEdit, error) {
+	var removed []string
+	edit, err := bucketPolicy{s3: s.s3, lock: s.lockPolicy, bucket: s.bucket, grants: s.grants}.edit(ctx,
+		func(current string) (string, error) {
+			next, out, err := s.principals.restrict(current)
+			removed = out
+			return next, err
+		})
+	if edit.written && err == nil {
+		edit.restricted = removed
+	}
+	return edit, err
+}
+
 // invalidPolicyError is a spec.policy Trellis refuses before asking the store.
 type invalidPolicyError struct{ err error }
 
@@ -224,11 +276,20 @@ func (p *principalRule) check(policy string) error {
 	return nil
 }
 
+// restrict is current without the statements that grant beyond the rule.
+func (p *principalRule) restrict(current string) (string, []string, error) {
+	return s3.RestrictPrincipals(current, func(id string) bool { return p.held[id] })
+}
+
 // policyRefusedError is a spec.policy that grants beyond what the store lets
-// the namespace grant; nothing was sent to the store.
+// the namespace grant; it was not sent to the store.
 type policyRefusedError struct {
 	rule *principalRule
 	err  error
+	// restricted names the statements taken out of the policy in the store
+	// (they granted beyond the rule); restrictErr is why that failed.
+	restricted  []string
+	restrictErr error
 }
 
 func (e *policyRefusedError) Error() string {
@@ -236,9 +297,15 @@ func (e *policyRefusedError) Error() string {
 	if e.rule.allowed {
 		why = fmt.Sprintf("ObjectStore %s allows public access only to the namespaces its publicAccessNamespaceSelector selects, not %s", e.rule.store, e.rule.namespace)
 	}
+	// The same words whether or not this check took something out (an
+	// Event tells that): the message must not change from check to check.
+	inStore := "statements of the bucket's policy in the store that grant beyond that are taken out, the rest is left as it was"
+	if e.restrictErr != nil {
+		inStore = "the bucket's policy in the store could not be held to that: " + e.restrictErr.Error()
+	}
 	return fmt.Sprintf("refused, %s: %v. Statements that grant may name only access keys of namespace %s's BucketAccesses in this store (their status.accessKeyID); "+
-		"the bucket's policy in the store is left as it was. To grant anyone else, ask the platform team to set publicAccess: Allowed and select the namespace in publicAccessNamespaceSelector",
-		why, e.err, e.rule.namespace)
+		"%s. To grant anyone else, ask the platform team to set publicAccess: Allowed and select the namespace in publicAccessNamespaceSelector",
+		why, e.err, e.rule.namespace, inStore)
 }
 
 func (e *policyRefusedError) Unwrap() error { return e.err }

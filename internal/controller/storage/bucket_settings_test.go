@@ -29,6 +29,8 @@ func TestBucketSettings(t *testing.T) {
 		s3     fakeS3
 		// principals is whom the policy may grant to (nil: anyone).
 		principals *principalRule
+		// restrictOnly: no policy declared, held to principals all the same.
+		restrictOnly bool
 
 		wantCalls    []string
 		wantChanged  []string
@@ -119,11 +121,27 @@ func TestBucketSettings(t *testing.T) {
 			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy,
 		},
 		"a public policy where the store blocks it": {
-			reason: "refused before the store is asked: its policy stays as it was",
+			reason: "refused: the store's policy is read, and with nothing to take out it stays as it was",
 			spec:   func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy }, principals: blocked,
 			s3:           fakeS3{policy: withGrant},
+			wantCalls:    []string{"Policy"},
 			wantProgress: conditions.Blocked, wantReason: ReasonPolicyRefused,
 			check: func(g Gomega, f *fakeS3) { g.Expect(f.policy).To(Equal(withGrant)) },
+		},
+		"a public policy where the store blocks it, the store's policy already public": {
+			reason: "refused, and the public statement in the store taken out, the grant kept",
+			spec:   func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy }, principals: blocked,
+			s3:           fakeS3{policy: mustPolicy(s3.WithUserPolicy(withGrant, userPolicy))},
+			wantCalls:    []string{"Policy", "SetPolicy"},
+			wantProgress: conditions.Blocked, wantReason: ReasonPolicyRefused,
+			check: func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withGrant)).To(BeTrue(), f.policy) },
+		},
+		"no spec.policy, held to a blocking store: the public statement taken out": {
+			spec: func(*storagev1.StorageBucketSpec) {}, principals: blocked, restrictOnly: true,
+			s3:           fakeS3{policy: mustPolicy(s3.WithUserPolicy(withGrant, userPolicy))},
+			wantCalls:    []string{"Policy", "SetPolicy"},
+			wantProgress: conditions.Done, wantReason: ReasonApplied,
+			check: func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withGrant)).To(BeTrue(), f.policy) },
 		},
 		"a policy of the namespace's own key where the store blocks public access": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.Policy = ownKeyPolicy }, principals: blocked,
@@ -134,7 +152,7 @@ func TestBucketSettings(t *testing.T) {
 			spec: func(s *storagev1.StorageBucketSpec) {
 				s.Policy, s.Versioning = userPolicy, storagev1.VersioningEnabled
 			},
-			principals: blocked, wantCalls: []string{"Versioning", "SetVersioning"}, wantChanged: []string{settingVersioning},
+			principals: blocked, wantCalls: []string{"Versioning", "SetVersioning", "Policy"}, wantChanged: []string{settingVersioning},
 			wantProgress: conditions.Blocked, wantReason: ReasonPolicyRefused,
 		},
 		"cors to set": {
@@ -187,7 +205,7 @@ func TestBucketSettings(t *testing.T) {
 			fake := tc.s3
 			settings := settingsOf(b)
 			settings.s3, settings.store, settings.bucket, settings.lockPolicy = &fake, "store-a", testBucket, noLock
-			settings.principals = tc.principals
+			settings.principals, settings.restrictOnly = tc.principals, tc.restrictOnly
 			// The grant of the bucket's one live access.
 			settings.grants = func(context.Context) ([]liveGrant, error) {
 				return []liveGrant{{Grant: s3.Grant{ID: "g", Principals: []string{keyV1}, Mode: s3.ReadOnly}}}, tc.grantsErr
@@ -256,4 +274,11 @@ func TestPolicyRefusedSays(t *testing.T) {
 	p = settingProblemOf(settingPolicy, rule.check(`{"Statement":[{"Effect":"Allow","Principal":"*"}]}`))
 	g.Expect(p.message).To(ContainSubstring("allows public access only to the namespaces its publicAccessNamespaceSelector selects, not team"))
 	g.Expect((*principalRule)(nil).check(`{"Statement":[{"Effect":"Allow","Principal":"*"}]}`)).To(Succeed(), "no rule: anyone")
+}
+
+func mustPolicy(doc string, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return doc
 }

@@ -110,6 +110,8 @@ type policyEdit struct {
 	// fixes are the grant statements the rewrite took out or put back to
 	// what was recorded.
 	fixes []grantFix
+	// restricted names the statements a restrict took out (public_access.go).
+	restricted []string
 }
 
 // grantFix is a grant statement taken out of a policy, or put back to the

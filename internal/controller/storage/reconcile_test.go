@@ -73,6 +73,7 @@ type fixture struct {
 	rec      *events.FakeRecorder
 	clock    *testClock
 	schedule *Schedule
+	guards   *publicAccessGuards
 	// fail maps "<verb> <Kind>" (get, list, patch, status, apply, delete)
 	// to the error that request gets.
 	fail map[string]error
@@ -92,6 +93,7 @@ func newFixture(objs ...client.Object) *fixture {
 		accessEvents: make(chan event.TypedGenericEvent[*storagev1.BucketAccess], 10),
 	}
 	f.schedule = newTestSchedule(f.clock)
+	f.guards = newPublicAccessGuards()
 	b := fake.NewClientBuilder().WithScheme(rtScheme).WithObjects(objs...).WithReturnManagedFields().
 		WithStatusSubresource(&storagev1.ObjectStore{}, &storagev1.StorageBucket{}, &storagev1.BucketAccess{}).
 		WithInterceptorFuncs(f.funcs())
@@ -183,7 +185,7 @@ func (f *fixture) storeReconciler() *ObjectStoreReconciler {
 
 func (f *fixture) bucketReconciler() *BucketReconciler {
 	return &BucketReconciler{
-		client: f.c, recorder: f.rec, stores: f.stores(), schedule: f.schedule, namespaces: newNamespaceLabels(f.c),
+		client: f.c, recorder: f.rec, stores: f.stores(), schedule: f.schedule, namespaces: newNamespaceLabels(f.c), guards: f.guards,
 		storeChecks: f.storeChecks, accessEvents: f.accessEvents,
 		status: status.NewPatcher(f.c, f.rec, func(b *storagev1.StorageBucket) *storagev1.StorageBucketStatus { return &b.Status }, bucketStatusEvents...),
 	}
@@ -506,7 +508,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 	}
 	refusedUntouched := func(want string) func(Gomega, *fixture, *storagev1.StorageBucket) {
 		return func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
-			g.Expect(f.s3.calls).To(Equal([]string{"BucketExists"}), "the policy is neither read nor written")
+			g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy"}), "the policy in the store is read, and with nothing to take out, not written")
 			applied := conditions.Get(b.Status.Conditions, conditions.SettingsApplied)
 			g.Expect(applied.Reason).To(Equal(ReasonPolicyRefused))
 			g.Expect(applied.Message).To(ContainSubstring(want))
@@ -549,11 +551,74 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"settled, check due: one HeadBucket, nothing written": {
 			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
-			want:  exit{requeue: checkWait, ready: ReasonHealthy},
+			setup: func(f *fixture) {
+				checkNow(f)
+				f.s3.exists = true
+				f.guards.checked(types.NamespacedName{Namespace: testNS, Name: "assets"}, keyOf(claimedBucket(), rtStoreObj(true), false))
+			},
+			want: exit{requeue: checkWait, ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists"}))
 				g.Expect(f.writes).To(BeEmpty())
+			},
+		},
+		"settled, first check since the start, where the store blocks public access: the policy read once": {
+			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
+			want:  exit{requeue: checkWait, ready: ReasonHealthy},
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy"}))
+				g.Expect(f.writes).To(BeEmpty())
+				g.Expect(f.guards.due(client.ObjectKeyFromObject(b), keyOf(b, rtStoreObj(true), false))).To(BeFalse(), "not read again")
+			},
+		},
+		"settled, no spec.policy, a public statement in the store's policy: taken out, the grants kept": {
+			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true), grantedAccess()},
+			setup: func(f *fixture) {
+				checkNow(f)
+				f.s3.exists = true
+				a := grantedAccess()
+				grant := grantOf(a.UID, string(a.Spec.Mode), a.Status.AccessKeyID)
+				var err error
+				if f.s3.policy, err = s3.WithGrant(policy, testBucket, grant); err != nil {
+					panic(err)
+				}
+			},
+			want: exit{requeue: checkWait, ready: ReasonHealthy, events: []string{"Warning PublicAccessRemoved"}},
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy", "SetPolicy"}))
+				g.Expect(f.s3.policy).NotTo(ContainSubstring(`"Public"`))
+				g.Expect(f.s3.policy).To(ContainSubstring(s3.GrantSidPrefix + grantID(grantedAccess().UID)))
+			},
+		},
+		"settled, no spec.policy, the store allows the namespace anything: the policy not read": {
+			bucket: claimedBucket(), world: []client.Object{publicStore()},
+			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.s3.policy = policy },
+			want:  exit{requeue: checkWait, ready: ReasonHealthy},
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists"}))
+			},
+		},
+		"settled, no check due, the store's public access changed since the last check: checked now": {
+			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) {
+				f.s3.exists = true
+				f.guards.checked(types.NamespacedName{Namespace: testNS, Name: "assets"}, keyOf(claimedBucket(), publicStore(), true))
+			},
+			want: exit{requeue: checkWait, ready: ReasonHealthy},
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy"}))
+			},
+		},
+		"a public policy refused where the store blocks it, the store's policy already public: taken out": {
+			bucket: withPolicy(claimedBucket()), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.s3.policy = policy },
+			want: exit{requeue: checkWait, ready: ReasonPolicyRefused, also: conditions.Stalled, statusWrites: 1,
+				events: []string{"Warning PolicyRefused", "Warning PublicAccessRemoved"}},
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy", "SetPolicy"}))
+				g.Expect(f.s3.policy).To(BeEmpty())
+				g.Expect(conditions.Get(b.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("that grant beyond that are taken out"))
 			},
 		},
 		"the finalizer patch conflicts: retried at once, no status": {

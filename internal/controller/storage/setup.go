@@ -149,7 +149,7 @@ func setupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 		client: mgr.GetClient(), recorder: rec,
 		status: status.NewPatcher(mgr.GetClient(), rec,
 			func(b *storagev1.StorageBucket) *storagev1.StorageBucketStatus { return &b.Status }, bucketStatusEvents...),
-		stores: stores, schedule: schedule, namespaces: namespaces, storeChecks: storeEvents, bucketEvents: bucketEvents,
+		stores: stores, schedule: schedule, namespaces: namespaces, guards: newPublicAccessGuards(), storeChecks: storeEvents, bucketEvents: bucketEvents,
 		accessEvents: accessEvents,
 	}
 	if err := bucketReconciler.SetupWithManager(mgr, opts); err != nil {

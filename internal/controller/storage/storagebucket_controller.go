@@ -52,6 +52,9 @@ type BucketReconciler struct {
 	stores     *Stores
 	schedule   *Schedule
 	namespaces *namespaceLabels
+	// guards remembers under which public-access rule each bucket's policy
+	// was last checked (public_access.go).
+	guards *publicAccessGuards
 	// storeChecks asks the ObjectStore controller to check a store a bucket found down.
 	storeChecks storeChecks
 	// bucketEvents carries requests for an immediate check (the bucket-event receiver).
@@ -247,6 +250,7 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	if err != nil || !found {
 		if !found {
 			r.schedule.Forget(req.NamespacedName)
+			r.guards.forget(req.NamespacedName)
 			forgetBucketMetrics(req.NamespacedName)
 		}
 		return ctrl.Result{}, err
@@ -264,11 +268,12 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	key, uid, every := req.NamespacedName, string(b.UID), interval(b)
 	settled := b.Status.ObservedGeneration == b.Generation && b.Status.BucketName != "" &&
 		conditions.IsTrue(b.Status.Conditions, conditions.Ready)
-	if wait := r.schedule.Wait(key, uid, every); settled && wait > 0 {
+	if wait := r.schedule.Wait(key, uid, every); settled && wait > 0 && !r.publicAccessChanged(ctx, b) {
 		// A healthy bucket seen by a start-up listing, a resync or a store
 		// event: its check is not due, and one now would bunch checks
 		// together. (Buckets that are not Ready are looked at on any event:
-		// a store that changed state is what they wait for.) Nothing was
+		// a store that changed state is what they wait for; and so are all
+		// of a store whose public-access fields changed.) Nothing was
 		// observed, so nothing is written.
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
@@ -290,6 +295,11 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	}
 	if res.settings != nil {
 		obs.done = append(obs.done, grantFixActions(bucketName(b), res.settings.grantFixes)...)
+		if r := res.settings.restricted; len(r) > 0 {
+			obs.did(corev1.EventTypeWarning, ReasonPublicAccessRemoved, "Revoke",
+				"took %s out of the policy of bucket %s: ObjectStore %s blocks public access for this namespace, and they granted beyond its BucketAccesses' keys",
+				strings.Join(r, ", "), bucketName(b), b.Spec.StoreRef.Name)
+		}
 	}
 	if res.settings != nil && len(res.settings.changed) > 0 {
 		obs.did(corev1.EventTypeNormal, "BucketSettingsApplied", "Apply", "set %s of bucket %s", strings.Join(res.settings.changed, ", "), bucketName(b))
@@ -324,7 +334,9 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	}
 	// Whom the policy may grant to is read before the store is asked, so an
 	// API error here leaves nothing done in the store unrecorded.
-	principals, err := r.principalRuleOf(ctx, b, store, access)
+	guard := keyOf(b, store, access.public)
+	guardDue := r.guards.due(client.ObjectKeyFromObject(b), guard)
+	principals, err := r.principalRuleOf(ctx, b, store, access, guardDue)
 	if err != nil {
 		return checkResult{}, err
 	}
@@ -350,7 +362,13 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	if err != nil {
 		return checkResult{}, err
 	}
-	if settings := settingsOf(b); res.summary.Progress == conditions.Done && len(settings.declared()) > 0 {
+	settings := settingsOf(b)
+	// Without a spec.policy, the policy is read only when the rule it is
+	// held to changed (public_access.go).
+	// A bucket this check created has none.
+	created := res.event != nil && res.event.reason == ReasonBucketCreated
+	settings.restrictOnly = principals != nil && settings.policy == "" && !created
+	if res.summary.Progress == conditions.Done && (len(settings.declared()) > 0 || settings.restrictOnly) {
 		settings.s3, settings.store, settings.bucket, settings.principals = c, store.Name, name, principals
 		settings.lockPolicy = func() func() { return r.stores.LockPolicy(store.Name, name) }
 		settings.grants = grantsOf(r.client, store, name)
@@ -360,6 +378,11 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 		if sum := applied.summary(); sum.Progress != conditions.Done {
 			res.summary = sum
 		}
+		if !applied.restrictFailed && !applied.storeDown {
+			r.guards.checked(client.ObjectKeyFromObject(b), guard)
+		}
+	} else if res.summary.Progress == conditions.Done {
+		r.guards.checked(client.ObjectKeyFromObject(b), guard)
 	}
 	if res.storeDown {
 		r.storeChecks.request(ctx, store)
@@ -385,11 +408,12 @@ func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.O
 }
 
 // principalRuleOf is whom the bucket's policy may grant to: nil (anyone)
-// when it declares none or the store lets the namespace grant to anyone;
-// else the access keys the namespace's BucketAccesses hold in the store,
-// current and retiring, as their status records them.
-func (r *BucketReconciler) principalRuleOf(ctx context.Context, b *storagev1.StorageBucket, store *storagev1.ObjectStore, access storeAccess) (*principalRule, error) {
-	if b.Spec.Policy == "" || access.public {
+// when the store lets the namespace grant to anyone, or when the bucket
+// declares no policy and its policy is not due a check (guardDue); else the
+// access keys the namespace's BucketAccesses hold in the store, current and
+// retiring, as their status records them.
+func (r *BucketReconciler) principalRuleOf(ctx context.Context, b *storagev1.StorageBucket, store *storagev1.ObjectStore, access storeAccess, guardDue bool) (*principalRule, error) {
+	if access.public || b.Spec.Policy == "" && !guardDue {
 		return nil, nil
 	}
 	list := &storagev1.BucketAccessList{}
@@ -410,6 +434,16 @@ func (r *BucketReconciler) principalRuleOf(ctx context.Context, b *storagev1.Sto
 		}
 	}
 	return rule, nil
+}
+
+// publicAccessChanged reports whether the public-access fields of the
+// bucket's store changed since its last check (public_access.go).
+func (r *BucketReconciler) publicAccessChanged(ctx context.Context, b *storagev1.StorageBucket) bool {
+	store := &storagev1.ObjectStore{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: b.Spec.StoreRef.Name}, store); err != nil {
+		return false // the check that is due sees it
+	}
+	return r.guards.storeChanged(b, store)
 }
 
 // recordCreating writes, before the bucket is created, that this
