@@ -32,6 +32,9 @@ var (
 	ErrPolicyNotJSON      = errors.New("the policy is not a JSON object")
 	ErrPolicyNoStatements = errors.New(`the policy needs a "Statement" list of objects`)
 	ErrPolicyReservedSid  = errors.New("the policy uses a statement Sid reserved for Trellis' own grants (" + GrantSidPrefix + "…)")
+	// ErrPolicyAmbiguous: the document names its statements under two keys
+	// that differ only in case; readers disagree on which counts.
+	ErrPolicyAmbiguous = errors.New(`the policy holds its "Statement" key twice, in different cases`)
 )
 
 // Access modes of a grant.
@@ -105,9 +108,22 @@ func parsePolicy(doc string) (document, error) {
 	if err := json.Unmarshal([]byte(doc), &d.fields); err != nil || d.fields == nil {
 		return document{}, ErrPolicyNotJSON
 	}
-	raw, ok := d.fields["Statement"]
-	delete(d.fields, "Statement")
-	if !ok {
+	// A store written in Go (versitygw) matches "Statement" whatever its
+	// case; so must Trellis, or statements under "statement" would pass
+	// unseen and be written back.
+	var raw json.RawMessage
+	found := false
+	for k, v := range d.fields {
+		if foldKey(k) != foldKey("Statement") {
+			continue
+		}
+		if found {
+			return document{}, ErrPolicyAmbiguous
+		}
+		raw, found = v, true
+		delete(d.fields, k)
+	}
+	if !found {
 		return document{}, ErrPolicyNoStatements
 	}
 	if err := json.Unmarshal(raw, &d.statements); err != nil {

@@ -22,7 +22,9 @@ import (
 //     nothing Trellis issued;
 //   - any other id: an account outside the namespace, another namespace's
 //     key, or a pattern ("TRELLIS*");
-//   - a statement that names no principal at all.
+//   - a statement that names no principal at all;
+//   - a statement that grants a way to undo the block (guardActions), even
+//     to the namespace's own keys.
 //
 // A "Deny" statement only takes access away, so it names whom it likes. The
 // document is read the way Go's encoding/json (versitygw's) reads it: keys
@@ -118,7 +120,77 @@ func statementProblems(st map[string]any, held func(string) bool) []string {
 			problems = append(problems, fmt.Sprintf("principal %s is not a key of this namespace's BucketAccesses", quoteShort(id)))
 		}
 	}
+	return append(problems, guardActionProblems(st)...)
+}
+
+// guardActions are the actions that would let a key undo Block Public
+// Access behind Trellis' back: rewrite the bucket's policy, or make it or
+// its objects public by ACL.
+var guardActions = []string{"s3:PutBucketPolicy", "s3:DeleteBucketPolicy", "s3:PutBucketAcl", "s3:PutObjectAcl"}
+
+// guardActionProblems refuses a statement that grants one of guardActions,
+// by name or pattern ("s3:*", "s3:Put*"), or by NotAction leaving it out.
+func guardActionProblems(st map[string]any) []string {
+	var problems []string
+	if raw, ok := field(st, "Action"); ok {
+		patterns, bad := actionPatterns(raw, "Action")
+		problems = append(problems, bad...)
+		for _, a := range guardActions {
+			if i := slices.IndexFunc(patterns, func(p string) bool { return actionMatches(p, a) }); i >= 0 {
+				problems = append(problems, fmt.Sprintf("Action %s grants %s, which would let the key undo the block", quoteShort(patterns[i]), a))
+				break
+			}
+		}
+	}
+	if raw, ok := field(st, "NotAction"); ok {
+		patterns, bad := actionPatterns(raw, "NotAction")
+		problems = append(problems, bad...)
+		for _, a := range guardActions {
+			if !slices.ContainsFunc(patterns, func(p string) bool { return actionMatches(p, a) }) {
+				problems = append(problems, fmt.Sprintf("NotAction grants %s, which would let the key undo the block", a))
+				break
+			}
+		}
+	}
 	return problems
+}
+
+func actionPatterns(raw any, what string) ([]string, []string) {
+	switch v := raw.(type) {
+	case string:
+		return []string{v}, nil
+	case []any:
+		return stringList(v, what)
+	}
+	return nil, []string{what + " is neither a string nor a list of strings"}
+}
+
+// actionMatches reports whether an action pattern of a policy ("*" any
+// run, "?" any one character, case-insensitive, as S3 reads them) matches
+// action.
+func actionMatches(pattern, action string) bool {
+	p, a := []rune(strings.ToLower(pattern)), []rune(strings.ToLower(action))
+	// Classic glob matching with one backtrack point.
+	pi, ai, star, mark := 0, 0, -1, 0
+	for ai < len(a) {
+		switch {
+		case pi < len(p) && (p[pi] == '?' || p[pi] == a[ai]):
+			pi++
+			ai++
+		case pi < len(p) && p[pi] == '*':
+			star, mark = pi, ai
+			pi++
+		case star >= 0:
+			pi, mark = star+1, mark+1
+			ai = mark
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
 }
 
 // principalIDs reads a Principal element: "*", an id, a list of ids, or an

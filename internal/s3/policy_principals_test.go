@@ -184,7 +184,7 @@ func versitygwStatements(doc string) []struct {
 }
 
 func TestRestrictPrincipals(t *testing.T) {
-	held := func(id string) bool { return id == "KEYA" }
+	held := func(id string) bool { return id == heldKey }
 	grant := `{"Sid":"` + GrantSidPrefix + `x","Effect":"Allow","Principal":{"AWS":["KEYA"]},"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::b/*"]}`
 	own := `{"Sid":"Own","Effect":"Allow","Principal":{"AWS":"KEYA"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}`
 	deny := `{"Effect":"Deny","Principal":"*","Action":"s3:DeleteObject","Resource":"arn:aws:s3:::b/*"}`
@@ -231,3 +231,61 @@ func TestRestrictPrincipals(t *testing.T) {
 		t.Error("a policy that is not JSON was not refused")
 	}
 }
+
+// TestKeysMayNotUndoTheBlock: a statement that lets even the namespace's own
+// key rewrite the policy or the ACLs is refused, whichever way it says so.
+func TestKeysMayNotUndoTheBlock(t *testing.T) {
+	held := func(id string) bool { return id == heldKey }
+	stmt := func(action string) string {
+		return `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"KEYA"},` + action + `,"Resource":"arn:aws:s3:::b"}]}`
+	}
+	for _, action := range []string{
+		`"Action":"s3:PutBucketPolicy"`, `"Action":["s3:GetObject","s3:DeleteBucketPolicy"]`, `"Action":"s3:*"`, `"Action":"*"`,
+		`"Action":"S3:put*"`, `"action":"s3:PutBucket?cl"`, `"Action":"s3:PutObjectAcl"`, `"NotAction":"s3:GetObject"`,
+		`"NotAction":["s3:PutBucketPolicy","s3:DeleteBucketPolicy","s3:PutBucketAcl"]`, `"Action":7`,
+	} {
+		if err := CheckPrincipals(stmt(action), held); err == nil {
+			t.Errorf("%s: not refused", action)
+		}
+	}
+	for _, action := range []string{
+		`"Action":["s3:GetObject","s3:PutObject","s3:ListBucket"]`, `"Action":"s3:Get*"`, `"Action":"s3:PutObjectTagging"`,
+		`"NotAction":["s3:Put*","s3:Delete*"]`,
+	} {
+		if err := CheckPrincipals(stmt(action), held); err != nil {
+			t.Errorf("%s: refused: %v", action, err)
+		}
+	}
+	deny := `{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::b"}]}`
+	if err := CheckPrincipals(deny, held); err != nil {
+		t.Errorf("a Deny of everything refused: %v", err)
+	}
+}
+
+// TestStatementsUnderAnotherCaseAreSeen: a store in Go reads "statement" as
+// "Statement"; statements hidden under another spelling are not passed
+// over, and two spellings at once are refused.
+func TestStatementsUnderAnotherCaseAreSeen(t *testing.T) {
+	held := func(id string) bool { return id == heldKey }
+	public := `[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}]`
+	own := `[{"Effect":"Allow","Principal":{"AWS":"KEYA"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}]`
+	got, removed, err := RestrictPrincipals(`{"statement":`+public+`}`, held)
+	if err != nil || got != "" || len(removed) != 1 {
+		t.Errorf(`"statement" in lower case: got %q, removed %q, %v`, got, removed, err)
+	}
+	got, removed, err = RestrictPrincipals(`{"ſtatement":`+public+`}`, held)
+	if err != nil || got != "" || len(removed) != 1 {
+		t.Errorf(`"ſtatement": got %q, removed %q, %v`, got, removed, err)
+	}
+	for _, doc := range []string{`{"Statement":` + own + `,"statement":` + public + `}`, `{"Statement":null,"STATEMENT":` + public + `}`} {
+		if _, _, err := RestrictPrincipals(doc, held); !errors.Is(err, ErrPolicyAmbiguous) {
+			t.Errorf("%s: got %v, want ErrPolicyAmbiguous", doc, err)
+		}
+		if _, _, err := KeepGrants(doc, "b", nil); !errors.Is(err, ErrPolicyAmbiguous) {
+			t.Errorf("KeepGrants %s: got %v, want ErrPolicyAmbiguous", doc, err)
+		}
+	}
+}
+
+// heldKey is the one key the namespace holds in the tests above.
+const heldKey = "KEYA"

@@ -88,7 +88,8 @@ type StorageBucketSpec struct {
 	// below); a policy with an empty Statement list removes them. Unless the store's publicAccess lets this namespace,
 	// statements that grant may name only the access keys of this
 	// namespace's BucketAccesses (no "*", no NotPrincipal, no other
-	// account); otherwise the bucket is Stalled (PolicyRefused), nothing is
+	// account), and none may grant s3:PutBucketPolicy, DeleteBucketPolicy,
+	// PutBucketAcl or PutObjectAcl; otherwise the bucket is Stalled (PolicyRefused), nothing is
 	// sent, and such statements already in the store's policy are taken
 	// out. The store judges the rest: a statement it refuses is shown in
 	// the SettingsApplied condition.

@@ -117,7 +117,7 @@ type settingsResult struct {
 	// as they granted beyond what the store lets the namespace grant.
 	restricted []string
 	// restrictFailed: the policy in the store could not be held to the
-	// rule; the next check tries again.
+	// rule (a problem says why); the next check tries again.
 	restrictFailed bool
 }
 
@@ -131,29 +131,21 @@ type settingProblem struct {
 
 // apply brings each declared setting to what the spec says. A setting that
 // fails does not stop the others, except a store that stopped answering.
+// Where the store blocks public access (principals), the policy in the store
+// is then held to the rule whatever became of the declared one.
 func (s bucketSettings) apply(ctx context.Context) settingsResult {
 	res := settingsResult{declared: s.declared()}
-	if s.restrictOnly {
-		edit, err := s.restrict(ctx)
-		res.grantFixes, res.restricted = edit.fixes, edit.restricted
-		if err != nil {
-			res.restrictFailed = true
-			if reason, _ := classifyStoreError(err); reason == s3.ReasonStoreUnreachable {
-				res.storeDown = true
-				return res
-			}
-		}
-	}
+	restrict := s.restrictOnly
 	for _, name := range res.declared {
 		changed, fixes, err := s.applyOne(ctx, name)
 		if changed {
 			res.changed = append(res.changed, name)
 		}
 		res.grantFixes = append(res.grantFixes, fixes...)
-		var refused *policyRefusedError
-		if errors.As(err, &refused) {
-			res.restricted = refused.restricted
-			res.restrictFailed = refused.restrictErr != nil
+		if name == settingPolicy && s.principals != nil {
+			// Not applied, but refused or unusable: what the store holds
+			// is still held to the rule.
+			restrict = notApplied(err)
 		}
 		if err == nil {
 			continue
@@ -165,7 +157,34 @@ func (s bucketSettings) apply(ctx context.Context) settingsResult {
 			break
 		}
 	}
+	if restrict && !res.storeDown {
+		edit, err := s.restrict(ctx)
+		res.grantFixes, res.restricted = append(res.grantFixes, edit.fixes...), edit.restricted
+		if err != nil {
+			res.restrictFailed = true
+			p := settingProblemOf(settingPolicy, err)
+			p.message = fmt.Sprintf("policy in the store: it may grant beyond what ObjectStore %s lets namespace %s grant, and could not be checked or rewritten: %s",
+				s.store, s.principals.namespace, strings.TrimPrefix(p.message, settingPolicy+": "))
+			res.problems = append(res.problems, p)
+			res.storeDown = p.reason == string(s3.ReasonStoreUnreachable)
+		}
+	}
 	return res
+}
+
+// notApplied reports a declared policy the check refused, or one Trellis or
+// the store could not use; not one the store or the cache failed to take.
+func notApplied(err error) bool {
+	var refused *policyRefusedError
+	var invalid *invalidPolicyError
+	if errors.As(err, &refused) || errors.As(err, &invalid) {
+		return true
+	}
+	if err == nil {
+		return false
+	}
+	reason, _ := classifyStoreError(err)
+	return reason == s3.ReasonInvalidRequest
 }
 
 func (s bucketSettings) applyOne(ctx context.Context, name string) (bool, []grantFix, error) {
@@ -174,19 +193,8 @@ func (s bucketSettings) applyOne(ctx context.Context, name string) (bool, []gran
 			return false, nil, &invalidPolicyError{err: err}
 		}
 		if err := s.principals.check(s.policy); err != nil {
-			// Refused: the policy in the store keeps what it had, but what
-			// grants beyond the rule.
-			edit, rerr := s.restrict(ctx)
-			if rerr != nil {
-				if reason, _ := classifyStoreError(rerr); reason == s3.ReasonStoreUnreachable {
-					return edit.written, edit.fixes, rerr
-				}
-			}
-			var refused *policyRefusedError
-			errors.As(err, &refused)
-			refused.restricted, refused.restrictErr = edit.restricted, rerr
-			// Not the policy the spec asks for: nothing "applied".
-			return false, edit.fixes, err
+			// Not sent (apply holds the store's policy to the rule).
+			return false, nil, err
 		}
 		edit, err := bucketPolicy{s3: s.s3, lock: s.lockPolicy, bucket: s.bucket, grants: s.grants}.edit(ctx,
 			func(current string) (string, error) { return s3.WithUserPolicy(current, s.policy) })
@@ -231,10 +239,23 @@ func (s bucketSettings) applyOther(ctx context.Context, name string) (bool, erro
 }
 
 // restrict takes out of the policy in the store the statements that grant
-// beyond s.principals, keeping the recorded grants.
+// beyond s.principals, keeping the recorded grants. A policy Trellis cannot
+// read (two spellings of "Statement", say) cannot be held to anything: it is
+// replaced by the recorded grants alone.
 func (s bucketSettings) restrict(ctx context.Context) (policyEdit, error) {
 	var removed []string
-	edit, err := bucketPolicy{s3: s.s3, lock: s.lockPolicy, bucket: s.bucket, grants: s.grants}.edit(ctx,
+	edit, err := bucketPolicy{s3: s.s3, lock: s.lockPolicy, bucket: s.bucket, grants: s.grants,
+		unreadable: func(grants []s3.Grant, why error) (string, error) {
+			removed = []string{fmt.Sprintf("every statement but the BucketAccesses' grants (the policy cannot be read: %v)", why)}
+			doc := ""
+			for _, g := range grants {
+				var err error
+				if doc, err = s3.WithGrant(doc, s.bucket, g); err != nil {
+					return "", err
+				}
+			}
+			return doc, nil
+		}}.edit(ctx,
 		func(current string) (string, error) {
 			next, out, err := s.principals.restrict(current)
 			removed = out
@@ -286,10 +307,6 @@ func (p *principalRule) restrict(current string) (string, []string, error) {
 type policyRefusedError struct {
 	rule *principalRule
 	err  error
-	// restricted names the statements taken out of the policy in the store
-	// (they granted beyond the rule); restrictErr is why that failed.
-	restricted  []string
-	restrictErr error
 }
 
 func (e *policyRefusedError) Error() string {
@@ -300,9 +317,6 @@ func (e *policyRefusedError) Error() string {
 	// The same words whether or not this check took something out (an
 	// Event tells that): the message must not change from check to check.
 	inStore := "statements of the bucket's policy in the store that grant beyond that are taken out, the rest is left as it was"
-	if e.restrictErr != nil {
-		inStore = "the bucket's policy in the store could not be held to that: " + e.restrictErr.Error()
-	}
 	return fmt.Sprintf("refused, %s: %v. Statements that grant may name only access keys of namespace %s's BucketAccesses in this store (their status.accessKeyID); "+
 		"%s. To grant anyone else, ask the platform team to set publicAccess: Allowed and select the namespace in publicAccessNamespaceSelector",
 		why, e.err, e.rule.namespace, inStore)

@@ -136,6 +136,32 @@ func TestBucketSettings(t *testing.T) {
 			wantProgress: conditions.Blocked, wantReason: ReasonPolicyRefused,
 			check: func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withGrant)).To(BeTrue(), f.policy) },
 		},
+		"an invalid spec.policy where the store blocks, the store's policy public: taken out all the same": {
+			spec:       func(s *storagev1.StorageBucketSpec) { s.Policy = "{}" },
+			principals: blocked, s3: fakeS3{policy: withBoth},
+			wantCalls:    []string{"Policy", "SetPolicy"},
+			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy,
+			check: func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withGrant)).To(BeTrue(), f.policy) },
+		},
+		"no spec.policy, the store's policy unreadable where the store blocks: replaced by the grants": {
+			spec: func(*storagev1.StorageBucketSpec) {}, principals: blocked, restrictOnly: true,
+			s3:           fakeS3{policy: `{"Statement":[],"statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"*"}]}`},
+			wantCalls:    []string{"Policy", "SetPolicy"},
+			wantProgress: conditions.Done, wantReason: ReasonApplied,
+			check: func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withGrant)).To(BeTrue(), f.policy) },
+		},
+		"no spec.policy, the store refuses the held policy: Stalled, said": {
+			spec: func(*storagev1.StorageBucketSpec) {}, principals: blocked, restrictOnly: true,
+			s3:           fakeS3{policy: withBoth, setPolicyErr: errBadPolicy},
+			wantCalls:    []string{"Policy", "SetPolicy"},
+			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy,
+		},
+		"no spec.policy, the store down while holding its policy: not Done": {
+			spec: func(*storagev1.StorageBucketSpec) {}, principals: blocked, restrictOnly: true,
+			s3:        fakeS3{policyErr: errDown},
+			wantCalls: []string{"Policy"}, wantDown: true,
+			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable),
+		},
 		"no spec.policy, held to a blocking store: the public statement taken out": {
 			spec: func(*storagev1.StorageBucketSpec) {}, principals: blocked, restrictOnly: true,
 			s3:           fakeS3{policy: mustPolicy(s3.WithUserPolicy(withGrant, userPolicy))},

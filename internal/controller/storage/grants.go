@@ -101,6 +101,9 @@ type bucketPolicy struct {
 	bucket string
 	// grants lists the grants that may stand in the policy; nil: none.
 	grants func(context.Context) ([]liveGrant, error)
+	// unreadable, when set, gives the policy to write in place of one
+	// that cannot be read (why); otherwise such a policy is an error.
+	unreadable func(grants []s3.Grant, why error) (string, error)
 }
 
 // policyEdit is what one edit of a bucket's policy did.
@@ -145,6 +148,10 @@ func (p bucketPolicy) edit(ctx context.Context, fn func(current string) (string,
 		grants = append(grants, g.Grant)
 	}
 	next, fixed, err := s3.KeepGrants(current, p.bucket, grants)
+	if err != nil && p.unreadable != nil {
+		next, err = p.unreadable(grants, err)
+		fixed, fn = nil, nil
+	}
 	if err != nil {
 		return policyEdit{}, &invalidPolicyError{err: err}
 	}
