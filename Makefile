@@ -134,14 +134,18 @@ install: manifests kustomize ## Install the CRDs into the current cluster.
 uninstall: manifests kustomize ## Remove the CRDs (objects with finalizers keep their data; see docs/).
 	$(KUSTOMIZE) build config/crd | kubectl delete --ignore-not-found -f -
 
+# BUCKET_EVENTS=1: with the bucket-event receiver behind its leader-only
+# Service (config/bucket-events; it needs the Secret trellis-bucket-events).
+DEPLOY_CONFIG = config/$(if $(BUCKET_EVENTS),default-with-bucket-events,default)
+
 .PHONY: deploy
-deploy: manifests kustomize ## Deploy the manager image IMG (and viewer image VIEWER_IMG) into the current cluster.
+deploy: manifests kustomize ## Deploy the manager image IMG (and viewer image VIEWER_IMG) into the current cluster; BUCKET_EVENTS=1 adds the bucket-event receiver.
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	$(KUSTOMIZE) build config/default | sed 's|--viewer-image=.*|--viewer-image=$(VIEWER_IMG)|' | kubectl apply --server-side -f -
+	$(KUSTOMIZE) build $(DEPLOY_CONFIG) | sed 's|--viewer-image=.*|--viewer-image=$(VIEWER_IMG)|' | kubectl apply --server-side -f -
 
 .PHONY: undeploy
-undeploy: kustomize ## Remove the manager from the current cluster.
-	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
+undeploy: kustomize ## Remove the manager from the current cluster (BUCKET_EVENTS=1: its Service too).
+	$(KUSTOMIZE) build $(DEPLOY_CONFIG) | kubectl delete --ignore-not-found -f -
 
 # The images' binaries and labels name the release (a version, or what git
 # describes) and the commit they were built from.

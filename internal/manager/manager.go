@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/leaderpod"
 )
 
 // New builds the Manager for the given options and registers every enabled controller.
@@ -94,6 +96,15 @@ func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts *Op
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("adding ready check: %w", err)
+	}
+
+	if opts.LeaderElect && opts.PodName != "" {
+		// The leader's pod carries trellis.dev/leader, for Services that must reach the leader alone.
+		l := &leaderpod.Labeller{Pod: types.NamespacedName{Namespace: opts.Namespace, Name: opts.PodName},
+			Reader: mgr.GetAPIReader(), Writer: mgr.GetClient()}
+		if err := l.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("adding the leader pod labeller: %w", err)
+		}
 	}
 
 	for _, c := range enabled {

@@ -37,6 +37,7 @@ type Options struct {
 	KubeAPIQPS              float64
 	KubeAPIBurst            int
 	Namespace               string
+	PodName                 string
 	Controllers             stringList
 	MaxConcurrentReconciles concurrencyFlag
 	RateLimit               setup.RateLimit
@@ -78,6 +79,7 @@ func NewOptions() *Options {
 		KubeAPIQPS:              -1,
 		KubeAPIBurst:            100,
 		Namespace:               ns,
+		PodName:                 os.Getenv("POD_NAME"),
 		MaxConcurrentReconciles: concurrencyFlag{Default: 4, PerController: maps.Clone(defaultConcurrency)},
 		RateLimit:               setup.DefaultRateLimit,
 		ViewerImage:             DefaultViewerImage,
@@ -103,6 +105,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Sustained requests per second the manager's client may send to the API server; negative: no client-side limit (the workers bound the requests in flight, and the API server's Priority and Fairness applies).")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests the manager's client may send above a positive --kube-api-qps.")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "Namespace the manager runs in; $POD_NAMESPACE, when set, is the default.")
+	fs.StringVar(&o.PodName, "pod-name", o.PodName, "The manager's own pod ($POD_NAME, when set, is the default); with --leader-elect, the leader labels it trellis.dev/leader=true, which the bucket-events Service selects. Empty: no label.")
 	fs.Var(&o.Controllers, "controllers", "Comma-separated controllers to run (default: all).")
 	fs.Var(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", "Parallel reconciles per controller: N for all, and name=N to override one (e.g. \"2,markdownview=4\"); without a bare N, the defaults of the controllers not named stay.")
 	fs.DurationVar(&o.RateLimit.BaseDelay, "rate-limiter-base-delay", o.RateLimit.BaseDelay, "First retry delay after a failed reconcile; it doubles on each further failure of the same object.")

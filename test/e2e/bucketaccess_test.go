@@ -20,21 +20,8 @@ import (
 // s3Root is the root account of the suite's versitygw, as hack/cluster.sh generated it.
 func s3Root(t *testing.T) s3.Config {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(root, ".dev", cluster+"-s3", "credentials"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := s3.Config{Endpoint: s3Endpoint(), Region: "us-east-1", PathStyle: true}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			switch k {
-			case "AWS_ACCESS_KEY_ID":
-				cfg.AccessKey = v
-			case "AWS_SECRET_ACCESS_KEY":
-				cfg.SecretKey = v
-			}
-		}
-	}
+	cfg.AccessKey, cfg.SecretKey = storeRoot(t, cluster)
 	return cfg
 }
 
