@@ -257,6 +257,24 @@ func TestValues(t *testing.T) {
 	}
 }
 
+// TestSchemaRefusesMistakes: values.schema.json turns a typo or a value
+// the manager would refuse into an error at install, not a default.
+func TestSchemaRefusesMistakes(t *testing.T) {
+	for set, want := range map[string]string{
+		"replica=3":                  "additional properties 'replica' not allowed",
+		"image.digest=sha256:abc":    "/image/digest",
+		"controllers={tenants}":      "/controllers/0",
+		"extraArgs={leader-elect}":   "/extraArgs/0",
+		"image.pullPolicy=Sometimes": "/image/pullPolicy",
+		"namespace.create=yes":       "/namespace/create",
+	} {
+		out, err := exec.Command(tool(t, "helm"), "template", "trellis", "../../charts/trellis", "--set", set).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("--set %s: %v, want an error naming %q:\n%s", set, err, want, out)
+		}
+	}
+}
+
 // TestOtherNamespace: installed elsewhere, every namespaced object and
 // every binding's subject follow the release's namespace.
 func TestOtherNamespace(t *testing.T) {
