@@ -16,6 +16,7 @@ VERSITYGW_VERSION      ?= v1.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION      ?= v5.8.2
 CONTAINERD_VERSION     ?= v2.3.7
+HELM_VERSION           ?= v4.3.1
 # golangci-lint v2 with kube-api-linter built in; kube-api-linter has no
 # releases yet, so it is pinned by pseudo-version.
 KUBE_API_LINTER_VERSION ?= v0.0.0-20260716143926-092fe0c72997
@@ -54,6 +55,10 @@ manifests: controller-gen ## Generate CRDs and RBAC from the API types and marke
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: chart
+chart: manifests kustomize ## Write the Helm chart charts/trellis from config/ (committed; make test fails when it is stale).
+	$(GO) run ./hack/chart generate -kustomize $(KUSTOMIZE) -config config -out charts/trellis
 
 .PHONY: fmt
 fmt: ## go fmt the code.
@@ -95,9 +100,9 @@ test: tools chromium node-packages ## The whole suite: checks, generated files, 
 	hack/test.sh
 
 .PHONY: check-generated
-check-generated: manifests generate ## Fail when generated files are not committed.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make manifests generate' and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files: commit them" >&2; exit 1; }
+check-generated: manifests generate chart ## Fail when generated files are not committed.
+	@git diff --exit-code -- api config charts || { echo "generated files are stale: run 'make manifests generate chart' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- api config charts)" || { git status --porcelain -- api config charts; echo "untracked generated files: commit them" >&2; exit 1; }
 
 .PHONY: test-unit
 test-unit: ## Unit and envtest suites only.
@@ -193,7 +198,8 @@ docker-build: ## Build the manager and viewer images (needs a container engine).
 # make release VERSION=vX.Y.Z writes dist/ (docs/operations.md): the images
 # as OCI archives, images.txt (their references pinned by digest),
 # install.yaml (config/default with the manager's image and --viewer-image
-# pinned) and checksums.txt. The images are REGISTRY/trellis-manager and
+# pinned), the Helm chart trellis-X.Y.Z.tgz (images pinned in its values)
+# and checksums.txt. The images are REGISTRY/trellis-manager and
 # REGISTRY/trellis-viewer; PUSH=registry/prefix pushes them there, and
 # REGISTRY defaults to it.
 VERSION  ?=
@@ -206,7 +212,7 @@ ALLOW_DIRTY ?=
 SEMVER_RE := ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$$
 
 .PHONY: release
-release: kustomize ## Build release VERSION=vX.Y.Z into dist/: image archives, install.yaml pinned by digest, checksums (PUSH=registry/prefix pushes the images).
+release: kustomize ## Build release VERSION=vX.Y.Z into dist/: image archives, install.yaml pinned by digest, the Helm chart, checksums (PUSH=registry/prefix pushes the images).
 	@[[ "$(VERSION)" =~ $(SEMVER_RE) ]] || { echo "make release: VERSION=vX.Y.Z wanted, got '$(VERSION)'" >&2; exit 2; }
 	@[[ -z "$(PUSH)" || "$(PUSH)" == "$(REGISTRY)" ]] || { echo "make release: PUSH=$(PUSH) but REGISTRY=$(REGISTRY): install.yaml would name images that are not pushed" >&2; exit 2; }
 	@[[ -n "$(ALLOW_DIRTY)" || -z "$$(git status --porcelain)" ]] || { git status --short >&2; echo "make release: the tree has changes; commit them (or ALLOW_DIRTY=1 for a try)" >&2; exit 2; }
@@ -217,6 +223,7 @@ release: kustomize ## Build release VERSION=vX.Y.Z into dist/: image archives, i
 	$(call build-image,viewer,$(REGISTRY)/trellis-viewer:$(VERSION),Serves a MarkdownView as a website,$(DIST)/.bin,$(DIST),$(VERSION)) | sed 's|^$(DIST)/||' >> $(DIST)/images.txt
 	rm -rf $(DIST)/.bin
 	$(GO) run ./hack/release install -kustomize $(KUSTOMIZE) -config config/default -images $(DIST)/images.txt -out $(DIST)/install.yaml
+	$(GO) run ./hack/chart package -kustomize $(KUSTOMIZE) -config config -chart charts/trellis -version $(VERSION) -images $(DIST)/images.txt -out $(DIST) >/dev/null
 	cd $(DIST) && LC_ALL=C sha256sum $$(LC_ALL=C ls) > checksums.txt.tmp && mv checksums.txt.tmp checksums.txt
 	$(GO) run ./hack/release verify $(DIST)
 	@cat $(DIST)/images.txt
@@ -241,11 +248,12 @@ release-check: kustomize ## The same commit gives the same release: build CHECK_
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE      ?= $(LOCALBIN)/kustomize
 GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint
+HELM           ?= $(LOCALBIN)/helm
 
 .PHONY: tools
-tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd gateway-api-crds ## Build every pinned tool into bin/.
+tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd gateway-api-crds helm ## Build every pinned tool into bin/.
 
-.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd
+.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd helm
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
@@ -254,6 +262,7 @@ versitygw: $(LOCALBIN)/versitygw
 controller-gen: $(LOCALBIN)/controller-gen
 kustomize: $(LOCALBIN)/kustomize
 golangci-lint: $(LOCALBIN)/golangci-lint
+helm: $(LOCALBIN)/helm
 
 # The Kubernetes commands share one compile, so they are built together (a
 # grouped target: any one missing builds them all, mostly from the build cache).
@@ -295,6 +304,8 @@ $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION):
 	$(call go-install-tool,kustomize,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
 $(LOCALBIN)/golangci-lint-$(KUBE_API_LINTER_VERSION):
 	$(call go-install-tool,golangci-lint,sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter,$(KUBE_API_LINTER_VERSION))
+$(LOCALBIN)/helm-$(HELM_VERSION):
+	$(call go-install-tool,helm,helm.sh/helm/v4/cmd/helm,$(HELM_VERSION),-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION) -X helm.sh/helm/v4/internal/version.gitTreeState=clean)
 
 # bin/<tool> is a link to the pinned build, so a changed pin rebuilds it.
 define link-tool
@@ -310,6 +321,7 @@ $(eval $(call link-tool,versitygw,$(VERSITYGW_VERSION)))
 $(eval $(call link-tool,controller-gen,$(CONTROLLER_GEN_VERSION)))
 $(eval $(call link-tool,kustomize,$(KUSTOMIZE_VERSION)))
 $(eval $(call link-tool,golangci-lint,$(KUBE_API_LINTER_VERSION)))
+$(eval $(call link-tool,helm,$(HELM_VERSION)))
 
 # The Gateway API's standard-channel CRDs (HTTPRoute and friends), copied from
 # the sigs.k8s.io/gateway-api module that go.mod pins (its module zip carries

@@ -17,14 +17,21 @@ go vet -tags e2e ./test/e2e/
 step "lint (golangci-lint with kube-api-linter; .golangci.yml)"
 bin/golangci-lint run ./...
 
-step "generated code and manifests are current"
-snapshot() { find api config -type f \( -name '*.go' -o -name '*.yaml' \) -print0 | sort -z | xargs -0 sha256sum; }
+step "generated code, manifests and the Helm chart are current"
+snapshot() { find api config charts -type f -print0 | sort -z | xargs -0 sha256sum; }
 before=$(snapshot)
-make --no-print-directory -s manifests generate
+make --no-print-directory -s manifests generate chart
 after=$(snapshot)
 if [ "$before" != "$after" ]; then
   diff <(echo "$before") <(echo "$after") || true
-  echo "generated files were stale: 'make manifests generate' changed them (now updated: commit them)"; exit 1
+  echo "generated files were stale: 'make manifests generate chart' changed them (now updated: commit them)"; exit 1
+fi
+
+step "helm lint --strict (charts/trellis, monitoring on and off)"
+bin/helm lint --strict charts/trellis
+# With config/prometheus and config/grafana, the chart has monitoring values.
+if grep -q '^monitoring:' charts/trellis/values.yaml; then
+  bin/helm lint --strict charts/trellis --set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true
 fi
 
 step "unit and envtest suites"

@@ -27,7 +27,8 @@ const (
 // verifyDist checks a release directory as a user would, and more:
 // checksums.txt lists every other file with its sha256; each archive holds
 // the image images.txt pins, labelled with the release's version, every blob
-// matching its digest; install.yaml names exactly those images, by digest.
+// matching its digest; install.yaml names exactly those images, by digest,
+// and so does the Helm chart's values.yaml.
 func verifyDist(dir string) error {
 	if err := verifyChecksums(dir); err != nil {
 		return err
@@ -48,7 +49,7 @@ func verifyDist(dir string) error {
 	if err := verifyInstall(manifests, images); err != nil {
 		return fmt.Errorf("%s: %w", installFile, err)
 	}
-	return nil
+	return verifyChart(dir, images)
 }
 
 var checksumLine = regexp.MustCompile(`^([0-9a-f]{64})  ([^/]+)$`)

@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -90,10 +91,11 @@ func fakeDist(t *testing.T) string {
 	manager := "ghcr.io/trellis-dev/trellis-manager:v0.1.0@" + managerDigest
 	viewer := "ghcr.io/trellis-dev/trellis-viewer:v0.1.0@" + viewerDigest
 	for name, data := range map[string][]byte{
-		managerArchive: managerTar,
-		viewerArchive:  viewerTar,
-		imagesFile:     []byte(managerArchive + " " + manager + "\n" + viewerArchive + " " + viewer + "\n"),
-		installFile:    []byte(strings.NewReplacer("MANAGER", manager, "VIEWER", viewer).Replace(deployment)),
+		managerArchive:      managerTar,
+		viewerArchive:       viewerTar,
+		imagesFile:          []byte(managerArchive + " " + manager + "\n" + viewerArchive + " " + viewer + "\n"),
+		installFile:         []byte(strings.NewReplacer("MANAGER", manager, "VIEWER", viewer).Replace(deployment)),
+		"trellis-0.1.0.tgz": fakeChart(t, "0.1.0", "v0.1.0", managerDigest, viewerDigest),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
@@ -101,6 +103,35 @@ func fakeDist(t *testing.T) string {
 	}
 	writeChecksums(t, dir)
 	return dir
+}
+
+// fakeChart is a packaged chart of version (appVersion app) whose values
+// name the two images by these digests.
+func fakeChart(t *testing.T, version, app, managerDigest, viewerDigest string) []byte {
+	t.Helper()
+	values := fmt.Sprintf("replicas: 2\nimage:\n  repository: ghcr.io/trellis-dev/trellis-manager\n  tag: v0.1.0\n  digest: %s\n"+
+		"viewerImage:\n  repository: ghcr.io/trellis-dev/trellis-viewer\n  tag: v0.1.0\n  digest: %s\n", managerDigest, viewerDigest)
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	tw := tar.NewWriter(zw)
+	for _, f := range []struct{ name, data string }{
+		{"trellis/Chart.yaml", fmt.Sprintf("apiVersion: v2\nname: trellis\nversion: %s\nappVersion: %q\n", version, app)},
+		{"trellis/values.yaml", values},
+	} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(f.data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 func TestVerifyDist(t *testing.T) {
@@ -126,6 +157,18 @@ func TestVerifyDist(t *testing.T) {
 			write(dir, viewerArchive, other)
 			writeChecksums(t, dir)
 		}, "trellis-viewer.tar: holds sha256:"},
+		"a chart of another version": {func(dir string) {
+			write(dir, "trellis-0.1.0.tgz", fakeChart(t, "0.2.0", "v0.2.0", digestOf([]byte("m")), digestOf([]byte("v"))))
+			writeChecksums(t, dir)
+		}, `trellis/Chart.yaml: name "trellis", version "0.2.0", appVersion "v0.2.0"; want trellis, 0.1.0 and v0.1.0`},
+		"a chart naming other images": {func(dir string) {
+			write(dir, "trellis-0.1.0.tgz", fakeChart(t, "0.1.0", "v0.1.0", digestOf([]byte("m")), digestOf([]byte("v"))))
+			writeChecksums(t, dir)
+		}, "trellis/values.yaml: image is ghcr.io/trellis-dev/trellis-manager:v0.1.0@" + digestOf([]byte("m")) + ", images.txt says"},
+		"no chart": {func(dir string) {
+			_ = os.Remove(filepath.Join(dir, "trellis-0.1.0.tgz"))
+			writeChecksums(t, dir)
+		}, "0 Helm charts (trellis-*.tgz), want 1"},
 		"an install.yaml by tag": {func(dir string) {
 			write(dir, installFile, []byte(strings.NewReplacer("MANAGER", "ghcr.io/trellis-dev/trellis-manager:v0.1.0", "VIEWER", "x").Replace(deployment)))
 			writeChecksums(t, dir)

@@ -1,0 +1,454 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The chart is tested by rendering it with the pinned helm (make tools):
+// with its defaults it is config/default, object for object; each value
+// changes what it says and nothing else.
+
+func tool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "bin", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("bin/%s missing: make tools", name)
+	}
+	return p
+}
+
+// helmTemplate renders chart (a directory or .tgz) as release "trellis"
+// in trellis-system and returns the objects by "Kind namespace/name".
+func helmTemplate(t *testing.T, chart string, args ...string) map[string]map[string]any {
+	t.Helper()
+	cmd := exec.Command(tool(t, "helm"), append([]string{"template", "trellis", chart, "--namespace", "trellis-system"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return byName(t, out)
+}
+
+func byName(t *testing.T, manifests []byte) map[string]map[string]any {
+	t.Helper()
+	list, err := splitObjects(manifests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := map[string]map[string]any{}
+	for _, o := range list {
+		key := fmt.Sprintf("%s %s/%s", o["kind"], str(o, "metadata", "namespace"), str(o, "metadata", "name"))
+		if _, dup := objs[key]; dup {
+			t.Fatalf("%s twice", key)
+		}
+		objs[key] = o
+	}
+	return objs
+}
+
+func kustomizeDefault(t *testing.T, config string) map[string]map[string]any {
+	t.Helper()
+	out, err := kustomizeBuild(tool(t, "kustomize"), filepath.Join(config, "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return byName(t, out)
+}
+
+// helmLabels are the labels the chart adds to config's (and the one it replaces).
+var helmLabels = []string{"helm.sh/chart", "app.kubernetes.io/instance", "app.kubernetes.io/version", "app.kubernetes.io/managed-by"}
+
+// withoutHelm is o without Helm's labels and the keep annotation, as JSON
+// values (numbers as float64) so that the two renderings compare.
+func withoutHelm(t *testing.T, o map[string]any) map[string]any {
+	t.Helper()
+	var c map[string]any
+	data, _ := json.Marshal(o)
+	if err := json.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	meta := c["metadata"].(map[string]any)
+	for _, field := range []string{"labels", "annotations"} {
+		m, _ := meta[field].(map[string]any)
+		for _, k := range append(helmLabels, keepAnnotation) {
+			delete(m, k)
+		}
+		if len(m) == 0 {
+			delete(meta, field)
+		}
+	}
+	return c
+}
+
+func keys(m map[string]map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// TestDefaultsRenderConfigDefault: `helm template` with the defaults gives
+// exactly the objects of `kustomize build config/default` (what make deploy
+// and install.yaml apply), but for Helm's labels and the keep annotation.
+func TestDefaultsRenderConfigDefault(t *testing.T) {
+	rendered := helmTemplate(t, "../../charts/trellis")
+	want := kustomizeDefault(t, "../../config")
+	if got, w := keys(rendered), keys(want); !reflect.DeepEqual(got, w) {
+		t.Fatalf("the chart renders\n  %v\nconfig/default has\n  %v", got, w)
+	}
+	for key, o := range rendered {
+		if got, w := withoutHelm(t, o), withoutHelm(t, want[key]); !reflect.DeepEqual(got, w) {
+			g, _ := json.MarshalIndent(got, "", " ")
+			wj, _ := json.MarshalIndent(w, "", " ")
+			t.Errorf("%s differs:\nchart:  %s\nconfig: %s", key, g, wj)
+		}
+		labels, _ := o["metadata"].(map[string]any)["labels"].(map[string]any)
+		if labels["app.kubernetes.io/managed-by"] != "Helm" || labels["app.kubernetes.io/instance"] != "trellis" {
+			t.Errorf("%s lacks Helm's labels: %v", key, labels)
+		}
+	}
+}
+
+// TestKeptOnUninstall: what holds data or restricts (the CRDs, the
+// namespace with the stores' Secrets, the ValidatingAdmissionPolicies and
+// their bindings) carries helm.sh/resource-policy: keep; nothing else does.
+func TestKeptOnUninstall(t *testing.T) {
+	for key, o := range helmTemplate(t, "../../charts/trellis") {
+		kind := o["kind"].(string)
+		want := kind == kindCRD || kind == kindNamespace || strings.HasPrefix(kind, "ValidatingAdmissionPolicy")
+		if got := str(o, "metadata", "annotations", keepAnnotation) == "keep"; got != want {
+			t.Errorf("%s: kept on uninstall %v, want %v", key, got, want)
+		}
+	}
+}
+
+// managerOf is the rendered manager Deployment's pod spec and container.
+func managerOf(t *testing.T, objs map[string]map[string]any) (deployment, pod, container map[string]any) {
+	t.Helper()
+	deployment = objs["Deployment trellis-system/trellis-controller-manager"]
+	if deployment == nil {
+		t.Fatalf("no manager Deployment in %v", keys(objs))
+	}
+	pod = deployment["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	return deployment, pod, pod["containers"].([]any)[0].(map[string]any)
+}
+
+func argsOf(c map[string]any) []string {
+	list := c["args"].([]any)
+	args := make([]string, 0, len(list))
+	for _, a := range list {
+		args = append(args, a.(string))
+	}
+	return args
+}
+
+const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func TestValues(t *testing.T) {
+	defaultArgs := []string{"--leader-elect", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081"}
+	pdb := "PodDisruptionBudget trellis-system/trellis-controller-manager"
+	for name, tc := range map[string]struct {
+		set   []string
+		check func(t *testing.T, objs map[string]map[string]any)
+	}{
+		"replicas, and a PDB with more than one": {[]string{"--set", "replicas=3"}, func(t *testing.T, objs map[string]map[string]any) {
+			d, _, _ := managerOf(t, objs)
+			if got := d["spec"].(map[string]any)["replicas"]; got != 3.0 {
+				t.Errorf("replicas %v, want 3", got)
+			}
+			if got := objs[pdb]["spec"].(map[string]any)["minAvailable"]; got != 1.0 {
+				t.Errorf("PDB minAvailable %v, want 1", got)
+			}
+		}},
+		"no PDB for one replica": {[]string{"--set", "replicas=1"}, func(t *testing.T, objs map[string]map[string]any) {
+			if objs[pdb] != nil {
+				t.Error("a PDB with minAvailable 1 for a single replica would block every drain")
+			}
+		}},
+		"no PDB when disabled": {[]string{"--set", "podDisruptionBudget.enabled=false"}, func(t *testing.T, objs map[string]map[string]any) {
+			if objs[pdb] != nil {
+				t.Error("PDB rendered while disabled")
+			}
+		}},
+		"images by digest": {[]string{"--set", "image.repository=registry.example.com/trellis-manager,image.tag=v1.2.3,image.digest=" + digest,
+			"--set", "viewerImage.repository=registry.example.com/trellis-viewer,viewerImage.tag=,viewerImage.digest=" + digest,
+			"--set", "image.pullPolicy=Always"}, func(t *testing.T, objs map[string]map[string]any) {
+			_, _, c := managerOf(t, objs)
+			if got, want := c["image"], "registry.example.com/trellis-manager:v1.2.3@"+digest; got != want {
+				t.Errorf("image %v, want %s", got, want)
+			}
+			if c["imagePullPolicy"] != "Always" {
+				t.Errorf("imagePullPolicy %v, want Always", c["imagePullPolicy"])
+			}
+			want := append(append([]string{}, defaultArgs...), "--viewer-image=registry.example.com/trellis-viewer@"+digest)
+			if got := argsOf(c); !reflect.DeepEqual(got, want) {
+				t.Errorf("args %q, want %q", got, want)
+			}
+		}},
+		"flags": {[]string{"--set", "viewerImageAllow={registry.example.com/trellis-viewer,registry.example.com/team/*}",
+			"--set", "controllers={tenant,storage}", "--set", "logLevel=debug", "--set", "extraArgs={--tenant-protected-namespaces=infra-.*}"},
+			func(t *testing.T, objs map[string]map[string]any) {
+				_, _, c := managerOf(t, objs)
+				want := append(append([]string{}, defaultArgs...), "--viewer-image=trellis-viewer:dev",
+					"--viewer-image-allow=registry.example.com/trellis-viewer,registry.example.com/team/*",
+					"--controllers=tenant,storage", "--zap-log-level=debug", "--tenant-protected-namespaces=infra-.*")
+				if got := argsOf(c); !reflect.DeepEqual(got, want) {
+					t.Errorf("args %q, want %q", got, want)
+				}
+			}},
+		"numeric log level": {[]string{"--set", "logLevel=3"}, func(t *testing.T, objs map[string]map[string]any) {
+			_, _, c := managerOf(t, objs)
+			if got := argsOf(c); got[len(got)-1] != "--zap-log-level=3" {
+				t.Errorf("args %q, want --zap-log-level=3 last", got)
+			}
+		}},
+		"resources and placement": {[]string{"--set", "resources.limits.memory=1Gi,resources.requests.cpu=200m",
+			"--set", "nodeSelector.pool=system", "--set", "tolerations[0].key=dedicated,tolerations[0].operator=Exists",
+			"--set", "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
+			"--set", "imagePullSecrets[0].name=registry"}, func(t *testing.T, objs map[string]map[string]any) {
+			_, pod, c := managerOf(t, objs)
+			r := c["resources"].(map[string]any)
+			if r["limits"].(map[string]any)["memory"] != "1Gi" || r["requests"].(map[string]any)["cpu"] != "200m" ||
+				r["requests"].(map[string]any)["memory"] != "128Mi" {
+				t.Errorf("resources %v", r)
+			}
+			if pod["nodeSelector"].(map[string]any)["pool"] != "system" {
+				t.Errorf("nodeSelector %v", pod["nodeSelector"])
+			}
+			if tol := pod["tolerations"].([]any); len(tol) != 1 || tol[0].(map[string]any)["key"] != "dedicated" {
+				t.Errorf("tolerations %v", pod["tolerations"])
+			}
+			if pod["affinity"] == nil {
+				t.Error("no affinity")
+			}
+			if s := pod["imagePullSecrets"].([]any); len(s) != 1 || s[0].(map[string]any)["name"] != "registry" {
+				t.Errorf("imagePullSecrets %v", pod["imagePullSecrets"])
+			}
+		}},
+		"a namespace created by someone else": {[]string{"--set", "namespace.create=false"}, func(t *testing.T, objs map[string]map[string]any) {
+			for key := range objs {
+				if strings.HasPrefix(key, "Namespace ") {
+					t.Errorf("%s rendered with namespace.create=false", key)
+				}
+			}
+		}},
+	} {
+		t.Run(name, func(t *testing.T) { tc.check(t, helmTemplate(t, "../../charts/trellis", tc.set...)) })
+	}
+}
+
+// TestSchemaRefusesMistakes: values.schema.json turns a typo or a value
+// the manager would refuse into an error at install, not a default.
+func TestSchemaRefusesMistakes(t *testing.T) {
+	for set, want := range map[string]string{
+		"replica=3":                  "additional properties 'replica' not allowed",
+		"image.digest=sha256:abc":    "/image/digest",
+		"controllers={tenants}":      "/controllers/0",
+		"extraArgs={leader-elect}":   "/extraArgs/0",
+		"image.pullPolicy=Sometimes": "/image/pullPolicy",
+		"namespace.create=yes":       "/namespace/create",
+	} {
+		out, err := exec.Command(tool(t, "helm"), "template", "trellis", "../../charts/trellis", "--set", set).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("--set %s: %v, want an error naming %q:\n%s", set, err, want, out)
+		}
+	}
+}
+
+// TestOtherNamespace: installed elsewhere, every namespaced object and
+// every binding's subject follow the release's namespace.
+func TestOtherNamespace(t *testing.T) {
+	out, err := exec.Command(tool(t, "helm"), "template", "trellis", "../../charts/trellis", "--namespace", "platform").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out, []byte("trellis-system")) {
+		t.Errorf("rendered in namespace platform, the chart still names trellis-system")
+	}
+	objs := byName(t, out)
+	if objs["Namespace /platform"] == nil || objs["Deployment platform/trellis-controller-manager"] == nil {
+		t.Errorf("rendered %v", keys(objs))
+	}
+}
+
+// fixtureConfig is a copy of config/ with the monitoring fixtures of
+// testdata/ (a ServiceMonitor, a PrometheusRule with alert templates, a
+// dashboard) as config/prometheus and config/grafana.
+func fixtureConfig(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, src := range []string{"../../config", "testdata"} {
+		if out, err := exec.Command("cp", "-r", src+"/.", dir).CombinedOutput(); err != nil {
+			t.Fatalf("cp %s: %v %s", src, err, out)
+		}
+	}
+	return dir
+}
+
+func TestMonitoringIsOptional(t *testing.T) {
+	config := fixtureConfig(t)
+	files, err := generate(tool(t, "kustomize"), config, defaultRelease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart := filepath.Join(t.TempDir(), "trellis")
+	if err := writeChart(chart, files); err != nil {
+		t.Fatal(err)
+	}
+	monitor, rule, dashboards := "ServiceMonitor trellis-system/trellis-controller-manager-metrics",
+		"PrometheusRule trellis-system/trellis-alerts", "ConfigMap trellis-system/trellis-grafana-dashboards"
+
+	off := helmTemplate(t, chart)
+	for _, key := range []string{monitor, rule, dashboards} {
+		if off[key] != nil {
+			t.Errorf("%s rendered by default", key)
+		}
+	}
+	// Off, the chart is still config/default.
+	if got, want := keys(off), keys(kustomizeDefault(t, config)); !reflect.DeepEqual(got, want) {
+		t.Errorf("monitoring off renders %v, want %v", got, want)
+	}
+
+	for _, tc := range []struct{ value, key string }{
+		{"monitoring.serviceMonitor.enabled", monitor}, {"monitoring.prometheusRule.enabled", rule}, {"monitoring.dashboard.enabled", dashboards},
+	} {
+		on := helmTemplate(t, chart, "--set", tc.value+"=true")
+		for _, key := range []string{monitor, rule, dashboards} {
+			if (on[key] != nil) != (key == tc.key) {
+				t.Errorf("%s=true: %s rendered %v", tc.value, key, on[key] != nil)
+			}
+		}
+	}
+
+	on := helmTemplate(t, chart, "--set", "monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true")
+	// Prometheus' own templates reach the rule as written, not read by Helm.
+	summary := on[rule]["spec"].(map[string]any)["groups"].([]any)[0].(map[string]any)["rules"].([]any)[0].(map[string]any)["annotations"].(map[string]any)["summary"]
+	if summary != "{{ $labels.namespace }}/{{ $labels.name }} is Stalled" {
+		t.Errorf("the alert's summary is %q", summary)
+	}
+	wantJSON, err := os.ReadFile(filepath.Join(config, "grafana", "trellis-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := on[dashboards]
+	if got := cm["data"].(map[string]any)["trellis-dashboard.json"]; got != strings.TrimRight(string(wantJSON), "\n") {
+		t.Errorf("the dashboard's JSON is\n%v\nwant\n%s", got, wantJSON)
+	}
+	if str(cm, "metadata", "labels", "grafana_dashboard") != "1" {
+		t.Errorf("the dashboards' ConfigMap is labelled %v", cm["metadata"])
+	}
+}
+
+// fakeImages is an images.txt of release v1.2.3.
+func fakeImages(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "images.txt")
+	data := "trellis-manager.tar ghcr.io/trellis-dev/trellis-manager:v1.2.3@" + digest + "\n" +
+		"trellis-viewer.tar ghcr.io/trellis-dev/trellis-viewer:v1.2.3@" + strings.Replace(digest, "0123", "4567", 1) + "\n"
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestPackage: the packaged chart is the same bytes each time, every entry
+// dated the epoch; it renders config/default with the release's images
+// pinned by digest; a stale committed chart is refused.
+func TestPackage(t *testing.T) {
+	rel, err := releaseOf("v1.2.3", fakeImages(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := make([][]byte, 0, 2)
+	for range 2 {
+		dir := t.TempDir()
+		p, err := packageChart(tool(t, "kustomize"), "../../config", "../../charts/trellis", rel, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(p) != "trellis-1.2.3.tgz" {
+			t.Errorf("packaged as %s", p)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		built = append(built, data)
+		if len(built) == 2 {
+			if !bytes.Equal(built[0], built[1]) {
+				t.Fatal("two packages of the same chart differ")
+			}
+			checkEpoch(t, data)
+			objs := helmTemplate(t, p)
+			_, _, c := managerOf(t, objs)
+			if c["image"] != "ghcr.io/trellis-dev/trellis-manager:v1.2.3@"+digest {
+				t.Errorf("the packaged chart runs %v", c["image"])
+			}
+			if args := argsOf(c); args[3] != "--viewer-image=ghcr.io/trellis-dev/trellis-viewer:v1.2.3@"+strings.Replace(digest, "0123", "4567", 1) {
+				t.Errorf("the packaged chart's viewer: %v", args)
+			}
+			labels := objs["Deployment trellis-system/trellis-controller-manager"]["metadata"].(map[string]any)["labels"].(map[string]any)
+			if labels["helm.sh/chart"] != "trellis-1.2.3" || labels["app.kubernetes.io/version"] != "v1.2.3" {
+				t.Errorf("the packaged chart's labels: %v", labels)
+			}
+		}
+	}
+
+	stale := filepath.Join(t.TempDir(), "trellis")
+	if out, err := exec.Command("cp", "-r", "../../charts/trellis", stale).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	p := filepath.Join(stale, "templates", "manager", "deployment-trellis-controller-manager.yaml")
+	data, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, bytes.Replace(data, []byte("replicas:"), []byte("replicas: 1 #"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := packageChart(tool(t, "kustomize"), "../../config", stale, rel, t.TempDir()); err == nil ||
+		!strings.Contains(err.Error(), "templates/manager/deployment-trellis-controller-manager.yaml") {
+		t.Errorf("packaging an edited chart: %v, want it refused naming the file", err)
+	}
+}
+
+func checkEpoch(t *testing.T, data []byte) {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !zr.ModTime.IsZero() && zr.ModTime.Unix() != 0 {
+		t.Errorf("gzip header time %v", zr.ModTime)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.ModTime.Unix() != 0 || !strings.HasPrefix(h.Name, "trellis/") {
+			t.Errorf("%s dated %v", h.Name, h.ModTime)
+		}
+	}
+}
