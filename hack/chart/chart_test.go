@@ -66,7 +66,12 @@ func byName(t *testing.T, manifests []byte) map[string]map[string]any {
 
 func kustomizeDefault(t *testing.T, config string) map[string]map[string]any {
 	t.Helper()
-	out, err := kustomizeBuild(tool(t, "kustomize"), filepath.Join(config, "default"))
+	return kustomizeOverlay(t, filepath.Join(config, "default"))
+}
+
+func kustomizeOverlay(t *testing.T, dir string) map[string]map[string]any {
+	t.Helper()
+	out, err := kustomizeBuild(tool(t, "kustomize"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,8 +116,18 @@ func keys(m map[string]map[string]any) []string {
 // exactly the objects of `kustomize build config/default` (what make deploy
 // and install.yaml apply), but for Helm's labels and the keep annotation.
 func TestDefaultsRenderConfigDefault(t *testing.T) {
-	rendered := helmTemplate(t, "../../charts/trellis")
-	want := kustomizeDefault(t, "../../config")
+	sameObjects(t, helmTemplate(t, "../../charts/trellis"), kustomizeDefault(t, "../../config"))
+}
+
+// TestBucketEventsRenderTheComponent: bucketEvents.enabled renders what
+// `make deploy BUCKET_EVENTS=1` applies (config/default-with-bucket-events).
+func TestBucketEventsRenderTheComponent(t *testing.T) {
+	sameObjects(t, helmTemplate(t, "../../charts/trellis", "--set", "bucketEvents.enabled=true"),
+		kustomizeOverlay(t, "../../config/default-with-bucket-events"))
+}
+
+func sameObjects(t *testing.T, rendered, want map[string]map[string]any) {
+	t.Helper()
 	if got, w := keys(rendered), keys(want); !reflect.DeepEqual(got, w) {
 		t.Fatalf("the chart renders\n  %v\nconfig/default has\n  %v", got, w)
 	}

@@ -59,6 +59,7 @@ const (
 	gateServiceMonitor = ".Values.monitoring.serviceMonitor.enabled"
 	gatePrometheusRule = ".Values.monitoring.prometheusRule.enabled"
 	gateDashboard      = ".Values.monitoring.dashboard.enabled"
+	gateBucketEvents   = ".Values.bucketEvents.enabled"
 	// Kept on uninstall: Trellis' objects and what restricts them.
 	keepAnnotation = "helm.sh/resource-policy"
 )
@@ -80,6 +81,17 @@ type chartDefaults struct {
 	ServiceMonitor  bool
 	PrometheusRule  bool
 	Dashboards      []string
+	// BucketEvents: config/bucket-events exists; its flags and ports join
+	// the manager's, and its objects the chart's, behind bucketEvents.enabled.
+	BucketEvents bool
+	bucketEvents bucketEventsPatch
+}
+
+// bucketEventsPatch is what config/bucket-events adds to the manager
+// container (manager_patch.yaml).
+type bucketEventsPatch struct {
+	args  []string
+	ports []any
 }
 
 // generate returns the chart's files, by path in the chart.
@@ -112,8 +124,12 @@ func generate(kustomize, config string, rel release) (map[string][]byte, error) 
 		return nil, errors.New("config/default has no Namespace: the chart would not know the manager's")
 	}
 	d := &chartDefaults{ChartVersion: rel.chartVersion, AppVersion: rel.appVersion, PodBlocks: map[string]string{}}
+	events, err := bucketEventsComponent(filepath.Join(config, "bucket-events"), d)
+	if err != nil {
+		return nil, err
+	}
 	files := map[string][]byte{}
-	for _, o := range append(objects, monitoring...) {
+	for _, o := range append(append(objects, monitoring...), events...) {
 		p := path.Join("templates", category(o), fileName(o))
 		t, err := templateOf(o, ns, d)
 		if err != nil {
@@ -223,6 +239,55 @@ func monitoringObjects(kustomize, dir string) ([]map[string]any, error) {
 	}
 	return all, nil
 }
+
+// bucketEventsComponent reads config/bucket-events: the objects it adds
+// (marked for the gate) and, into d, the flags and ports its patch adds to
+// the manager container. The component's names are final (it applies over
+// config/default's output), as the chart's are.
+func bucketEventsComponent(dir string, d *chartDefaults) ([]map[string]any, error) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	patch, err := os.ReadFile(filepath.Join(dir, "manager_patch.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var ops []struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	if err := yaml.Unmarshal(patch, &ops); err != nil {
+		return nil, fmt.Errorf("config/bucket-events/manager_patch.yaml: %w", err)
+	}
+	for _, op := range ops {
+		switch {
+		case op.Op == "add" && op.Path == "/spec/template/spec/containers/0/args/-":
+			d.bucketEvents.args = append(d.bucketEvents.args, fmt.Sprint(op.Value))
+		case op.Op == "add" && op.Path == "/spec/template/spec/containers/0/ports/-":
+			d.bucketEvents.ports = append(d.bucketEvents.ports, op.Value)
+		default:
+			return nil, fmt.Errorf("config/bucket-events/manager_patch.yaml: %s %s is not a manager flag or port: teach hack/chart about it", op.Op, op.Path)
+		}
+	}
+	service, err := os.ReadFile(filepath.Join(dir, "service.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	objs, err := splitObjects(service)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		o[bucketEventsMark] = true
+	}
+	d.BucketEvents = true
+	return objs, nil
+}
+
+// bucketEventsMark marks, while the chart is made, an object of
+// config/bucket-events.
+const bucketEventsMark = "\x00bucketEvents"
 
 func kustomizeBuild(kustomize, dir string) ([]byte, error) {
 	var stderr bytes.Buffer
@@ -355,6 +420,10 @@ func templateOf(o map[string]any, ns string, d *chartDefaults) ([]byte, error) {
 
 	gate := ""
 	keep := false
+	if o[bucketEventsMark] == true {
+		delete(o, bucketEventsMark)
+		gate = gateBucketEvents
+	}
 	switch o["kind"] {
 	case kindNamespace:
 		meta["name"] = p.add(inNamespace)
@@ -476,6 +545,13 @@ func templateDeployment(o map[string]any, p *placeholders, d *chartDefaults) err
 			fmt.Sprintf("{{- range .Values.extraArgs }}\n%s- {{ . | quote }}\n{{- end }}", indent),
 		}, "\n")
 	}))
+	if len(d.bucketEvents.args) > 0 {
+		c["args"] = append(c["args"].([]any), p.add(gatedItems(d.bucketEvents.args)))
+	}
+	if len(d.bucketEvents.ports) > 0 {
+		ports, _ := c["ports"].([]any)
+		c["ports"] = append(ports, p.add(gatedItems(d.bucketEvents.ports)))
+	}
 
 	if r, ok := c["resources"]; ok {
 		y, err := yaml.Marshal(r)
@@ -506,6 +582,18 @@ func templateDeployment(o map[string]any, p *placeholders, d *chartDefaults) err
 		pod[p.add(func(indent, _ string) string { return blk(indent, name) })] = ""
 	}
 	return nil
+}
+
+// gatedItems renders list items behind bucketEvents.enabled, in the
+// list's indentation.
+func gatedItems[T any](items []T) func(indent, _ string) string {
+	return func(indent, _ string) string {
+		y, err := yaml.Marshal(items)
+		if err != nil {
+			panic(err) // strings and YAML maps read from a file
+		}
+		return fmt.Sprintf("{{- if %s }}\n%s\n{{- end }}", gateBucketEvents, strings.TrimRight(indentLines(len(indent), string(y)), "\n"))
+	}
 }
 
 func str(o map[string]any, keys ...string) string {
