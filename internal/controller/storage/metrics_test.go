@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// sweepSeries returns the store's trellis_objectstore_sweeps_total series by
+// sweepSeries returns rtStore's trellis_objectstore_sweeps_total series by
 // result, and its trellis_objectstore_sweep_revoked_total series by "revoked "+kind.
-func sweepSeries(t *testing.T, store string) map[string]float64 {
+func sweepSeries(t *testing.T) map[string]float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(sweepsTotal, sweepRevoked)
@@ -29,7 +29,7 @@ func sweepSeries(t *testing.T, store string) map[string]float64 {
 				labels[l.GetName()] = l.GetValue()
 			}
 			switch {
-			case labels["store"] != store:
+			case labels["store"] != rtStore:
 			case f.GetName() == "trellis_objectstore_sweep_revoked_total":
 				out["revoked "+labels["kind"]] = m.GetCounter().GetValue()
 			default:
@@ -53,12 +53,12 @@ func TestSweepSeriesStartAtZero(t *testing.T) {
 	r := f.storeReconciler()
 	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(sweepSeries(t, rtStore)).To(BeEmpty(), "no sweep, no sweep series")
+	g.Expect(sweepSeries(t)).To(BeEmpty(), "no sweep, no sweep series")
 
 	r.sweeps = true
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
-	series := sweepSeries(t, rtStore)
+	series := sweepSeries(t)
 	g.Expect(series).To(HaveLen(len(sweepResults) + 2))
 	for _, result := range append(sweepResults, "revoked account", "revoked grant") {
 		g.Expect(series).To(HaveKeyWithValue(result, 0.0))
@@ -70,7 +70,7 @@ func TestSweepSeriesStartAtZero(t *testing.T) {
 	sweepsTotal.WithLabelValues(rtStore, "StoreUnreachable").Inc()
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(sweepSeries(t, rtStore)).To(HaveKeyWithValue("StoreUnreachable", 1.0))
+	g.Expect(sweepSeries(t)).To(HaveKeyWithValue("StoreUnreachable", 1.0))
 
 	store := rtStoreObj(true)
 	g.Expect(f.c.Get(ctx, client.ObjectKeyFromObject(store), store)).To(Succeed())
@@ -79,5 +79,5 @@ func TestSweepSeriesStartAtZero(t *testing.T) {
 	g.Expect(f.c.Delete(ctx, store)).To(Succeed())
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(sweepSeries(t, rtStore)).To(BeEmpty(), "a deleted store's series go")
+	g.Expect(sweepSeries(t)).To(BeEmpty(), "a deleted store's series go")
 }
