@@ -19,6 +19,9 @@ CONTAINERD_VERSION     ?= v2.3.7
 # golangci-lint v2 with kube-api-linter built in; kube-api-linter has no
 # releases yet, so it is pinned by pseudo-version.
 KUBE_API_LINTER_VERSION ?= v0.0.0-20260716143926-092fe0c72997
+# promtool checks and unit-tests the alerting rules (make test-alerts);
+# Prometheus 3.x is tagged v0.3xx.y in its Go module.
+PROMTOOL_VERSION       ?= v0.316.0
 
 IMG        ?= trellis-manager:dev
 VIEWER_IMG ?= trellis-viewer:dev
@@ -102,6 +105,17 @@ check-generated: manifests generate ## Fail when generated files are not committ
 .PHONY: test-unit
 test-unit: ## Unit and envtest suites only.
 	KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test ./api/... ./internal/... ./cmd/...
+
+# The alerts (config/prometheus/prometheusrule.yaml) as promtool reads them:
+# checked, every alert with a runbook in docs/operations.md, and unit-tested
+# on series shaped like the manager's (config/prometheus/tests).
+.PHONY: test-alerts
+test-alerts: promtool ## Check the alerting rules and run their promtool unit tests.
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(GO) run ./hack/promrule rules -docs docs/operations.md config/prometheus/prometheusrule.yaml $$tmp/trellis.rules.yaml && \
+	cp config/prometheus/tests/*.yaml $$tmp/ && \
+	$(PROMTOOL) check rules $$tmp/trellis.rules.yaml && \
+	$(PROMTOOL) test rules $$tmp/alerts_test.yaml
 
 .PHONY: test-e2e
 test-e2e: tools build images node-packages chromium ## End-to-end suite on a fresh local cluster with a real node.
@@ -237,11 +251,12 @@ release-check: kustomize ## The same commit gives the same release: build CHECK_
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE      ?= $(LOCALBIN)/kustomize
 GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint
+PROMTOOL       ?= $(LOCALBIN)/promtool
 
 .PHONY: tools
-tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd gateway-api-crds ## Build every pinned tool into bin/.
+tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint promtool containerd gateway-api-crds ## Build every pinned tool into bin/.
 
-.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd
+.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint promtool containerd
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
@@ -250,6 +265,7 @@ versitygw: $(LOCALBIN)/versitygw
 controller-gen: $(LOCALBIN)/controller-gen
 kustomize: $(LOCALBIN)/kustomize
 golangci-lint: $(LOCALBIN)/golangci-lint
+promtool: $(LOCALBIN)/promtool
 
 # The Kubernetes commands share one compile, so they are built together (a
 # grouped target: any one missing builds them all, mostly from the build cache).
@@ -291,6 +307,8 @@ $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION):
 	$(call go-install-tool,kustomize,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
 $(LOCALBIN)/golangci-lint-$(KUBE_API_LINTER_VERSION):
 	$(call go-install-tool,golangci-lint,sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter,$(KUBE_API_LINTER_VERSION))
+$(LOCALBIN)/promtool-$(PROMTOOL_VERSION):
+	$(call go-install-tool,promtool,github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
 
 # bin/<tool> is a link to the pinned build, so a changed pin rebuilds it.
 define link-tool
@@ -306,6 +324,7 @@ $(eval $(call link-tool,versitygw,$(VERSITYGW_VERSION)))
 $(eval $(call link-tool,controller-gen,$(CONTROLLER_GEN_VERSION)))
 $(eval $(call link-tool,kustomize,$(KUSTOMIZE_VERSION)))
 $(eval $(call link-tool,golangci-lint,$(KUBE_API_LINTER_VERSION)))
+$(eval $(call link-tool,promtool,$(PROMTOOL_VERSION)))
 
 # The Gateway API's standard-channel CRDs (HTTPRoute and friends), copied from
 # the sigs.k8s.io/gateway-api module that go.mod pins (its module zip carries

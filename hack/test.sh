@@ -27,6 +27,9 @@ if [ "$before" != "$after" ]; then
   echo "generated files were stale: 'make manifests generate' changed them (now updated: commit them)"; exit 1
 fi
 
+step "alerts: promtool check and unit tests of the rules, a runbook for each (make test-alerts)"
+make --no-print-directory -s test-alerts
+
 step "unit and envtest suites"
 go test -count=1 ./...
 
