@@ -20,6 +20,9 @@ HELM_VERSION           ?= v4.3.1
 # golangci-lint v2 with kube-api-linter built in; kube-api-linter has no
 # releases yet, so it is pinned by pseudo-version.
 KUBE_API_LINTER_VERSION ?= v0.0.0-20260716143926-092fe0c72997
+# promtool checks and unit-tests the alerting rules (make test-alerts);
+# Prometheus 3.x is tagged v0.3xx.y in its Go module.
+PROMTOOL_VERSION       ?= v0.316.0
 
 IMG        ?= trellis-manager:dev
 VIEWER_IMG ?= trellis-viewer:dev
@@ -107,6 +110,17 @@ check-generated: manifests generate chart ## Fail when generated files are not c
 .PHONY: test-unit
 test-unit: ## Unit and envtest suites only.
 	KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test ./api/... ./internal/... ./cmd/...
+
+# The alerts (config/prometheus/prometheusrule.yaml) as promtool reads them:
+# checked, every alert with a runbook in docs/operations.md, and unit-tested
+# on series shaped like the manager's (config/prometheus/tests).
+.PHONY: test-alerts
+test-alerts: promtool ## Check the alerting rules and run their promtool unit tests.
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(GO) run ./hack/promrule rules -docs docs/operations.md config/prometheus/prometheusrule.yaml $$tmp/trellis.rules.yaml && \
+	cp config/prometheus/tests/*.yaml $$tmp/ && \
+	$(PROMTOOL) check rules $$tmp/trellis.rules.yaml && \
+	$(PROMTOOL) test rules $$tmp/alerts_test.yaml
 
 .PHONY: test-e2e
 test-e2e: tools build images node-packages chromium ## End-to-end suite on a fresh local cluster with a real node.
@@ -249,11 +263,12 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE      ?= $(LOCALBIN)/kustomize
 GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint
 HELM           ?= $(LOCALBIN)/helm
+PROMTOOL       ?= $(LOCALBIN)/promtool
 
 .PHONY: tools
-tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd gateway-api-crds helm ## Build every pinned tool into bin/.
+tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd gateway-api-crds ## Build every pinned tool into bin/.
 
-.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint containerd helm
+.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
@@ -263,6 +278,7 @@ controller-gen: $(LOCALBIN)/controller-gen
 kustomize: $(LOCALBIN)/kustomize
 golangci-lint: $(LOCALBIN)/golangci-lint
 helm: $(LOCALBIN)/helm
+promtool: $(LOCALBIN)/promtool
 
 # The Kubernetes commands share one compile, so they are built together (a
 # grouped target: any one missing builds them all, mostly from the build cache).
@@ -306,6 +322,8 @@ $(LOCALBIN)/golangci-lint-$(KUBE_API_LINTER_VERSION):
 	$(call go-install-tool,golangci-lint,sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter,$(KUBE_API_LINTER_VERSION))
 $(LOCALBIN)/helm-$(HELM_VERSION):
 	$(call go-install-tool,helm,helm.sh/helm/v4/cmd/helm,$(HELM_VERSION),-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION) -X helm.sh/helm/v4/internal/version.gitTreeState=clean)
+$(LOCALBIN)/promtool-$(PROMTOOL_VERSION):
+	$(call go-install-tool,promtool,github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
 
 # bin/<tool> is a link to the pinned build, so a changed pin rebuilds it.
 define link-tool
@@ -322,6 +340,7 @@ $(eval $(call link-tool,controller-gen,$(CONTROLLER_GEN_VERSION)))
 $(eval $(call link-tool,kustomize,$(KUSTOMIZE_VERSION)))
 $(eval $(call link-tool,golangci-lint,$(KUBE_API_LINTER_VERSION)))
 $(eval $(call link-tool,helm,$(HELM_VERSION)))
+$(eval $(call link-tool,promtool,$(PROMTOOL_VERSION)))
 
 # The Gateway API's standard-channel CRDs (HTTPRoute and friends), copied from
 # the sigs.k8s.io/gateway-api module that go.mod pins (its module zip carries

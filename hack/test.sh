@@ -34,6 +34,9 @@ if grep -q '^monitoring:' charts/trellis/values.yaml; then
   bin/helm lint --strict charts/trellis --set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true
 fi
 
+step "alerts: promtool check and unit tests of the rules, a runbook for each (make test-alerts)"
+make --no-print-directory -s test-alerts
+
 step "unit and envtest suites"
 go test -count=1 ./...
 

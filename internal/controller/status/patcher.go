@@ -217,14 +217,23 @@ type Informers interface {
 // object's next Get, and a status write starts no reconcile (the controllers
 // watch generation changes), so the last status an object was given would be
 // kept until its next periodic check, spec change or resync.
+//
+// It also keeps the kind's trellis_objects series from the same events.
 func (p *Patcher[O, S]) FollowCache(ctx context.Context, informers Informers) error {
 	inf, err := informers.GetInformer(ctx, newObject[O](), cache.BlockUntilSynced(false))
 	if err != nil {
 		return fmt.Errorf("following the cache of %T: %w", newObject[O](), err)
 	}
+	count := newObjectCounter(objectsGauge, kindOf[O]())
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    p.cached,
-		UpdateFunc: func(_, obj any) { p.cached(obj) },
+		AddFunc: func(obj any) {
+			p.cached(obj)
+			count.changed(nil, obj)
+		},
+		UpdateFunc: func(old, obj any) {
+			p.cached(obj)
+			count.changed(old, obj)
+		},
 		DeleteFunc: func(obj any) {
 			if gone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				obj = gone.Obj
@@ -232,6 +241,7 @@ func (p *Patcher[O, S]) FollowCache(ctx context.Context, informers Informers) er
 			if o, ok := obj.(client.Object); ok {
 				p.Forget(client.ObjectKeyFromObject(o))
 			}
+			count.changed(obj, nil)
 		},
 	})
 	return err

@@ -62,6 +62,27 @@ func recordCheck(key types.NamespacedName, result string, healthy bool, took tim
 	healthyGauge.WithLabelValues(key.Namespace, key.Name).Set(v)
 }
 
+// sweepResults are the results a sweep of a store ends with: Clean, Revoked,
+// Capped, StoreNotReady, and why it stopped (sweepOf). Each store's series
+// start at 0 for all of them, so that increase() sees a result's first
+// occurrence too; a result not listed is counted all the same, from 1.
+var sweepResults = []string{
+	SweepClean, SweepRevoked, SweepCapped, ReasonStoreNotReady,
+	string(s3.ReasonStoreUnreachable), string(s3.ReasonAccessDenied), string(s3.ReasonCredentialsMissing),
+	string(s3.ReasonStoreError), string(s3.ReasonInvalidRequest), string(s3.ReasonNotSupported),
+	ReasonInvalidPolicy, ReasonReconcileError,
+}
+
+// startSweepSeries puts the store's sweep series at 0 where they are not yet.
+func startSweepSeries(store string) {
+	for _, r := range sweepResults {
+		sweepsTotal.WithLabelValues(store, r).Add(0)
+	}
+	for _, kind := range []string{"account", "grant"} {
+		sweepRevoked.WithLabelValues(store, kind).Add(0)
+	}
+}
+
 // forgetStoreMetrics drops the series of a deleted ObjectStore.
 func forgetStoreMetrics(store string) {
 	storeUp.DeleteLabelValues(store)

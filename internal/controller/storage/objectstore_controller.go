@@ -61,6 +61,8 @@ type ObjectStoreReconciler struct {
 	// that found the store not answering.
 	storeEvents <-chan event.TypedGenericEvent[*storagev1.ObjectStore]
 	now         func() time.Time
+	// sweeps: the Sweeper runs, so each store's sweep series start at 0.
+	sweeps bool
 }
 
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=objectstores,verbs=get;list;watch;patch
@@ -168,6 +170,9 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // credentials, unless a selector of its spec cannot be used. A store that
 // does not answer is checked again on a back-off.
 func (r *ObjectStoreReconciler) check(ctx context.Context, store *storagev1.ObjectStore, obs *storeObservation) ctrl.Result {
+	if r.sweeps {
+		startSweepSeries(store.Name)
+	}
 	if err := validateSelectors(store); err != nil {
 		// Nothing a store check could change: no request is sent.
 		obs.found = &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInvalidSelector,

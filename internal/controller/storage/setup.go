@@ -139,7 +139,7 @@ func setupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 		client: mgr.GetClient(), recorder: storeRec,
 		status: status.NewPatcher(mgr.GetClient(), storeRec,
 			func(s *storagev1.ObjectStore) *storagev1.ObjectStoreStatus { return &s.Status }, storeStatusEvents...),
-		stores: stores, storeEvents: storeEvents, now: time.Now,
+		stores: stores, storeEvents: storeEvents, now: time.Now, sweeps: opts.StorageSweepInterval > 0,
 	}
 	if err := storeReconciler.SetupWithManager(mgr, opts); err != nil {
 		return err

@@ -1,0 +1,77 @@
+package status
+
+import (
+	"reflect"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/trellis-dev/trellis/internal/conditions"
+)
+
+// objectsGauge counts the objects of each kind in the cache by the one of
+// Ready, Reconciling and Stalled that is True (conditions.Summarize sets
+// exactly one). It follows the cache, not the writes: it counts the statuses
+// the API server holds, on every replica alike, the standby's too.
+var objectsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "trellis_objects",
+	Help: "Objects of a kind in the manager's cache, by which of their conditions Ready, Reconciling and Stalled is True (an object with none True, not reconciled yet, is not counted).",
+}, []string{"kind", "condition"})
+
+func init() {
+	metrics.Registry.MustRegister(objectsGauge)
+}
+
+// summaries are the conditions objectsGauge counts by, Stalled first: the
+// first True one is an object's.
+var summaries = []string{conditions.Stalled, conditions.Reconciling, conditions.Ready}
+
+// objectCounter keeps objectsGauge for one kind from cache events.
+type objectCounter struct {
+	gauge *prometheus.GaugeVec
+	kind  string
+}
+
+// newObjectCounter starts the kind's series at 0, so that each exists from
+// the start and not only once an object is in that state.
+func newObjectCounter(gauge *prometheus.GaugeVec, kind string) objectCounter {
+	for _, c := range summaries {
+		gauge.WithLabelValues(kind, c).Add(0)
+	}
+	return objectCounter{gauge: gauge, kind: kind}
+}
+
+// summaryOf returns the first of summaries that is True on obj, or "".
+func summaryOf(obj any) string {
+	o, ok := obj.(Object)
+	if !ok {
+		return ""
+	}
+	for _, c := range summaries {
+		if conditions.IsTrue(o.GetConditions(), c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// changed moves one object from what old says to what new says; either may
+// be nil (added, deleted).
+func (c objectCounter) changed(old, new any) {
+	from, to := summaryOf(old), summaryOf(new)
+	if from == to {
+		return
+	}
+	if from != "" {
+		c.gauge.WithLabelValues(c.kind, from).Dec()
+	}
+	if to != "" {
+		c.gauge.WithLabelValues(c.kind, to).Inc()
+	}
+}
+
+// kindOf is the name of O's type: Tenant, MarkdownView, ObjectStore...
+func kindOf[O Object]() string {
+	var zero O
+	return reflect.TypeOf(zero).Elem().Name()
+}
