@@ -306,9 +306,9 @@ func TestOtherNamespace(t *testing.T) {
 	}
 }
 
-// fixtureConfig is a copy of config/ with the monitoring fixtures of
-// testdata/ (a ServiceMonitor, a PrometheusRule with alert templates, a
-// dashboard) as config/prometheus and config/grafana.
+// TestMonitoringIsOptional: config/prometheus' ServiceMonitor and
+// PrometheusRule and config/grafana's dashboards render only when their
+// value says so, each as config has it.
 func TestMonitoringIsOptional(t *testing.T) {
 	config := "../../config"
 	files, err := generate(tool(t, "kustomize"), config, defaultRelease)
