@@ -24,11 +24,7 @@ import (
 // CRDs with every Trellis object, the namespaces and the buckets; installed
 // again, the chart's manager serves the sample site and rewrites nothing.
 
-const (
-	helmRelease = "trellis"
-	// trellisChildren lists Trellis' children of these kinds, by label.
-	childKinds = "namespaces,deployments,services,configmaps,secrets,rolebindings,resourcequotas,limitranges,networkpolicies,clusterroles,clusterrolebindings"
-)
+const helmRelease = "trellis"
 
 func helm(t *testing.T, args ...string) string {
 	t.Helper()
@@ -78,8 +74,6 @@ func sameChildren(t *testing.T, when string, before map[string]string) {
 		t.Errorf("%s, Trellis' children changed:\n  %s", when, strings.Join(changed, "\n  "))
 	}
 }
-
-var sampleObjects = []string{"markdownview/markdownview-sample", "tenant/team-a", "objectstore/local-s3", "storagebucket/assets", "bucketaccess/assets-writer"}
 
 func samplesReady(t *testing.T) {
 	t.Helper()
