@@ -178,7 +178,10 @@ func (s accessSync) issue(ctx context.Context) accessResult {
 	if err := s.accounts.PutAccount(ctx, s.want, secret); err != nil {
 		return s.storeFailed("creating the key's account", err)
 	}
-	retiring := slices.Clone(s.retiring)
+	// The key issued now is not retiring, whatever a status written by
+	// another version of Trellis says (one that issued other key ids, and
+	// retired this one): else it would be revoked with the old grace period.
+	retiring := slices.DeleteFunc(slices.Clone(s.retiring), func(k storagev1.RetiringKey) bool { return k.AccessKeyID == s.want })
 	if s.current != "" && s.current != s.want && !slices.ContainsFunc(retiring, func(k storagev1.RetiringKey) bool { return k.AccessKeyID == s.current }) {
 		revokeAt := metav1.NewTime(s.now.Add(s.grace).Truncate(time.Second))
 		retiring = append(retiring, storagev1.RetiringKey{AccessKeyID: s.current, RevokeAt: &revokeAt})

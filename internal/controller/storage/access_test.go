@@ -190,6 +190,14 @@ func TestAccessSync(t *testing.T) {
 			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true,
 			wantGranted: []string{keyV1, keyV2, keyV3}, wantRetiring: []string{keyV1, keyV2}, wantAccounts: []string{keyV1, keyV2, keyV3}, wantPolicyPut: true,
 		},
+		"issuing a key id still retiring (a downgrade and back): it leaves the retiring list": {
+			reason:   "else the key issued now would be revoked when the old one's grace period ends",
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}},
+			mode:     s3.ReadWrite, current: keyV2, want: keyV1, have: true,
+			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow.Add(time.Minute))},
+			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true,
+			wantGranted: []string{keyV1, keyV2}, wantRetiring: []string{keyV2}, wantAccounts: []string{keyV1, keyV2},
+		},
 		"grace period not over": {
 			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}},
 			mode:     s3.ReadWrite, current: keyV2, want: keyV2, have: true,
