@@ -52,6 +52,14 @@ type installation struct {
 	marksKeys bool
 	// policies are the admission policies and bindings it installs, "Kind/name".
 	policies []string
+	// dist is the release's directory (install.yaml, images, the chart).
+	dist string
+	// importImages puts its images on the real node; applyOver installs it
+	// over objects another field manager (Helm) owns, taking their fields.
+	importImages, applyOver func(t *testing.T)
+	// handBack, when set, readies the cluster for `make deploy` after the
+	// test went back to this installation.
+	handBack func(t *testing.T)
 }
 
 // TestUpgradeFromPreviousRelease installs N-1 by kubectl apply of what its
@@ -62,10 +70,50 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	upgradeAndBack(t, old, buildHeadRelease(t))
 }
 
+// TestUpgradeFromPreviousReleaseByHelm installs N-1 as its users did, has
+// HEAD's chart take it over (`helm upgrade --install --take-ownership`, the
+// migration docs/operations.md gives), and goes back to N-1 the documented
+// way: its install.yaml applied taking Helm's fields, then Helm's record of
+// the release deleted.
+func TestUpgradeFromPreviousReleaseByHelm(t *testing.T) {
+	old := buildPrevious(t, previousRelease(t))
+	head := buildHeadRelease(t)
+	charts, err := filepath.Glob(filepath.Join(head.dist, "trellis-*.tgz"))
+	if err != nil || len(charts) != 1 {
+		t.Fatalf("HEAD's release has charts %v (%v), want one", charts, err)
+	}
+	byHelm := head
+	byHelm.name = "HEAD (Helm chart)"
+	byHelm.apply = func(t *testing.T) {
+		t.Helper()
+		head.importImages(t)
+		helm(t, "upgrade", "--install", helmRelease, charts[0], "-n", managerNS, "--take-ownership", "--force-conflicts", "--wait", "--timeout=3m")
+	}
+	back := old
+	back.apply = func(t *testing.T) {
+		t.Helper()
+		old.applyOver(t)
+		if _, err := kubectl("-n", managerNS, "delete", "secret", "-l", "owner=helm,name="+helmRelease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Helm still owns the fields N-1 does not set (the pod's POD_NAME, the
+	// leader Role's labels): `make deploy` takes them back by force once, as
+	// docs/operations.md tells users to.
+	back.handBack = handBackToMakeDeploy
+	upgradeAndBackTo(t, old, byHelm, back)
+}
+
 // upgradeAndBack installs old, applies the samples, changes to head and
 // back to old, checking each change with upgradeCheck. It leaves the
 // manager deployed as useDeployedManager does, for the tests after it.
 func upgradeAndBack(t *testing.T, old, head installation) {
+	t.Helper()
+	upgradeAndBackTo(t, old, head, old)
+}
+
+// upgradeAndBackTo is upgradeAndBack, going back to old by back.
+func upgradeAndBackTo(t *testing.T, old, head, back installation) {
 	t.Helper()
 	if err := stopLocalManager(); err != nil {
 		t.Fatal(err)
@@ -80,9 +128,18 @@ func upgradeAndBack(t *testing.T, old, head installation) {
 				t.Error(err)
 			}
 		}
+		if back.handBack != nil {
+			back.handBack(t)
+		}
 		deployed = false
 		useDeployedManager(t)
 		if patched {
+			// This tree's manager replaces an N-1 key in its own time: the
+			// short grace period stays until it has, and the old key is gone,
+			// or the next test would wait an hour for it.
+			if err := headKeyRetiredAlone(); err != nil {
+				t.Error(err)
+			}
 			if _, err := kubectl("patch", "bucketaccess", "assets-writer", "-n", "default", "--type=json",
 				"-p", `[{"op":"remove","path":"/spec/rotationGracePeriodSeconds"}]`); err != nil {
 				t.Error(err)
@@ -102,14 +159,16 @@ func upgradeAndBack(t *testing.T, old, head installation) {
 	if _, err := kubectl("get", "bucketaccess", "assets-writer", "-n", "default"); err == nil {
 		shortGrace() // before old replaces a key another test's manager issued
 	}
-	old.apply(t)
+	// Over whatever the tests before left: objects another test's Helm
+	// release held share fields with Helm, which only a forced apply takes.
+	old.applyOver(t)
 	waitManagerRunning(t, old)
 	applySamples(t)
 	shortGrace()
 	t.Logf("%s installed, the samples applied", old.name)
 
 	upgradeCheck(t, old, head)
-	upgradeCheck(t, head, old) // the downgrade
+	upgradeCheck(t, head, back) // the downgrade
 }
 
 // testGrace is the sample BucketAccess's rotation grace period in this test.
@@ -306,6 +365,23 @@ func waitKeysRetired(t *testing.T) {
 	}
 }
 
+// headKeyRetiredAlone waits until the sample's key carries this tree's
+// store mark (its manager replaced any key of N-1) and no key is retiring.
+func headKeyRetiredAlone() error {
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		uid, _ := kubectl("get", "objectstore", "local-s3", "-o", "jsonpath={.metadata.uid}")
+		id, _ := kubectl("get", "bucketaccess", "assets-writer", "-n", "default", "-o", "jsonpath={.status.accessKeyID}")
+		if strings.HasPrefix(strings.TrimSpace(id), "TRELLIS"+storeMark(strings.TrimSpace(uid))) {
+			return keysRetired()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the sample BucketAccess holds key %q, not one of store %s's", id, uid)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 func keysRetired() error {
 	deadline := time.Now().Add(testGrace + 90*time.Second)
 	for {
@@ -464,6 +540,7 @@ func buildHeadRelease(t *testing.T) installation {
 	t.Logf("built HEAD's release in %.0fs", time.Since(started).Seconds())
 	inst := installedFrom(t, "HEAD (install.yaml)", dist)
 	inst.marksKeys = true
+	inst.dist = dist
 	return inst
 }
 
@@ -489,7 +566,7 @@ func installedFrom(t *testing.T, name, dir string) installation {
 	if inst.managerImage == "" || inst.viewerImage == "" || !bytes.Contains(manifest, []byte(inst.managerImage)) {
 		t.Fatalf("%s: images.txt names %q, and install.yaml runs another manager", dir, images)
 	}
-	inst.apply = func(t *testing.T) {
+	inst.importImages = func(t *testing.T) {
 		t.Helper()
 		for archive, ref := range refs {
 			args := []string{"node-import", cluster, filepath.Join(dir, archive)}
@@ -500,10 +577,16 @@ func installedFrom(t *testing.T, name, dir string) installation {
 				t.Fatal(err, out)
 			}
 		}
-		if _, err := kubectlIn(manifest, "apply", "--server-side", "-f", "-"); err != nil {
+	}
+	applyWith := func(t *testing.T, extra ...string) {
+		t.Helper()
+		inst.importImages(t)
+		if _, err := kubectlIn(manifest, append([]string{"apply", "--server-side", "-f", "-"}, extra...)...); err != nil {
 			t.Fatal(err)
 		}
 	}
+	inst.apply = func(t *testing.T) { t.Helper(); applyWith(t) }
+	inst.applyOver = func(t *testing.T) { t.Helper(); applyWith(t, "--force-conflicts") }
 	return inst
 }
 
