@@ -190,9 +190,18 @@ spec:
 }
 
 // deployBucketEvents applies `make deploy BUCKET_EVENTS=1` over the deployed
-// manager and waits for the rollout.
+// manager and waits for the rollout. The test's end puts back `make deploy`
+// as it was, the receiver off, as the tests after it expect (a chart taking
+// the manager over must find the Deployment it renders).
 func deployBucketEvents(t *testing.T) {
 	t.Helper()
+	t.Cleanup(func() {
+		if _, err := kubectl("-n", managerNS, "delete", "service", eventsService, "--ignore-not-found"); err != nil {
+			t.Error(err)
+		}
+		deployed = false
+		useDeployedManager(t)
+	})
 	cmd := exec.Command("make", "--no-print-directory", "-C", root, "deploy", "IMG="+deployedImage, "BUCKET_EVENTS=1")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	if out, err := cmd.CombinedOutput(); err != nil {
