@@ -1,16 +1,11 @@
 package main
 
 import (
-	"archive/tar"
 	"compress/gzip"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 )
 
 // chartImage is an image as the chart's values.yaml names it.
@@ -41,7 +36,7 @@ func verifyChart(dir string, images []image) error {
 		Version    string `json:"version"`
 		AppVersion string `json:"appVersion"`
 	}
-	if err := unmarshalYAML(files, "trellis/Chart.yaml", &chart); err != nil {
+	if err := unmarshalFile(files, "trellis/Chart.yaml", &chart); err != nil {
 		return err
 	}
 	version := manager.tag
@@ -56,7 +51,7 @@ func verifyChart(dir string, images []image) error {
 		Image       chartImage `json:"image"`
 		ViewerImage chartImage `json:"viewerImage"`
 	}
-	if err := unmarshalYAML(files, "trellis/values.yaml", &values); err != nil {
+	if err := unmarshalFile(files, "trellis/values.yaml", &values); err != nil {
 		return err
 	}
 	for _, c := range []struct {
@@ -71,17 +66,7 @@ func verifyChart(dir string, images []image) error {
 	return nil
 }
 
-func unmarshalYAML(files map[string][]byte, name string, v any) error {
-	data, ok := files[name]
-	if !ok {
-		return fmt.Errorf("%s is missing from the chart", name)
-	}
-	if err := yaml.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return nil
-}
-
+// readTgz reads a gzipped tar (a packaged chart), as readTar a plain one.
 func readTgz(path string) (map[string][]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -92,20 +77,5 @@ func readTgz(path string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := map[string][]byte{}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			return nil, err
-		}
-		files[h.Name] = data
-	}
+	return readTarFrom(zr)
 }

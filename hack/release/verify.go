@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 const (
@@ -208,7 +209,8 @@ func unmarshalFile(files map[string][]byte, name string, v any) error {
 	if !ok {
 		return fmt.Errorf("%s is missing", name)
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	// sigs.k8s.io/yaml reads JSON (OCI layouts) and YAML (charts) alike.
+	if err := yaml.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
@@ -220,8 +222,13 @@ func readTar(path string) (map[string][]byte, error) {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }()
+	return readTarFrom(f)
+}
+
+// readTarFrom reads the regular files of a tar, by name without "./".
+func readTarFrom(r io.Reader) (map[string][]byte, error) {
 	files := map[string][]byte{}
-	tr := tar.NewReader(f)
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
