@@ -24,8 +24,9 @@ import (
 //     the namespace's standing changed; a bucket with an accepted
 //     spec.policy has its user statements replaced by the spec's anyway.
 //
-// A change of the store's public-access fields re-checks its settled
-// buckets at once instead of at their next due check.
+// A change of the store's public-access fields re-checks at once the
+// settled buckets checked since the manager started; the others, and a
+// namespace's change of standing, wait for their next due check.
 
 // ReasonPublicAccessRemoved is the Warning Event of statements taken out of
 // a bucket's policy in the store.
