@@ -20,6 +20,14 @@ func TestKilledWhileConvergingRecovers(t *testing.T) {
 	if _, err := kubectl("create", "namespace", "crash"); err != nil {
 		t.Fatal(err)
 	}
+	// The views' 100 viewer pods run on the one real node: left in place,
+	// they would load every test after this one, and a change of viewer
+	// image (the upgrade tests) would roll all of them.
+	t.Cleanup(func() {
+		if _, err := kubectl("delete", "namespace", "crash", "--timeout=300s"); err != nil {
+			t.Error(err)
+		}
+	})
 	var manifest strings.Builder
 	for i := range views {
 		fmt.Fprintf(&manifest, "---\napiVersion: view.trellis.dev/v1\nkind: MarkdownView\nmetadata: {name: v%d, namespace: crash}\nspec:\n  markdowns: {index.md: \"# %d\"}\n", i, i)
