@@ -15,12 +15,14 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
 // The StorageBucket scenario: N buckets on one interval against a real
-// versitygw; S3 requests per check, checks per second and their peak, and API
-// writes while nothing changes.
+// versitygw, against a floor of what any operator with a StorageBucket object
+// writes (floorBuckets); S3 requests per check, checks per second and their
+// peak, and API writes while nothing changes.
 
 func (b *bench) bucketScenario() error {
 	ctx := context.Background()
@@ -55,11 +57,16 @@ func (b *bench) bucketScenario() error {
 	if err != nil {
 		return err
 	}
-	b.add(row{Scenario: fmt.Sprintf("%d StorageBuckets created at once", n), Figure: "time until all Ready (floor: buckets made directly)", Value: trellis.took.Seconds(), Unit: "s",
-		Floor: floor.took.Seconds(), Ratio: trellis.took.Seconds() / floor.took.Seconds(), Target: "report", Met: true})
-	b.add(row{Scenario: "same", Figure: "versitygw CPU", Value: trellis.cpu["versitygw"], Unit: "s",
-		Floor: floor.cpu["versitygw"], Ratio: trellis.cpu["versitygw"] / floor.cpu["versitygw"], Target: "report", Met: true})
-	b.add(row{Scenario: "same", Figure: "kube-apiserver CPU", Value: trellis.cpu["kube-apiserver"], Unit: "s", Target: "report", Met: true})
+	ratio := trellis.took.Seconds() / floor.took.Seconds()
+	b.add(row{Scenario: fmt.Sprintf("%d StorageBuckets created at once", n), Figure: "time until all Ready (floor: made in the store + StorageBucket create + one status)", Value: trellis.took.Seconds(), Unit: "s",
+		Floor: floor.took.Seconds(), Ratio: ratio, Target: "≤ 1.5× floor", Met: ratio <= 1.5})
+	for _, p := range []string{"kube-apiserver", "versitygw", "etcd"} {
+		b.add(row{Scenario: "same", Figure: p + " CPU", Value: trellis.cpu[p], Unit: "s",
+			Floor: floor.cpu[p], Ratio: trellis.cpu[p] / floor.cpu[p], Target: "report", Met: true})
+	}
+	b.add(row{Scenario: "same", Figure: "manager CPU", Value: trellis.cpu["manager"], Unit: "s", Target: "report", Met: true})
+	b.add(row{Scenario: "same", Figure: "the manager's API writes per bucket, Events excluded", Value: trellis.writes.withoutEvents() / float64(n), Unit: "writes", Target: "report", Met: true})
+	b.add(row{Scenario: "same", Figure: "the manager's Events per bucket", Value: trellis.writes["events"] / float64(n), Unit: "Events", Target: "report", Met: true})
 	// Let the creation burst pass one interval, then sample checks per second.
 	log("sampling bucket checks for %s", b.cfg.bucketWindow)
 	time.Sleep(b.cfg.bucketInterval)
@@ -102,22 +109,74 @@ func (b *bench) bucketScenario() error {
 	return nil
 }
 
-// floorBuckets makes n buckets directly in the store, as Trellis makes one:
-// CreateBucket, then the ownership tags; no Kubernetes objects.
+// bucketFloorNamespace holds the floor's StorageBuckets while the manager is
+// stopped; they are deleted before it starts again.
+const bucketFloorNamespace = "bucket-floor"
+
+// floorBuckets is what any operator with a StorageBucket object writes for
+// n of them, with Trellis' manager stopped so that nothing else acts on
+// them: the StorageBucket created (the user's write, which Trellis' run
+// has too), the bucket made in the store as Trellis makes one
+// (CreateBucket, then the ownership tags with the object's UID), and one
+// status patch saying it is Ready. The floor's objects are then deleted
+// and the manager started again, waiting until it has re-reconciled what
+// the earlier scenarios left, so Trellis' run does not pay for the restart.
 func (b *bench) floorBuckets(ctx context.Context, n int) (runCost, error) {
 	store, err := s3.New(s3.Config{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", b.s3Port), Region: "us-east-1", PathStyle: true,
 		AccessKey: b.s3Keys[0], SecretKey: b.s3Keys[1]})
 	if err != nil {
 		return runCost{}, err
 	}
-	return b.measure(fmt.Sprintf("floor: %d buckets made directly in the store", n), func() writeCounts { return writeCounts{} },
+	log("stopping the manager for the bucket floor")
+	b.mgr.stop()
+	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bucketFloorNamespace}}); err != nil {
+		return runCost{}, err
+	}
+	floor, err := b.measure(fmt.Sprintf("floor: %d StorageBuckets created, made in the store, one status each", n), b.floorWrites.counts,
 		func() error {
-			return parallel(n, b.cfg.workers, func(i int) error {
-				name := fmt.Sprintf("bench-floor-%d", i)
-				if err := store.CreateBucket(ctx, name); err != nil {
-					return err
-				}
-				return store.SetOwner(ctx, name, s3.Owner{UID: fmt.Sprintf("floor-%d", i), Namespace: "buckets"})
-			})
+			return parallel(n, b.cfg.workers, func(i int) error { return b.floorBucket(ctx, store, i) })
 		}, nil)
+	if err != nil {
+		return runCost{}, err
+	}
+	if err := b.c.DeleteAllOf(ctx, &storagev1.StorageBucket{}, client.InNamespace(bucketFloorNamespace)); err != nil {
+		return runCost{}, err
+	}
+	if err := waitFor(10*time.Minute, func() (bool, error) {
+		left := &storagev1.StorageBucketList{}
+		err := b.c.List(ctx, left, client.InNamespace(bucketFloorNamespace), client.Limit(1))
+		return err == nil && len(left.Items) == 0, err
+	}); err != nil {
+		return runCost{}, fmt.Errorf("deleting the floor's StorageBuckets: %w", err)
+	}
+	took, err := b.restartManager(b.objectsLeft(0))
+	if err != nil {
+		return runCost{}, err
+	}
+	log("manager started again and caught up in %s", took)
+	return floor, nil
+}
+
+// floorBucket writes one StorageBucket of the floor, in the order of an
+// operator: the object exists, its bucket is made and claimed, its status
+// says so.
+func (b *bench) floorBucket(ctx context.Context, store s3.Client, i int) error {
+	sb := &storagev1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: bucketFloorNamespace, Name: fmt.Sprintf("b%d", i)},
+		Spec: storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: "bench-s3"},
+			HealthCheck: &storagev1.HealthCheck{IntervalSeconds: int32(b.cfg.bucketInterval / time.Second)}}}
+	if err := b.floor.Create(ctx, sb); err != nil {
+		return err
+	}
+	name := s3.DeriveBucketName(sb.Namespace, sb.Name)
+	if err := store.CreateBucket(ctx, name); err != nil {
+		return err
+	}
+	if err := store.SetOwner(ctx, name, s3.Owner{UID: string(sb.UID), Namespace: sb.Namespace}); err != nil {
+		return err
+	}
+	base := sb.DeepCopy()
+	sb.Status = storagev1.StorageBucketStatus{ObservedGeneration: sb.Generation, BucketName: name, Claim: storagev1.BucketClaimed}
+	conditions.Summarize(&sb.Status.Conditions, sb.Generation, conditions.Summary{Progress: conditions.Done, Reason: storage.ReasonHealthy,
+		Message: fmt.Sprintf("bucket %s exists in %s and is healthy", name, sb.Spec.StoreRef.Name)})
+	return b.floor.Status().Patch(ctx, sb, client.MergeFrom(base))
 }

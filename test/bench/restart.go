@@ -10,35 +10,17 @@ import (
 // what that writes (nothing), and the manager's memory per object.
 
 func (b *bench) restartScenario() error {
-	want := map[string]int{"markdownview": 0, "tenant": 0, "storagebucket": 0}
-	if b.ran("markdownview") {
-		want["markdownview"] = b.totalViews()
-	}
-	if b.ran("tenant") {
-		want["tenant"] = b.tenantCount()
-	}
+	buckets := 0
 	if b.ran("bucket") {
-		want["storagebucket"] = b.cfg.buckets
+		buckets = b.cfg.buckets
 	}
+	want := b.objectsLeft(buckets)
 	objects := want["markdownview"] + want["tenant"] + want["storagebucket"]
 	log("restarting the manager with %d objects", objects)
-	b.mgr.stop()
-	start := time.Now()
-	if err := b.startManager(); err != nil {
-		return err
-	}
-	if err := waitFor(30*time.Minute, func() (bool, error) {
-		for controller, n := range want {
-			r, err := b.mgr.reconciles(controller)
-			if err != nil || r < float64(n) {
-				return false, err
-			}
-		}
-		return true, nil
-	}); err != nil {
+	took, err := b.restartManager(want)
+	if err != nil {
 		return fmt.Errorf("restart: %w", err)
 	}
-	took := time.Since(start)
 	time.Sleep(3 * time.Second)
 	w, err := b.mgr.writes()
 	if err != nil {
@@ -58,6 +40,40 @@ func (b *bench) restartScenario() error {
 	b.add(row{Scenario: "same", Figure: "manager RSS after the restart (peak)", Value: peak / (1 << 20), Unit: "MiB", Target: "report", Met: true})
 	b.add(row{Scenario: "same", Figure: "manager RSS per object", Value: rss / float64(max(objects, 1)) / 1024, Unit: "KiB", Target: "report", Met: true})
 	return nil
+}
+
+// objectsLeft is how many objects of each controller the scenarios that
+// ran have left in the cluster, with buckets StorageBuckets.
+func (b *bench) objectsLeft(buckets int) map[string]int {
+	want := map[string]int{"markdownview": 0, "tenant": 0, "storagebucket": buckets}
+	if b.ran("markdownview") {
+		want["markdownview"] = b.totalViews()
+	}
+	if b.ran("tenant") {
+		want["tenant"] = b.tenantCount()
+	}
+	return want
+}
+
+// restartManager stops the manager, starts it again and waits until every
+// controller has reconciled at least want of its objects; it returns the
+// time from the stop.
+func (b *bench) restartManager(want map[string]int) (time.Duration, error) {
+	b.mgr.stop()
+	start := time.Now()
+	if err := b.startManager(); err != nil {
+		return 0, err
+	}
+	err := waitFor(30*time.Minute, func() (bool, error) {
+		for controller, n := range want {
+			r, err := b.mgr.reconciles(controller)
+			if err != nil || r < float64(n) {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	return time.Since(start), err
 }
 
 // ran reports whether a scenario is part of this run.
