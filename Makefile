@@ -124,7 +124,7 @@ test-alerts: promtool ## Check the alerting rules and run their promtool unit te
 
 .PHONY: test-e2e
 test-e2e: tools build images node-packages chromium ## End-to-end suite on a fresh local cluster with a real node.
-	$(GO) test -tags e2e -count=1 -timeout 30m ./test/e2e/...
+	$(GO) test -tags e2e -count=1 -timeout 50m ./test/e2e/...
 
 BENCH_ARGS ?=
 VIEWER_BENCH_ARGS ?=

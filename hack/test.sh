@@ -73,7 +73,7 @@ step "end-to-end on a local KWOK cluster with a real node"
 # lines are printed again last, below the managers' logs the suite dumps,
 # so that the end of the output (all a CI page may keep) says what failed.
 mkdir -p .dev
-if ! go test -tags e2e -count=1 -timeout 30m -v ./test/e2e/ 2>&1 | tee .dev/e2e.log | grep -vE '^=== (RUN|PAUSE|CONT)'; then
+if ! go test -tags e2e -count=1 -timeout 50m -v ./test/e2e/ 2>&1 | tee .dev/e2e.log | grep -vE '^=== (RUN|PAUSE|CONT)'; then
   step "e2e: the failed tests again (the whole log: .dev/e2e.log)"
   awk '/^=== RUN/ {buf = ""} {buf = buf $0 "\n"} /^ *--- FAIL/ {printf "%s", buf; buf = ""}' .dev/e2e.log | tail -n 150
   exit 1

@@ -31,13 +31,13 @@ import (
 )
 
 // Upgrades from the release before this tree (N-1) to this tree (HEAD), and
-// back. N-1 is the last release RELEASES names or, while it names none, the
-// baseline it records; the test builds it from a git worktree of its commit
-// (cached under bin/upgrade/COMMIT), installs it as its users did, creates
-// the samples (one of each kind), upgrades to HEAD's release install.yaml,
-// then downgrades to N-1 again (upgradeAndBack). Each side is an
-// installation: another way to install HEAD (the Helm chart) is one more
-// value of that type, and one more test calling upgradeAndBack with it.
+// back, by install.yaml and by the Helm chart; and the migration from what
+// users had before the first release (`make deploy` of the baseline commit)
+// to the chart. RELEASES names both commits; the test builds each from a git
+// worktree of its commit (cached under bin/upgrade/COMMIT), installs it as
+// its users did, creates the samples (one of each kind), changes to HEAD,
+// then back (upgradeAndBackTo). Each side is an installation: one version
+// installed one way.
 
 // installation is one way of installing one version of Trellis.
 type installation struct {
@@ -62,33 +62,45 @@ type installation struct {
 	handBack func(t *testing.T)
 }
 
-// TestUpgradeFromPreviousRelease installs N-1 by kubectl apply of what its
-// users applied, upgrades it to HEAD's release install.yaml, and downgrades
+// TestUpgradeFromPreviousRelease installs N-1 by kubectl apply of its
+// install.yaml, upgrades it to HEAD's release install.yaml, and downgrades
 // it back.
 func TestUpgradeFromPreviousRelease(t *testing.T) {
 	old := buildPrevious(t, previousRelease(t))
 	upgradeAndBack(t, old, buildHeadRelease(t))
 }
 
-// TestUpgradeFromPreviousReleaseByHelm installs N-1 as its users did, has
-// HEAD's chart take it over (`helm upgrade --install --take-ownership`, the
-// migration docs/operations.md gives), and goes back to N-1 the documented
-// way: its install.yaml applied taking Helm's fields, then Helm's record of
-// the release deleted.
+// TestUpgradeFromPreviousReleaseByHelm installs N-1's chart, upgrades it to
+// HEAD's chart with `helm upgrade`, and goes back with `helm rollback`: the
+// commands a Helm user runs.
 func TestUpgradeFromPreviousReleaseByHelm(t *testing.T) {
-	old := buildPrevious(t, previousRelease(t))
-	head := buildHeadRelease(t)
-	charts, err := filepath.Glob(filepath.Join(head.dist, "trellis-*.tgz"))
-	if err != nil || len(charts) != 1 {
-		t.Fatalf("HEAD's release has charts %v (%v), want one", charts, err)
-	}
-	byHelm := head
-	byHelm.name = "HEAD (Helm chart)"
-	byHelm.apply = func(t *testing.T) {
+	old := byHelm(t, buildPrevious(t, previousRelease(t)))
+	head := byHelm(t, buildHeadRelease(t))
+	head.apply = func(t *testing.T) {
 		t.Helper()
 		head.importImages(t)
-		helm(t, "upgrade", "--install", helmRelease, charts[0], "-n", managerNS, "--take-ownership", "--force-conflicts", "--wait", "--timeout=3m")
+		helm(t, "upgrade", helmRelease, head.chart(t), "-n", managerNS, "--wait", "--timeout=3m")
 	}
+	back := old
+	back.apply = func(t *testing.T) {
+		t.Helper()
+		helm(t, "rollback", helmRelease, "-n", managerNS, "--wait", "--timeout=3m")
+	}
+	// The test after it expects `make deploy`: uninstall the chart (CRDs,
+	// namespaces and buckets stay) and apply config/default.
+	back.handBack = handBackToMakeDeploy
+	upgradeAndBackTo(t, old, head, back)
+}
+
+// TestMigrateFromMakeDeployToHelm installs what users had before the first
+// release, `make deploy` of the baseline commit RELEASES names, has HEAD's
+// chart take it over (`helm upgrade --install --take-ownership`, the
+// migration docs/operations.md gives), and goes back to the baseline the
+// documented way: its manifests applied taking Helm's fields, then Helm's
+// record of the release deleted.
+func TestMigrateFromMakeDeployToHelm(t *testing.T) {
+	old := buildPrevious(t, makeDeployBaseline(t))
+	head := byHelm(t, buildHeadRelease(t))
 	back := old
 	back.apply = func(t *testing.T) {
 		t.Helper()
@@ -97,11 +109,41 @@ func TestUpgradeFromPreviousReleaseByHelm(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Helm still owns the fields N-1 does not set (the pod's POD_NAME, the
-	// leader Role's labels): `make deploy` takes them back by force once, as
-	// docs/operations.md tells users to.
+	// Helm still owns the fields the baseline does not set (the pod's
+	// POD_NAME, the leader Role's labels): `make deploy` takes them back by
+	// force once, as docs/operations.md tells users to.
 	back.handBack = handBackToMakeDeploy
-	upgradeAndBackTo(t, old, byHelm, back)
+	upgradeAndBackTo(t, old, head, back)
+}
+
+// byHelm is inst installed by its release's chart, taking over whatever
+// installed Trellis before (`helm upgrade --install --take-ownership
+// --force-conflicts`).
+func byHelm(t *testing.T, inst installation) installation {
+	t.Helper()
+	chart := inst.chart(t)
+	h := inst
+	h.name = strings.Replace(inst.name, "install.yaml", "Helm chart", 1)
+	if h.name == inst.name {
+		h.name += " by its Helm chart"
+	}
+	h.apply = func(t *testing.T) {
+		t.Helper()
+		inst.importImages(t)
+		helm(t, "upgrade", "--install", helmRelease, chart, "-n", managerNS, "--take-ownership", "--force-conflicts", "--wait", "--timeout=3m")
+	}
+	h.applyOver = h.apply
+	return h
+}
+
+// chart is the packaged chart of inst's release.
+func (inst installation) chart(t *testing.T) string {
+	t.Helper()
+	charts, err := filepath.Glob(filepath.Join(inst.dist, "trellis-*.tgz"))
+	if err != nil || len(charts) != 1 {
+		t.Fatalf("%s's release has charts %v (%v), want one", inst.name, charts, err)
+	}
+	return charts[0]
 }
 
 // upgradeAndBack installs old, applies the samples, changes to head and
@@ -444,15 +486,34 @@ type release struct {
 	commit  string
 }
 
-// previousRelease is N-1: RELEASES' last "vX.Y.Z COMMIT" line or, while
-// there is none, its "# baseline COMMIT" line.
+// previousRelease is N-1: RELEASES' last "vX.Y.Z COMMIT" line.
 func previousRelease(t *testing.T) release {
+	t.Helper()
+	last, _ := readReleases(t)
+	if last.commit == "" {
+		t.Fatal("RELEASES names no release")
+	}
+	return last
+}
+
+// makeDeployBaseline is what users installed before the first release:
+// `make deploy` of RELEASES' "# baseline COMMIT".
+func makeDeployBaseline(t *testing.T) release {
+	t.Helper()
+	_, baseline := readReleases(t)
+	if baseline.commit == "" {
+		t.Fatal("RELEASES names no baseline")
+	}
+	return baseline
+}
+
+// readReleases reads RELEASES: its last release, and its baseline.
+func readReleases(t *testing.T) (last, baseline release) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, "RELEASES"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var last, baseline release
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		switch {
@@ -465,13 +526,7 @@ func previousRelease(t *testing.T) release {
 			t.Fatalf("RELEASES: %q is not \"vX.Y.Z COMMIT\"", line)
 		}
 	}
-	if last.commit != "" {
-		return last
-	}
-	if baseline.commit == "" {
-		t.Fatal("RELEASES names no release and no baseline")
-	}
-	return baseline
+	return last, baseline
 }
 
 // buildPrevious builds N-1 from a git worktree of its commit into
@@ -485,9 +540,9 @@ func buildPrevious(t *testing.T, r release) installation {
 		t.Fatal(err)
 	}
 	short := commit[:7]
-	name := "N-1 " + r.version + " (" + short + ")"
+	name := "N-1 " + r.version + " (" + short + ", install.yaml)"
 	if r.version == "" {
-		name = "N-1 baseline (" + short + ", make deploy)"
+		name = "the baseline (" + short + ", make deploy)"
 	}
 	dir := filepath.Join(bin, "upgrade", commit)
 	if _, err := os.Stat(filepath.Join(dir, "install.yaml")); err != nil {
@@ -580,7 +635,6 @@ func buildHeadRelease(t *testing.T) installation {
 	t.Logf("built HEAD's release in %.0fs", time.Since(started).Seconds())
 	inst := installedFrom(t, "HEAD (install.yaml)", dist)
 	inst.marksKeys = true
-	inst.dist = dist
 	return inst
 }
 
@@ -596,7 +650,7 @@ func installedFrom(t *testing.T, name, dir string) installation {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := installation{name: name, policies: admissionPolicies(t, manifest)}
+	inst := installation{name: name, policies: admissionPolicies(t, manifest), dist: dir}
 	refs := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(images)), "\n") {
 		archive, ref, _ := strings.Cut(line, " ")
