@@ -50,3 +50,21 @@ func KStatusOfNew(ctx context.Context, c client.Client, manifest string) (*kstat
 	}
 	return res, err
 }
+
+// KStatusOnServer reads obj (by its kind and key) from the API server,
+// unstructured, as a GitOps tool does: with the defaults the CRD gives, which
+// a typed copy would drop when empty. It returns what kstatus makes of it and
+// what was read.
+func KStatusOnServer(ctx context.Context, c client.Client, obj client.Object) (*kstatus.Result, *unstructured.Unstructured, error) {
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	if err != nil {
+		return nil, nil, err
+	}
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(gvk)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+		return nil, nil, err
+	}
+	res, err := kstatus.Compute(got)
+	return res, got, err
+}

@@ -206,8 +206,9 @@ func (r viewRun) watchScope(labels client.MatchingLabels) (func(client.Object) b
 }
 
 // viewWritesMinimum is what a new MarkdownView needs, Events aside: the
-// ConfigMap, Deployment and Service, and two status writes (rolling out, Ready).
-const viewWritesMinimum = 5
+// ConfigMap, Deployment and Service, and one status write (Ready: a rollout
+// done within 2 minutes writes no RollingOut before it).
+const viewWritesMinimum = 4
 
 // measure runs create, then wait (nil: done once created), which returns
 // when the work was done, and says what it cost.

@@ -63,7 +63,9 @@ func TestAPIServerRestartUnderTheManager(t *testing.T) {
 	waitOutput(t, 90*time.Second, "after the restart", "get", "configmap", "markdowns-rs-before", "-o", "jsonpath={.data.index\\.md}")
 	waitOutput(t, 90*time.Second, "# new", "get", "configmap", "markdowns-rs-after", "-o", "jsonpath={.data.index\\.md}")
 	waitOutput(t, 90*time.Second, "viewer-rs-after", "get", "deployment", "viewer-rs-after", "-o", "jsonpath={.metadata.name}")
-	waitOutput(t, 90*time.Second, "1", "get", "markdownview", "rs-after", "-o", "jsonpath={.status.observedGeneration}")
+	// Its first status is written once it is Ready or, still rolling out,
+	// 2 minutes after it was created (docs/markdownview.md).
+	waitOutput(t, 150*time.Second, "1", "get", "markdownview", "rs-after", "-o", "jsonpath={.status.observedGeneration}")
 }
 
 // waitOutput polls a kubectl command until its output contains want.

@@ -15,7 +15,7 @@ import (
 // the API server holds, on every replica alike, the standby's too.
 var objectsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "trellis_objects",
-	Help: "Objects of a kind in the manager's cache, by which of their conditions Ready, Reconciling and Stalled is True (an object with none True, not reconciled yet, is not counted).",
+	Help: "Objects of a kind in the manager's cache, by which of their conditions Ready, Reconciling and Stalled is True (an object with none True, no status written yet, is not counted).",
 }, []string{"kind", "condition"})
 
 func init() {

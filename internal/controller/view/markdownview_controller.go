@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -235,6 +236,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	next := computeStatus(mv, obs)
 	recordMetrics(mv, next)
+	if wait := firstStatusWait(mv, next, time.Now()); wait > 0 {
+		// A new view rolling out, which its unwritten status already says
+		// (err is nil and result empty: RollingOut is no error, no block).
+		// Looked at again when the grace ends, in case no event comes first.
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	if _, perr := r.status.Patch(ctx, mv, next); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}

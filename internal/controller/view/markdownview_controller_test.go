@@ -58,10 +58,13 @@ func key(ns, name string) types.NamespacedName {
 }
 
 // markAvailable plays the Deployment controller, which envtest does not run.
-func markAvailable(g Gomega, ns, name string) {
+func markAvailable(g Gomega, ns, name string) { markAvailableIn(g, k8s, ns, name) }
+
+// markAvailableIn is markAvailable on the API server c reaches.
+func markAvailableIn(g Gomega, c client.Client, ns, name string) {
 	g.Eventually(func(g Gomega) {
 		d := &appsv1.Deployment{}
-		g.Expect(k8s.Get(context.Background(), key(ns, name), d)).To(Succeed())
+		g.Expect(c.Get(context.Background(), key(ns, name), d)).To(Succeed())
 		n := *d.Spec.Replicas
 		d.Status = appsv1.DeploymentStatus{
 			ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
@@ -70,7 +73,7 @@ func markAvailable(g Gomega, ns, name string) {
 				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
 			},
 		}
-		g.Expect(k8s.Status().Update(context.Background(), d)).To(Succeed())
+		g.Expect(c.Status().Update(context.Background(), d)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 }
 
@@ -117,12 +120,9 @@ func TestCreatesChildrenAndBecomesReady(t *testing.T) {
 	g.Expect(svc.Spec.Ports[0].Port).To(Equal(int32(80)))
 	g.Expect(svc.Spec.Selector).To(Equal(selectorLabels(mv)))
 
-	// Not ready until the Deployment rolls out; then Ready without any polling.
-	g.Eventually(func(g Gomega) {
-		c := readyCondition(g, ns, "handbook")
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-	}, timeout, interval).Should(Succeed())
+	// Not Ready until the Deployment rolls out; then Ready without any polling.
+	g.Expect(k8s.Get(ctx, key(ns, "handbook"), mv)).To(Succeed())
+	g.Expect(meta.IsStatusConditionTrue(mv.Status.Conditions, conditions.Ready)).To(BeFalse())
 	markAvailable(g, ns, "viewer-handbook")
 	g.Eventually(func(g Gomega) {
 		got := &viewv1.MarkdownView{}
@@ -237,6 +237,74 @@ func TestUnchangedMarkdownViewMakesZeroWrites(t *testing.T) {
 	}
 	n, paths := mgrWrites.Writes()
 	g.Expect(n).To(BeZero(), "writes: %v", paths)
+}
+
+// TestNewViewTakesFourWrites: a new view costs the manager four writes (its
+// ConfigMap, Deployment and Service, and one status) and the Ready Event.
+// While the viewer rolls out, the API server serves the view with the status
+// the CRD defaults, observedGeneration 0, which kstatus reads as InProgress;
+// once Ready, it reads Current. After an edit, the status that said Ready is
+// rewritten at once.
+func TestNewViewTakesFourWrites(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	// mine are the manager's writes in ns, the Events apart.
+	mine := func() (writes, events []string) {
+		_, paths := mgrWrites.Writes()
+		for _, p := range paths {
+			switch {
+			case !strings.Contains(p, "/namespaces/"+ns+"/"):
+			case strings.HasPrefix(p, "POST /apis/events.k8s.io/"):
+				events = append(events, p)
+			default:
+				writes = append(writes, p)
+			}
+		}
+		return writes, events
+	}
+	children := []string{
+		"POST /api/v1/namespaces/" + ns + "/configmaps",
+		"PATCH /apis/apps/v1/namespaces/" + ns + "/deployments/viewer-four",
+		"PATCH /api/v1/namespaces/" + ns + "/services/viewer-four",
+	}
+	statusWrite := "PATCH /apis/view.trellis.dev/v1/namespaces/" + ns + "/markdownviews/four/status"
+
+	mv := newMarkdownView(ns, "four", map[string]string{"a.md": "A"})
+	g.Expect(k8s.Create(ctx, mv)).To(Succeed())
+	g.Eventually(func() []string { w, _ := mine(); return w }, timeout, interval).Should(HaveLen(len(children)))
+	// The reconciles the new children start write nothing either.
+	g.Consistently(func() []string { w, _ := mine(); return w }, 2*time.Second, interval).Should(ConsistOf(children))
+
+	res, served, err := testenv.KStatusOnServer(ctx, k8s, mv)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(served.Object["status"]).To(Equal(map[string]any{"observedGeneration": int64(0)}), "the status the CRD defaults")
+	g.Expect(res.Status).To(Equal(kstatus.InProgressStatus), res.Message)
+
+	markAvailable(g, ns, "viewer-four")
+	g.Eventually(func(g Gomega) {
+		res, _, err := testenv.KStatusOnServer(ctx, k8s, mv)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.Status).To(Equal(kstatus.CurrentStatus), res.Message)
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func() []string { _, e := mine(); return e }, timeout, interval).Should(HaveLen(1), "the Ready Event")
+	g.Consistently(func() []string { w, _ := mine(); return w }, 2*time.Second, interval).Should(ConsistOf(append(children, statusWrite)))
+	_, events := mine()
+	g.Expect(events).To(HaveLen(1))
+
+	// An edit: the status said Ready for generation 1; it says RollingOut
+	// for generation 2 without waiting.
+	editView(g, ns, "four", func(mv *viewv1.MarkdownView) { mv.Spec.Replicas = 2 })
+	g.Eventually(func(g Gomega) {
+		got := &viewv1.MarkdownView{}
+		g.Expect(k8s.Get(ctx, key(ns, "four"), got)).To(Succeed())
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(conditions.Get(got.Status.Conditions, conditions.Ready).Reason).To(Equal(ReasonRollingOut))
+		g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Reconciling)).To(BeTrue())
+		res, _, err := testenv.KStatusOnServer(ctx, k8s, mv)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.Status).To(Equal(kstatus.InProgressStatus), res.Message)
+	}, timeout, interval).Should(Succeed())
 }
 
 func TestDoesNotAdoptForeignChildren(t *testing.T) {

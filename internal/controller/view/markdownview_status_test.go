@@ -2,6 +2,7 @@ package view
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -529,4 +530,51 @@ func TestComputeStatusOfAnExposedSite(t *testing.T) {
 	g.Expect(st.URL).To(Equal("https://docs.example.com"))
 	g.Expect(conditions.Get(st.Conditions, conditions.Stalled).Reason).To(Equal(ReasonChildConflict))
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Available)).To(BeTrue(), "the pods serve the site inside the cluster meanwhile")
+}
+
+// TestFirstStatusWaitsOnlyForNews: a view no status was written to keeps the
+// status the CRD defaults while its viewer rolls out, for at most
+// firstStatusGrace; anything else is written at once.
+func TestFirstStatusWaitsOnlyForNews(t *testing.T) {
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	rolling := observation{deployment: statusTestDeployment(2, 1, 0, deployUnavailable, deployProgressing)}
+	served := observation{deployment: statusTestDeployment(2, 2, 2, deployAvailable, deployProgressing)}
+	cases := map[string]struct {
+		age time.Duration
+		// before is what the status written for the previous generation
+		// was computed from; nil: none was written.
+		before *observation
+		// foreign is a status someone else wrote.
+		foreign *viewv1.MarkdownViewStatus
+		obs     observation
+		want    time.Duration
+	}{
+		"new, no Deployment yet":                           {obs: observation{}, want: firstStatusGrace},
+		"new, rolling out":                                 {age: 30 * time.Second, obs: rolling, want: firstStatusGrace - 30*time.Second},
+		"new, rolling out for as long as the grace":        {age: firstStatusGrace, obs: rolling},
+		"new, served":                                      {age: time.Second, obs: served},
+		"new, an error being retried":                      {age: time.Second, obs: observation{failed: errors.New("connection refused")}},
+		"new, blocked":                                     {age: time.Second, obs: observation{blockedReason: ReasonChildConflict, blockedMessage: conflictMessage}},
+		"new, pods refused":                                {age: time.Second, obs: observation{deployment: statusTestDeployment(2, 0, 0, deployUnavailable, deployReplicaFailure)}},
+		"new, the manager's clock behind the API server's": {age: -time.Minute, obs: rolling, want: firstStatusGrace},
+		"Ready for an older generation, rolling out again": {age: time.Second, before: &served, obs: rolling},
+		"RollingOut written before, still rolling out":     {age: time.Second, before: &rolling, obs: rolling},
+		"a status someone else wrote":                      {age: time.Second, foreign: &viewv1.MarkdownViewStatus{ObservedGeneration: statusTestGeneration}, obs: rolling},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			mv := statusTestView(2)
+			mv.CreationTimestamp = metav1.NewTime(now.Add(-tc.age))
+			switch {
+			case tc.before != nil:
+				mv.Generation--
+				mv.Status = roundTrip(g, computeStatus(mv, *tc.before))
+				mv.Generation++
+			case tc.foreign != nil:
+				mv.Status = *tc.foreign
+			}
+			g.Expect(firstStatusWait(mv, computeStatus(mv, tc.obs), now)).To(Equal(tc.want))
+		})
+	}
 }

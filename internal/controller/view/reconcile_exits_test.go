@@ -193,6 +193,45 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 			},
 		},
 
+		// A new view's first status waits for news (firstStatusWait). rxView
+		// has no creationTimestamp, so reads as created long ago; these rows
+		// make it young.
+		"young, rolling out: the children written, the status held until the grace ends": {
+			view: rxView(young), want: rxExit{held: firstStatusGrace - youngAge, writes: newSite},
+		},
+		"young, held, reconciled again: nothing written, held again": {
+			view:  rxView(young),
+			setup: func(g Gomega, f *rxFixture, r *Reconciler) { f.settle(g, r) },
+			want:  rxExit{held: firstStatusGrace - youngAge},
+		},
+		"young, the Deployment available: Ready is the first status written": {
+			view: rxView(young),
+			setup: func(g Gomega, f *rxFixture, r *Reconciler) {
+				f.settle(g, r)
+				f.markAvailable(g)
+			},
+			want: rxExit{ready: ReasonReady, statusWrites: 1, events: []string{"Normal Ready"}},
+		},
+		"young, an API error: ReconcileError at once": {
+			view:  rxView(young),
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["apply Deployment"] = rxUnavailable },
+			want:  with(failed, "create ConfigMap", "apply Service"),
+		},
+		"young, the ConfigMap someone else's: ChildConflict at once": {
+			view: rxView(young), world: []client.Object{rxTaken(&corev1.ConfigMap{}, "markdowns-handbook", true)},
+			want: conflict,
+		},
+		"young and Ready, the spec changed: RollingOut at once": {
+			view: rxView(young),
+			setup: func(g Gomega, f *rxFixture, r *Reconciler) {
+				f.settle(g, r)
+				f.markAvailable(g)
+				f.settle(g, r)
+				f.edit(g, func(mv *viewv1.MarkdownView) { mv.Spec.Replicas = 3 })
+			},
+			want: with(rollingOut, "apply Deployment"),
+		},
+
 		// checkSpec: R6b
 		"image not allowed: ImageNotAllowed, nothing written but the status": {
 			view: rxView(func(mv *viewv1.MarkdownView) { mv.Spec.ViewerImage = "evil.example.net/miner:1" }),
@@ -635,6 +674,14 @@ var (
 	rxGone = apierrors.NewNotFound(schema.GroupResource{Group: viewv1.GroupVersion.Group, Resource: "markdownviews"}, rxName)
 )
 
+// youngAge is how old a young view is: well within firstStatusGrace.
+const youngAge = 10 * time.Second
+
+// young makes a view youngAge old.
+func young(mv *viewv1.MarkdownView) {
+	mv.CreationTimestamp = metav1.NewTime(time.Now().Add(-youngAge))
+}
+
 // rxView is MarkdownView docs/handbook, one small file, generation 2.
 func rxView(edits ...func(*viewv1.MarkdownView)) *viewv1.MarkdownView {
 	mv := &viewv1.MarkdownView{
@@ -687,8 +734,11 @@ func rxHolds(text string) func(Gomega, *rxFixture, *viewv1.MarkdownView, error) 
 type rxExit struct {
 	// err is the class of the error returned (None: no error).
 	err apierr.Class
-	// requeue: again in about setup.ForeignChildRetry; otherwise no requeue at all.
+	// requeue: again in about setup.ForeignChildRetry; otherwise no requeue
+	// at all, unless held.
 	requeue bool
+	// held: a new view's first status was held back, again in about this.
+	held time.Duration
 	// ready is Ready's reason afterwards; "" when the view has none (no
 	// status was ever written) or is gone.
 	ready string
@@ -708,9 +758,12 @@ type rxExit struct {
 // now holds it (nil when there is none).
 func (w rxExit) check(g Gomega, f *rxFixture, res ctrl.Result, err error) *viewv1.MarkdownView {
 	g.Expect(apierr.Classify(err)).To(Equal(w.err), "error %v", err)
-	if w.requeue {
+	switch {
+	case w.requeue:
 		g.Expect(res.RequeueAfter).To(BeNumerically("~", setup.ForeignChildRetry, setup.ForeignChildRetry/10))
-	} else {
+	case w.held > 0:
+		g.Expect(res.RequeueAfter).To(BeNumerically("~", w.held, 5*time.Second))
+	default:
 		g.Expect(res).To(Equal(ctrl.Result{}))
 	}
 	g.Expect(f.statusWrites()).To(Equal(w.statusWrites), "status writes %v", f.writes)

@@ -8,11 +8,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
@@ -38,7 +40,7 @@ func reconcilesSoFar(g Gomega) float64 {
 }
 
 // TestRestartedManagerWritesNothing: a manager that starts on converged
-// MarkdownViews reconciles every one and writes nothing. (Client-go hands
+// (Ready) MarkdownViews reconciles every one and writes nothing. (Client-go hands
 // the cache transforms each object of the initial list twice; a transform
 // that took its own trimmed copy for a live object would see every
 // ConfigMap as changed and rewrite it.)
@@ -62,12 +64,16 @@ func TestRestartedManagerWritesNothing(t *testing.T) {
 		}
 		g.Expect(c.Create(ctx, mv)).To(Succeed())
 	}
+	for i := range views {
+		markAvailableIn(g, c, "docs", fmt.Sprintf("viewer-v%d", i))
+	}
 	g.Eventually(func(g Gomega) {
 		list := &viewv1.MarkdownViewList{}
 		g.Expect(c.List(ctx, list)).To(Succeed())
 		g.Expect(list.Items).To(HaveLen(views))
 		for _, mv := range list.Items {
 			g.Expect(mv.Status.ObservedGeneration).To(Equal(mv.Generation))
+			g.Expect(meta.IsStatusConditionTrue(mv.Status.Conditions, conditions.Ready)).To(BeTrue(), mv.Name)
 		}
 		cms := &corev1.ConfigMapList{}
 		g.Expect(c.List(ctx, cms, client.InNamespace("docs"))).To(Succeed())
