@@ -27,15 +27,7 @@ func (b *bench) restartScenario() error {
 	if err := b.startManager(); err != nil {
 		return err
 	}
-	if err := waitFor(30*time.Minute, func() (bool, error) {
-		for controller, n := range want {
-			r, err := b.mgr.reconciles(controller)
-			if err != nil || r < float64(n) {
-				return false, err
-			}
-		}
-		return true, nil
-	}); err != nil {
+	if err := b.waitReconciled(want); err != nil {
 		return fmt.Errorf("restart: %w", err)
 	}
 	took := time.Since(start)
@@ -58,6 +50,20 @@ func (b *bench) restartScenario() error {
 	b.add(row{Scenario: "same", Figure: "manager RSS after the restart (peak)", Value: peak / (1 << 20), Unit: "MiB", Target: "report", Met: true})
 	b.add(row{Scenario: "same", Figure: "manager RSS per object", Value: rss / float64(max(objects, 1)) / 1024, Unit: "KiB", Target: "report", Met: true})
 	return nil
+}
+
+// waitReconciled waits until the manager has reconciled, since it started,
+// at least as many objects as want says, by controller.
+func (b *bench) waitReconciled(want map[string]int) error {
+	return waitFor(30*time.Minute, func() (bool, error) {
+		for controller, n := range want {
+			r, err := b.mgr.reconciles(controller)
+			if err != nil || r < float64(n) {
+				return false, err
+			}
+		}
+		return true, nil
+	})
 }
 
 // ran reports whether a scenario is part of this run.
