@@ -23,6 +23,10 @@ KUBE_API_LINTER_VERSION ?= v0.0.0-20260716143926-092fe0c72997
 # promtool checks and unit-tests the alerting rules (make test-alerts);
 # Prometheus 3.x is tagged v0.3xx.y in its Go module.
 PROMTOOL_VERSION       ?= v0.316.0
+# Capsule, the peer make bench runs beside Trellis' Tenants. The module proxy
+# does not serve it: its released source is kept, unchanged, in PEERS.
+CAPSULE_VERSION        ?= v0.14.0
+PEERS                  ?= $(abspath $(CURDIR)/../shared/peers)
 
 IMG        ?= trellis-manager:dev
 VIEWER_IMG ?= trellis-viewer:dev
@@ -131,7 +135,7 @@ VIEWER_BENCH_ARGS ?=
 # MarkdownViews of each kind (small, maximal, worst) for the manager's memory per view.
 MEMORY_BENCH_VIEWS ?= 80
 .PHONY: bench
-bench: tools build ## Micro-benchmarks, viewer latency on loopback, manager memory per MarkdownView, then scale benchmarks on a fresh local cluster (tens of minutes; BENCH_ARGS=--smoke for a quick run).
+bench: tools build capsule ## Micro-benchmarks, viewer latency on loopback, manager memory per MarkdownView, then scale benchmarks on a fresh local cluster beside Capsule (tens of minutes; BENCH_ARGS=--smoke for a quick run).
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/...
 	$(GO) run ./test/bench/viewerload --viewer $(LOCALBIN)/viewer $(VIEWER_BENCH_ARGS)
 	TRELLIS_MEMORY_VIEWS=$(MEMORY_BENCH_VIEWS) KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test -count=1 -timeout 30m -run='^TestManagerMemoryPerView$$' -v ./internal/controller/view/ | grep -E 'memory_test.go|^(ok|FAIL|---)'
@@ -280,6 +284,9 @@ golangci-lint: $(LOCALBIN)/golangci-lint
 helm: $(LOCALBIN)/helm
 promtool: $(LOCALBIN)/promtool
 
+.PHONY: capsule
+capsule: $(LOCALBIN)/capsule ## Build Capsule (CAPSULE_VERSION) from its released source in PEERS, for make bench.
+
 # The Kubernetes commands share one compile, so they are built together (a
 # grouped target: any one missing builds them all, mostly from the build cache).
 $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c)-$(KUBE_VERSION)) &:
@@ -325,6 +332,13 @@ $(LOCALBIN)/helm-$(HELM_VERSION):
 $(LOCALBIN)/promtool-$(PROMTOOL_VERSION):
 	$(call go-install-tool,promtool,github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
 
+# Capsule's source, unpacked beside its binary; its CRDs are applied from there.
+$(LOCALBIN)/capsule-$(CAPSULE_VERSION): $(PEERS)/capsule-$(CAPSULE_VERSION).tar.gz
+	@mkdir -p $(LOCALBIN)/.src
+	rm -rf $(LOCALBIN)/.src/capsule-$(CAPSULE_VERSION)
+	tar -xzf $< -C $(LOCALBIN)/.src
+	cd $(LOCALBIN)/.src/capsule-$(CAPSULE_VERSION) && $(GO) build -trimpath -ldflags "-s -w" -o $@ ./cmd/controller
+
 # bin/<tool> is a link to the pinned build, so a changed pin rebuilds it.
 define link-tool
 $(LOCALBIN)/$(1): $(LOCALBIN)/$(1)-$(2)
@@ -341,6 +355,7 @@ $(eval $(call link-tool,kustomize,$(KUSTOMIZE_VERSION)))
 $(eval $(call link-tool,golangci-lint,$(KUBE_API_LINTER_VERSION)))
 $(eval $(call link-tool,helm,$(HELM_VERSION)))
 $(eval $(call link-tool,promtool,$(PROMTOOL_VERSION)))
+$(eval $(call link-tool,capsule,$(CAPSULE_VERSION)))
 
 # The Gateway API's standard-channel CRDs (HTTPRoute and friends), copied from
 # the sigs.k8s.io/gateway-api module that go.mod pins (its module zip carries

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,7 +56,9 @@ type config struct {
 	out                                 string
 	keep                                bool
 	managerArgs                         string
-	scenarios                           string
+	// capsuleArgs are extra flags for Capsule (the capsule scenario).
+	capsuleArgs string
+	scenarios   string
 	// tenantGuardrails says which Tenant variants run: none, all, or both.
 	tenantGuardrails string
 	// tenantRounds is how many Trellis runs each Tenant variant has, each
@@ -99,6 +102,9 @@ type bench struct {
 	s3Keys [2]string
 	mgr    *managerProc
 	rows   []row
+	// tenantRowsEnd is where the Tenant scenario's rows end: peers' rows
+	// (capsule.go) are shown there, next to them.
+	tenantRowsEnd int
 	// points are the convergence times per size, for the chart.
 	points []convergence
 	// progressSeen: the progress lines already logged.
@@ -131,7 +137,8 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "bench/results", "directory for the JSON results")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster afterwards")
 	flag.StringVar(&cfg.managerArgs, "manager-args", "", "extra manager flags, space-separated (to compare settings)")
-	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,restart,memory,writecost", "which scenarios to run (memory needs markdownview; writecost runs last and stops the manager)")
+	flag.StringVar(&cfg.capsuleArgs, "capsule-args", "", "extra Capsule flags, space-separated (the capsule scenario runs it with its chart's defaults)")
+	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,restart,memory,capsule,writecost", "which scenarios to run (memory needs markdownview; capsule needs bin/capsule (make capsule) and stops the manager; writecost runs last and stops the manager)")
 	replot := flag.String("replot", "", "no cluster: redraw the chart (--chart) from the points of this saved make bench results file and of --scale-results")
 	scale := flag.Bool("scale", false, "the one-off scale run (make bench-scale): --scale-size MarkdownViews, Tenants and StorageBuckets; its results (docs/performance-scale.json) join the chart of later runs")
 	scaleSize := flag.Int("scale-size", 10000, "objects of each kind in the --scale run")
@@ -145,9 +152,14 @@ func main() {
 	if *smoke {
 		cfg = config{viewSizes: []int{10, 20}, markdownViews: 20, unrelated: 200, tenants: 10, buckets: 20, edits: 5, workers: 8,
 			bucketInterval: 10 * time.Second, bucketWindow: 20 * time.Second, quiet: 5 * time.Second, out: cfg.out,
-			managerArgs: cfg.managerArgs, scenarios: cfg.scenarios, tenantGuardrails: cfg.tenantGuardrails, tenantRounds: 1,
+			managerArgs: cfg.managerArgs, capsuleArgs: cfg.capsuleArgs, scenarios: cfg.scenarios, tenantGuardrails: cfg.tenantGuardrails, tenantRounds: 1,
 			profileDir: cfg.profileDir, profileFor: cfg.profileFor,
 			viewsPerNamespace: 8} // spread, so the smoke runs that path too
+	}
+	if *smoke && !flagSet("scenarios") {
+		// make test's smoke run must not depend on the peers' source
+		// (make capsule); --scenarios can still ask for it.
+		cfg.scenarios = strings.Join(slices.DeleteFunc(splitList(cfg.scenarios), func(s string) bool { return s == "capsule" }), ",")
 	}
 	if *scale {
 		n := *scaleSize
@@ -231,6 +243,7 @@ func run(cfg config) error {
 		run  func() error
 	}{{"markdownview", b.markdownViewScenarios}, {"tenant", b.tenantScenario}, {"bucket", b.bucketScenario},
 		{"restart", b.restartScenario}, {"memory", b.memoryScenario},
+		{"capsule", b.capsuleScenario},     // after every scenario that needs the manager: it stops it
 		{"writecost", b.writeCostScenario}} // last: it stops the manager
 	for _, step := range steps {
 		if !b.ran(step.name) {
@@ -249,6 +262,13 @@ func run(cfg config) error {
 		return err
 	}
 	return b.report()
+}
+
+// flagSet says whether the command line set the flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func splitList(s string) []string {

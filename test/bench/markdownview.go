@@ -38,6 +38,9 @@ type runCost struct {
 	took   time.Duration
 	writes writeCounts
 	cpu    cpuSample
+	// requests is every request of the manager by verb and resource, for
+	// the log (Tenant runs only).
+	requests writeCounts
 }
 
 func (b *bench) markdownViewScenarios() error {

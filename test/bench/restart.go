@@ -64,7 +64,14 @@ func (b *bench) restartManager(want map[string]int) (time.Duration, error) {
 	if err := b.startManager(); err != nil {
 		return 0, err
 	}
-	err := waitFor(30*time.Minute, func() (bool, error) {
+	err := b.waitReconciled(want)
+	return time.Since(start), err
+}
+
+// waitReconciled waits until the manager has reconciled, since it started,
+// at least as many objects as want says, by controller.
+func (b *bench) waitReconciled(want map[string]int) error {
+	return waitFor(30*time.Minute, func() (bool, error) {
 		for controller, n := range want {
 			r, err := b.mgr.reconciles(controller)
 			if err != nil || r < float64(n) {
@@ -73,7 +80,6 @@ func (b *bench) restartManager(want map[string]int) (time.Duration, error) {
 		}
 		return true, nil
 	})
-	return time.Since(start), err
 }
 
 // ran reports whether a scenario is part of this run.
