@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,6 +28,11 @@ import (
 func (b *bench) bucketScenario() error {
 	ctx := context.Background()
 	n := b.cfg.buckets
+	// A StorageBucket gets its finalizer at admission, the floor's as
+	// Trellis' (the create costs both the same).
+	if err := b.installAdmissionPolicy(); err != nil {
+		return err
+	}
 	if err := b.c.Create(ctx, &storagev1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "bench-s3"}, Spec: storagev1.ObjectStoreSpec{
 		Endpoint: fmt.Sprintf("http://127.0.0.1:%d", b.s3Port), Region: "us-east-1", PathStyle: ptr.To(true),
 		CredentialsSecretRef: storagev1.SecretReference{Namespace: "trellis-system", Name: "s3"},
@@ -65,8 +71,11 @@ func (b *bench) bucketScenario() error {
 			Floor: floor.cpu[p], Ratio: trellis.cpu[p] / floor.cpu[p], Target: "report", Met: true})
 	}
 	b.add(row{Scenario: "same", Figure: "manager CPU", Value: trellis.cpu["manager"], Unit: "s", Target: "report", Met: true})
-	b.add(row{Scenario: "same", Figure: "the manager's API writes per bucket, Events excluded", Value: trellis.writes.withoutEvents() / float64(n), Unit: "writes", Target: "report", Met: true})
-	b.add(row{Scenario: "same", Figure: "the manager's Events per bucket", Value: trellis.writes["events"] / float64(n), Unit: "Events", Target: "report", Met: true})
+	perBucket, events := trellis.writes.withoutEvents()/float64(n), trellis.writes["events"]/float64(n)
+	b.add(row{Scenario: "same", Figure: "the manager's API writes per bucket, Events excluded", Value: perBucket, Unit: "writes",
+		Target: fmt.Sprintf("= %d (design minimum)", bucketWritesMinimum), Met: perBucket <= bucketWritesMinimum+0.05})
+	b.add(row{Scenario: "same", Figure: "the manager's Events per bucket", Value: events, Unit: "Events",
+		Target: fmt.Sprintf("= %d (design minimum)", bucketEventsMinimum), Met: events <= bucketEventsMinimum+0.05})
 	// Let the creation burst pass one interval, then sample checks per second.
 	log("sampling bucket checks for %s", b.cfg.bucketWindow)
 	time.Sleep(b.cfg.bucketInterval)
@@ -109,6 +118,16 @@ func (b *bench) bucketScenario() error {
 	return nil
 }
 
+// bucketWritesMinimum and bucketEventsMinimum are the design minimum of a
+// new StorageBucket (docs/performance.md): two status writes, the intent to
+// create (recorded before the store is asked: what makes a crash or a
+// second claimant safe) and Healthy, the finalizer having come with the
+// user's create (config/admission); and one Event, BucketCreated.
+const (
+	bucketWritesMinimum = 2
+	bucketEventsMinimum = 1
+)
+
 // bucketFloorNamespace holds the floor's StorageBuckets while the manager is
 // stopped; they are deleted before it starts again.
 const bucketFloorNamespace = "bucket-floor"
@@ -137,6 +156,14 @@ func (b *bench) floorBuckets(ctx context.Context, n int) (runCost, error) {
 			return parallel(n, b.cfg.workers, func(i int) error { return b.floorBucket(ctx, store, i) })
 		}, nil)
 	if err != nil {
+		return runCost{}, err
+	}
+	// They got Trellis' finalizer at admission, and no manager runs to
+	// take it off.
+	if err := parallel(n, b.cfg.workers, func(i int) error {
+		sb := &storagev1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: bucketFloorNamespace, Name: fmt.Sprintf("b%d", i)}}
+		return b.c.Patch(ctx, sb, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	}); err != nil {
 		return runCost{}, err
 	}
 	if err := b.c.DeleteAllOf(ctx, &storagev1.StorageBucket{}, client.InNamespace(bucketFloorNamespace)); err != nil {

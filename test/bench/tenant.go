@@ -26,8 +26,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage"
 	"github.com/trellis-dev/trellis/internal/controller/tenancy"
 	"github.com/trellis-dev/trellis/internal/manager"
 )
@@ -342,8 +344,9 @@ func (b *bench) tenantFloorClient() (client.Client, float64, int, error) {
 
 // installAdmissionPolicy applies config/admission, as `make deploy` does:
 // the floor's objects and Trellis' go through the same admission. It waits
-// until a Tenant (a dry run) is created with its finalizer: the API server
-// takes a moment to load a new policy.
+// until a Tenant and a StorageBucket (dry runs) are created with their
+// finalizers: the API server takes a moment to load a new policy. Applying
+// it again (each scenario that counts writes does) changes nothing.
 func (b *bench) installAdmissionPolicy() error {
 	out, err := exec.Command(filepath.Join(b.bin, "kustomize"), "build", filepath.Join(b.root, "config", "admission")).Output()
 	if err != nil {
@@ -355,11 +358,15 @@ func (b *bench) installAdmissionPolicy() error {
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		probe := benchTenant(tenantVariants[0], 0, -1)
 		err := b.c.Create(context.Background(), probe, client.DryRunAll)
-		if err == nil && slices.Contains(probe.Finalizers, tenancy.Finalizer) {
+		bucket := &storagev1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "buckets", Name: "probe"},
+			Spec: storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: "probe"}}}
+		errBucket := b.c.Create(context.Background(), bucket, client.DryRunAll)
+		if err == nil && slices.Contains(probe.Finalizers, tenancy.Finalizer) &&
+			errBucket == nil && slices.Contains(bucket.Finalizers, storage.BucketFinalizer) {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("config/admission: a Tenant is still created without its finalizer (%v)", err)
+			return fmt.Errorf("config/admission: a Tenant or StorageBucket is still created without its finalizer (%v, %v)", err, errBucket)
 		}
 	}
 }

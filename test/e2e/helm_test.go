@@ -153,8 +153,10 @@ func TestHelmChartTakesOverUninstallsAndInstalls(t *testing.T) {
 	if uid("-n", managerNS, "deployment", deployment) != "" {
 		t.Error("the manager's Deployment outlived helm uninstall")
 	}
-	if uid("mutatingadmissionpolicy", "trellis-tenant-finalizer") != "" {
-		t.Error("the Tenant finalizer policy outlived helm uninstall (no manager would remove its finalizer)")
+	for _, kind := range []string{"tenant", "storagebucket", "bucketaccess"} {
+		if uid("mutatingadmissionpolicy", "trellis-"+kind+"-finalizer") != "" {
+			t.Errorf("the %s finalizer policy outlived helm uninstall (no manager would remove its finalizer)", kind)
+		}
 	}
 	for ns, id := range namespaces {
 		if got := uid("namespace", ns); got != id {

@@ -231,8 +231,10 @@ const testGrace = 45 * time.Second
 //     the bucket its objects, every account in the store stays but the
 //     keys BucketAccesses retire, and a replaced key works through its
 //     grace period, then is revoked;
-//   - the admission policies and bindings are never absent: a watch from
-//     before the change to after it sees none deleted, and their UIDs stay.
+//   - the admission policies and bindings both versions install are never
+//     absent: a watch from before the change to after it sees none deleted,
+//     and their UIDs stay; those new in the version changed to are there
+//     after it.
 //
 // A change of the key ids' form is safe only once the keys replaced by the
 // change before are revoked (docs/operations.md, "Downgrade"): it waits for
@@ -252,7 +254,18 @@ func upgradeCheck(t *testing.T, from, to installation) {
 	accounts := accountsOf(t, "TRELLIS")
 	keysBefore := accessKeys(t)
 
-	policies := watchPolicies(t, append(slices.Clone(from.policies), to.policies...))
+	// The policies both versions install must never be absent; one only
+	// the new version has must be there after (one only the old has may go:
+	// Helm deletes it, kubectl apply leaves it).
+	var kept, added []string
+	for _, p := range to.policies {
+		if slices.Contains(from.policies, p) {
+			kept = append(kept, p)
+		} else {
+			added = append(added, p)
+		}
+	}
+	policies := watchPolicies(t, kept)
 	notReady := watchReady(t)
 	to.apply(t)
 	waitManagerRunning(t, to)
@@ -279,6 +292,12 @@ func upgradeCheck(t *testing.T, from, to installation) {
 	waitSamplesReady(t)
 	after := settledChildren(t)
 	policies.check(t)
+	for _, p := range added {
+		kind, name, _ := strings.Cut(p, "/")
+		if _, err := kubectl("get", strings.ToLower(kind), name); err != nil {
+			t.Errorf("%s, new in %s, is not installed: %v", p, to.name, err)
+		}
+	}
 	// A view whose viewer image changes rolls its Deployment: RollingOut,
 	// not Ready, until the new pod is available; the old one serves till then.
 	rollout := "MarkdownView/markdownview-sample Ready=False RollingOut"

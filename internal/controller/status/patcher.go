@@ -118,8 +118,11 @@ func (p *Patcher[O, S]) Get(ctx context.Context, key types.NamespacedName, obj O
 }
 
 // Patch writes next as obj's status when it differs from obj's, then raises
-// the Events the rules ask for. It reports whether it wrote.
-func (p *Patcher[O, S]) Patch(ctx context.Context, obj O, next S) (bool, error) {
+// the Events the rules ask for, except those about the conditions in told:
+// the caller raises an Event of its own that says more (a bucket it created
+// says so; "Healthy" besides would tell a person nothing new). It reports
+// whether it wrote.
+func (p *Patcher[O, S]) Patch(ctx context.Context, obj O, next S, told ...string) (bool, error) {
 	if equality.Semantic.DeepEqual(*p.status(obj), next) {
 		return false, nil
 	}
@@ -163,7 +166,7 @@ func (p *Patcher[O, S]) Patch(ctx context.Context, obj O, next S) (bool, error) 
 	if err != nil {
 		return false, fmt.Errorf("writing status: %w", err)
 	}
-	p.recordEvents(obj, before, obj.GetConditions())
+	p.recordEvents(obj, before, obj.GetConditions(), told)
 	return true, nil
 }
 
@@ -261,10 +264,10 @@ func (p *Patcher[O, S]) cached(obj any) {
 	}
 }
 
-func (p *Patcher[O, S]) recordEvents(obj O, before, after []metav1.Condition) {
+func (p *Patcher[O, S]) recordEvents(obj O, before, after []metav1.Condition, told []string) {
 	for _, rule := range p.events {
 		now := meta.FindStatusCondition(after, rule.Condition)
-		if now == nil || now.Status != rule.Status || slices.Contains(rule.Except, now.Reason) {
+		if now == nil || slices.Contains(told, rule.Condition) || now.Status != rule.Status || slices.Contains(rule.Except, now.Reason) {
 			continue
 		}
 		if was := meta.FindStatusCondition(before, rule.Condition); was != nil && was.Status == now.Status && was.Reason == now.Reason {

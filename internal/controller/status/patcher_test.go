@@ -255,20 +255,24 @@ func TestEventRules(t *testing.T) {
 	steps := []struct {
 		summary conditions.Summary
 		want    []string
+		told    []string
 	}{
-		{conditions.Summary{Progress: conditions.Working, Reason: "Routine", Message: "starting"}, nil},
-		{conditions.Summary{Progress: conditions.Working, Reason: "StoreUnreachable", Message: "no answer"}, []string{"Warning StoreUnreachable no answer"}},
-		{conditions.Summary{Progress: conditions.Working, Reason: "StoreUnreachable", Message: "still no answer"}, nil},
-		{conditions.Summary{Progress: conditions.Done, Reason: "Ready", Message: "fine"}, []string{"Normal Ready fine"}},
-		{conditions.Summary{Progress: conditions.Done, Reason: "Ready", Message: "fine, again"}, nil},
-		{conditions.Summary{Progress: conditions.Blocked, Reason: "Conflict", Message: "taken"}, []string{"Warning Conflict taken"}},
-		{conditions.Summary{Progress: conditions.Blocked, Reason: "DeleteBlocked", Message: "not empty"}, []string{"Warning DeleteBlocked not empty"}},
+		{conditions.Summary{Progress: conditions.Working, Reason: "Routine", Message: "starting"}, nil, nil},
+		{conditions.Summary{Progress: conditions.Working, Reason: "StoreUnreachable", Message: "no answer"}, []string{"Warning StoreUnreachable no answer"}, nil},
+		{conditions.Summary{Progress: conditions.Working, Reason: "StoreUnreachable", Message: "still no answer"}, nil, nil},
+		{conditions.Summary{Progress: conditions.Done, Reason: "Ready", Message: "fine"}, []string{"Normal Ready fine"}, nil},
+		{conditions.Summary{Progress: conditions.Done, Reason: "Ready", Message: "fine, again"}, nil, nil},
+		{conditions.Summary{Progress: conditions.Blocked, Reason: "Conflict", Message: "taken"}, []string{"Warning Conflict taken"}, nil},
+		{conditions.Summary{Progress: conditions.Blocked, Reason: "DeleteBlocked", Message: "not empty"}, []string{"Warning DeleteBlocked not empty"}, nil},
+		// The caller told Ready's news in an Event of its own; only Ready's is left out.
+		{conditions.Summary{Progress: conditions.Done, Reason: "Created", Message: "made"}, nil, []string{conditions.Ready}},
+		{conditions.Summary{Progress: conditions.Blocked, Reason: "Conflict", Message: "taken"}, []string{"Warning Conflict taken"}, []string{conditions.Ready}},
 	}
 	g := NewWithT(t)
 	f := newFixture(t)
 	for i, step := range steps {
 		obj := f.get(t)
-		_, err := f.patcher.Patch(ctx, obj, withSummary(obj, step.summary))
+		_, err := f.patcher.Patch(ctx, obj, withSummary(obj, step.summary), step.told...)
 		g.Expect(err).NotTo(HaveOccurred())
 		if step.want == nil {
 			g.Expect(f.events()).To(BeEmpty(), "step %d (%s)", i, step.summary.Reason)

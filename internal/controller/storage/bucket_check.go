@@ -75,7 +75,11 @@ type checkResult struct {
 const ReasonBucketCreated = "BucketCreated"
 
 type bucketEvent struct {
-	warning        bool
+	warning bool
+	// ready: the Event tells a person the bucket is there for them (created
+	// or adopted), so Ready turning True on the same write raises no Event
+	// of its own: a new bucket gets one Event, not two.
+	ready          bool
 	reason, format string
 }
 
@@ -118,7 +122,7 @@ func (c bucketCheck) run(ctx context.Context) (checkResult, error) {
 		if c.claim == storagev1.BucketClaimed {
 			res.event = &bucketEvent{warning: true, reason: "BucketRecreated", format: "bucket %s had disappeared from the store and was created again (empty)"}
 		} else {
-			res.event = &bucketEvent{reason: ReasonBucketCreated, format: "created bucket %s"}
+			res.event = &bucketEvent{ready: true, reason: ReasonBucketCreated, format: "created bucket %s"}
 		}
 	case c.claim != storagev1.BucketClaimed:
 		// Seen for the first time, after a conflict, or created by us but not tagged yet.
@@ -141,13 +145,13 @@ func (c bucketCheck) run(ctx context.Context) (checkResult, error) {
 				return c.storeFailed(err), nil
 			}
 			res.claim = storagev1.BucketClaimed
-			res.event = &bucketEvent{reason: ReasonBucketCreated, format: "created bucket %s (tagged on a later check: the store failed in between)"}
+			res.event = &bucketEvent{ready: true, reason: ReasonBucketCreated, format: "created bucket %s (tagged on a later check: the store failed in between)"}
 		case c.adopt && (c.mayAdopt || ownNamespace):
 			if err := c.s3.SetOwner(ctx, c.bucket, c.owner); err != nil {
 				return c.storeFailed(err), nil
 			}
 			res.claim = storagev1.BucketClaimed
-			res.event = &bucketEvent{reason: "BucketAdopted", format: "adopted existing bucket %s (adoptExisting: true)"}
+			res.event = &bucketEvent{ready: true, reason: "BucketAdopted", format: "adopted existing bucket %s (adoptExisting: true)"}
 			if ownNamespace && !c.mayAdopt {
 				res.event.format = "took back bucket %s, kept by an earlier StorageBucket of this namespace (adoptExisting: true)"
 			}

@@ -35,6 +35,9 @@ type outcome struct {
 	released bool
 	// done are Events about what was done in the store.
 	done []storeAction
+	// told are conditions whose status Events this reconcile's own Events
+	// already tell (status.Patcher.Patch).
+	told []string
 }
 
 // storeAction is an Event about something done in the store: a bucket
@@ -89,7 +92,7 @@ func finish[O status.Object, S any](ctx context.Context, p *status.Patcher[O, S]
 	default:
 		o.failed = *err
 	}
-	if _, perr := p.Patch(ctx, obj, compute()); perr != nil {
+	if _, perr := p.Patch(ctx, obj, compute(), o.told...); perr != nil {
 		*err = errors.Join(*err, perr)
 	}
 }

@@ -531,14 +531,26 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		"not found: nothing to do": {
 			want: exit{gone: true},
 		},
+		// Admitted with its finalizer (config/admission): two status writes,
+		// the intent and Healthy, and one Event, not "Healthy" besides.
 		"new: the intent, then created, tagged and Healthy": {
 			bucket: rtBucket(), world: []client.Object{rtStoreObj(true)},
 			want: exit{requeue: checkWait, ready: ReasonHealthy, statusWrites: 2,
-				events: []string{"Normal Healthy", "Normal BucketCreated"}},
+				events: []string{"Normal BucketCreated"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "CreateBucket", "SetOwner"}))
 				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
 				g.Expect(b.Status.BucketName).To(Equal(testBucket))
+				g.Expect(f.writes).To(Equal([]string{"status StorageBucket", "status StorageBucket"}), "no finalizer patch")
+			},
+		},
+		"new, without its finalizer (no admission policy): the finalizer first": {
+			bucket: func() *storagev1.StorageBucket { b := rtBucket(); b.Finalizers = nil; return b }(), world: []client.Object{rtStoreObj(true)},
+			want: exit{requeue: checkWait, ready: ReasonHealthy, statusWrites: 2,
+				events: []string{"Normal BucketCreated"}},
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(f.writes).To(Equal([]string{"patch StorageBucket", "status StorageBucket", "status StorageBucket"}))
+				g.Expect(b.Finalizers).To(ConsistOf(BucketFinalizer))
 			},
 		},
 		"settled, no check due: nothing sent, nothing written": {

@@ -292,6 +292,9 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 			typ = corev1.EventTypeWarning
 		}
 		obs.did(typ, e.reason, "Check", e.format, bucketName(b))
+		if e.ready {
+			obs.told = append(obs.told, conditions.Ready)
+		}
 	}
 	if res.settings != nil {
 		obs.done = append(obs.done, grantFixActions(bucketName(b), res.settings.grantFixes)...)

@@ -2,7 +2,9 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,11 +65,18 @@ func run(m *testing.M) int {
 	}}
 	suite := &testenv.Suite{
 		AddToScheme: []func(*runtime.Scheme) error{storagev1.AddToScheme},
+		// config/admission as shipped: StorageBuckets and BucketAccesses
+		// get their finalizers as they are created, and the writes counted
+		// here are those of a `make deploy`.
+		Admission: true,
 		// The roles config/rbac gives people, for the tests that act as a
 		// namespace editor (envtest runs no aggregation controller, so they
 		// are bound next to the built-in edit role instead of through it),
 		// and the receiver's token.
 		Prepare: func(ctx context.Context, s *testenv.Suite) error {
+			if err := waitForFinalizerPolicies(ctx, s.Client); err != nil {
+				return err
+			}
 			if err := testenv.ApplyClusterRoles(ctx, s.Client, "config/rbac/storage_roles.yaml"); err != nil {
 				return err
 			}
@@ -107,4 +116,26 @@ func run(m *testing.M) int {
 			Data:       map[string][]byte{AccessKeyIDKey: []byte(s3srv.AccessKey), SecretAccessKeyKey: []byte(s3srv.SecretKey)},
 		})
 	})
+}
+
+// waitForFinalizerPolicies waits until a StorageBucket and a BucketAccess
+// are created with their finalizers (dry runs): the API server loads a
+// policy within a second, and, for up to 5 s after a CRD is installed,
+// answers the creates a mutating policy matches with 503 until it has the
+// CRD's schema.
+func waitForFinalizerPolicies(ctx context.Context, c client.Client) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b := newBucket("default", "probe", "probe")
+		a := newAccess("default", "probe", "probe", "probe", storagev1.AccessReadOnly)
+		errB := c.Create(ctx, b, client.DryRunAll)
+		errA := c.Create(ctx, a, client.DryRunAll)
+		if errB == nil && errA == nil && slices.Contains(b.Finalizers, BucketFinalizer) && slices.Contains(a.Finalizers, AccessFinalizer) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("config/admission: a StorageBucket or BucketAccess is still created without its finalizer (%v, %v)", errB, errA)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -2,9 +2,12 @@ package storage
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
@@ -12,9 +15,13 @@ import (
 )
 
 // TestEveryWriteIsTrellis: whatever the storage controllers write (the
-// finalizers, the three statuses, a BucketAccess's Secret) is written as the
-// field manager "trellis", so `kubectl get --show-managed-fields` tells a
-// person which fields are Trellis' and Server-Side Apply conflicts name it.
+// ObjectStore's finalizer, the three statuses, a BucketAccess's Secret) is
+// written as the field manager "trellis", so `kubectl get
+// --show-managed-fields` tells a person which fields are Trellis' and
+// Server-Side Apply conflicts name it. The finalizers of StorageBuckets and
+// BucketAccesses are set at admission (config/admission), after the
+// request's managed fields are computed: no field manager owns them, so a
+// GitOps tool that applies the object without them does not remove them.
 func TestEveryWriteIsTrellis(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -38,8 +45,55 @@ func TestEveryWriteIsTrellis(t *testing.T) {
 		g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
 		managers := testenv.FieldManagers(obj)
 		g.Expect(managers["status"]).To(ConsistOf("trellis"), "%T status", obj)
-		// The object is the creator's; the finalizer is Trellis'.
-		g.Expect(managers[""]).To(ContainElement("trellis"), "%T finalizer", obj)
+		if _, ok := obj.(*storagev1.ObjectStore); ok {
+			// The object is the creator's; the finalizer is Trellis'.
+			g.Expect(managers[""]).To(ContainElement("trellis"), "%T finalizer", obj)
+			continue
+		}
+		g.Expect(obj.GetFinalizers()).NotTo(BeEmpty(), "%T", obj)
+		g.Expect(managers[""]).NotTo(ContainElement("trellis"), "%T: the finalizer is set at admission", obj)
+		for _, e := range obj.GetManagedFields() {
+			g.Expect(e.FieldsV1.GetRawString()).NotTo(ContainSubstring("finalizers"), "%T, manager %s", obj, e.Manager)
+		}
 	}
 	g.Expect(testenv.FieldManagers(secretOf(g, ns, "app-s3"))[""]).To(ConsistOf("trellis"))
+}
+
+// TestANewBucketCostsTwoStatusWritesAndOneEvent: besides the user's
+// create, a new StorageBucket costs the manager two writes of it, both
+// status (the intent to create, written before the store is asked, and
+// Healthy), and one Event (BucketCreated, with no Healthy besides): its
+// finalizer came with the create (config/admission).
+func TestANewBucketCostsTwoStatusWritesAndOneEvent(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	store := ensureStore(g)
+	ns := newNamespace(t)
+	mgrWrites.Reset()
+	b := newBucket(ns, "counted", store)
+	g.Expect(k8s.Create(ctx, b)).To(Succeed())
+	g.Expect(b.Finalizers).To(ConsistOf(BucketFinalizer), "in the answer to the create")
+	eventuallyReason(g, ns, "counted", ReasonHealthy)
+	reasons := func(g Gomega) []string {
+		list := &corev1.EventList{}
+		g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		out := make([]string, 0, len(list.Items))
+		for _, e := range list.Items {
+			out = append(out, e.Reason)
+		}
+		return out
+	}
+	g.Eventually(reasons, timeout, poll).ShouldNot(BeEmpty())
+	time.Sleep(time.Second) // anything else the manager would send
+	_, paths := mgrWrites.Writes()
+	var mine []string
+	for _, p := range paths {
+		if strings.Contains(p, "/namespaces/"+ns+"/") && !strings.Contains(p, "/events") {
+			mine = append(mine, p)
+		}
+	}
+	status := "PATCH /apis/storage.trellis.dev/v1/namespaces/" + ns + "/storagebuckets/counted/status"
+	g.Expect(mine).To(Equal([]string{status, status}))
+	g.Expect(reasons(g)).To(ConsistOf(ReasonBucketCreated))
+	deleteBucket(g, ns, "counted")
 }
