@@ -76,6 +76,24 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 func TestUpgradeFromPreviousReleaseByHelm(t *testing.T) {
 	old := byHelm(t, buildPrevious(t, previousRelease(t)))
 	head := byHelm(t, buildHeadRelease(t))
+	// A cluster that ran N-1's chart holds none of the admission policies
+	// new since: the `make deploy` of this tree the tests before left
+	// installed them, and Helm would refuse to upgrade over objects it
+	// does not own.
+	installOld := old.apply
+	old.apply = func(t *testing.T) {
+		t.Helper()
+		for _, p := range head.policies {
+			if !slices.Contains(old.policies, p) {
+				kind, name, _ := strings.Cut(p, "/")
+				if _, err := kubectl("delete", strings.ToLower(kind), name, "--ignore-not-found"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		installOld(t)
+	}
+	old.applyOver = old.apply
 	head.apply = func(t *testing.T) {
 		t.Helper()
 		head.importImages(t)
