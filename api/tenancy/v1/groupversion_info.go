@@ -1,4 +1,5 @@
-// Package v1 contains the API of the tenancy.trellis.dev group: Tenant.
+// Package v1 contains the API of the tenancy.trellis.dev group: Tenant and
+// NamespaceRequest.
 // +kubebuilder:object:generate=true
 // +groupName=tenancy.trellis.dev
 package v1
@@ -21,7 +22,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &Tenant{}, &TenantList{})
+	scheme.AddKnownTypes(GroupVersion, &Tenant{}, &TenantList{}, &NamespaceRequest{}, &NamespaceRequestList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

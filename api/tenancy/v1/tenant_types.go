@@ -25,6 +25,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.namespacePrefix == oldSelf.namespacePrefix",message="namespacePrefix is immutable: changing it would orphan the tenant's namespaces"
 // +kubebuilder:validation:XValidation:rule="has(self.admin) || (has(self.admins) && size(self.admins) > 0)",message="a Tenant needs at least one admin: set admins (or the deprecated admin)"
 // +kubebuilder:validation:XValidation:rule="(has(self.admins) ? size(self.admins) : 0) + (has(self.admin) ? 1 : 0) <= 16",message="at most 16 admins, the deprecated admin included"
+// +kubebuilder:validation:XValidation:rule="!has(self.selfService) || self.namespacePrefix != ''",message="selfService needs a namespacePrefix: the namespaces a team asks for are named within it"
 type TenantSpec struct {
 	// namespaces are the tenant's namespaces, without the prefix.
 	// +required
@@ -111,6 +112,33 @@ type TenantSpec struct {
 	// restricts nothing.
 	// +optional
 	Allowances TenantAllowances `json:"allowances,omitzero"`
+
+	// selfService lets the tenant's admins add namespaces themselves, with a
+	// NamespaceRequest in a namespace of the tenant: the request named x
+	// makes the namespace <namespacePrefix>x, with every guardrail above.
+	// Unset: requests are refused (namespaces already granted stay until
+	// their requests are deleted). Needs a namespacePrefix.
+	// +optional
+	SelfService *SelfService `json:"selfService,omitempty"`
+}
+
+// SelfService bounds the namespaces a tenant's admins may add themselves.
+type SelfService struct {
+	// maxNamespaces is how many requested namespaces the tenant may hold at
+	// once (those of spec.namespaces are not counted). Requests past it are
+	// refused (LimitReached), oldest first served; lowering it refuses new
+	// requests and takes away none already granted.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	MaxNamespaces int32 `json:"maxNamespaces,omitempty"`
+
+	// namePattern, if set, is a regular expression (RE2) that the whole
+	// requested name, without the prefix, must match, e.g. "feature-[a-z0-9-]+".
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	NamePattern string `json:"namePattern,omitempty"`
 }
 
 // TenantAllowances are the shared resources a tenant's namespaces may use.
@@ -389,6 +417,11 @@ type TenantNamespaceStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
+	// requestedBy names the NamespaceRequest (<namespace>/<name>) the
+	// namespace was made for; unset for a namespace of the spec.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	RequestedBy string `json:"requestedBy,omitempty"`
 }
 
 // TenantStatus is what the controller observed.
@@ -409,11 +442,12 @@ type TenantStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// namespaces is the state of each namespace in the spec.
+	// namespaces is the state of each namespace in the spec, then of each
+	// namespace granted to a NamespaceRequest.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:MaxItems=128
 	Namespaces []TenantNamespaceStatus `json:"namespaces,omitempty"`
 
 	// quota is the tenant-wide quota: the limits and the usage of its

@@ -308,7 +308,7 @@ func TestIsolationUndoneStatus(t *testing.T) {
 	g := NewWithT(t)
 	tenant := unitTenant("acme", "uid-acme", "acme-", "a", "b", "c")
 	tenant.Generation = 2
-	obs := newObservation(namespaceNames(tenant))
+	obs := newObservation(namespaceNames(tenant), nil)
 	obs.set("acme-a", tenancyv1.NamespaceReady, "")
 	obs.set("acme-b", tenancyv1.NamespaceReady, "")
 	obs.set("acme-c", tenancyv1.NamespaceReady, "")
@@ -340,7 +340,7 @@ func TestIsolationUndoneStatus(t *testing.T) {
 	g.Expect(len(isolationNamespaceMessage([]string{long, long, long, long, long}))).To(BeNumerically("<=", 1024))
 
 	// One policy, one namespace.
-	one := newObservation([]string{"acme-a"})
+	one := newObservation([]string{"acme-a"}, nil)
 	one.set("acme-a", tenancyv1.NamespaceReady, "")
 	one.undoIsolation("acme-a", []string{"cidr"})
 	msg := conditions.Get(computeStatus(tenant, one).Conditions, conditions.Ready).Message
@@ -370,7 +370,7 @@ func TestCheckIsolationSkipsTrellisOwnPolicy(t *testing.T) {
 		WithObjects(tenant, own, leftover, foreignNamed, team, open, elsewhere).Build()
 	r := &Reconciler{client: c}
 
-	s := &scope{t: tenant, obs: newObservation([]string{"acme-a", "acme-b", "acme-c"})}
+	s := &scope{t: tenant, obs: newObservation([]string{"acme-a", "acme-b", "acme-c"}, nil)}
 	for _, ns := range []string{"acme-a", "acme-b", "acme-c"} {
 		g.Expect(r.checkIsolation(context.Background(), s, ns)).To(Succeed())
 	}

@@ -515,11 +515,14 @@ func TestTenantReconcileExits(t *testing.T) {
 			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 		},
+		// The first read of a reconcile (the requests in the tenant's
+		// namespaces): no namespace was looked at, and a status with none
+		// is what the last one said.
 		"listing the tenant's namespaces fails: ReconcileError": {
 			tenant: exitTenant(),
 			fail:   map[string]error{"list Namespace": errExitUnavailable},
 			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
-				namespaces: ready("acme-a")},
+				namespaces: map[string]tenancyv1.NamespaceState{}},
 		},
 		"removing a guardrail the spec dropped fails: ReconcileError": {
 			tenant: exitTenant(), world: []client.Object{ourNamespace(exitTenant(), "acme-a"), desiredQuota(exitTenant(withQuota), "acme-a")},

@@ -33,7 +33,7 @@ import (
 // policies in those namespaces, from the cache.
 func (r *Reconciler) reconcileContents(ctx context.Context, s *scope) error {
 	ready := s.obs.ready()
-	dropped, err := r.droppedNamespaces(ctx, s.t)
+	dropped, err := r.droppedNamespaces(ctx, s)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,9 @@ const (
 	// tenantCRDName is checked on deletion: when the CRD itself is going away,
 	// everything is kept, whatever the policy says.
 	tenantCRDName = "tenants.tenancy.trellis.dev"
+	// requestCRDName is checked when a granted request disappears: with its
+	// CRD going away, the namespaces granted stay.
+	requestCRDName = "namespacerequests.tenancy.trellis.dev"
 
 	// namespaceTenantIndex finds a tenant's namespaces in the cache.
 	namespaceTenantIndex = "metadata.labels.tenant"
@@ -90,6 +93,12 @@ var statusEvents = []status.EventRule{
 	{Condition: ConditionSubjectsFound, Status: metav1.ConditionFalse, Type: corev1.EventTypeWarning},
 }
 
+// requestEvents: a request granted, or refused.
+var requestEvents = []status.EventRule{
+	{Condition: conditions.Ready, Status: metav1.ConditionTrue, Type: corev1.EventTypeNormal},
+	{Condition: conditions.Stalled, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning},
+}
+
 // Reconciler reconciles Tenant objects.
 type Reconciler struct {
 	client     client.Client
@@ -97,6 +106,7 @@ type Reconciler struct {
 	children   children.Clients
 	recorder   recorder.EventRecorder
 	status     *status.Patcher[*tenancyv1.Tenant, tenancyv1.TenantStatus]
+	requests   *status.Patcher[*tenancyv1.NamespaceRequest, tenancyv1.NamespaceRequestStatus]
 	protection Protection
 	// reverify is how often a Ready tenant is looked at again.
 	reverify time.Duration
@@ -112,6 +122,8 @@ func NewReconciler(mgr ctrl.Manager, opts setup.Options, protection Protection) 
 		recorder:  rec,
 		status: status.NewPatcher(mgr.GetClient(), rec,
 			func(t *tenancyv1.Tenant) *tenancyv1.TenantStatus { return &t.Status }, statusEvents...),
+		requests: status.NewPatcher(mgr.GetClient(), rec,
+			func(r *tenancyv1.NamespaceRequest) *tenancyv1.NamespaceRequestStatus { return &r.Status }, requestEvents...),
 		protection: protection,
 		reverify:   opts.TenantReverifyInterval,
 	}
@@ -120,13 +132,15 @@ func NewReconciler(mgr ctrl.Manager, opts setup.Options, protection Protection) 
 // +kubebuilder:rbac:groups=tenancy.trellis.dev,resources=tenants,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=tenancy.trellis.dev,resources=tenants/status,verbs=get;patch
 // +kubebuilder:rbac:groups=tenancy.trellis.dev,resources=tenants/finalizers,verbs=update
+// +kubebuilder:rbac:groups=tenancy.trellis.dev,resources=namespacerequests,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tenancy.trellis.dev,resources=namespacerequests/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=admin;view
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=tenants.tenancy.trellis.dev
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=tenants.tenancy.trellis.dev;namespacerequests.tenancy.trellis.dev
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager wires the watches: the Tenant (spec changes, and the
@@ -146,11 +160,17 @@ func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts contr
 	if err := r.status.FollowCache(ctx, mgr.GetCache()); err != nil {
 		return err
 	}
+	if err := r.requests.FollowCache(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
 	toTenant := handler.EnqueueRequestsFromMapFunc(childToTenant)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&tenancyv1.Tenant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Namespace{}, toTenant, builder.WithPredicates(namespaceChanged))
+		Watches(&corev1.Namespace{}, toTenant, builder.WithPredicates(namespaceChanged)).
+		// A request made or deleted; its status is the controller's own.
+		Watches(&tenancyv1.NamespaceRequest{}, handler.EnqueueRequestsFromMapFunc(requestToTenant(mgr.GetClient())),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	for _, obj := range []client.Object{
 		&rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
 		&corev1.ResourceQuota{}, &corev1.LimitRange{},
@@ -179,6 +199,12 @@ var indexes = []struct {
 	}},
 	{&tenancyv1.Tenant{}, tenantUIDIndex, func(o client.Object) []string {
 		return []string{string(o.GetUID())}
+	}},
+	{&tenancyv1.NamespaceRequest{}, requestTenantIndex, func(o client.Object) []string {
+		if t := o.(*tenancyv1.NamespaceRequest).Status.Tenant; t != "" {
+			return []string{t}
+		}
+		return nil
 	}},
 }
 
@@ -231,6 +257,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// The finalizer goes on before any namespace exists, so no namespace can
 	// outlive a Tenant without its policy being applied.
 	if _, err = finalizer.Ensure(ctx, r.client, t, Finalizer); err == nil {
+		err = r.readRequests(ctx, s)
+	}
+	if err == nil {
 		err = r.runSteps(ctx, s)
 	}
 	switch {
@@ -246,6 +275,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	next := computeStatus(t, s.obs)
 	recordMetrics(t, next)
 	if _, perr := r.status.Patch(ctx, t, next); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	if perr := r.reportRequests(ctx, s, next); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
 	switch {
@@ -296,21 +328,35 @@ type scope struct {
 	// settled says the last status was written for this generation: every
 	// child it asked for was in place.
 	settled bool
+	// names are the tenant's namespaces: the spec's, then those granted to
+	// requests (sel). requests are the requests in the tenant's namespaces;
+	// strays, those whose status names the Tenant from a namespace it no
+	// longer holds.
+	names            []string
+	sel              selection
+	requests, strays []*tenancyv1.NamespaceRequest
 }
 
 func (r *Reconciler) newScope(t *tenancyv1.Tenant) *scope {
 	s := &scope{
 		t:        t,
-		obs:      newObservation(namespaceNames(t)),
 		wasReady: map[string]bool{},
 		settled:  t.Status.ObservedGeneration == t.Generation,
 	}
+	s.grant(selection{})
 	for _, ns := range t.Status.Namespaces {
 		if ns.State == tenancyv1.NamespaceReady {
 			s.wasReady[ns.Name] = true
 		}
 	}
 	return s
+}
+
+// grant makes the namespaces sel granted the tenant's, after the spec's.
+func (s *scope) grant(sel selection) {
+	s.sel = sel
+	s.names = append(namespaceNames(s.t), sel.namespaces...)
+	s.obs = newObservation(s.names, sel.requestedBy)
 }
 
 // A write is one task of a round: it keeps one object, or a short chain of

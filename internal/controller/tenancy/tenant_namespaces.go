@@ -16,11 +16,12 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/children"
 )
 
-// reconcileNamespaces creates or takes every namespace of the spec, all in
+// reconcileNamespaces creates or takes every namespace of the tenant (the
+// spec's and those granted to requests), all in
 // one round, and records each one's state: the next step fills those that
 // are the tenant's and ready.
 func (r *Reconciler) reconcileNamespaces(ctx context.Context, s *scope) error {
-	names := namespaceNames(s.t)
+	names := s.names
 	writes := make([]write, 0, len(names))
 	for _, name := range names {
 		writes = append(writes, func(ctx context.Context) (found, error) { return r.reconcileNamespace(ctx, s, name) })

@@ -21,13 +21,15 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 )
 
-// droppedNamespaces lists our namespaces that left the spec, from the cache.
-func (r *Reconciler) droppedNamespaces(ctx context.Context, t *tenancyv1.Tenant) ([]corev1.Namespace, error) {
-	owned, err := r.ownedNamespaces(ctx, t)
+// droppedNamespaces lists our namespaces that left the spec and are granted
+// to no request (the request was deleted, or its own namespace left the
+// tenant), from the cache.
+func (r *Reconciler) droppedNamespaces(ctx context.Context, s *scope) ([]corev1.Namespace, error) {
+	owned, err := r.ownedNamespaces(ctx, s.t)
 	if err != nil {
 		return nil, err
 	}
-	desired := namespaceNames(t)
+	desired := s.names
 	return slices.DeleteFunc(owned, func(ns corev1.Namespace) bool { return slices.Contains(desired, ns.Name) }), nil
 }
 
@@ -116,12 +118,11 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1.Tenant) error {
 	if !controllerutil.ContainsFinalizer(t, Finalizer) {
 		return nil
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	err := r.apiReader.Get(ctx, client.ObjectKey{Name: tenantCRDName}, crd)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("checking whether the Tenant CRD is being deleted: %w", err)
+	going, err := r.crdGoing(ctx, tenantCRDName)
+	if err != nil {
+		return err
 	}
-	if apierrors.IsNotFound(err) || !crd.DeletionTimestamp.IsZero() {
+	if going {
 		log.FromContext(ctx).Info("the Tenant CRD is being deleted: keeping the namespaces, bindings and guardrails as they are")
 	} else if err := r.releaseAll(ctx, t); err != nil {
 		return err
@@ -131,6 +132,17 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1.Tenant) error {
 	}
 	forgetMetrics(t.Name)
 	return nil
+}
+
+// crdGoing reports whether the CRD named is being deleted, or gone: its
+// objects are then disappearing without anyone having asked for that.
+func (r *Reconciler) crdGoing(ctx context.Context, name string) (bool, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err := r.apiReader.Get(ctx, client.ObjectKey{Name: name}, crd)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("checking whether the CRD %s is being deleted: %w", name, err)
+	}
+	return apierrors.IsNotFound(err) || !crd.DeletionTimestamp.IsZero(), nil
 }
 
 // releaseAll applies the policy to every namespace the Tenant holds and

@@ -61,11 +61,12 @@ type observation struct {
 	undone map[string][]string
 }
 
-// newObservation lists the namespaces of the spec, in order, not yet looked at.
-func newObservation(names []string) *observation {
+// newObservation lists the tenant's namespaces, in order, not yet looked
+// at; requestedBy names the request of each namespace granted to one.
+func newObservation(names []string, requestedBy map[string]string) *observation {
 	o := &observation{namespaces: make([]tenancyv1.TenantNamespaceStatus, 0, len(names))}
 	for _, n := range names {
-		o.namespaces = append(o.namespaces, tenancyv1.TenantNamespaceStatus{Name: n})
+		o.namespaces = append(o.namespaces, tenancyv1.TenantNamespaceStatus{Name: n, RequestedBy: requestedBy[n]})
 	}
 	return o
 }
@@ -224,7 +225,14 @@ func summarize(t *tenancyv1.Tenant, obs *observation) conditions.Summary {
 		reason = ReasonIsolationUndone
 		msgs = append(msgs, isolationMessage(obs.namespaces, obs.undone))
 	}
+	counted := 0
 	for _, ns := range obs.namespaces {
+		if ns.RequestedBy != "" && (ns.State == tenancyv1.NamespaceConflict || ns.State == tenancyv1.NamespaceProtected) {
+			// A name a team asked for that someone else holds: the request
+			// says so; the Tenant is not held back by it.
+			continue
+		}
+		counted++
 		switch ns.State {
 		case tenancyv1.NamespaceConflict:
 			if reason != ReasonIsolationUndone {
@@ -259,12 +267,12 @@ func summarize(t *tenancyv1.Tenant, obs *observation) conditions.Summary {
 	switch {
 	case reason != "":
 		return conditions.Summary{Progress: conditions.Blocked, Reason: reason,
-			Message: fmt.Sprintf("%d of %d namespaces ready: %s", ready, len(obs.namespaces), strings.Join(msgs, "; "))}
+			Message: fmt.Sprintf("%d of %d namespaces ready: %s", ready, counted, strings.Join(msgs, "; "))}
 	case obs.failed != nil:
 		return conditions.Summary{Progress: conditions.Working, Reason: ReasonReconcileError, Message: obs.failed.Error()}
-	case ready < len(obs.namespaces):
+	case ready < counted:
 		return conditions.Summary{Progress: conditions.Working, Reason: ReasonTerminating,
-			Message: fmt.Sprintf("%d of %d namespaces ready; waiting for a namespace being deleted", ready, len(obs.namespaces))}
+			Message: fmt.Sprintf("%d of %d namespaces ready; waiting for a namespace being deleted", ready, counted)}
 	}
 	return conditions.Summary{Progress: conditions.Done, Reason: ReasonReady,
 		Message: fmt.Sprintf("%d namespaces ready, administered by %s", ready, describeAdmins(t))}

@@ -330,7 +330,7 @@ func TestComputeStatusNeverWritesANamespaceWithoutAState(t *testing.T) {
 	tenant.Status.Namespaces = []tenancyv1.TenantNamespaceStatus{
 		nsStatus("a-dev", tenancyv1.NamespaceReady, ""), nsStatus("a-prod", tenancyv1.NamespaceConflict, "taken"),
 	}
-	obs := newObservation(namespaceNames(tenant))
+	obs := newObservation(namespaceNames(tenant), nil)
 	obs.set("a-dev", tenancyv1.NamespaceTerminating, "going")
 	obs.failed = errors.New("the API server did not answer")
 

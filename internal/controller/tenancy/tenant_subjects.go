@@ -24,7 +24,7 @@ func (r *Reconciler) checkSubjects(ctx context.Context, s *scope) error {
 		c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation {
 		return nil
 	}
-	own := namespaceNames(t)
+	own := s.names
 	seen := map[string]bool{}
 	var missing []string
 	for _, sub := range append(admins(t), t.Spec.Viewers...) {

@@ -1,0 +1,148 @@
+// Self-service: which NamespaceRequests a Tenant grants. Pure: it decides
+// from what the reconcile read (the requests in the tenant's namespaces,
+// the last status, the other Tenants' prefixes) and reads nothing itself.
+
+package tenancy
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+)
+
+// Reasons a NamespaceRequest is refused (its Stalled condition), or made.
+const (
+	ReasonRequestGranted      = "Ready"
+	ReasonRequestCreating     = "Creating"
+	ReasonSelfServiceDisabled = "SelfServiceDisabled"
+	ReasonInvalidName         = "InvalidName"
+	ReasonNameNotAllowed      = "NameNotAllowed"
+	ReasonNameTaken           = "NameTaken"
+	ReasonLimitReached        = "LimitReached"
+	ReasonNotInTenant         = "NotInTenant"
+)
+
+// verdict is what a Tenant decided about one request.
+type verdict struct {
+	// namespace is the full name asked for.
+	namespace string
+	// granted: the namespace is the Tenant's; else reason and message say
+	// why not.
+	granted         bool
+	reason, message string
+}
+
+// requestKey names a request as the Tenant's status does: <namespace>/<name>.
+func requestKey(r *tenancyv1.NamespaceRequest) string { return r.Namespace + "/" + r.Name }
+
+// selection is the outcome of selectRequests.
+type selection struct {
+	// namespaces are the granted namespaces, in the order granted.
+	namespaces []string
+	// requestedBy maps each granted namespace to its request's key.
+	requestedBy map[string]string
+	// verdicts has one entry per request looked at.
+	verdicts map[types.NamespacedName]verdict
+}
+
+// selectRequests decides which requests t grants. reqs are the requests in
+// namespaces t holds (and nowhere else); others maps the prefix of every
+// other Tenant to its name. The rules, in order:
+//   - a request granted before (the last status names it) keeps its
+//     namespace, whatever selfService now says: lowering maxNamespaces or
+//     narrowing namePattern refuses new requests and takes nothing away;
+//   - without selfService, every new request is refused;
+//   - the name must make a namespace name Trellis may give a tenant
+//     (protection), match namePattern, and not fall inside another
+//     Tenant's longer prefix;
+//   - a namespace of the spec, or one an earlier request asked for, is
+//     taken;
+//   - past maxNamespaces, requests wait, the oldest served first.
+//
+// A namespace that exists and is not the Tenant's is found by the write of
+// the namespace itself (claim), and refuses its request there.
+func selectRequests(t *tenancyv1.Tenant, reqs []*tenancyv1.NamespaceRequest, others map[string]string, protection Protection) selection {
+	prefix := ptr.Deref(t.Spec.NamespacePrefix, "")
+	before := map[string]string{} // request key -> namespace granted before
+	for _, ns := range t.Status.Namespaces {
+		if ns.RequestedBy != "" {
+			before[ns.RequestedBy] = ns.Name
+		}
+	}
+	taken := map[string]string{}
+	for _, n := range namespaceNames(t) {
+		taken[n] = "it is a namespace of the Tenant's spec"
+	}
+	ordered := slices.Clone(reqs)
+	slices.SortFunc(ordered, func(a, b *tenancyv1.NamespaceRequest) int {
+		_, aBefore := before[requestKey(a)]
+		_, bBefore := before[requestKey(b)]
+		switch {
+		case aBefore != bBefore && aBefore:
+			return -1
+		case aBefore != bBefore:
+			return 1
+		}
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time),
+			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+
+	var pattern *regexp.Regexp
+	var patternErr error
+	if ss := t.Spec.SelfService; ss != nil && ss.NamePattern != "" {
+		pattern, patternErr = regexp.Compile("^(?:" + ss.NamePattern + ")$")
+	}
+	out := selection{requestedBy: map[string]string{}, verdicts: map[types.NamespacedName]verdict{}}
+	for _, r := range ordered {
+		name := prefix + r.Name
+		v := verdict{namespace: name}
+		_, grantedBefore := before[requestKey(r)]
+		refuse := func(reason, format string, args ...any) {
+			v.reason, v.message = reason, fmt.Sprintf(format, args...)
+		}
+		switch {
+		case !grantedBefore && t.Spec.SelfService == nil:
+			refuse(ReasonSelfServiceDisabled, "Tenant %s does not let its admins add namespaces (spec.selfService is unset)", t.Name)
+		case protection.Protected(name) != "":
+			refuse(ReasonInvalidName, "namespace %s may not be a tenant's: %s", name, protection.Protected(name))
+		case !grantedBefore && patternErr != nil:
+			refuse(ReasonNameNotAllowed, "Tenant %s's selfService.namePattern is not a valid regular expression: %v", t.Name, patternErr)
+		case !grantedBefore && pattern != nil && !pattern.MatchString(r.Name):
+			refuse(ReasonNameNotAllowed, "%q does not match Tenant %s's selfService.namePattern %q", r.Name, t.Name, t.Spec.SelfService.NamePattern)
+		case taken[name] != "":
+			refuse(ReasonNameTaken, "namespace %s cannot be granted: %s", name, taken[name])
+		case insideOther(name, prefix, others) != "":
+			refuse(ReasonNameTaken, "namespace %s is inside Tenant %s's prefix", name, insideOther(name, prefix, others))
+		case !grantedBefore && len(out.namespaces) >= int(t.Spec.SelfService.MaxNamespaces):
+			refuse(ReasonLimitReached, "Tenant %s holds %d requested namespaces, its selfService.maxNamespaces; delete a request to make room",
+				t.Name, len(out.namespaces))
+		default:
+			v.granted = true
+			taken[name] = "it was asked for by NamespaceRequest " + requestKey(r)
+			out.namespaces = append(out.namespaces, name)
+			out.requestedBy[name] = requestKey(r)
+		}
+		out.verdicts[types.NamespacedName{Namespace: r.Namespace, Name: r.Name}] = v
+	}
+	return out
+}
+
+// insideOther names the other Tenant whose prefix, longer than this
+// Tenant's, name starts with (the longest, if several): a team may not take
+// names another team's Tenant is named by.
+func insideOther(name, prefix string, others map[string]string) string {
+	best := ""
+	for p := range others {
+		if len(p) > len(prefix) && strings.HasPrefix(name, p) && len(p) > len(best) {
+			best = p
+		}
+	}
+	return others[best]
+}

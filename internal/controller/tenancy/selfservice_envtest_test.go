@@ -1,0 +1,145 @@
+package tenancy
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+)
+
+// letRequest gives group what config/rbac's namespacerequest-editor-role
+// aggregates into the built-in admin role on a real cluster (envtest runs
+// no aggregation), in the namespaces given.
+func letRequest(g Gomega, group string, namespaces ...string) {
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "emulated-namespacerequest-editor"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{tenancyv1.GroupVersion.Group}, Resources: []string{"namespacerequests"},
+			Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}},
+	}}
+	if err := k8s.Create(ctx, role); !apierrors.IsAlreadyExists(err) {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	for _, ns := range namespaces {
+		g.Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "emulated-namespacerequests"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: group}},
+		})).To(Succeed())
+	}
+}
+
+func newRequest(namespace, name string) *tenancyv1.NamespaceRequest {
+	return &tenancyv1.NamespaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+}
+
+// requestCondition waits until the request's Ready condition has reason,
+// and returns the request.
+func requestReason(g Gomega, namespace, name, reason string) *tenancyv1.NamespaceRequest {
+	r := &tenancyv1.NamespaceRequest{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, r)).To(Succeed())
+		c := meta.FindStatusCondition(r.Status.Conditions, conditions.Ready)
+		g.Expect(c).NotTo(BeNil(), "status %+v", r.Status)
+		g.Expect(c.Reason).To(Equal(reason), "status %+v", r.Status)
+	}, timeout, interval).Should(Succeed())
+	return r
+}
+
+// TestTenantAdminAddsNamespacesWithinBounds: a tenant admin asks for
+// namespaces with NamespaceRequests; each is made with every guardrail and
+// reported on the request and the Tenant; the count, the pattern and names
+// someone else holds are refused on the request, never on the Tenant; a
+// deleted request gives its namespace up as the policy says, and the room
+// it frees goes to the oldest waiting request.
+func TestTenantAdminAddsNamespacesWithinBounds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := newGuardedTenant("ss", "ss-", "home")
+	tenant.Spec.Viewers = []tenancyv1.Subject{{Kind: rbacv1.GroupKind, Name: "ss-viewers", APIGroup: rbacv1.GroupName}}
+	tenant.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete
+	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 2, NamePattern: "f-[a-z0-9-]+"}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	eventuallyReady(g, "ss")
+	letRequest(g, "ss-admins", "ss-home")
+	admin := clientAs(g, "alice", "ss-admins")
+
+	// A namespace someone else made holds the name of the first request.
+	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ss-f-taken"}})).To(Succeed())
+	g.Expect(admin.Create(ctx, newRequest("ss-home", "f-taken"))).To(Succeed())
+	taken := requestReason(g, "ss-home", "f-taken", ReasonNameTaken)
+	g.Expect(meta.IsStatusConditionTrue(taken.Status.Conditions, conditions.Stalled)).To(BeTrue())
+	g.Expect(getNamespace(g, "ss-f-taken").Labels).NotTo(HaveKey(TenantLabel), "a taken name was adopted")
+	g.Expect(admin.Delete(ctx, taken)).To(Succeed())
+
+	g.Expect(admin.Create(ctx, newRequest("ss-home", "f-one"))).To(Succeed())
+	one := requestReason(g, "ss-home", "f-one", ReasonRequestGranted)
+	g.Expect(one.Status.Namespace).To(Equal("ss-f-one"))
+	g.Expect(one.Status.Tenant).To(Equal("ss"))
+	g.Eventually(func(g Gomega) { expectGuardrails(g, tenant, "ss-f-one") }, timeout, interval).Should(Succeed())
+	ready := eventuallyReady(g, "ss")
+	g.Expect(ready.Status.Namespaces).To(ContainElement(tenancyv1.TenantNamespaceStatus{
+		Name: "ss-f-one", State: tenancyv1.NamespaceReady, RequestedBy: "ss-home/f-one"}))
+
+	g.Expect(admin.Create(ctx, newRequest("ss-home", "f-two"))).To(Succeed())
+	requestReason(g, "ss-home", "f-two", ReasonRequestGranted)
+	g.Expect(admin.Create(ctx, newRequest("ss-home", "f-three"))).To(Succeed())
+	requestReason(g, "ss-home", "f-three", ReasonLimitReached)
+	g.Expect(admin.Create(ctx, newRequest("ss-home", "other"))).To(Succeed())
+	requestReason(g, "ss-home", "other", ReasonNameNotAllowed)
+	g.Expect(admin.Create(ctx, newRequest("ss-home", "home"))).To(Succeed())
+	requestReason(g, "ss-home", "home", ReasonNameNotAllowed)
+	err := k8s.Get(ctx, client.ObjectKey{Name: "ss-f-three"}, &corev1.Namespace{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a namespace past maxNamespaces: %v", err)
+	g.Expect(eventuallyReady(g, "ss").Status.Namespaces).To(HaveLen(3), "refused requests held the Tenant back or joined it")
+
+	// A request outside any Tenant's namespace is refused when it is made.
+	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ss-outside"}})).To(Succeed())
+	err = k8s.Create(ctx, newRequest("ss-outside", "f-out"))
+	g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "a request outside a Tenant: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("belongs to no Tenant"))
+
+	// Deleting a request follows namespaceDeletionPolicy (Delete), and the
+	// oldest waiting request takes the room.
+	g.Expect(admin.Delete(ctx, one)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getNamespace(g, "ss-f-one").DeletionTimestamp).NotTo(BeNil())
+	}, timeout, interval).Should(Succeed())
+	requestReason(g, "ss-home", "f-three", ReasonRequestGranted)
+	g.Eventually(func(g Gomega) { expectGuardrails(g, tenant, "ss-f-three") }, timeout, interval).Should(Succeed())
+}
+
+// TestRequestsLeaveWithTheirNamespace: a request whose namespace leaves the
+// Tenant grants nothing any more: its namespace is given up as the policy
+// says (Retain: kept, released), and the request says why.
+func TestRequestsLeaveWithTheirNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := newTenant("ssl", "ssl-", "home", "base")
+	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 4}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	eventuallyReady(g, "ssl")
+	g.Expect(k8s.Create(ctx, newRequest("ssl-home", "extra"))).To(Succeed())
+	requestReason(g, "ssl-home", "extra", ReasonRequestGranted)
+
+	live := getTenant(g, "ssl")
+	live.Spec.Namespaces = []string{"base"}
+	g.Expect(k8s.Update(ctx, live)).To(Succeed())
+	req := requestReason(g, "ssl-home", "extra", ReasonNotInTenant)
+	g.Expect(meta.IsStatusConditionTrue(req.Status.Conditions, conditions.Stalled)).To(BeTrue())
+	g.Eventually(func(g Gomega) {
+		ns := getNamespace(g, "ssl-extra")
+		g.Expect(ns.DeletionTimestamp).To(BeNil(), "Retain deleted a namespace")
+		g.Expect(ns.Labels).To(HaveKeyWithValue(ReleasedFromLabel, "ssl"))
+		g.Expect(ns.Annotations).NotTo(HaveKey(TenantUIDAnnotation))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(eventuallyReady(g, "ssl").Status.Namespaces).To(HaveLen(1))
+}

@@ -1,0 +1,189 @@
+// Self-service, the reconcile's side: before the first step, the requests in
+// the tenant's namespaces are read and decided (selfservice.go), and the
+// namespaces granted join those of the spec for every step after; after the
+// Tenant's status, each request's status says what became of it.
+
+package tenancy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+)
+
+// requestTenantIndex finds the requests whose status names a Tenant: those
+// it must tell when their namespace has left it.
+const requestTenantIndex = "status.tenant"
+
+// readRequests decides the tenant's requests and widens the scope's
+// namespaces with those granted. It reads the cache only: the requests in
+// each namespace the Tenant holds, the requests that last named it, and the
+// other Tenants' prefixes.
+func (r *Reconciler) readRequests(ctx context.Context, s *scope) error {
+	t := s.t
+	held, err := r.ownedNamespaces(ctx, t)
+	if err != nil {
+		return err
+	}
+	in := map[string]bool{}
+	var reqs []*tenancyv1.NamespaceRequest
+	for _, ns := range held {
+		if !ns.DeletionTimestamp.IsZero() {
+			continue // its requests are going with it
+		}
+		in[ns.Name] = true
+		list := &tenancyv1.NamespaceRequestList{}
+		if err := r.client.List(ctx, list, client.InNamespace(ns.Name)); err != nil {
+			return fmt.Errorf("listing the NamespaceRequests in %s: %w", ns.Name, err)
+		}
+		for i := range list.Items {
+			reqs = append(reqs, &list.Items[i])
+		}
+	}
+	named := &tenancyv1.NamespaceRequestList{}
+	if err := r.client.List(ctx, named, client.MatchingFields{requestTenantIndex: t.Name}); err != nil {
+		return fmt.Errorf("listing the NamespaceRequests of Tenant %s: %w", t.Name, err)
+	}
+	for i := range named.Items {
+		if !in[named.Items[i].Namespace] {
+			s.strays = append(s.strays, &named.Items[i])
+		}
+	}
+	others := map[string]string{}
+	if len(reqs) > 0 {
+		tenants := &tenancyv1.TenantList{}
+		if err := r.client.List(ctx, tenants); err != nil {
+			return fmt.Errorf("listing Tenants: %w", err)
+		}
+		for _, o := range tenants.Items {
+			if p := ptr.Deref(o.Spec.NamespacePrefix, ""); o.Name != t.Name && p != "" {
+				others[p] = o.Name
+			}
+		}
+	}
+	s.requests = reqs
+	sel := selectRequests(t, reqs, others, r.protection)
+	if vanished := vanishedGrants(t, sel, s.strays); len(vanished) > 0 {
+		// Requests granted before are gone, and not because their namespace
+		// left the tenant. If their CRD is being deleted (an uninstall), no
+		// one asked for the namespaces to go: they stay.
+		going, err := r.crdGoing(ctx, requestCRDName)
+		if err != nil {
+			return err
+		}
+		if going {
+			log.FromContext(ctx).Info("the NamespaceRequest CRD is being deleted: keeping the namespaces granted to requests", "namespaces", vanished)
+			for ns, key := range vanished {
+				sel.namespaces = append(sel.namespaces, ns)
+				sel.requestedBy[ns] = key
+			}
+			slices.Sort(sel.namespaces[len(sel.namespaces)-len(vanished):])
+		}
+	}
+	s.grant(sel)
+	return nil
+}
+
+// vanishedGrants are the namespaces the last status granted to requests
+// that are gone (neither decided now nor strays), by namespace.
+func vanishedGrants(t *tenancyv1.Tenant, sel selection, strays []*tenancyv1.NamespaceRequest) map[string]string {
+	out := map[string]string{}
+	for _, ns := range t.Status.Namespaces {
+		if ns.RequestedBy == "" || sel.requestedBy[ns.Name] != "" {
+			continue
+		}
+		namespace, name, _ := strings.Cut(ns.RequestedBy, "/")
+		if _, decided := sel.verdicts[types.NamespacedName{Namespace: namespace, Name: name}]; decided {
+			continue
+		}
+		if slices.ContainsFunc(strays, func(r *tenancyv1.NamespaceRequest) bool { return requestKey(r) == ns.RequestedBy }) {
+			continue
+		}
+		out[ns.Name] = ns.RequestedBy
+	}
+	return out
+}
+
+// reportRequests writes each request's status from the decision and from
+// what became of its namespace (the Tenant's status, next); a request whose
+// namespace left the Tenant is told so. Only what changed is written.
+func (r *Reconciler) reportRequests(ctx context.Context, s *scope, next tenancyv1.TenantStatus) error {
+	states := map[string]tenancyv1.TenantNamespaceStatus{}
+	for _, ns := range next.Namespaces {
+		states[ns.Name] = ns
+	}
+	var errs []error
+	for _, req := range s.requests {
+		v := s.sel.verdicts[types.NamespacedName{Namespace: req.Namespace, Name: req.Name}]
+		errs = append(errs, r.reportRequest(ctx, s.t, req, v.namespace, requestSummary(s, v, states[v.namespace])))
+	}
+	for _, req := range s.strays {
+		errs = append(errs, r.reportRequest(ctx, s.t, req, req.Status.Namespace, conditions.Summary{
+			Progress: conditions.Blocked, Reason: ReasonNotInTenant,
+			Message: fmt.Sprintf("namespace %s, where this request is, no longer belongs to Tenant %s: it grants nothing "+
+				"(a namespace it was granted was given up as the Tenant's namespaceDeletionPolicy says)", req.Namespace, s.t.Name),
+		}))
+	}
+	return errors.Join(errs...)
+}
+
+// requestSummary says where one request stands.
+func requestSummary(s *scope, v verdict, ns tenancyv1.TenantNamespaceStatus) conditions.Summary {
+	switch {
+	case !v.granted:
+		// Refused until a person acts: even a request past the count waits
+		// for someone to delete another.
+		return conditions.Summary{Progress: conditions.Blocked, Reason: v.reason, Message: v.message}
+	case ns.State == tenancyv1.NamespaceConflict:
+		return conditions.Summary{Progress: conditions.Blocked, Reason: ReasonNameTaken, Message: ns.Message}
+	case ns.State == tenancyv1.NamespaceReady && s.obs.failed == nil:
+		return conditions.Summary{Progress: conditions.Done, Reason: ReasonRequestGranted,
+			Message: fmt.Sprintf("namespace %s is Tenant %s's, with every guardrail of the Tenant", v.namespace, s.t.Name)}
+	case ns.Message != "":
+		return conditions.Summary{Progress: conditions.Working, Reason: ReasonRequestCreating, Message: ns.Message}
+	}
+	return conditions.Summary{Progress: conditions.Working, Reason: ReasonRequestCreating,
+		Message: fmt.Sprintf("namespace %s is granted and being made", v.namespace)}
+}
+
+func (r *Reconciler) reportRequest(ctx context.Context, t *tenancyv1.Tenant, req *tenancyv1.NamespaceRequest, namespace string, sum conditions.Summary) error {
+	if _, err := r.requests.Get(ctx, client.ObjectKeyFromObject(req), req); err != nil {
+		return err
+	}
+	st := *req.Status.DeepCopy()
+	st.Tenant, st.Namespace, st.ObservedGeneration = t.Name, namespace, req.Generation
+	conditions.Summarize(&st.Conditions, req.Generation, sum)
+	_, err := r.requests.Patch(ctx, req, st)
+	return err
+}
+
+// requestToTenant maps a request to the Tenant of its namespace (by the
+// namespace's tenant label, read from the cache), and to the Tenant its
+// status names, which must tell it when it has left.
+func requestToTenant(c client.Reader) func(context.Context, client.Object) []reconcile.Request {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var reqs []reconcile.Request
+		if req, ok := o.(*tenancyv1.NamespaceRequest); ok && req.Status.Tenant != "" {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: req.Status.Tenant}})
+		}
+		ns := &corev1.Namespace{}
+		if err := c.Get(ctx, client.ObjectKey{Name: o.GetNamespace()}, ns); err == nil {
+			if t := ns.Labels[TenantLabel]; t != "" {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: t}})
+			}
+		}
+		return reqs
+	}
+}

@@ -1,0 +1,175 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// selfServiceTenant is guardedTenantManifest with self-service: two
+// namespaces a team may add itself, named feature-..., deleted with their
+// requests.
+func selfServiceTenant(name string) string {
+	return guardedTenantManifest(name) + `  namespaceDeletionPolicy: Delete
+  selfService: {maxNamespaces: 2, namePattern: "feature-[a-z0-9-]+"}
+`
+}
+
+// waitRequest waits until the request's Ready condition has reason.
+func waitRequest(t *testing.T, ns, name, reason string) {
+	t.Helper()
+	if out, err := kubectl("wait", "-n", ns, "namespacerequest/"+name, "--timeout=90s",
+		`--for=jsonpath={.status.conditions[?(@.type=="Ready")].reason}=`+reason); err != nil {
+		status, _ := kubectl("get", "-n", ns, "namespacerequest/"+name, "-o", "jsonpath={.status}")
+		t.Fatalf("request %s/%s never reached %s: %v %s; status %s", ns, name, reason, err, out, status)
+	}
+}
+
+// request is a NamespaceRequest manifest.
+func request(ns, name string) string {
+	return fmt.Sprintf("apiVersion: tenancy.trellis.dev/v1\nkind: NamespaceRequest\nmetadata: {name: %s, namespace: %s}\n", name, ns)
+}
+
+// TestTenantAdminAddsNamespacesThemselves: a tenant admin, as the real
+// authorizer sees them (the built-in admin role aggregated by the real
+// kube-controller-manager), cannot create a namespace, but can ask for one
+// of their Tenant with a NamespaceRequest: it is made with every guardrail,
+// and the admin works in it. The count, names someone else holds (a
+// namespace, another Tenant's prefix) and names outside the bounds are
+// refused on the request; a request outside a Tenant is refused when made;
+// deleting a request deletes its namespace, as the Tenant's policy says.
+func TestTenantAdminAddsNamespacesThemselves(t *testing.T) {
+	useLocalManager(t)
+	installTenantAdmissionPolicy(t)
+	// The roles `make deploy` installs (config/rbac) that put requests in
+	// the built-in admin and view roles; the local manager's run has none.
+	if _, err := kubectl("apply", "--server-side", "-f", filepath.Join(root, "config/rbac/namespacerequest_roles.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	const tenant, home, group = "selfs", "selfs-dev", "selfs-admins"
+	t.Cleanup(func() {
+		_, _ = kubectl("delete", "tenant", tenant, "selfs-neighbour", "--wait=false")
+		_, _ = kubectl("delete", "namespace", "selfs-feature-held", "--wait=false")
+	})
+	if _, err := kubectlIn([]byte(selfServiceTenant(tenant)), "apply", "--server-side", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	neighbour := `apiVersion: tenancy.trellis.dev/v1
+kind: Tenant
+metadata: {name: selfs-neighbour}
+spec:
+  namespaces: [a]
+  namespacePrefix: selfs-feature-team-
+  admins: [{kind: Group, name: neighbours, apiGroup: rbac.authorization.k8s.io}]
+`
+	if _, err := kubectlIn([]byte(neighbour), "apply", "--server-side", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{tenant, "selfs-neighbour"} {
+		if _, err := kubectl("wait", "--for=condition=Ready", "tenant/"+name, "--timeout=120s"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := kubectl("create", "namespace", "selfs-feature-held"); err != nil {
+		t.Fatal(err)
+	}
+
+	// The admin may not make namespaces; they may ask (once the aggregation
+	// controller has put requests in the admin role).
+	if out, _ := asTenantAdmin(group, "auth", "can-i", "create", "namespaces"); strings.TrimSpace(out) != "no" {
+		t.Fatalf("a tenant admin may create namespaces: %q", out)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, _ := asTenantAdmin(group, "auth", "can-i", "create", "namespacerequests.tenancy.trellis.dev", "-n", home)
+		if strings.TrimSpace(out) == "yes" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the admin role never let a tenant admin create NamespaceRequests: %q", out)
+		}
+		time.Sleep(time.Second)
+	}
+	if out, _ := asTenantAdmin(group, "auth", "can-i", "patch", "namespacerequests.tenancy.trellis.dev", "--subresource=status", "-n", home); strings.TrimSpace(out) != "no" {
+		t.Errorf("a tenant admin may write a request's status: %q", out)
+	}
+
+	create := func(name string) {
+		t.Helper()
+		if out, err := kubectlIn([]byte(request(home, name)), "create", "-f", "-", "--as", "alice", "--as-group", group); err != nil {
+			t.Fatalf("creating request %s: %v %s", name, err, out)
+		}
+	}
+	create("feature-x")
+	waitRequest(t, home, "feature-x", "Ready")
+	const added = "selfs-feature-x"
+	for _, obj := range []string{"resourcequota/trellis-tenant-quota", "limitrange/trellis-tenant-limits",
+		"networkpolicy/trellis-tenant-isolation", "rolebinding/trellis-tenant-admin", "rolebinding/trellis-tenant-viewer"} {
+		if out, err := kubectl("get", "-n", added, obj); err != nil {
+			t.Errorf("%s in the requested namespace: %v %s", obj, err, out)
+		}
+	}
+	labels, _ := kubectl("get", "namespace", added, "-o", "jsonpath={.metadata.labels}")
+	for _, want := range []string{`"pod-security.kubernetes.io/enforce":"restricted"`, `"tenancy.trellis.dev/tenant":"selfs"`, `"cost-center":"selfs"`} {
+		if !strings.Contains(labels, want) {
+			t.Errorf("namespace %s labels %s, want %s", added, labels, want)
+		}
+	}
+	if out, err := kubectlIn([]byte(restrictedPod("app")), "apply", "-n", added, "-f", "-", "--as", "alice", "--as-group", group); err != nil {
+		t.Errorf("the admin cannot deploy into the namespace they asked for: %v %s", err, out)
+	}
+	if out, err := kubectl("wait", "--for=condition=Ready", "tenant/"+tenant, "--timeout=60s"); err != nil {
+		t.Errorf("the Tenant with a requested namespace: %v %s", err, out)
+	}
+	if by, _ := kubectl("get", "tenant", tenant, "-o", `jsonpath={.status.namespaces[?(@.name=="selfs-feature-x")].requestedBy}`); by != home+"/feature-x" {
+		t.Errorf("the Tenant's status says %s was requested by %q", added, by)
+	}
+
+	// Refused on the request, the Tenant untouched by it.
+	create("feature-held") // a namespace someone else made
+	waitRequest(t, home, "feature-held", "NameTaken")
+	if l, _ := kubectl("get", "namespace", "selfs-feature-held", "-o", "jsonpath={.metadata.labels}"); strings.Contains(l, "tenancy.trellis.dev") {
+		t.Errorf("a namespace someone else made was adopted: %s", l)
+	}
+	create("feature-team-b") // inside the neighbour's prefix
+	waitRequest(t, home, "feature-team-b", "NameTaken")
+	create("other") // outside namePattern
+	waitRequest(t, home, "other", "NameNotAllowed")
+	if out, err := kubectl("delete", "-n", home, "namespacerequest", "feature-held", "feature-team-b", "other", "--as", "alice", "--as-group", group); err != nil {
+		t.Fatal(err, out)
+	}
+	create("feature-y")
+	waitRequest(t, home, "feature-y", "Ready")
+	create("feature-z") // a third, past maxNamespaces: 2
+	waitRequest(t, home, "feature-z", "LimitReached")
+	if _, err := kubectl("get", "namespace", "selfs-feature-z"); err == nil {
+		t.Error("a namespace past maxNamespaces exists")
+	}
+	if out, err := kubectl("wait", "--for=condition=Ready", "tenant/"+tenant, "--timeout=60s"); err != nil {
+		t.Errorf("refused requests held the Tenant back: %v %s", err, out)
+	}
+
+	// Refused when made: a name no namespace may have, and a request
+	// outside any Tenant's namespace (a cluster admin's, so RBAC is not what
+	// stops it).
+	if out, err := kubectlIn([]byte(request(home, "feature-"+strings.Repeat("a", 60))), "create", "-f", "-", "--as", "alice", "--as-group", group); err == nil || !strings.Contains(out, "DNS label") {
+		t.Errorf("a request for a name longer than a namespace's: %v %s", err, out)
+	}
+	if out, err := kubectlIn([]byte(request("default", "feature-w")), "create", "-f", "-"); err == nil || !strings.Contains(out, "belongs to no Tenant") {
+		t.Errorf("a request outside a Tenant: %v %s", err, out)
+	}
+
+	// Deleting the request deletes its namespace (policy Delete), and the
+	// waiting request takes the room.
+	if out, err := kubectl("delete", "-n", home, "namespacerequest", "feature-x", "--as", "alice", "--as-group", group); err != nil {
+		t.Fatal(err, out)
+	}
+	if out, err := kubectl("wait", "--for=delete", "namespace/"+added, "--timeout=120s"); err != nil {
+		t.Errorf("the namespace of a deleted request: %v %s", err, out)
+	}
+	waitRequest(t, home, "feature-z", "Ready")
+}
