@@ -25,7 +25,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.namespacePrefix == oldSelf.namespacePrefix",message="namespacePrefix is immutable: changing it would orphan the tenant's namespaces"
 // +kubebuilder:validation:XValidation:rule="has(self.admin) || (has(self.admins) && size(self.admins) > 0)",message="a Tenant needs at least one admin: set admins (or the deprecated admin)"
 // +kubebuilder:validation:XValidation:rule="(has(self.admins) ? size(self.admins) : 0) + (has(self.admin) ? 1 : 0) <= 16",message="at most 16 admins, the deprecated admin included"
-// +kubebuilder:validation:XValidation:rule="!has(self.selfService) || self.namespacePrefix != ”",message="selfService needs a namespacePrefix: the namespaces a team asks for are named within it"
+// +kubebuilder:validation:XValidation:rule="!has(self.selfService) || size(self.namespacePrefix) > 0",message="selfService needs a namespacePrefix: the namespaces a team asks for are named within it"
 type TenantSpec struct {
 	// namespaces are the tenant's namespaces, without the prefix.
 	// +required

@@ -117,6 +117,17 @@ func TestTenantAdminAddsNamespacesWithinBounds(t *testing.T) {
 	g.Eventually(func(g Gomega) { expectGuardrails(g, tenant, "ss-f-three") }, timeout, interval).Should(Succeed())
 }
 
+// TestSelfServiceNeedsAPrefix: the names a team asks for are named within
+// the Tenant's prefix; without one, a team could ask for any name.
+func TestSelfServiceNeedsAPrefix(t *testing.T) {
+	g := NewWithT(t)
+	tenant := newTenant("ssnp", "", "ssnp-home")
+	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 1}
+	err := k8s.Create(context.Background(), tenant)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("selfService needs a namespacePrefix"))
+}
+
 // TestRequestsLeaveWithTheirNamespace: a request whose namespace leaves the
 // Tenant grants nothing any more: its namespace is given up as the policy
 // says (Retain: kept, released), and the request says why.
