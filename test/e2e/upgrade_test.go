@@ -52,6 +52,9 @@ type installation struct {
 	marksKeys bool
 	// policies are the admission policies and bindings it installs, "Kind/name".
 	policies []string
+	// clusterScoped are the cluster-scoped objects it installs (CRDs, RBAC,
+	// admission policies), "Kind/name".
+	clusterScoped []string
 	// dist is the release's directory (install.yaml, images, the chart).
 	dist string
 	// importImages puts its images on the real node; applyOver installs it
@@ -76,15 +79,15 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 func TestUpgradeFromPreviousReleaseByHelm(t *testing.T) {
 	old := byHelm(t, buildPrevious(t, previousRelease(t)))
 	head := byHelm(t, buildHeadRelease(t))
-	// A cluster that ran N-1's chart holds none of the admission policies
-	// new since: the `make deploy` of this tree the tests before left
-	// installed them, and Helm would refuse to upgrade over objects it
-	// does not own.
+	// A cluster that ran N-1's chart holds none of the cluster-scoped
+	// objects new since (admission policies, CRDs, roles): the `make deploy`
+	// of this tree the tests before left installed them, and Helm would
+	// refuse to upgrade over objects it does not own.
 	installOld := old.apply
 	old.apply = func(t *testing.T) {
 		t.Helper()
-		for _, p := range head.policies {
-			if !slices.Contains(old.policies, p) {
+		for _, p := range head.clusterScoped {
+			if !slices.Contains(old.clusterScoped, p) {
 				kind, name, _ := strings.Cut(p, "/")
 				if _, err := kubectl("delete", strings.ToLower(kind), name, "--ignore-not-found"); err != nil {
 					t.Fatal(err)
@@ -687,7 +690,7 @@ func installedFrom(t *testing.T, name, dir string) installation {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := installation{name: name, policies: admissionPolicies(t, manifest), dist: dir}
+	inst := installation{name: name, policies: admissionPolicies(t, manifest), clusterScoped: clusterScoped(manifest), dist: dir}
 	refs := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(images)), "\n") {
 		archive, ref, _ := strings.Cut(line, " ")
@@ -734,6 +737,21 @@ func admissionPolicies(t *testing.T, manifest []byte) []string {
 	}
 	if len(out) == 0 {
 		t.Fatal("the manifest installs no admission policy")
+	}
+	return out
+}
+
+// clusterScoped lists the CRDs, ClusterRoles, ClusterRoleBindings and
+// admission policies and bindings in a manifest, "Kind/name".
+func clusterScoped(manifest []byte) []string {
+	var out []string
+	kinds := regexp.MustCompile(`(?m)^kind: (CustomResourceDefinition|ClusterRole|ClusterRoleBinding|\w+AdmissionPolicy(Binding)?)$`)
+	for _, doc := range strings.Split(string(manifest), "\n---\n") {
+		kind := kinds.FindStringSubmatch(doc)
+		name := regexp.MustCompile(`(?m)^  name: (\S+)$`).FindStringSubmatch(doc)
+		if kind != nil && name != nil {
+			out = append(out, kind[1]+"/"+name[1])
+		}
 	}
 	return out
 }
