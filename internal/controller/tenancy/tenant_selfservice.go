@@ -63,8 +63,9 @@ func (r *Reconciler) readRequests(ctx context.Context, s *scope) error {
 	}
 	others := map[string]string{}
 	if len(reqs) > 0 {
+		// Read-only, and every Tenant: no copies.
 		tenants := &tenancyv1.TenantList{}
-		if err := r.client.List(ctx, tenants); err != nil {
+		if err := r.client.List(ctx, tenants, client.UnsafeDisableDeepCopy); err != nil {
 			return fmt.Errorf("listing Tenants: %w", err)
 		}
 		for _, o := range tenants.Items {
