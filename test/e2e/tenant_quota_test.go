@@ -28,7 +28,7 @@ import (
 func TestTenantQuotaHoldsUnderParallelPods(t *testing.T) {
 	useLocalManager(t)
 	installTenantAdmissionPolicy(t)
-	const name, limit = "tq", 6
+	const name, limit = "tq", int64(6)
 	namespaces := []string{name + "-a", name + "-b", name + "-c"}
 	manifest := fmt.Sprintf(`apiVersion: tenancy.trellis.dev/v1
 kind: Tenant
@@ -67,111 +67,22 @@ spec:
 		waitFor(t, 60*time.Second, func() error { _, err := alice.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); return err })
 	}
 
-	var (
-		exists            atomic.Int64 // pods created and not yet deleted, as the workers know it
-		created, refused  atomic.Int64
-		refusedWithRoom   atomic.Int64
-		maxPods, maxUsed  atomic.Int64
-		maxKnown, samples atomic.Int64
-		otherErrors       atomic.Int64
-		lastOther         atomic.Value
-	)
-	raise := func(a *atomic.Int64, v int64) {
-		for cur := a.Load(); v > cur && !a.CompareAndSwap(cur, v); cur = a.Load() {
-		}
-	}
+	h := &hammer{tenant: name, limit: limit, alice: alice, admin: admin, stop: make(chan struct{})}
 	const duration, workersPerNamespace = 60 * time.Second, 4
-	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range workersPerNamespace * len(namespaces) {
-		ns := namespaces[w%len(namespaces)]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rnd := rand.New(rand.NewPCG(uint64(w), 26))
-			var mine []string
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if len(mine) > 0 && rnd.IntN(2) == 0 {
-					// Counted gone before the request: the workers' count
-					// never runs ahead of the pods that exist.
-					i := rnd.IntN(len(mine))
-					exists.Add(-1)
-					err := alice.CoreV1().Pods(ns).Delete(ctx, mine[i], metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-					if err != nil && !apierrors.IsNotFound(err) {
-						exists.Add(1)
-						continue
-					}
-					mine = append(mine[:i], mine[i+1:]...)
-					continue
-				}
-				before := exists.Load()
-				pod, err := alice.CoreV1().Pods(ns).Create(ctx, quotaPod(name), metav1.CreateOptions{})
-				switch {
-				case err == nil:
-					created.Add(1)
-					raise(&maxKnown, exists.Add(1))
-					mine = append(mine, pod.Name)
-				case apierrors.IsForbidden(err):
-					refused.Add(1)
-					if before < limit {
-						refusedWithRoom.Add(1)
-					}
-				default: // quota admission losing its own race with a quota write: a 409, retried by the client
-					otherErrors.Add(1)
-					lastOther.Store(err.Error())
-				}
-			}
-		}()
+		wg.Go(func() { h.work(ctx, namespaces[w%len(namespaces)], uint64(w)) })
 	}
-	// The sampler: the pods that exist, and the quotas' summed usage.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			// One list each: a consistent snapshot of every namespace at
-			// once (a sum of reads one after the other is not).
-			var pods, used int64
-			podList, err := admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: "e2e.trellis.dev/hammer=" + name})
-			if err != nil {
-				continue
-			}
-			for _, p := range podList.Items {
-				if p.DeletionTimestamp.IsZero() {
-					pods++
-				}
-			}
-			quotas, err := admin.CoreV1().ResourceQuotas("").List(ctx, metav1.ListOptions{LabelSelector: "tenancy.trellis.dev/tenant=" + name})
-			if err != nil {
-				continue
-			}
-			for _, q := range quotas.Items {
-				u := q.Status.Used[corev1.ResourcePods]
-				used += u.Value()
-			}
-			samples.Add(1)
-			raise(&maxPods, pods)
-			raise(&maxUsed, used)
-		}
-	}()
+	wg.Go(func() { h.sample(ctx) })
 	time.Sleep(duration)
-	close(stop)
+	close(h.stop)
 	wg.Wait()
 
 	t.Logf("tenant quota %d pods over 3 namespaces, %d workers for %s: %d pods created, %d refused, %d of them while the tenant had room; "+
 		"max pods seen %d, max summed quota usage %d, max known to the workers %d (%d samples); other errors %d",
-		limit, workersPerNamespace*len(namespaces), duration, created.Load(), refused.Load(), refusedWithRoom.Load(),
-		maxPods.Load(), maxUsed.Load(), maxKnown.Load(), samples.Load(), otherErrors.Load())
-	if v := lastOther.Load(); v != nil {
+		limit, workersPerNamespace*len(namespaces), duration, h.created.Load(), h.refused.Load(), h.refusedWithRoom.Load(),
+		h.maxPods.Load(), h.maxUsed.Load(), h.maxKnown.Load(), h.samples.Load(), h.otherErrors.Load())
+	if v := h.lastOther.Load(); v != nil {
 		t.Logf("last other error: %v", v)
 	}
 	// The pods that exist are the truth. The quotas' summed status.used is
@@ -179,14 +90,112 @@ spec:
 	// from its own informer, which can still hold a pod just deleted, so a
 	// namespace whose share was lowered can read one over while no such pod
 	// exists (and nothing more is admitted there).
-	if maxPods.Load() > limit || maxKnown.Load() > limit {
-		t.Errorf("the tenant went over its quota of %d pods: %d pods seen, %d known to the workers", limit, maxPods.Load(), maxKnown.Load())
+	if h.maxPods.Load() > limit || h.maxKnown.Load() > limit {
+		t.Errorf("the tenant went over its quota of %d pods: %d pods seen, %d known to the workers", limit, h.maxPods.Load(), h.maxKnown.Load())
 	}
-	if created.Load() < 50 {
-		t.Errorf("only %d pods created in %s: the hammer did not hammer", created.Load(), duration)
+	if h.created.Load() < 50 {
+		t.Errorf("only %d pods created in %s: the hammer did not hammer", h.created.Load(), duration)
 	}
-	if samples.Load() < 100 {
-		t.Errorf("only %d samples", samples.Load())
+	if h.samples.Load() < 100 {
+		t.Errorf("only %d samples", h.samples.Load())
+	}
+}
+
+// hammer creates and deletes a tenant's pods as its admin, and samples
+// what exists.
+type hammer struct {
+	tenant       string
+	limit        int64
+	alice, admin *kubernetes.Clientset
+	stop         chan struct{}
+
+	exists            atomic.Int64 // pods created and not yet deleted, as the workers know it
+	created, refused  atomic.Int64
+	refusedWithRoom   atomic.Int64
+	maxPods, maxUsed  atomic.Int64
+	maxKnown, samples atomic.Int64
+	otherErrors       atomic.Int64
+	lastOther         atomic.Value
+}
+
+func raiseTo(a *atomic.Int64, v int64) {
+	for cur := a.Load(); v > cur && !a.CompareAndSwap(cur, v); cur = a.Load() {
+	}
+}
+
+// work creates pods in ns, and deletes one of its own half the time.
+func (h *hammer) work(ctx context.Context, ns string, seed uint64) {
+	rnd := rand.New(rand.NewPCG(seed, 26))
+	var mine []string
+	for {
+		select {
+		case <-h.stop:
+			return
+		default:
+		}
+		if len(mine) > 0 && rnd.IntN(2) == 0 {
+			// Counted gone before the request: the workers' count never
+			// runs ahead of the pods that exist.
+			i := rnd.IntN(len(mine))
+			h.exists.Add(-1)
+			err := h.alice.CoreV1().Pods(ns).Delete(ctx, mine[i], metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+			if err != nil && !apierrors.IsNotFound(err) {
+				h.exists.Add(1)
+				continue
+			}
+			mine = append(mine[:i], mine[i+1:]...)
+			continue
+		}
+		before := h.exists.Load()
+		pod, err := h.alice.CoreV1().Pods(ns).Create(ctx, quotaPod(h.tenant), metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			h.created.Add(1)
+			raiseTo(&h.maxKnown, h.exists.Add(1))
+			mine = append(mine, pod.Name)
+		case apierrors.IsForbidden(err):
+			h.refused.Add(1)
+			if before < h.limit {
+				h.refusedWithRoom.Add(1)
+			}
+		default: // quota admission losing its own race with a quota write: a 409
+			h.otherErrors.Add(1)
+			h.lastOther.Store(err.Error())
+		}
+	}
+}
+
+// sample records the most pods that exist at once, and the most the
+// quotas count, each from one list of every namespace: a consistent
+// snapshot (a sum of reads one after the other is not).
+func (h *hammer) sample(ctx context.Context) {
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		var pods, used int64
+		podList, err := h.admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: "e2e.trellis.dev/hammer=" + h.tenant})
+		if err != nil {
+			continue
+		}
+		for _, p := range podList.Items {
+			if p.DeletionTimestamp.IsZero() {
+				pods++
+			}
+		}
+		quotas, err := h.admin.CoreV1().ResourceQuotas("").List(ctx, metav1.ListOptions{LabelSelector: "tenancy.trellis.dev/tenant=" + h.tenant})
+		if err != nil {
+			continue
+		}
+		for _, q := range quotas.Items {
+			u := q.Status.Used[corev1.ResourcePods]
+			used += u.Value()
+		}
+		h.samples.Add(1)
+		raiseTo(&h.maxPods, pods)
+		raiseTo(&h.maxUsed, used)
 	}
 }
 

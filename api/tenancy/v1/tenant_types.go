@@ -232,6 +232,7 @@ type Subject struct {
 
 // TenantQuota is the ResourceQuota each namespace of the tenant gets: limits
 // per namespace, limits for the tenant as a whole, or both.
+// +kubebuilder:validation:MinProperties=1
 // +kubebuilder:validation:XValidation:rule="has(self.hard) || has(self.tenant)",message="a quota needs hard (per namespace), tenant (for the whole tenant), or both"
 type TenantQuota struct {
 	// hard are the limits of each namespace's ResourceQuota, as in a
