@@ -138,7 +138,7 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster afterwards")
 	flag.StringVar(&cfg.managerArgs, "manager-args", "", "extra manager flags, space-separated (to compare settings)")
 	flag.StringVar(&cfg.capsuleArgs, "capsule-args", "", "extra Capsule flags, space-separated (the capsule scenario runs it with its chart's defaults)")
-	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,restart,memory,capsule,writecost", "which scenarios to run (memory needs markdownview; capsule needs bin/capsule (make capsule) and stops the manager; writecost runs last and stops the manager)")
+	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,restart,memory,tenantquota,capsule,writecost", "which scenarios to run (tenantquota: --tenants Tenants of 10 namespaces with quota.tenant; memory needs markdownview; capsule needs bin/capsule (make capsule) and stops the manager; writecost runs last and stops the manager)")
 	replot := flag.String("replot", "", "no cluster: redraw the chart (--chart) from the points of this saved make bench results file and of --scale-results")
 	scale := flag.Bool("scale", false, "the one-off scale run (make bench-scale): --scale-size MarkdownViews, Tenants and StorageBuckets; its results (docs/performance-scale.json) join the chart of later runs")
 	scaleSize := flag.Int("scale-size", 10000, "objects of each kind in the --scale run")
@@ -243,8 +243,9 @@ func run(cfg config) error {
 		run  func() error
 	}{{"markdownview", b.markdownViewScenarios}, {"tenant", b.tenantScenario}, {"bucket", b.bucketScenario},
 		{"restart", b.restartScenario}, {"memory", b.memoryScenario},
-		{"capsule", b.capsuleScenario},     // after every scenario that needs the manager: it stops it
-		{"writecost", b.writeCostScenario}} // last: it stops the manager
+		{"tenantquota", b.tenantQuotaScenario}, // after restart: its Tenants are not counted there
+		{"capsule", b.capsuleScenario},         // after every scenario that needs the manager: it stops it
+		{"writecost", b.writeCostScenario}}     // last: it stops the manager
 	for _, step := range steps {
 		if !b.ran(step.name) {
 			continue

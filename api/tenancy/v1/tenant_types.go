@@ -258,10 +258,36 @@ type Subject struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// TenantQuota is the ResourceQuota each namespace of the tenant gets.
+// TenantQuota is the ResourceQuota each namespace of the tenant gets: limits
+// per namespace, limits for the tenant as a whole, or both.
+// +kubebuilder:validation:MinProperties=1
+// +kubebuilder:validation:XValidation:rule="has(self.hard) || has(self.tenant)",message="a quota needs hard (per namespace), tenant (for the whole tenant), or both"
 type TenantQuota struct {
 	// hard are the limits of each namespace's ResourceQuota, as in a
-	// ResourceQuota's spec.hard.
+	// ResourceQuota's spec.hard. With tenant set too, they cap each
+	// namespace's share of the tenant's limits.
+	// +optional
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && k.matches('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$'))",message="resource names are qualified names such as cpu, requests.memory or count/deployments.apps"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, type(self[k]) == int ? self[k] >= 0 : !self[k].startsWith('-'))",message="quantities must not be negative"
+	Hard corev1.ResourceList `json:"hard,omitempty"`
+
+	// tenant are limits on the tenant's namespaces together. Trellis puts a
+	// share of them in each namespace's ResourceQuota (its usage, and an
+	// equal part of what the tenant does not use), and moves the shares as
+	// usage changes, so that the API server's own quota admission never
+	// admits more than the limit in all. A namespace whose share is used up
+	// refuses until the shares are moved, even while others have room.
+	// +optional
+	Tenant TenantWideQuota `json:"tenant,omitzero"`
+}
+
+// TenantWideQuota are limits on the sum over all of a tenant's namespaces.
+type TenantWideQuota struct {
+	// hard are the limits, as in a ResourceQuota's spec.hard: summed over
+	// the tenant's namespaces, usage never exceeds them. Resources counted
+	// in whole units (CPU in milli-units): a fraction is rounded down.
 	// +required
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=32
@@ -427,8 +453,11 @@ type TenantNamespaceStatus struct {
 // TenantStatus is what the controller observed.
 type TenantStatus struct {
 	// conditions are Ready (the summary), Reconciling (work in progress),
-	// Stalled (a person must act) and SubjectsFound (every ServiceAccount
-	// admin or viewer is in a namespace that exists).
+	// Stalled (a person must act), SubjectsFound (every ServiceAccount
+	// admin or viewer is in a namespace that exists) and, with
+	// quota.tenant, QuotaWithinLimit (False while the namespaces together
+	// use more than the tenant's limit: every namespace is then held at its
+	// usage).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -458,7 +487,10 @@ type TenantStatus struct {
 
 // TenantQuotaStatus is a tenant's quota summed over its namespaces.
 type TenantQuotaStatus struct {
-	// hard is the sum of the namespaces' limits.
+	// hard is the most the ready namespaces may use together. For a
+	// resource of quota.tenant, the tenant's limit (or, if smaller, the
+	// per-namespace limits summed); for one of quota.hard only, the
+	// per-namespace limits summed.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	Hard corev1.ResourceList `json:"hard,omitempty"`

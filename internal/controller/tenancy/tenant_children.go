@@ -37,6 +37,9 @@ func (r *Reconciler) reconcileContents(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
+	if err := r.planTenantQuota(ctx, s, ready); err != nil {
+		return err
+	}
 	writes := make([]write, 0, 5*len(ready)+len(dropped)+1) // five per namespace
 	for _, ns := range ready {
 		writes = append(writes, r.namespaceContents(s, ns)...)
@@ -47,7 +50,9 @@ func (r *Reconciler) reconcileContents(ctx context.Context, s *scope) error {
 		})
 	}
 	writes = append(writes, func(ctx context.Context) (found, error) { return r.reconcileTenantRole(ctx, s, ready) })
-	if err := s.runRound(ctx, writes); err != nil || s.raced != nil || s.t.Spec.NetworkIsolation == nil {
+	err = s.runRound(ctx, writes)
+	s.quota.report(s.obs, s.t, ready)
+	if err != nil || s.raced != nil || s.t.Spec.NetworkIsolation == nil {
 		return err
 	}
 	for _, ns := range ready {
@@ -64,19 +69,27 @@ func (r *Reconciler) reconcileContents(ctx context.Context, s *scope) error {
 func (r *Reconciler) namespaceContents(s *scope, ns string) []write {
 	t := s.t
 	expect := s.wasReady[ns] && s.settled
-	writes := []write{func(ctx context.Context) (found, error) {
-		return ensureChild(ctx, r, s, "RoleBinding", &rbacv1.RoleBinding{},
-			desiredRoleBinding(t, ns, adminRoleBindingName, builtinAdminRole, adminSubjects(t)), syncRoleBinding, expect)
-	}}
-	if viewers := viewerSubjects(t); len(viewers) > 0 {
+	var writes []write
+	// With quota.tenant, nobody is bound in a namespace before its quota
+	// enforces the tenant's limit (quotaPlan.admits).
+	if s.quota.admits(ns, t.Spec.Quota.Tenant.Hard) {
 		writes = append(writes, func(ctx context.Context) (found, error) {
 			return ensureChild(ctx, r, s, "RoleBinding", &rbacv1.RoleBinding{},
-				desiredRoleBinding(t, ns, viewerRoleBindingName, builtinViewRole, viewers), syncRoleBinding, expect)
+				desiredRoleBinding(t, ns, adminRoleBindingName, builtinAdminRole, adminSubjects(t)), syncRoleBinding, expect)
 		})
-	} else {
-		writes = append(writes, r.removeChild(s, "RoleBinding", ns, viewerRoleBindingName, &rbacv1.RoleBinding{}))
+		if viewers := viewerSubjects(t); len(viewers) > 0 {
+			writes = append(writes, func(ctx context.Context) (found, error) {
+				return ensureChild(ctx, r, s, "RoleBinding", &rbacv1.RoleBinding{},
+					desiredRoleBinding(t, ns, viewerRoleBindingName, builtinViewRole, viewers), syncRoleBinding, expect)
+			})
+		} else {
+			writes = append(writes, r.removeChild(s, "RoleBinding", ns, viewerRoleBindingName, &rbacv1.RoleBinding{}))
+		}
 	}
-	if len(t.Spec.Quota.Hard) > 0 {
+	switch {
+	case s.quota != nil:
+		writes = append(writes, r.tenantQuotaWrite(s, ns))
+	case len(t.Spec.Quota.Hard) > 0:
 		writes = append(writes, func(ctx context.Context) (found, error) {
 			live := &corev1.ResourceQuota{}
 			f, err := ensureChild(ctx, r, s, "ResourceQuota", live, desiredQuota(t, ns), syncQuota, expect)
@@ -85,7 +98,7 @@ func (r *Reconciler) namespaceContents(s *scope, ns string) []write {
 			}
 			return f, err
 		})
-	} else {
+	default:
 		writes = append(writes, r.removeChild(s, "ResourceQuota", ns, quotaName, &corev1.ResourceQuota{}))
 	}
 	if len(t.Spec.LimitRange.Limits) > 0 {

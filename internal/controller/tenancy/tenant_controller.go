@@ -85,12 +85,14 @@ var Controller = setup.Controller{
 	},
 }
 
-// statusEvents: a tenant that became Ready, one that needs a person, and a
-// ServiceAccount subject whose namespace does not exist.
+// statusEvents: a tenant that became Ready, one that needs a person, a
+// ServiceAccount subject whose namespace does not exist, and usage over
+// the tenant's quota.
 var statusEvents = []status.EventRule{
 	{Condition: conditions.Ready, Status: metav1.ConditionTrue, Type: corev1.EventTypeNormal},
 	{Condition: conditions.Stalled, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning},
 	{Condition: ConditionSubjectsFound, Status: metav1.ConditionFalse, Type: corev1.EventTypeWarning},
+	{Condition: ConditionQuotaWithinLimit, Status: metav1.ConditionFalse, Type: corev1.EventTypeWarning},
 }
 
 // requestEvents: a request granted, or refused.
@@ -335,6 +337,8 @@ type scope struct {
 	names            []string
 	sel              selection
 	requests, strays []*tenancyv1.NamespaceRequest
+	// quota is the plan of quota.tenant; nil without it (tenant_quota.go).
+	quota *quotaPlan
 }
 
 func (r *Reconciler) newScope(t *tenancyv1.Tenant) *scope {
@@ -414,7 +418,7 @@ func (s *scope) runRound(ctx context.Context, writes []write) error {
 	}
 	err := g.Wait()
 	for _, f := range results {
-		s.obs.record(f, s.t.Spec.Quota.Hard)
+		s.obs.record(f, quotaKeys(s.t))
 		if s.raced == nil {
 			s.raced = f.raced
 		}

@@ -149,6 +149,9 @@ func requestSummary(s *scope, v verdict, ns tenancyv1.TenantNamespaceStatus) con
 		return conditions.Summary{Progress: conditions.Blocked, Reason: v.reason, Message: v.message}
 	case ns.State == tenancyv1.NamespaceConflict:
 		return conditions.Summary{Progress: conditions.Blocked, Reason: ReasonNameTaken, Message: ns.Message}
+	case ns.State == tenancyv1.NamespaceReady && slices.Contains(s.obs.quotaPending, v.namespace):
+		return conditions.Summary{Progress: conditions.Working, Reason: ReasonRequestCreating,
+			Message: fmt.Sprintf("namespace %s is made; its admins are bound once its quota is counted", v.namespace)}
 	case ns.State == tenancyv1.NamespaceReady && s.obs.failed == nil:
 		return conditions.Summary{Progress: conditions.Done, Reason: ReasonRequestGranted,
 			Message: fmt.Sprintf("namespace %s is Tenant %s's, with every guardrail of the Tenant", v.namespace, s.t.Name)}

@@ -54,6 +54,12 @@ type observation struct {
 	// quotaHard and quotaUsed are the tenant's quota summed over its ready
 	// namespaces (nil without a quota).
 	quotaHard, quotaUsed corev1.ResourceList
+	// tenantQuota says quota.tenant was planned; quotaPending lists the
+	// namespaces whose quota is not counted yet, quotaOver says usage is
+	// over the tenant's limit (tenant_quota.go).
+	tenantQuota  bool
+	quotaPending []string
+	quotaOver    string
 	// failed is an error the reconcile returned (it is retried with back-off).
 	failed error
 	// undone lists, per namespace of the tenant, the NetworkPolicies that
@@ -182,6 +188,7 @@ func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus
 	case obs.subjectsChecked:
 		conditions.Set(&st.Conditions, gen, ConditionSubjectsFound, true, ReasonSubjectsFound, "every ServiceAccount admin and viewer is in a namespace that exists")
 	}
+	setQuotaCondition(&st, t, obs)
 	// Not checked this time: either this very spec was checked before and
 	// every namespace was found (that verdict stands), or the reconcile
 	// stopped before the check, which the next one makes (the condition is
@@ -270,6 +277,8 @@ func summarize(t *tenancyv1.Tenant, obs *observation) conditions.Summary {
 			Message: fmt.Sprintf("%d of %d namespaces ready: %s", ready, counted, strings.Join(msgs, "; "))}
 	case obs.failed != nil:
 		return conditions.Summary{Progress: conditions.Working, Reason: ReasonReconcileError, Message: obs.failed.Error()}
+	case len(obs.quotaPending) > 0:
+		return quotaPendingSummary(obs.quotaPending)
 	case ready < counted:
 		return conditions.Summary{Progress: conditions.Working, Reason: ReasonTerminating,
 			Message: fmt.Sprintf("%d of %d namespaces ready; waiting for a namespace being deleted", ready, counted)}

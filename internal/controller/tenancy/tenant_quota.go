@@ -1,0 +1,299 @@
+// The tenant-wide quota (spec.quota.tenant): each namespace's ResourceQuota
+// gets a share of the tenant's limits, moved as usage changes, so that the
+// API server's own quota admission never admits more than the limits in all
+// (internal/tenantquota says how and why that holds).
+
+package tenancy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/apierr"
+	"github.com/trellis-dev/trellis/internal/tenantquota"
+)
+
+// ConditionQuotaWithinLimit is False while the tenant's namespaces together
+// use more than quota.tenant allows; present only with quota.tenant.
+const ConditionQuotaWithinLimit = "QuotaWithinLimit"
+
+// Reasons of QuotaWithinLimit, and of Ready while a new namespace's quota
+// is not yet counted.
+const (
+	ReasonWithinLimit    = "WithinLimit"
+	ReasonUsageOverLimit = "UsageOverLimit"
+	ReasonQuotaPending   = "QuotaPending"
+)
+
+// quotaPlan is the tenant-wide quota of one reconcile: the quotas it was
+// planned from (the cache, or the API server when a quota goes up) and the
+// spec.hard each namespace's quota gets.
+type quotaPlan struct {
+	// seen is each ready namespace's quota as planned from; nil for none.
+	seen map[string]*corev1.ResourceQuota
+	// foreign are namespaces whose quota name someone else's object holds.
+	foreign map[string]bool
+	out     tenantquota.Outcome
+	// live says the plan was made from a live read.
+	live bool
+}
+
+// admits says whether the tenant's admins and viewers may be bound in ns:
+// always without quota.tenant; with it, once the namespace's quota is
+// counted by the quota controller (a quota not yet counted enforces
+// nothing, so a new namespace stays empty until its quota holds).
+func (p *quotaPlan) admits(ns string, limit corev1.ResourceList) bool {
+	if p == nil {
+		return true
+	}
+	return quotaNamespace(ns, p.seen[ns]).Counted(limit)
+}
+
+// planTenantQuota plans every ready namespace's share of quota.tenant, from
+// the cache. When a share goes up (or a quota is created), the cache may
+// not hold Trellis' own latest writes, which would count budget twice: the
+// quotas are read again from the API server and the plan made again from
+// that. An unchanged tenant thus costs cache reads only.
+func (r *Reconciler) planTenantQuota(ctx context.Context, s *scope, ready []string) error {
+	limit := s.t.Spec.Quota.Tenant.Hard
+	if len(limit) == 0 {
+		s.quota = nil
+		return nil
+	}
+	p := &quotaPlan{}
+	if err := r.readQuotas(ctx, s.t, ready, r.client, p); err != nil {
+		return err
+	}
+	p.out = tenantquota.Plan(limit, s.t.Spec.Quota.Hard, p.namespaces(ready))
+	if p.out.Raises {
+		p.live = true
+		if err := r.readQuotas(ctx, s.t, ready, r.apiReader, p); err != nil {
+			return err
+		}
+		p.out = tenantquota.Plan(limit, s.t.Spec.Quota.Hard, p.namespaces(ready))
+	}
+	s.quota = p
+	return nil
+}
+
+// readQuotas reads each namespace's quota through reader, in parallel.
+func (r *Reconciler) readQuotas(ctx context.Context, t *tenancyv1.Tenant, namespaces []string, reader client.Reader, p *quotaPlan) error {
+	got := make([]*corev1.ResourceQuota, len(namespaces))
+	foreign := make([]bool, len(namespaces))
+	var g errgroup.Group
+	g.SetLimit(maxParallelRequests)
+	for i, ns := range namespaces {
+		g.Go(func() error {
+			q := &corev1.ResourceQuota{}
+			err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: quotaName}, q)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("reading ResourceQuota %s/%s: %w", ns, quotaName, err)
+			}
+			ours, err := r.ownsChild(ctx, q, t)
+			if err != nil {
+				return err
+			}
+			if ours {
+				got[i] = q
+			} else {
+				foreign[i] = true
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	p.seen, p.foreign = map[string]*corev1.ResourceQuota{}, map[string]bool{}
+	for i, ns := range namespaces {
+		p.seen[ns] = got[i]
+		if foreign[i] {
+			p.foreign[ns] = true
+		}
+	}
+	return nil
+}
+
+func (p *quotaPlan) namespaces(names []string) []tenantquota.Namespace {
+	out := make([]tenantquota.Namespace, 0, len(names))
+	for _, ns := range names {
+		out = append(out, quotaNamespace(ns, p.seen[ns]))
+	}
+	return out
+}
+
+func quotaNamespace(ns string, q *corev1.ResourceQuota) tenantquota.Namespace {
+	if q == nil {
+		return tenantquota.Namespace{Name: ns}
+	}
+	return tenantquota.Namespace{Name: ns, Exists: true, Spec: q.Spec.Hard, Status: q.Status.Hard, Used: q.Status.Used}
+}
+
+// tenantQuotaWrite keeps one namespace's quota at its planned share. Every
+// change is written against the quota as planned from: created only if
+// there was none, patched only if it is unchanged since (a resourceVersion
+// precondition). A quota that moved in between (usage counted, a status
+// synced) loses the race, and the reconcile is made again from fresh reads.
+func (r *Reconciler) tenantQuotaWrite(s *scope, ns string) write {
+	return func(ctx context.Context) (found, error) {
+		f := found{namespace: ns}
+		desired := &corev1.ResourceQuota{
+			ObjectMeta: childMeta(s.t, ns, quotaName),
+			Spec:       corev1.ResourceQuotaSpec{Hard: s.quota.out.Hard[ns]},
+		}
+		seen := s.quota.seen[ns]
+		if s.quota.foreign[ns] {
+			f.conflict = fmt.Sprintf("ResourceQuota %s/%s exists and was not created by this Tenant; it is left untouched", ns, quotaName)
+			return f, nil
+		}
+		if seen == nil {
+			return r.createTenantQuota(ctx, s, desired)
+		}
+		live := seen.DeepCopy()
+		changed := syncMarks(live, s.t)
+		if !equality.Semantic.DeepEqual(live.Spec, desired.Spec) {
+			live.Spec = desired.Spec
+			changed = true
+		}
+		if !changed {
+			f.quota = seen
+			return f, nil
+		}
+		err := r.client.Patch(ctx, live, client.MergeFromWithOptions(seen, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case err == nil:
+			log.FromContext(ctx).V(1).Info("tenant quota moved", "namespace", ns, "hard", live.Spec.Hard)
+			f.quota = live
+		case apierrors.IsNotFound(err) || apierr.Classify(err) == apierr.Conflict:
+			f.raced = err
+		case apierr.Classify(err) == apierr.Refused:
+			f.refused = []string{fmt.Sprintf("the API server refused ResourceQuota %s/%s: %s", ns, quotaName, apierr.Message(err))}
+		default:
+			return f, fmt.Errorf("updating ResourceQuota %s/%s: %w", ns, quotaName, err)
+		}
+		return f, nil
+	}
+}
+
+// createTenantQuota creates a namespace's quota with its first share. A
+// create refused because the name is taken is someone else's object (a
+// conflict) or one of ours the plan did not see (a race).
+func (r *Reconciler) createTenantQuota(ctx context.Context, s *scope, desired *corev1.ResourceQuota) (found, error) {
+	f := found{namespace: desired.Namespace}
+	err := r.client.Create(ctx, desired)
+	switch {
+	case err == nil:
+		f.quota = desired
+		return f, nil
+	case apierrors.IsAlreadyExists(err):
+		live := &corev1.ResourceQuota{}
+		if gerr := r.apiReader.Get(ctx, client.ObjectKeyFromObject(desired), live); gerr != nil {
+			return f, fmt.Errorf("reading ResourceQuota %s/%s after a create refused as existing: %w", desired.Namespace, quotaName, gerr)
+		}
+		ours, oerr := r.ownsChild(ctx, live, s.t)
+		switch {
+		case oerr != nil:
+			return f, oerr
+		case ours:
+			f.raced = err
+		default:
+			f.conflict = fmt.Sprintf("ResourceQuota %s/%s exists and was not created by this Tenant; it is left untouched", desired.Namespace, quotaName)
+		}
+		return f, nil
+	case apierr.Classify(err) == apierr.Refused:
+		f.refused = []string{fmt.Sprintf("the API server refused ResourceQuota %s/%s: %s", desired.Namespace, quotaName, apierr.Message(err))}
+		return f, nil
+	}
+	return f, fmt.Errorf("creating ResourceQuota %s/%s: %w", desired.Namespace, quotaName, err)
+}
+
+// quotaKeys are the resources the status sums: those of quota.hard and of
+// quota.tenant.
+func quotaKeys(t *tenancyv1.Tenant) corev1.ResourceList {
+	keys := t.Spec.Quota.Hard.DeepCopy()
+	for r, q := range t.Spec.Quota.Tenant.Hard {
+		if keys == nil {
+			keys = corev1.ResourceList{}
+		}
+		if _, ok := keys[r]; !ok {
+			keys[r] = q
+		}
+	}
+	return keys
+}
+
+// report puts what the plan found in the observation: the tenant's limits
+// as the status' hard (the per-namespace limits summed, where smaller), the
+// namespaces whose quota is not yet counted, and usage over a limit.
+func (p *quotaPlan) report(obs *observation, t *tenancyv1.Tenant, ready []string) {
+	if p == nil {
+		return
+	}
+	obs.tenantQuota = true
+	limit := t.Spec.Quota.Tenant.Hard
+	if obs.quotaHard != nil {
+		for r, l := range limit {
+			h := l.DeepCopy()
+			if c, ok := t.Spec.Quota.Hard[r]; ok {
+				sum := c.DeepCopy()
+				sum.Mul(int64(len(ready)))
+				if sum.Cmp(h) < 0 {
+					h = sum
+				}
+			}
+			obs.quotaHard[r] = h
+		}
+	}
+	for _, ns := range ready {
+		if !p.foreign[ns] && !p.admits(ns, limit) {
+			obs.quotaPending = append(obs.quotaPending, ns)
+		}
+	}
+	if len(p.out.Over) > 0 {
+		parts := make([]string, 0, len(p.out.Over))
+		for _, r := range p.out.Over {
+			used, l := p.out.Used[r], limit[r]
+			parts = append(parts, fmt.Sprintf("%s %s of %s", r, used.String(), l.String()))
+		}
+		obs.quotaOver = "the namespaces together use more than the tenant's limit (" + strings.Join(parts, ", ") +
+			"): every namespace's quota is held at its usage, so nothing more is admitted until usage falls under the limit; nothing is deleted"
+	}
+}
+
+// setQuotaCondition sets QuotaWithinLimit with quota.tenant, and removes it
+// without; a reconcile that stopped before the plan leaves it as it was.
+func setQuotaCondition(st *tenancyv1.TenantStatus, t *tenancyv1.Tenant, obs *observation) {
+	gen := t.Generation
+	switch {
+	case len(t.Spec.Quota.Tenant.Hard) == 0:
+		meta.RemoveStatusCondition(&st.Conditions, ConditionQuotaWithinLimit)
+	case !obs.tenantQuota:
+	case obs.quotaOver != "":
+		conditions.Set(&st.Conditions, gen, ConditionQuotaWithinLimit, false, ReasonUsageOverLimit, obs.quotaOver)
+	default:
+		conditions.Set(&st.Conditions, gen, ConditionQuotaWithinLimit, true, ReasonWithinLimit,
+			"the namespaces together use no more than the tenant's limit")
+	}
+}
+
+// quotaPendingSummary is Ready's word while a namespace's quota is not
+// counted yet: its admins and viewers are bound once it is.
+func quotaPendingSummary(pending []string) conditions.Summary {
+	return conditions.Summary{Progress: conditions.Working, Reason: ReasonQuotaPending,
+		Message: "waiting for the quota controller to count the ResourceQuota of " + strings.Join(pending, ", ") +
+			": admins and viewers are bound there once it enforces the tenant's limit"}
+}

@@ -1,0 +1,127 @@
+package tenancy
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+)
+
+// envtest runs no quota controller: quotaSync writes what it would, the
+// quota's status.hard from its spec and the usage given.
+func quotaSync(g Gomega, ns string, usedPods int64) {
+	ctx := context.Background()
+	g.Eventually(func(g Gomega) {
+		q := &corev1.ResourceQuota{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: quotaName}, q)).To(Succeed())
+		q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{"pods": *resource.NewQuantity(usedPods, resource.DecimalSI)}}
+		g.Expect(k8s.Status().Update(ctx, q)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+}
+
+// eventuallyPods waits until each namespace's quota spec.hard allows the pods given.
+func eventuallyPods(g Gomega, want map[string]int64) {
+	g.Eventually(func(g Gomega) {
+		for ns, n := range want {
+			q := &corev1.ResourceQuota{}
+			g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: quotaName}, q)).To(Succeed())
+			got := q.Spec.Hard["pods"]
+			g.Expect(got.Value()).To(Equal(n), "%s: %v", ns, q.Spec.Hard)
+		}
+	}, timeout, interval).Should(Succeed())
+}
+
+// failingReader fails every read: a plan that needs no live read must not
+// make one.
+type failingReader struct{ client.Reader }
+
+func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errors.New("live read")
+}
+
+// TestTenantQuota walks quota.tenant through its life: the first shares
+// (admins bound only once the quota is counted), a usage change (the other
+// namespaces lowered at once, the raise only once they are synced), an
+// unchanged tenant (no writes, no live reads), and usage over a lowered
+// limit (held at usage, reported).
+func TestTenantQuota(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := newTenant("tq", "tq-", "a", "b", "c")
+	tenant.Spec.Quota = tenancyv1.TenantQuota{Tenant: tenancyv1.TenantWideQuota{Hard: corev1.ResourceList{"pods": resource.MustParse("6")}}}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+
+	// The first shares, out of the whole limit; nobody is bound before the
+	// quota controller has counted the quota.
+	eventuallyPods(g, map[string]int64{"tq-a": 2, "tq-b": 2, "tq-c": 2})
+	g.Eventually(func(g Gomega) {
+		got := getTenant(g, "tq")
+		ready := meta.FindStatusCondition(got.Status.Conditions, conditions.Ready)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal(ReasonQuotaPending))
+	}, timeout, interval).Should(Succeed())
+	err := k8s.Get(ctx, client.ObjectKey{Namespace: "tq-a", Name: adminRoleBindingName}, &rbacv1.RoleBinding{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no admin before the quota enforces: %v", err)
+	for _, ns := range []string{"tq-a", "tq-b", "tq-c"} {
+		quotaSync(g, ns, 0)
+	}
+	got := eventuallyReady(g, "tq")
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "tq-a", Name: adminRoleBindingName}, &rbacv1.RoleBinding{})).To(Succeed())
+	g.Expect(got.Status.Quota.Hard).To(HaveKeyWithValue(corev1.ResourceName("pods"), resource.MustParse("6")))
+	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, ConditionQuotaWithinLimit)).To(BeTrue())
+
+	// Unchanged: no write, and no live read.
+	waitForQuiet(g)
+	mgrWrites.Reset()
+	for range 3 {
+		_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: "tq"}})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(writesFor("tq")).To(BeEmpty())
+	cacheOnly := &Reconciler{client: reconciler.client, apiReader: failingReader{}}
+	s := cacheOnly.newScope(getTenant(g, "tq"))
+	g.Expect(cacheOnly.planTenantQuota(ctx, s, []string{"tq-a", "tq-b", "tq-c"})).To(Succeed())
+	g.Expect(s.quota.live).To(BeFalse())
+
+	// tq-a uses its 2: the remainder 4 is split 2, 1, 1. b and c are
+	// lowered at once; a is raised only once that is synced.
+	quotaSync(g, "tq-a", 2)
+	eventuallyPods(g, map[string]int64{"tq-a": 2, "tq-b": 1, "tq-c": 1})
+	g.Consistently(func(g Gomega) { eventuallyPods(g, map[string]int64{"tq-a": 2}) }, "1s", interval).Should(Succeed())
+	quotaSync(g, "tq-b", 0)
+	quotaSync(g, "tq-c", 0)
+	eventuallyPods(g, map[string]int64{"tq-a": 4, "tq-b": 1, "tq-c": 1})
+
+	// The limit lowered under the usage: everyone held at usage, reported.
+	quotaSync(g, "tq-a", 4)
+	quotaSync(g, "tq-b", 1)
+	g.Eventually(func(g Gomega) {
+		got := getTenant(g, "tq")
+		got.Spec.Quota.Tenant.Hard["pods"] = resource.MustParse("3")
+		g.Expect(k8s.Update(ctx, got)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	eventuallyPods(g, map[string]int64{"tq-a": 4, "tq-b": 1, "tq-c": 0})
+	g.Eventually(func(g Gomega) {
+		got := getTenant(g, "tq")
+		c := meta.FindStatusCondition(got.Status.Conditions, ConditionQuotaWithinLimit)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(ReasonUsageOverLimit))
+		g.Expect(c.Message).To(ContainSubstring("pods 5 of 3"))
+		g.Expect(got.Status.Quota.Used).To(HaveKeyWithValue(corev1.ResourceName("pods"), resource.MustParse("5")))
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return tenantEventReasons(g, "tq") }, timeout, interval).Should(ContainElement(ReasonUsageOverLimit))
+	deleteTenant(g, "tq")
+}

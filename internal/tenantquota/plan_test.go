@@ -1,0 +1,70 @@
+package tenantquota
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func list(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+func TestPlan(t *testing.T) {
+	g := NewWithT(t)
+	limit := list("requests.cpu", "1", "requests.memory", "1Gi", "pods", "2.5")
+	perNamespace := list("pods", "2", "services", "3")
+	nss := []Namespace{
+		{Name: "a", Exists: true, Spec: list("requests.cpu", "500m", "requests.memory", "512Mi", "pods", "1", "services", "3"),
+			Status: list("requests.cpu", "500m", "requests.memory", "512Mi", "pods", "1", "services", "3"),
+			Used:   list("requests.cpu", "100m", "requests.memory", "0", "pods", "1", "services", "0")},
+		{Name: "b"},
+	}
+	out := Plan(limit, perNamespace, nss)
+	// cpu: used 100m, remainder 900m: a gets 100m+450m, b 450m, both out
+	// of the slack of 500m. memory: 1Gi split in bytes. pods: the limit is
+	// 2 (2.5 rounded down), used 1: the one left goes to a, the first.
+	g.Expect(qty(out.Hard["a"], "requests.cpu")).To(Equal("550m"))
+	g.Expect(qty(out.Hard["b"], "requests.cpu")).To(Equal("450m"))
+	g.Expect(qty(out.Hard["a"], "requests.memory")).To(Equal("512Mi"))
+	g.Expect(qty(out.Hard["a"], "pods")).To(Equal("2"))
+	g.Expect(qty(out.Hard["b"], "pods")).To(Equal("0"))
+	g.Expect(qty(out.Hard["b"], "services")).To(Equal("3"))
+	g.Expect(out.Raises).To(BeTrue(), "b's quota is created")
+	g.Expect(out.Held).To(BeFalse())
+	g.Expect(out.Over).To(BeEmpty())
+	g.Expect(qty(out.Used, "requests.cpu")).To(Equal("100m"))
+
+	g.Expect(nss[0].Counted(limit)).To(BeTrue())
+	g.Expect(nss[1].Counted(limit)).To(BeFalse())
+	g.Expect(Namespace{Exists: true, Status: list("pods", "1"), Used: list("pods", "0")}.Counted(limit)).To(BeFalse(),
+		"a quota counted for pods only does not yet enforce cpu")
+}
+
+func TestPlanOverLimit(t *testing.T) {
+	g := NewWithT(t)
+	nss := []Namespace{
+		{Name: "a", Exists: true, Spec: list("pods", "4"), Status: list("pods", "4"), Used: list("pods", "3")},
+		{Name: "b", Exists: true, Spec: list("pods", "4"), Status: list("pods", "4"), Used: list("pods", "2")},
+	}
+	out := Plan(list("pods", "4"), nil, nss)
+	g.Expect(out.Over).To(ConsistOf(corev1.ResourceName("pods")))
+	g.Expect(qty(out.Hard["a"], "pods")).To(Equal("3"))
+	g.Expect(qty(out.Hard["b"], "pods")).To(Equal("2"))
+	g.Expect(out.Raises).To(BeFalse())
+}
+
+// qty is a quantity of list in its canonical form, "" when absent.
+func qty(l corev1.ResourceList, name corev1.ResourceName) string {
+	v, ok := l[name]
+	if !ok {
+		return ""
+	}
+	return v.String()
+}
