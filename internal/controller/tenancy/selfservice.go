@@ -60,8 +60,9 @@ type selection struct {
 //     narrowing namePattern refuses new requests and takes nothing away;
 //   - without selfService, every new request is refused;
 //   - the name must make a namespace name Trellis may give a tenant
-//     (protection), match namePattern, and not fall inside another
-//     Tenant's longer prefix;
+//     (protection), match namePattern, and, for a new request, not fall
+//     inside another Tenant's longer prefix (a Tenant made later with such
+//     a prefix cannot take a namespace already granted: it is marked);
 //   - a namespace of the spec, or one an earlier request asked for, is
 //     taken;
 //   - past maxNamespaces, requests wait, the oldest served first.
@@ -118,7 +119,7 @@ func selectRequests(t *tenancyv1.Tenant, reqs []*tenancyv1.NamespaceRequest, oth
 			refuse(ReasonNameNotAllowed, "%q does not match Tenant %s's selfService.namePattern %q", r.Name, t.Name, t.Spec.SelfService.NamePattern)
 		case taken[name] != "":
 			refuse(ReasonNameTaken, "namespace %s cannot be granted: %s", name, taken[name])
-		case insideOther(name, prefix, others) != "":
+		case !grantedBefore && insideOther(name, prefix, others) != "":
 			refuse(ReasonNameTaken, "namespace %s is inside Tenant %s's prefix", name, insideOther(name, prefix, others))
 		case !grantedBefore && len(out.namespaces) >= int(t.Spec.SelfService.MaxNamespaces):
 			refuse(ReasonLimitReached, "Tenant %s holds %d requested namespaces, its selfService.maxNamespaces; delete a request to make room",

@@ -154,3 +154,37 @@ func TestRequestsLeaveWithTheirNamespace(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	g.Expect(eventuallyReady(g, "ssl").Status.Namespaces).To(HaveLen(1))
 }
+
+// TestGrantedNamespaceOutlivesANewNeighbourPrefix: a namespace granted to a
+// request stays the Tenant's when another Tenant is made later with a
+// longer prefix that covers its name: that Tenant could never take it (it
+// is marked), and nobody asked for it to go. Refusing it again would apply
+// namespaceDeletionPolicy (here Delete) to a namespace full of the team's
+// work.
+func TestGrantedNamespaceOutlivesANewNeighbourPrefix(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := newTenant("nbp", "nbp-", "home")
+	tenant.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete
+	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 4}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	eventuallyReady(g, "nbp")
+	g.Expect(k8s.Create(ctx, newRequest("nbp-home", "b-data"))).To(Succeed())
+	requestReason(g, "nbp-home", "b-data", ReasonRequestGranted)
+
+	// The platform makes a neighbour whose prefix covers the granted name;
+	// a new request (any event of the Tenant) makes nbp decide again.
+	g.Expect(k8s.Create(ctx, newTenant("nbpb", "nbp-b-", "other"))).To(Succeed())
+	eventuallyReady(g, "nbpb")
+	g.Expect(k8s.Create(ctx, newRequest("nbp-home", "later"))).To(Succeed())
+	requestReason(g, "nbp-home", "later", ReasonRequestGranted)
+	g.Consistently(func(g Gomega) {
+		g.Expect(getNamespace(g, "nbp-b-data").DeletionTimestamp).To(BeNil(), "a granted namespace was deleted")
+	}, "2s", interval).Should(Succeed())
+	requestReason(g, "nbp-home", "b-data", ReasonRequestGranted)
+	// A new request in the neighbour's prefix is still refused.
+	g.Expect(k8s.Create(ctx, newRequest("nbp-home", "b-new"))).To(Succeed())
+	requestReason(g, "nbp-home", "b-new", ReasonNameTaken)
+	deleteTenant(g, "nbpb")
+	deleteTenant(g, "nbp")
+}

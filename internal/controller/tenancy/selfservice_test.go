@@ -62,14 +62,16 @@ func TestSelectRequests(t *testing.T) {
 	}
 
 	// What was granted stays granted, oldest or not, limit lowered, pattern
-	// narrowed or self-service switched off; new requests are refused.
+	// narrowed, self-service switched off or a neighbour's prefix made
+	// since; new requests are refused.
 	tenant.Status.Namespaces = []tenancyv1.TenantNamespaceStatus{
 		{Name: "team-a-dev", State: tenancyv1.NamespaceReady},
 		{Name: "team-a-f-two", State: tenancyv1.NamespaceReady, RequestedBy: "team-a-dev/f-two"},
 		{Name: "team-a-f-three", State: tenancyv1.NamespaceReady, RequestedBy: "team-a-dev/f-three"},
 	}
 	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 1, NamePattern: "g-.*"}
-	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{oldest, second, third}, nil, protection)
+	// A Tenant made since, whose longer prefix covers a granted name.
+	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{oldest, second, third}, map[string]string{"team-a-f-t": "team-t"}, protection)
 	if v := verdictOf(sel, oldest); v.granted || v.reason != ReasonNameNotAllowed {
 		t.Errorf("a new request against a narrowed pattern: %+v", v)
 	}
