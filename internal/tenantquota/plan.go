@@ -95,6 +95,24 @@ func Plan(limit, perNamespace corev1.ResourceList, nss []Namespace) Outcome {
 	return out
 }
 
+// Remaining is what limit leaves for the tenant's namespaces once the
+// quotas of namespaces that left the tenant are counted: a namespace
+// released with its quota (Retain), or one being deleted, may still admit
+// up to max(spec.hard, status.hard, used) of each resource, and Trellis
+// never writes its quota again. A resource such a quota does not limit is
+// not counted: that namespace was never held to the tenant's limit.
+func Remaining(limit corev1.ResourceList, left []Namespace) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(limit))
+	for r, l := range limit {
+		v := floor(r, l)
+		for _, n := range left {
+			v -= max(ceil(r, n.Spec), ceil(r, n.Status), ceil(r, n.Used), 0)
+		}
+		out[r] = quantity(r, max(v, 0), l.Format)
+	}
+	return out
+}
+
 // Milli says a resource is counted in milli-units: CPU.
 func Milli(r corev1.ResourceName) bool {
 	return r == corev1.ResourceCPU || strings.HasSuffix(string(r), ".cpu")

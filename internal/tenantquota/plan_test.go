@@ -68,3 +68,26 @@ func qty(l corev1.ResourceList, name corev1.ResourceName) string {
 	}
 	return v.String()
 }
+
+func TestRemainingCountsWhatLeftQuotasMayStillAdmit(t *testing.T) {
+	limit := corev1.ResourceList{"pods": resource.MustParse("10"), "requests.cpu": resource.MustParse("2")}
+	left := []Namespace{
+		// Released: spec 3, synced, 1 used; it may still admit up to 3.
+		{Name: "gone-a", Exists: true, Spec: corev1.ResourceList{"pods": resource.MustParse("3"), "requests.cpu": resource.MustParse("500m")},
+			Status: corev1.ResourceList{"pods": resource.MustParse("3"), "requests.cpu": resource.MustParse("500m")},
+			Used:   corev1.ResourceList{"pods": resource.MustParse("1"), "requests.cpu": resource.MustParse("100m")}},
+		// Lowered, not yet synced, and over: the most of the three counts.
+		{Name: "gone-b", Exists: true, Spec: corev1.ResourceList{"pods": resource.MustParse("1")},
+			Status: corev1.ResourceList{"pods": resource.MustParse("2")}, Used: corev1.ResourceList{"pods": resource.MustParse("4")}},
+	}
+	got := Remaining(limit, left)
+	if p := got["pods"]; p.Value() != 3 {
+		t.Errorf("pods left: %v, want 10-3-4 = 3", p.String())
+	}
+	if c := got["requests.cpu"]; c.MilliValue() != 1500 {
+		t.Errorf("cpu left: %v, want 2-0.5 (gone-b does not limit cpu)", c.String())
+	}
+	if p := Remaining(corev1.ResourceList{"pods": resource.MustParse("2")}, left)["pods"]; p.Value() != 0 {
+		t.Errorf("over the limit: %v, want 0", p.String())
+	}
+}

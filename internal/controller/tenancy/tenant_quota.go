@@ -8,6 +8,7 @@ package tenancy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -21,6 +22,7 @@ import (
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
+	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/tenantquota"
 )
 
@@ -72,16 +74,25 @@ func (r *Reconciler) planTenantQuota(ctx context.Context, s *scope, ready []stri
 		return nil
 	}
 	p := &quotaPlan{}
-	if err := r.readQuotas(ctx, s.t, ready, r.client, p); err != nil {
-		return err
-	}
-	p.out = tenantquota.Plan(limit, s.t.Spec.Quota.Hard, p.namespaces(ready))
-	if p.out.Raises {
-		p.live = true
-		if err := r.readQuotas(ctx, s.t, ready, r.apiReader, p); err != nil {
+	plan := func(reader client.Reader) error {
+		if err := r.readQuotas(ctx, s.t, ready, reader, p); err != nil {
 			return err
 		}
-		p.out = tenantquota.Plan(limit, s.t.Spec.Quota.Hard, p.namespaces(ready))
+		left, err := r.leftQuotas(ctx, s.t, ready, reader)
+		if err != nil {
+			return err
+		}
+		p.out = tenantquota.Plan(tenantquota.Remaining(limit, left), s.t.Spec.Quota.Hard, p.namespaces(ready))
+		return nil
+	}
+	if err := plan(r.client); err != nil {
+		return err
+	}
+	if p.out.Raises {
+		p.live = true
+		if err := plan(r.apiReader); err != nil {
+			return err
+		}
 	}
 	s.quota = p
 	return nil
@@ -126,6 +137,26 @@ func (r *Reconciler) readQuotas(ctx context.Context, t *tenancyv1.Tenant, namesp
 		}
 	}
 	return nil
+}
+
+// leftQuotas are the tenant's quotas outside its ready namespaces: in a
+// namespace it released (Retain keeps the quota, and the team may still
+// reach the namespace through credentials it made there) or one being
+// deleted (its pods run until they are gone). They still count against
+// quota.tenant, until a cluster admin removes them or the namespace is gone.
+func (r *Reconciler) leftQuotas(ctx context.Context, t *tenancyv1.Tenant, ready []string, reader client.Reader) ([]tenantquota.Namespace, error) {
+	list := &corev1.ResourceQuotaList{}
+	if err := reader.List(ctx, list, client.MatchingLabels{TenantLabel: t.Name, setup.ManagedByLabel: setup.ManagedByValue}); err != nil {
+		return nil, fmt.Errorf("listing the ResourceQuotas of Tenant %s: %w", t.Name, err)
+	}
+	var left []tenantquota.Namespace
+	for i := range list.Items {
+		q := &list.Items[i]
+		if q.Name == quotaName && !slices.Contains(ready, q.Namespace) {
+			left = append(left, quotaNamespace(q.Namespace, q))
+		}
+	}
+	return left, nil
 }
 
 func (p *quotaPlan) namespaces(names []string) []tenantquota.Namespace {

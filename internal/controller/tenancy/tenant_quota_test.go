@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -124,4 +125,51 @@ func TestTenantQuota(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	g.Eventually(func(g Gomega) []string { return tenantEventReasons(g, "tq") }, timeout, interval).Should(ContainElement(ReasonUsageOverLimit))
 	deleteTenant(g, "tq")
+}
+
+// TestReleasedQuotasStayCounted: a team that fills a requested namespace
+// and deletes its request (Retain: the namespace stays, its quota too, and
+// credentials the team made there still reach it) gets none of that share
+// back for the namespaces it still holds; doing it twice reaches no more
+// than the limit either.
+func TestReleasedQuotasStayCounted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := newTenant("qe", "qe-", "a")
+	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 1}
+	tenant.Spec.Quota = tenancyv1.TenantQuota{Tenant: tenancyv1.TenantWideQuota{Hard: corev1.ResourceList{"pods": resource.MustParse("4")}}}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	eventuallyPods(g, map[string]int64{"qe-a": 4})
+	quotaSync(g, "qe-a", 0)
+	eventuallyReady(g, "qe")
+
+	fillAndRelease := func(name string, aShare, share int64) {
+		t.Helper()
+		g.Expect(k8s.Create(ctx, newRequest("qe-a", name))).To(Succeed())
+		eventuallyPods(g, map[string]int64{"qe-a": aShare})
+		quotaSync(g, "qe-a", 0)
+		eventuallyPods(g, map[string]int64{"qe-" + name: share})
+		quotaSync(g, "qe-"+name, share) // the team fills it
+		requestReason(g, "qe-a", name, ReasonRequestGranted)
+		g.Expect(k8s.Delete(ctx, newRequest("qe-a", name))).To(Succeed()) // Retain: released
+		g.Eventually(func(g Gomega) {
+			g.Expect(getNamespace(g, "qe-"+name).Labels).To(HaveKeyWithValue(ReleasedFromLabel, "qe"))
+		}, timeout, interval).Should(Succeed())
+	}
+	fillAndRelease("x", 2, 2)
+	// qe-x keeps its quota of 2, all used: qe-a may have the other 2, not 4.
+	g.Consistently(func(g Gomega) {
+		q := &corev1.ResourceQuota{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "qe-a", Name: quotaName}, q)).To(Succeed())
+		g.Expect(q.Spec.Hard.Pods().Value()).To(BeNumerically("<=", 2), "the released share came back")
+	}, 3*time.Second, interval).Should(Succeed())
+	fillAndRelease("y", 1, 1)
+
+	var reachable int64
+	for _, ns := range []string{"qe-a", "qe-x", "qe-y"} {
+		q := &corev1.ResourceQuota{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: quotaName}, q)).To(Succeed())
+		reachable += max(q.Spec.Hard.Pods().Value(), q.Status.Hard.Pods().Value(), q.Status.Used.Pods().Value())
+	}
+	g.Expect(reachable).To(BeNumerically("<=", 4), "pods the team can reach over its namespaces, held and released")
 }
