@@ -53,11 +53,14 @@ type selection struct {
 }
 
 // selectRequests decides which requests t grants. reqs are the requests in
-// namespaces t holds (and nowhere else); others maps the prefix of every
-// other Tenant to its name. The rules, in order:
-//   - a request granted before (the last status names it) keeps its
-//     namespace, whatever selfService now says: lowering maxNamespaces or
-//     narrowing namePattern refuses new requests and takes nothing away;
+// namespaces t holds (and nowhere else); held are the namespaces t holds
+// (marked with its UID); others maps the prefix of every other Tenant to
+// its name. The rules, in order:
+//   - a request granted before keeps its namespace, whatever selfService
+//     now says: lowering maxNamespaces or narrowing namePattern refuses new
+//     requests and takes nothing away. Granted before: the last status
+//     names it, or the namespace it asks for is held and not the spec's (a
+//     status not yet written, or lost to a race, takes nothing away);
 //   - without selfService, every new request is refused;
 //   - the name must make a namespace name Trellis may give a tenant
 //     (protection), match namePattern, and, for a new request, not fall
@@ -69,17 +72,22 @@ type selection struct {
 //
 // A namespace that exists and is not the Tenant's is found by the write of
 // the namespace itself (claim), and refuses its request there.
-func selectRequests(t *tenancyv1.Tenant, reqs []*tenancyv1.NamespaceRequest, others map[string]string, protection Protection) selection {
+func selectRequests(t *tenancyv1.Tenant, reqs []*tenancyv1.NamespaceRequest, held map[string]bool, others map[string]string, protection Protection) selection {
 	prefix := ptr.Deref(t.Spec.NamespacePrefix, "")
+	taken := map[string]string{}
+	for _, n := range namespaceNames(t) {
+		taken[n] = "it is a namespace of the Tenant's spec"
+	}
 	before := map[string]string{} // request key -> namespace granted before
 	for _, ns := range t.Status.Namespaces {
 		if ns.RequestedBy != "" {
 			before[ns.RequestedBy] = ns.Name
 		}
 	}
-	taken := map[string]string{}
-	for _, n := range namespaceNames(t) {
-		taken[n] = "it is a namespace of the Tenant's spec"
+	for _, r := range reqs {
+		if name := prefix + r.Name; held[name] && taken[name] == "" {
+			before[requestKey(r)] = name
+		}
 	}
 	ordered := slices.Clone(reqs)
 	slices.SortFunc(ordered, func(a, b *tenancyv1.NamespaceRequest) int {

@@ -34,7 +34,7 @@ func TestSelectRequests(t *testing.T) {
 	intoOther := request("team-a-dev", "f-b-x", 6*time.Hour)
 	others := map[string]string{"team-a-f-b-": "team-b", "zzz-": "team-z"}
 
-	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{third, twin, spec, badName, second, oldest, intoOther}, others, protection)
+	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{third, twin, spec, badName, second, oldest, intoOther}, nil, others, protection)
 	for _, c := range []struct {
 		req     *tenancyv1.NamespaceRequest
 		granted bool
@@ -71,7 +71,7 @@ func TestSelectRequests(t *testing.T) {
 	}
 	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 1, NamePattern: "g-.*"}
 	// A Tenant made since, whose longer prefix covers a granted name.
-	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{oldest, second, third}, map[string]string{"team-a-f-t": "team-t"}, protection)
+	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{oldest, second, third}, nil, map[string]string{"team-a-f-t": "team-t"}, protection)
 	if v := verdictOf(sel, oldest); v.granted || v.reason != ReasonNameNotAllowed {
 		t.Errorf("a new request against a narrowed pattern: %+v", v)
 	}
@@ -79,7 +79,7 @@ func TestSelectRequests(t *testing.T) {
 		t.Errorf("granted requests were taken away: %+v", sel.verdicts)
 	}
 	tenant.Spec.SelfService = nil
-	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{oldest, second}, nil, protection)
+	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{oldest, second}, nil, nil, protection)
 	if v := verdictOf(sel, oldest); v.granted || v.reason != ReasonSelfServiceDisabled {
 		t.Errorf("a new request without selfService: %+v", v)
 	}
@@ -92,7 +92,7 @@ func TestSelectRequestsRefusesNamesNoTenantMayHold(t *testing.T) {
 	tenant := newTenant("k", "kube-", "x")
 	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 8, NamePattern: "[a-z]+"}
 	long := request("kube-x", "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijab", 0)
-	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{request("kube-x", "system", 0), long}, nil, Protection{})
+	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{request("kube-x", "system", 0), long}, nil, nil, Protection{})
 	for key, v := range sel.verdicts {
 		if v.granted || v.reason != ReasonInvalidName {
 			t.Errorf("%s: %+v, want refused as InvalidName", key, v)
@@ -100,8 +100,30 @@ func TestSelectRequestsRefusesNamesNoTenantMayHold(t *testing.T) {
 	}
 	tenant.Spec.NamespacePrefix = nil
 	tenant.Spec.SelfService.NamePattern = "(" // not a regular expression
-	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{request("x", "ok", 0)}, nil, Protection{})
+	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{request("x", "ok", 0)}, nil, nil, Protection{})
 	if v := sel.verdicts[types.NamespacedName{Namespace: "x", Name: "ok"}]; v.granted || v.reason != ReasonNameNotAllowed {
 		t.Errorf("an invalid namePattern: %+v", v)
+	}
+}
+
+// TestSelectRequestsKeepsAHeldNamespaceTheStatusDoesNotName: the status
+// that named a grant may not be written yet (or lost a race); the namespace
+// the Tenant holds still keeps its request's place, over the count.
+func TestSelectRequestsKeepsAHeldNamespaceTheStatusDoesNotName(t *testing.T) {
+	tenant := newTenant("team-a", "team-a-", "dev")
+	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 1}
+	older := request("team-a-dev", "f-old", 2*time.Hour)
+	granted := request("team-a-dev", "f-made", time.Hour)
+	held := map[string]bool{"team-a-dev": true, "team-a-f-made": true}
+	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{older, granted}, held, nil, Protection{})
+	if !verdictOf(sel, granted).granted {
+		t.Errorf("a held namespace lost its request: %+v", verdictOf(sel, granted))
+	}
+	if v := verdictOf(sel, older); v.granted || v.reason != ReasonLimitReached {
+		t.Errorf("the older new request: %+v, want LimitReached", v)
+	}
+	tenant.Spec.SelfService = nil
+	if sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{granted}, held, nil, Protection{}); !verdictOf(sel, granted).granted {
+		t.Errorf("self-service switched off took a held namespace away")
 	}
 }

@@ -75,7 +75,7 @@ func (r *Reconciler) readRequests(ctx context.Context, s *scope) error {
 		}
 	}
 	s.requests = reqs
-	sel := selectRequests(t, reqs, others, r.protection)
+	sel := selectRequests(t, reqs, in, others, r.protection)
 	if vanished := vanishedGrants(t, sel, s.strays); len(vanished) > 0 {
 		// Requests granted before are gone, and not because their namespace
 		// left the tenant. If their CRD is being deleted (an uninstall), no
