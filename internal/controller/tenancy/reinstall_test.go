@@ -152,3 +152,47 @@ func typeName(obj client.Object) string {
 	}
 	return "?"
 }
+
+// TestRequestsGoingWithTheirCRDTakeNoNamespace deletes the
+// NamespaceRequest CRD alone (as an uninstall does, before the Tenants go):
+// its requests go with it, and nobody asked for their namespaces to go,
+// whatever the policy (Delete here). While the CRD is away, the Tenant keeps
+// them. On an API server of its own, as TestReinstallIsANoOp.
+func TestRequestsGoingWithTheirCRDTakeNoNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	var writes testenv.WriteCounter
+	var own *Reconciler
+	suite := newSuite(&writes, &own, true)
+	g.Expect(suite.Start(ctx)).To(Succeed())
+	t.Cleanup(func() { g.Expect(suite.Stop()).To(Succeed()) })
+	c := suite.Client
+
+	tenant := newTenant("rc", "rc-", "home")
+	tenant.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete
+	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 2}
+	g.Expect(c.Create(ctx, tenant)).To(Succeed())
+	eventuallyReadyOn(g, c, "rc")
+	g.Expect(c.Create(ctx, newRequest("rc-home", "extra"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		live := eventuallyReadyOn(g, c, "rc")
+		g.Expect(live.Status.Namespaces).To(ContainElement(HaveField("RequestedBy", "rc-home/extra")))
+	}, timeout, interval).Should(Succeed())
+
+	g.Expect(c.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: requestCRDName}})).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: requestCRDName}, &apiextensionsv1.CustomResourceDefinition{}))
+	}, 60*time.Second, interval).Should(BeTrue())
+	// A change of the Tenant makes it look again, with no request left.
+	live := &tenancyv1.Tenant{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Name: "rc"}, live)).To(Succeed())
+	live.Spec.Viewers = []tenancyv1.Subject{subjectGroup("rc-viewers")}
+	g.Expect(c.Update(ctx, live)).To(Succeed())
+	after := eventuallyReadyOn(g, c, "rc")
+	g.Expect(after.Status.Namespaces).To(ContainElement(HaveField("RequestedBy", "rc-home/extra")))
+	g.Consistently(func(g Gomega) {
+		ns := &corev1.Namespace{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: "rc-extra"}, ns)).To(Succeed())
+		g.Expect(ns.DeletionTimestamp).To(BeNil(), "a namespace went with its request's CRD")
+	}, 5*time.Second, interval).Should(Succeed())
+}
