@@ -220,7 +220,17 @@ func cacheOptions(controllers []setup.Controller, optional map[string][]servedTy
 			at(t.obj).owned = true
 			at(t.obj).recogniser.add(c)
 		}
+		unserved := map[string]bool{}
+		for _, obj := range c.OptionalOwned {
+			unserved[fmt.Sprintf("%T", obj)] = true
+		}
+		for _, t := range optional[c.Name] {
+			delete(unserved, fmt.Sprintf("%T", t.obj))
+		}
 		for _, t := range c.Transforms {
+			if unserved[fmt.Sprintf("%T", t.Object)] {
+				continue // neither cached nor watched
+			}
 			e := at(t.Object)
 			if e.transform != nil {
 				return cache.Options{}, fmt.Errorf("controllers %s and %s both transform cached %T objects", e.declaredBy, c.Name, t.Object)
