@@ -56,9 +56,13 @@ func TestCacheOptionsScopeChildrenAndChainTransforms(t *testing.T) {
 			Transforms: []setup.Transform{
 				{Object: &corev1.ConfigMap{}, Func: markSeen},
 				{Object: &corev1.Secret{}, Func: markSeen}, // a type the controller reads, not one it owns
+				{Object: &networkingv1.IngressClass{}, Func: markSeen},
 			},
 		},
-		{Name: "b", Owned: []client.Object{&corev1.ConfigMap{}, &corev1.Namespace{}}, Recognise: everything},
+		{
+			Name: "b", Owned: []client.Object{&corev1.ConfigMap{}, &corev1.Namespace{}}, Recognise: everything,
+			ReadsManagedFields: []client.Object{&corev1.Namespace{}},
+		},
 	}
 	// Of a's optional types, only Ingress is served.
 	optional := map[string][]servedType{"a": {{obj: &networkingv1.Ingress{}, gvk: schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}}}}
@@ -74,19 +78,20 @@ func TestCacheOptionsScopeChildrenAndChainTransforms(t *testing.T) {
 		g.Expect(b.Label.String()).To(Equal(managed.String()), "%T is cached only where Trellis manages it", obj)
 	}
 	_, ok := byObjectFor(opts, &networkingv1.IngressClass{})
-	g.Expect(ok).To(BeFalse(), "an optional type the cluster does not serve is not cached")
+	g.Expect(ok).To(BeFalse(), "an optional type the cluster does not serve is not cached, even with a transform")
 	secret, ok := byObjectFor(opts, &corev1.Secret{})
 	g.Expect(ok).To(BeTrue())
 	g.Expect(secret.Label).To(BeNil(), "a transformed type that is not a child is not label-scoped")
 	g.Expect(opts.ByObject).To(HaveLen(5), "one entry per type, however many controllers name it")
 
-	// A child: managedFields trimmed to Trellis' own entry first, then the controller's transform.
+	// A child: managedFields trimmed to Trellis' own entry first, then the
+	// controller's transform, then dropped (no controller reads them).
 	cm, _ := byObjectFor(opts, &corev1.ConfigMap{})
 	out, err := cm.Transform(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", ManagedFields: withManagedFields()}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(seen).To(Equal([]string{"cm:" + setup.FieldManager}))
 	g.Expect(out.(*corev1.ConfigMap).Annotations).To(HaveKeyWithValue("transformed", "yes"))
-	g.Expect(out.(*corev1.ConfigMap).ManagedFields).To(HaveLen(1))
+	g.Expect(out.(*corev1.ConfigMap).ManagedFields).To(BeEmpty())
 
 	// Not a child: managedFields dropped entirely, then the transform.
 	seen = nil
@@ -95,12 +100,18 @@ func TestCacheOptionsScopeChildrenAndChainTransforms(t *testing.T) {
 	g.Expect(seen).To(BeEmpty())
 	g.Expect(out.(*corev1.Secret).Annotations).To(HaveKeyWithValue("transformed", "yes"))
 
-	// A child without a transform of its own keeps Trellis' entry only.
+	// A child without a transform of its own keeps no managedFields...
 	d, _ := byObjectFor(opts, &appsv1.Deployment{})
 	out, err = d.Transform(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: withManagedFields()}})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out.(*appsv1.Deployment).ManagedFields).To(ConsistOf(HaveField("Manager", setup.FieldManager)))
+	g.Expect(out.(*appsv1.Deployment).ManagedFields).To(BeEmpty())
 	g.Expect(out.(*appsv1.Deployment).Annotations).To(BeEmpty())
+
+	// ...unless a controller reads them: then Trellis' entry only.
+	ns, _ := byObjectFor(opts, &corev1.Namespace{})
+	out, err = ns.Transform(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{ManagedFields: withManagedFields()}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*corev1.Namespace).ManagedFields).To(ConsistOf(HaveField("Manager", setup.FieldManager)))
 
 	// Everything else: managedFields dropped.
 	out, err = opts.DefaultTransform(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{ManagedFields: withManagedFields()}})

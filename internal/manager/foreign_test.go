@@ -20,6 +20,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
+	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/tenancy"
 	"github.com/trellis-dev/trellis/internal/controller/view"
@@ -200,14 +201,16 @@ func TestCacheKeepsWholeOnlyRecognisedChildren(t *testing.T) {
 		name string
 		obj  client.Object
 		// whole: kept as it came (after the controller's own transform);
+		// applied: a child the view controller applies, kept as metadata,
+		// status and the hash of what Trellis applied (its spec dropped);
 		// otherwise reduced, with these labels and annotations left.
-		whole                   bool
+		whole, applied          bool
 		keptLabels, keptAnnotes map[string]string
 	}{
-		{name: "a view's Deployment", whole: true, obj: deployment(meta("viewer-site", "team", marks(nil), siteRef()))},
-		{name: "a view's Service", whole: true, obj: service(meta("viewer-site", "team", marks(nil), siteRef()))},
-		{name: "a view's Ingress", whole: true, obj: ingress(meta("viewer-site", "team", marks(nil), siteRef()))},
-		{name: "a view's HTTPRoute", whole: true, obj: route(meta("viewer-site", "team", marks(nil), siteRef()))},
+		{name: "a view's Deployment", applied: true, obj: deployment(meta("viewer-site", "team", marks(nil), siteRef()))},
+		{name: "a view's Service", applied: true, obj: service(meta("viewer-site", "team", marks(nil), siteRef()))},
+		{name: "a view's Ingress", applied: true, obj: ingress(meta("viewer-site", "team", marks(nil), siteRef()))},
+		{name: "a view's HTTPRoute", applied: true, obj: route(meta("viewer-site", "team", marks(nil), siteRef()))},
 		{name: "label-only Deployment at a view's child name", obj: deployment(meta("viewer-site", "team", marks(nil))),
 			keptLabels: map[string]string{setup.ManagedByLabel: setup.ManagedByValue}},
 		{name: "label-only Deployment", obj: deployment(meta("big-1", "team", marks(nil))),
@@ -250,6 +253,24 @@ func TestCacheKeepsWholeOnlyRecognisedChildren(t *testing.T) {
 			out := transform(tc.obj)
 			if tc.whole {
 				g.Expect(out).To(Equal(in), "kept whole")
+				return
+			}
+			if tc.applied {
+				g.Expect(out.GetAnnotations()).To(HaveKey(children.AppliedHashAnnotation))
+				got := out.DeepCopyObject().(client.Object)
+				delete(got.GetAnnotations(), children.AppliedHashAnnotation)
+				want := in.DeepCopyObject().(client.Object)
+				switch w := want.(type) {
+				case *appsv1.Deployment:
+					w.Spec = appsv1.DeploymentSpec{}
+				case *corev1.Service:
+					w.Spec, w.Status = corev1.ServiceSpec{}, corev1.ServiceStatus{}
+				case *networkingv1.Ingress:
+					w.Spec, w.Status = networkingv1.IngressSpec{}, networkingv1.IngressStatus{}
+				case *gatewayv1.HTTPRoute:
+					w.Spec = gatewayv1.HTTPRouteSpec{}
+				}
+				g.Expect(got).To(Equal(want), "metadata and status kept, spec dropped")
 				return
 			}
 			g.Expect(out).To(BeAssignableToTypeOf(in))

@@ -120,8 +120,8 @@ func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts *Op
 }
 
 // keepOwnManagedFields drops every managedFields entry but Trellis' own from a
-// cached child: the controllers extract their applied configuration from it to
-// skip no-op applies, and nothing else is worth the memory.
+// cached child: a controller's transform extracts its applied configuration
+// from it, and a controller may read the keys it set (ReadsManagedFields).
 func keepOwnManagedFields(in any) (any, error) {
 	obj, ok := in.(metav1.Object)
 	if !ok {
@@ -181,11 +181,13 @@ func servedOptional(cfg *rest.Config, scheme *runtime.Scheme, controllers []setu
 }
 
 // cacheOptions scopes the informers of owned child types (and of served
-// optional ones) to objects Trellis manages, trims managedFields from every
-// cached object (to Trellis' own entry on children, which extracting an
-// applied configuration needs; entirely elsewhere), reduces the objects of
-// those types that no owning controller recognises to bounded metadata
-// (foreign.go), and then applies the controllers' own transforms.
+// optional ones) to objects Trellis manages, reduces the objects of those
+// types that no owning controller recognises to bounded metadata
+// (foreign.go), and applies the controllers' own transforms. It trims
+// managedFields from every cached object: a child keeps Trellis' own entry
+// through its controller's transform (which may extract what Trellis
+// applied from it), and after it only if a controller reads it
+// (ReadsManagedFields); any other object keeps none.
 func cacheOptions(controllers []setup.Controller, optional map[string][]servedType, syncPeriod time.Duration) (cache.Options, error) {
 	managed := labels.SelectorFromSet(labels.Set{setup.ManagedByLabel: setup.ManagedByValue})
 	type entry struct {
@@ -195,6 +197,8 @@ func cacheOptions(controllers []setup.Controller, optional map[string][]servedTy
 		transform  toolscache.TransformFunc
 		all        bool
 		declaredBy string
+		// readsManagedFields keeps Trellis' managedFields entry in the cache.
+		readsManagedFields bool
 	}
 	entries := map[string]*entry{}
 	var order []string
@@ -220,7 +224,20 @@ func cacheOptions(controllers []setup.Controller, optional map[string][]servedTy
 			at(t.obj).owned = true
 			at(t.obj).recogniser.add(c)
 		}
+		for _, obj := range c.ReadsManagedFields {
+			at(obj).readsManagedFields = true
+		}
+		unserved := map[string]bool{}
+		for _, obj := range c.OptionalOwned {
+			unserved[fmt.Sprintf("%T", obj)] = true
+		}
+		for _, t := range optional[c.Name] {
+			delete(unserved, fmt.Sprintf("%T", t.obj))
+		}
 		for _, t := range c.Transforms {
+			if unserved[fmt.Sprintf("%T", t.Object)] {
+				continue // neither cached nor watched
+			}
 			e := at(t.Object)
 			if e.transform != nil {
 				return cache.Options{}, fmt.Errorf("controllers %s and %s both transform cached %T objects", e.declaredBy, c.Name, t.Object)
@@ -231,11 +248,15 @@ func cacheOptions(controllers []setup.Controller, optional map[string][]servedTy
 	byObject := map[client.Object]cache.ByObject{}
 	for _, key := range order {
 		e := entries[key]
+		var strip toolscache.TransformFunc
+		if !e.readsManagedFields {
+			strip = cache.TransformStripManagedFields()
+		}
 		switch {
 		case e.owned && e.all:
-			byObject[e.obj] = cache.ByObject{Transform: chain(keepOwnManagedFields, e.transform)}
+			byObject[e.obj] = cache.ByObject{Transform: chain(keepOwnManagedFields, e.transform, strip)}
 		case e.owned:
-			byObject[e.obj] = cache.ByObject{Label: managed, Transform: chain(keepOwnManagedFields, reduceForeign(&e.recogniser, e.transform))}
+			byObject[e.obj] = cache.ByObject{Label: managed, Transform: chain(keepOwnManagedFields, reduceForeign(&e.recogniser, e.transform), strip)}
 		default:
 			byObject[e.obj] = cache.ByObject{Transform: chain(cache.TransformStripManagedFields(), e.transform)}
 		}

@@ -131,7 +131,7 @@ func main() {
 	flag.IntVar(&cfg.edits, "edits", 50, "edits of one MarkdownView for the edit-latency scenario")
 	flag.IntVar(&cfg.viewsPerNamespace, "views-per-namespace", 0, "spread each convergence run's MarkdownViews over namespaces of at most this many (0: one namespace per run)")
 	flag.BoolVar(&cfg.floorOnce, "floor-once", false, "measure the MarkdownView floor once, before Trellis, instead of before and after (saves a run at scale; favours the floor)")
-	flag.StringVar(&cfg.profileDir, "profile-apiserver", "", "write a CPU profile of the API server over the start of every measured run, and of the manager over the start of Trellis' runs, into this directory (go tool pprof)")
+	flag.StringVar(&cfg.profileDir, "profile-apiserver", "", "write a CPU profile of the API server over the start of every measured run, and of the manager over the start of Trellis' runs, into this directory (go tool pprof), and a heap profile of the manager after the restart scenario")
 	flag.DurationVar(&cfg.profileFor, "profile-seconds", 5*time.Second, "how much of each run --profile-apiserver profiles")
 	flag.IntVar(&cfg.workers, "workers", 16, "concurrent client workers (for the floor and for creating objects)")
 	flag.StringVar(&cfg.out, "out", "bench/results", "directory for the JSON results")

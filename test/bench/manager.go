@@ -210,6 +210,20 @@ func (m *managerProc) bucketCounters() (checks, requests float64, err error) {
 	return sumCounter(fams, "trellis_storagebucket_checks_total", nil), sumCounter(fams, "trellis_objectstore_requests_total", nil), nil
 }
 
+// gauge reads one of the manager's unlabelled gauges, such as
+// go_memstats_heap_inuse_bytes.
+func (m *managerProc) gauge(name string) (float64, error) {
+	fams, err := m.scrape()
+	if err != nil {
+		return 0, err
+	}
+	f, ok := fams[name]
+	if !ok || len(f.Metric) == 0 {
+		return 0, fmt.Errorf("the manager reports no %s", name)
+	}
+	return f.Metric[0].GetGauge().GetValue(), nil
+}
+
 func sumCounter(fams map[string]*dto.MetricFamily, name string, match map[string]string) float64 {
 	f, ok := fams[name]
 	if !ok {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -82,21 +81,23 @@ type Extractor[T client.Object, A runtime.ApplyConfiguration] func(live T, field
 
 // ApplyOwned brings the child named by desired to desired with Server-Side
 // Apply under Trellis' field manager. live is filled with the current object
-// when it exists (the caller may read its status). The request is skipped when
-// the configuration Trellis applied last, extracted from live, already equals
-// desired: drift in a field we own moves that field to another manager, so it
-// shows up as a difference and is applied back. It reports whether it wrote.
+// when it exists (the caller may read its status; a child read from the cache
+// is trimmed by TrimApplied and has no spec). The request is skipped when the
+// configuration Trellis applied last, extracted from live (or its hash, which
+// the cache keeps instead), already equals desired: drift in a field we own
+// moves that field to another manager, so it shows up as a difference and is
+// applied back. It reports whether it wrote.
 func ApplyOwned[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, c Clients, owner metav1.Object, kind string, live T, desired A, extract Extractor[T, A]) (applied bool, err error) {
 	exists, err := LookupOwned(ctx, c, owner, kind, live)
 	if err != nil {
 		return false, err
 	}
 	if exists {
-		current, err := extract(live, setup.FieldManager)
+		same, err := alreadyApplied(live, desired, extract)
 		if err != nil {
 			return false, fmt.Errorf("extracting %s %s: %w", kind, live.GetName(), err)
 		}
-		if equality.Semantic.DeepEqual(current, desired) {
+		if same {
 			return false, nil
 		}
 	}

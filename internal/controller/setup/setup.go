@@ -40,10 +40,19 @@ type Controller struct {
 	// Setup which is which.
 	OptionalOwned []client.Object
 	// Transforms trim what the cache keeps of a type to what the controller
-	// reads from it (after managedFields are trimmed). A transform applies to
-	// every cached object of its type, whichever controller reads it, so at
-	// most one controller may declare one for a type.
+	// reads from it. Of an Owned or OptionalOwned type a transform gets the
+	// object with Trellis' own managedFields entry and no other (to extract
+	// what Trellis applied); what it leaves of managedFields is then dropped
+	// unless the type is in ReadsManagedFields. A transform applies to every
+	// cached object of its type, whichever controller reads it, so at most
+	// one controller may declare one for a type. A transform of an
+	// OptionalOwned type the API server does not serve is left out with it.
 	Transforms []Transform
+	// ReadsManagedFields lists the Owned types whose managedFields (Trellis'
+	// own entry) the controller reads from the cache, such as the keys it set
+	// on an object it creates and patches. The cache keeps no managedFields
+	// of any other type.
+	ReadsManagedFields []client.Object
 	// Recognise tells the controller's own children from the other objects
 	// of its Owned and OptionalOwned types that the cache selects: anyone
 	// who may write such an object can put the managed-by label on it. The

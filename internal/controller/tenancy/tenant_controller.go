@@ -70,6 +70,9 @@ var Controller = setup.Controller{
 	// A tenant's own objects are cached whole; other labelled ones as metadata.
 	Recognise:   recogniseChild,
 	ForeignKeys: foreignKeys,
+	// Of its namespaces it reads which labels and annotations it set
+	// (metadataKeysOf); of nothing else.
+	ReadsManagedFields: []client.Object{&corev1.Namespace{}},
 	// Every NetworkPolicy is cached, a team's too (they carry no label):
 	// network isolation is undone by any policy in a tenant namespace that
 	// admits more (isolation.go). All but Trellis' own are cut down to what

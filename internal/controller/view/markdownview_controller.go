@@ -64,11 +64,13 @@ var Controller = setup.Controller{
 	OptionalOwned: []client.Object{&gatewayv1.HTTPRoute{}},
 	Recognise:     recogniseChild, // a view's own children are cached whole; other labelled objects as metadata
 	// The cache keeps content hashes instead of files (content.go), so the
-	// manager's memory does not grow with what the MarkdownViews hold.
-	Transforms: []setup.Transform{
+	// manager's memory does not grow with what the MarkdownViews hold, and
+	// of each applied child the hash of what Trellis applied, its metadata
+	// and the status the view's status is computed from (appliedTransforms).
+	Transforms: append([]setup.Transform{
 		{Object: &viewv1.MarkdownView{}, Func: trimMarkdownView},
 		{Object: &corev1.ConfigMap{}, Func: trimConfigMap},
-	},
+	}, appliedTransforms...),
 	Setup: func(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
 		r, err := NewReconciler(mgr, opts)
 		if err != nil {

@@ -3,6 +3,7 @@ package view
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -196,9 +197,29 @@ func TestDriftIsRestored(t *testing.T) {
 		g.Expect(got.Data).To(Equal(map[string]string{"a.md": "A"}))
 	}, timeout, interval).Should(Succeed())
 
-	// Delete the Service: it comes back. (It is applied beside the Deployment, not after it.)
+	// Hand-edit the Service's selector and the Deployment's pod template:
+	// the cache keeps neither spec, only the hash of what Trellis applied,
+	// and both come back.
 	svc := &corev1.Service{}
 	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "viewer-drift"), svc) }, timeout, interval).Should(Succeed())
+	selector := maps.Clone(svc.Spec.Selector)
+	svc.Spec.Selector = map[string]string{"app": "someone-else"}
+	g.Expect(k8s.Update(ctx, svc)).To(Succeed())
+	g.Expect(k8s.Get(ctx, key(ns, "viewer-drift"), d)).To(Succeed())
+	image := d.Spec.Template.Spec.Containers[0].Image
+	d.Spec.Template.Spec.Containers[0].Image = "example.com/other:1"
+	g.Expect(k8s.Update(ctx, d)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &corev1.Service{}
+		g.Expect(k8s.Get(ctx, key(ns, "viewer-drift"), got)).To(Succeed())
+		g.Expect(got.Spec.Selector).To(Equal(selector))
+		gotD := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, key(ns, "viewer-drift"), gotD)).To(Succeed())
+		g.Expect(gotD.Spec.Template.Spec.Containers[0].Image).To(Equal(image))
+	}, timeout, interval).Should(Succeed())
+
+	// Delete the Service: it comes back. (It is applied beside the Deployment, not after it.)
+	g.Expect(k8s.Get(ctx, key(ns, "viewer-drift"), svc)).To(Succeed())
 	oldUID := svc.UID
 	g.Expect(k8s.Delete(ctx, svc)).To(Succeed())
 	g.Eventually(func(g Gomega) {
