@@ -19,9 +19,13 @@ func selfServiceTenant(name string) string {
 `
 }
 
+// selfServiceHome is the namespace of the Tenant where its admin asks.
+const selfServiceHome = "selfs-dev"
+
 // waitRequest waits until the request's Ready condition has reason.
-func waitRequest(t *testing.T, ns, name, reason string) {
+func waitRequest(t *testing.T, name, reason string) {
 	t.Helper()
+	ns := selfServiceHome
 	if out, err := kubectl("wait", "-n", ns, "namespacerequest/"+name, "--timeout=90s",
 		`--for=jsonpath={.status.conditions[?(@.type=="Ready")].reason}=`+reason); err != nil {
 		status, _ := kubectl("get", "-n", ns, "namespacerequest/"+name, "-o", "jsonpath={.status}")
@@ -50,7 +54,7 @@ func TestTenantAdminAddsNamespacesThemselves(t *testing.T) {
 	if _, err := kubectl("apply", "--server-side", "-f", filepath.Join(root, "config/rbac/namespacerequest_roles.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	const tenant, home, group = "selfs", "selfs-dev", "selfs-admins"
+	const tenant, home, group = "selfs", selfServiceHome, "selfs-admins"
 	t.Cleanup(func() {
 		_, _ = kubectl("delete", "tenant", tenant, "selfs-neighbour", "--wait=false")
 		_, _ = kubectl("delete", "namespace", "selfs-feature-held", "--wait=false")
@@ -105,47 +109,27 @@ spec:
 		}
 	}
 	create("feature-x")
-	waitRequest(t, home, "feature-x", "Ready")
+	waitRequest(t, "feature-x", "Ready")
 	const added = "selfs-feature-x"
-	for _, obj := range []string{"resourcequota/trellis-tenant-quota", "limitrange/trellis-tenant-limits",
-		"networkpolicy/trellis-tenant-isolation", "rolebinding/trellis-tenant-admin", "rolebinding/trellis-tenant-viewer"} {
-		if out, err := kubectl("get", "-n", added, obj); err != nil {
-			t.Errorf("%s in the requested namespace: %v %s", obj, err, out)
-		}
-	}
-	labels, _ := kubectl("get", "namespace", added, "-o", "jsonpath={.metadata.labels}")
-	for _, want := range []string{`"pod-security.kubernetes.io/enforce":"restricted"`, `"tenancy.trellis.dev/tenant":"selfs"`, `"cost-center":"selfs"`} {
-		if !strings.Contains(labels, want) {
-			t.Errorf("namespace %s labels %s, want %s", added, labels, want)
-		}
-	}
-	if out, err := kubectlIn([]byte(restrictedPod("app")), "apply", "-n", added, "-f", "-", "--as", "alice", "--as-group", group); err != nil {
-		t.Errorf("the admin cannot deploy into the namespace they asked for: %v %s", err, out)
-	}
-	if out, err := kubectl("wait", "--for=condition=Ready", "tenant/"+tenant, "--timeout=60s"); err != nil {
-		t.Errorf("the Tenant with a requested namespace: %v %s", err, out)
-	}
-	if by, _ := kubectl("get", "tenant", tenant, "-o", `jsonpath={.status.namespaces[?(@.name=="selfs-feature-x")].requestedBy}`); by != home+"/feature-x" {
-		t.Errorf("the Tenant's status says %s was requested by %q", added, by)
-	}
+	expectRequestedNamespace(t, tenant, added, group)
 
 	// Refused on the request, the Tenant untouched by it.
 	create("feature-held") // a namespace someone else made
-	waitRequest(t, home, "feature-held", "NameTaken")
+	waitRequest(t, "feature-held", "NameTaken")
 	if l, _ := kubectl("get", "namespace", "selfs-feature-held", "-o", "jsonpath={.metadata.labels}"); strings.Contains(l, "tenancy.trellis.dev") {
 		t.Errorf("a namespace someone else made was adopted: %s", l)
 	}
 	create("feature-team-b") // inside the neighbour's prefix
-	waitRequest(t, home, "feature-team-b", "NameTaken")
+	waitRequest(t, "feature-team-b", "NameTaken")
 	create("other") // outside namePattern
-	waitRequest(t, home, "other", "NameNotAllowed")
+	waitRequest(t, "other", "NameNotAllowed")
 	if out, err := kubectl("delete", "-n", home, "namespacerequest", "feature-held", "feature-team-b", "other", "--as", "alice", "--as-group", group); err != nil {
 		t.Fatal(err, out)
 	}
 	create("feature-y")
-	waitRequest(t, home, "feature-y", "Ready")
+	waitRequest(t, "feature-y", "Ready")
 	create("feature-z") // a third, past maxNamespaces: 2
-	waitRequest(t, home, "feature-z", "LimitReached")
+	waitRequest(t, "feature-z", "LimitReached")
 	if _, err := kubectl("get", "namespace", "selfs-feature-z"); err == nil {
 		t.Error("a namespace past maxNamespaces exists")
 	}
@@ -174,5 +158,33 @@ spec:
 		!strings.Contains(fmt.Sprint(err, out), "not found") {
 		t.Errorf("the namespace of a deleted request: %v %s", err, out)
 	}
-	waitRequest(t, home, "feature-z", "Ready")
+	waitRequest(t, "feature-z", "Ready")
+}
+
+// expectRequestedNamespace checks a namespace granted to a request of
+// tenant: every guardrail in it, the tenant's labels, its admin deploys
+// there, the Tenant Ready and naming the request.
+func expectRequestedNamespace(t *testing.T, tenant, added, group string) {
+	t.Helper()
+	for _, obj := range []string{"resourcequota/trellis-tenant-quota", "limitrange/trellis-tenant-limits",
+		"networkpolicy/trellis-tenant-isolation", "rolebinding/trellis-tenant-admin", "rolebinding/trellis-tenant-viewer"} {
+		if out, err := kubectl("get", "-n", added, obj); err != nil {
+			t.Errorf("%s in the requested namespace: %v %s", obj, err, out)
+		}
+	}
+	labels, _ := kubectl("get", "namespace", added, "-o", "jsonpath={.metadata.labels}")
+	for _, want := range []string{`"pod-security.kubernetes.io/enforce":"restricted"`, `"tenancy.trellis.dev/tenant":"selfs"`, `"cost-center":"selfs"`} {
+		if !strings.Contains(labels, want) {
+			t.Errorf("namespace %s labels %s, want %s", added, labels, want)
+		}
+	}
+	if out, err := kubectlIn([]byte(restrictedPod("app")), "apply", "-n", added, "-f", "-", "--as", "alice", "--as-group", group); err != nil {
+		t.Errorf("the admin cannot deploy into the namespace they asked for: %v %s", err, out)
+	}
+	if out, err := kubectl("wait", "--for=condition=Ready", "tenant/"+tenant, "--timeout=60s"); err != nil {
+		t.Errorf("the Tenant with a requested namespace: %v %s", err, out)
+	}
+	if by, _ := kubectl("get", "tenant", tenant, "-o", `jsonpath={.status.namespaces[?(@.name=="selfs-feature-x")].requestedBy}`); by != selfServiceHome+"/feature-x" {
+		t.Errorf("the Tenant's status says %s was requested by %q", added, by)
+	}
 }

@@ -119,7 +119,7 @@ type TenantSpec struct {
 	// Unset: requests are refused (namespaces already granted stay until
 	// their requests are deleted). Needs a namespacePrefix.
 	// +optional
-	SelfService *SelfService `json:"selfService,omitempty"`
+	SelfService SelfService `json:"selfService,omitzero"`
 }
 
 // SelfService bounds the namespaces a tenant's admins may add themselves.
@@ -133,7 +133,7 @@ type SelfService struct {
 	// +kubebuilder:validation:Maximum=64
 	MaxNamespaces int32 `json:"maxNamespaces,omitempty"`
 
-	// namePattern, if set, is a regular expression (RE2) that the whole
+	// namePattern is, if set, a regular expression (RE2) that the whole
 	// requested name, without the prefix, must match, e.g. "feature-[a-z0-9-]+".
 	// +optional
 	// +kubebuilder:validation:MinLength=1

@@ -170,7 +170,7 @@ func TestRequestsGoingWithTheirCRDTakeNoNamespace(t *testing.T) {
 
 	tenant := newTenant("rc", "rc-", "home")
 	tenant.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete
-	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 2}
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 2}
 	g.Expect(c.Create(ctx, tenant)).To(Succeed())
 	eventuallyReadyOn(g, c, "rc")
 	g.Expect(c.Create(ctx, newRequest("rc-home", "extra"))).To(Succeed())

@@ -105,7 +105,7 @@ func selectRequests(t *tenancyv1.Tenant, reqs []*tenancyv1.NamespaceRequest, hel
 
 	var pattern *regexp.Regexp
 	var patternErr error
-	if ss := t.Spec.SelfService; ss != nil && ss.NamePattern != "" {
+	if ss := t.Spec.SelfService; ss.NamePattern != "" {
 		pattern, patternErr = regexp.Compile("^(?:" + ss.NamePattern + ")$")
 	}
 	out := selection{requestedBy: map[string]string{}, verdicts: map[types.NamespacedName]verdict{}}
@@ -117,7 +117,7 @@ func selectRequests(t *tenancyv1.Tenant, reqs []*tenancyv1.NamespaceRequest, hel
 			v.reason, v.message = reason, fmt.Sprintf(format, args...)
 		}
 		switch {
-		case !grantedBefore && t.Spec.SelfService == nil:
+		case !grantedBefore && t.Spec.SelfService.MaxNamespaces == 0: // unset: the schema's minimum is 1
 			refuse(ReasonSelfServiceDisabled, "Tenant %s does not let its admins add namespaces (spec.selfService is unset)", t.Name)
 		case protection.Protected(name) != "":
 			refuse(ReasonInvalidName, "namespace %s may not be a tenant's: %s", name, protection.Protected(name))

@@ -66,7 +66,7 @@ func TestTenantAdminAddsNamespacesWithinBounds(t *testing.T) {
 	tenant := newGuardedTenant("ss", "ss-", "home")
 	tenant.Spec.Viewers = []tenancyv1.Subject{{Kind: rbacv1.GroupKind, Name: "ss-viewers", APIGroup: rbacv1.GroupName}}
 	tenant.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete
-	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 2, NamePattern: "f-[a-z0-9-]+"}
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 2, NamePattern: "f-[a-z0-9-]+"}
 	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
 	eventuallyReady(g, "ss")
 	letRequest(g, "ss-admins", "ss-home")
@@ -122,7 +122,7 @@ func TestTenantAdminAddsNamespacesWithinBounds(t *testing.T) {
 func TestSelfServiceNeedsAPrefix(t *testing.T) {
 	g := NewWithT(t)
 	tenant := newTenant("ssnp", "", "ssnp-home")
-	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 1}
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 1}
 	err := k8s.Create(context.Background(), tenant)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("selfService needs a namespacePrefix"))
@@ -135,7 +135,7 @@ func TestRequestsLeaveWithTheirNamespace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tenant := newTenant("ssl", "ssl-", "home", "base")
-	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 4}
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 4}
 	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
 	eventuallyReady(g, "ssl")
 	g.Expect(k8s.Create(ctx, newRequest("ssl-home", "extra"))).To(Succeed())
@@ -166,7 +166,7 @@ func TestGrantedNamespaceOutlivesANewNeighbourPrefix(t *testing.T) {
 	ctx := context.Background()
 	tenant := newTenant("nbp", "nbp-", "home")
 	tenant.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete
-	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 4}
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 4}
 	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
 	eventuallyReady(g, "nbp")
 	g.Expect(k8s.Create(ctx, newRequest("nbp-home", "b-data"))).To(Succeed())

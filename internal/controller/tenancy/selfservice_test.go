@@ -23,7 +23,7 @@ func verdictOf(sel selection, r *tenancyv1.NamespaceRequest) verdict {
 
 func TestSelectRequests(t *testing.T) {
 	tenant := newTenant("team-a", "team-a-", "dev")
-	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 2, NamePattern: "f-[a-z0-9-]+|dev"}
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 2, NamePattern: "f-[a-z0-9-]+|dev"}
 	protection := Protection{ManagerNamespace: "trellis-system"}
 	oldest := request("team-a-dev", "f-one", 3*time.Hour)
 	second := request("team-a-dev", "f-two", 2*time.Hour)
@@ -69,7 +69,7 @@ func TestSelectRequests(t *testing.T) {
 		{Name: "team-a-f-two", State: tenancyv1.NamespaceReady, RequestedBy: "team-a-dev/f-two"},
 		{Name: "team-a-f-three", State: tenancyv1.NamespaceReady, RequestedBy: "team-a-dev/f-three"},
 	}
-	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 1, NamePattern: "g-.*"}
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 1, NamePattern: "g-.*"}
 	// A Tenant made since, whose longer prefix covers a granted name.
 	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{oldest, second, third}, nil, map[string]string{"team-a-f-t": "team-t"}, protection)
 	if v := verdictOf(sel, oldest); v.granted || v.reason != ReasonNameNotAllowed {
@@ -78,7 +78,7 @@ func TestSelectRequests(t *testing.T) {
 	if !verdictOf(sel, second).granted || !verdictOf(sel, third).granted {
 		t.Errorf("granted requests were taken away: %+v", sel.verdicts)
 	}
-	tenant.Spec.SelfService = nil
+	tenant.Spec.SelfService = tenancyv1.SelfService{}
 	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{oldest, second}, nil, nil, protection)
 	if v := verdictOf(sel, oldest); v.granted || v.reason != ReasonSelfServiceDisabled {
 		t.Errorf("a new request without selfService: %+v", v)
@@ -90,7 +90,7 @@ func TestSelectRequests(t *testing.T) {
 
 func TestSelectRequestsRefusesNamesNoTenantMayHold(t *testing.T) {
 	tenant := newTenant("k", "kube-", "x")
-	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 8, NamePattern: "[a-z]+"}
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 8, NamePattern: "[a-z]+"}
 	long := request("kube-x", "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijab", 0)
 	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{request("kube-x", "system", 0), long}, nil, nil, Protection{})
 	for key, v := range sel.verdicts {
@@ -111,7 +111,7 @@ func TestSelectRequestsRefusesNamesNoTenantMayHold(t *testing.T) {
 // the Tenant holds still keeps its request's place, over the count.
 func TestSelectRequestsKeepsAHeldNamespaceTheStatusDoesNotName(t *testing.T) {
 	tenant := newTenant("team-a", "team-a-", "dev")
-	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 1}
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 1}
 	older := request("team-a-dev", "f-old", 2*time.Hour)
 	granted := request("team-a-dev", "f-made", time.Hour)
 	held := map[string]bool{"team-a-dev": true, "team-a-f-made": true}
@@ -122,7 +122,7 @@ func TestSelectRequestsKeepsAHeldNamespaceTheStatusDoesNotName(t *testing.T) {
 	if v := verdictOf(sel, older); v.granted || v.reason != ReasonLimitReached {
 		t.Errorf("the older new request: %+v, want LimitReached", v)
 	}
-	tenant.Spec.SelfService = nil
+	tenant.Spec.SelfService = tenancyv1.SelfService{}
 	if sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{granted}, held, nil, Protection{}); !verdictOf(sel, granted).granted {
 		t.Errorf("self-service switched off took a held namespace away")
 	}

@@ -136,7 +136,7 @@ func TestReleasedQuotasStayCounted(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tenant := newTenant("qe", "qe-", "a")
-	tenant.Spec.SelfService = &tenancyv1.SelfService{MaxNamespaces: 1}
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 1}
 	tenant.Spec.Quota = tenancyv1.TenantQuota{Tenant: tenancyv1.TenantWideQuota{Hard: corev1.ResourceList{"pods": resource.MustParse("4")}}}
 	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
 	eventuallyPods(g, map[string]int64{"qe-a": 4})

@@ -125,7 +125,7 @@ func (r *Reconciler) reportRequests(ctx context.Context, s *scope, next tenancyv
 	for _, ns := range next.Namespaces {
 		states[ns.Name] = ns
 	}
-	var errs []error
+	errs := make([]error, 0, len(s.requests)+len(s.strays))
 	for _, req := range s.requests {
 		v := s.sel.verdicts[types.NamespacedName{Namespace: req.Namespace, Name: req.Name}]
 		errs = append(errs, r.reportRequest(ctx, s.t, req, v.namespace, requestSummary(s, v, states[v.namespace])))
