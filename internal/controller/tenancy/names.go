@@ -33,7 +33,13 @@ const (
 	// config/admission, bound by this label too, keeps protecting them.
 	// It goes when a Tenant takes the namespace again.
 	ReleasedFromLabel = "tenancy.trellis.dev/released-from"
-	partOfLabel       = "app.kubernetes.io/part-of"
+	// RequestedByAnnotation is on a namespace Trellis made for a
+	// NamespaceRequest, and names it (<namespace>/<name>): only that
+	// request holds the namespace without passing the Tenant's
+	// selfService bounds again (selectRequests). Tenant admins cannot
+	// write namespaces, so they cannot forge it.
+	RequestedByAnnotation = "tenancy.trellis.dev/requested-by"
+	partOfLabel           = "app.kubernetes.io/part-of"
 )
 
 // The annotations Trellis writes on a tenant's namespaces from
@@ -161,7 +167,8 @@ func restrictionKey(key string) bool {
 
 // markKey reports whether key is one of the marks that say whose namespace it is.
 func markKey(key string) bool {
-	return key == TenantLabel || key == TenantUIDAnnotation || key == setup.ManagedByLabel || key == partOfLabel
+	return key == TenantLabel || key == TenantUIDAnnotation || key == RequestedByAnnotation ||
+		key == setup.ManagedByLabel || key == partOfLabel
 }
 
 // guardrailMetadataKey reports whether key is one Trellis may have put on a

@@ -1020,7 +1020,7 @@ func otherTenant() *tenancyv1.Tenant { return unitTenant("other", "uid-other", "
 
 // ourNamespace is a namespace as t created it.
 func ourNamespace(t *tenancyv1.Tenant, name string) *corev1.Namespace {
-	return desiredNamespace(t, name)
+	return desiredNamespace(t, name, "")
 }
 
 // markedAcmeNamespace is namespace acme-a marked with a tenant's name and a

@@ -52,27 +52,39 @@ type selection struct {
 	verdicts map[types.NamespacedName]verdict
 }
 
+// neighbours is what the other Tenants reserve: the namespaces of their
+// specs, and their prefixes, each by the Tenant's name.
+type neighbours struct {
+	namespaces map[string]string
+	prefixes   map[string]string
+}
+
 // selectRequests decides which requests t grants. reqs are the requests in
 // namespaces t holds (and nowhere else); held are the namespaces t holds
-// (marked with its UID); others maps the prefix of every other Tenant to
-// its name. The rules, in order:
+// (marked with its UID), each with the request it was made for, if any (its
+// RequestedByAnnotation); others is what the other Tenants reserve. The
+// rules, in order:
 //   - a request granted before keeps its namespace, whatever selfService
 //     now says: lowering maxNamespaces or narrowing namePattern refuses new
 //     requests and takes nothing away. Granted before: the last status
-//     names it, or the namespace it asks for is held and not the spec's (a
-//     status not yet written, or lost to a race, takes nothing away);
+//     names it, or the namespace it asks for is held and was made for it
+//     (a status not yet written, or lost to a race, takes nothing away). A
+//     namespace held for another reason (the spec's, or one the spec just
+//     dropped) is no request's: a request gets only a namespace Trellis
+//     made for it;
 //   - without selfService, every new request is refused;
 //   - the name must make a namespace name Trellis may give a tenant
-//     (protection), match namePattern, and, for a new request, not fall
-//     inside another Tenant's longer prefix (a Tenant made later with such
-//     a prefix cannot take a namespace already granted: it is marked);
+//     (protection), match namePattern, and, for a new request, be neither a
+//     namespace of another Tenant's spec nor inside another Tenant's longer
+//     prefix (a Tenant made later with such a name or prefix cannot take a
+//     namespace already granted: it is marked);
 //   - a namespace of the spec, or one an earlier request asked for, is
-//     taken;
+//     taken; so is, for a new request, one the Tenant already holds;
 //   - past maxNamespaces, requests wait, the oldest served first.
 //
 // A namespace that exists and is not the Tenant's is found by the write of
 // the namespace itself (claim), and refuses its request there.
-func selectRequests(t *tenancyv1.Tenant, reqs []*tenancyv1.NamespaceRequest, held map[string]bool, others map[string]string, protection Protection) selection {
+func selectRequests(t *tenancyv1.Tenant, reqs []*tenancyv1.NamespaceRequest, held map[string]string, others neighbours, protection Protection) selection {
 	prefix := ptr.Deref(t.Spec.NamespacePrefix, "")
 	taken := map[string]string{}
 	for _, n := range namespaceNames(t) {
@@ -85,8 +97,10 @@ func selectRequests(t *tenancyv1.Tenant, reqs []*tenancyv1.NamespaceRequest, hel
 		}
 	}
 	for _, r := range reqs {
-		if name := prefix + r.Name; held[name] && taken[name] == "" {
-			before[requestKey(r)] = name
+		if name := prefix + r.Name; taken[name] == "" {
+			if madeFor, ok := held[name]; ok && madeFor == requestKey(r) {
+				before[requestKey(r)] = name
+			}
 		}
 	}
 	ordered := slices.Clone(reqs)
@@ -127,8 +141,12 @@ func selectRequests(t *tenancyv1.Tenant, reqs []*tenancyv1.NamespaceRequest, hel
 			refuse(ReasonNameNotAllowed, "%q does not match Tenant %s's selfService.namePattern %q", r.Name, t.Name, t.Spec.SelfService.NamePattern)
 		case taken[name] != "":
 			refuse(ReasonNameTaken, "namespace %s cannot be granted: %s", name, taken[name])
-		case !grantedBefore && insideOther(name, prefix, others) != "":
-			refuse(ReasonNameTaken, "namespace %s is inside Tenant %s's prefix", name, insideOther(name, prefix, others))
+		case !grantedBefore && isHeld(held, name):
+			refuse(ReasonNameTaken, "namespace %s already exists and is Tenant %s's, but was not made for this request: a request gets only a namespace Trellis makes for it", name, t.Name)
+		case !grantedBefore && others.namespaces[name] != "":
+			refuse(ReasonNameTaken, "namespace %s is a namespace of Tenant %s's spec", name, others.namespaces[name])
+		case !grantedBefore && insideOther(name, prefix, others.prefixes) != "":
+			refuse(ReasonNameTaken, "namespace %s is inside Tenant %s's prefix", name, insideOther(name, prefix, others.prefixes))
 		case !grantedBefore && len(out.namespaces) >= int(t.Spec.SelfService.MaxNamespaces):
 			refuse(ReasonLimitReached, "Tenant %s holds %d requested namespaces, its selfService.maxNamespaces; delete a request to make room",
 				t.Name, len(out.namespaces))
@@ -141,6 +159,12 @@ func selectRequests(t *tenancyv1.Tenant, reqs []*tenancyv1.NamespaceRequest, hel
 		out.verdicts[types.NamespacedName{Namespace: r.Namespace, Name: r.Name}] = v
 	}
 	return out
+}
+
+// isHeld reports whether the Tenant holds the namespace.
+func isHeld(held map[string]string, name string) bool {
+	_, ok := held[name]
+	return ok
 }
 
 // insideOther names the other Tenant whose prefix, longer than this

@@ -32,9 +32,14 @@ func TestSelectRequests(t *testing.T) {
 	badName := request("team-a-dev", "other", 5*time.Hour)
 	twin := request("team-a-f-one", "f-one", 30*time.Minute)
 	intoOther := request("team-a-dev", "f-b-x", 6*time.Hour)
-	others := map[string]string{"team-a-f-b-": "team-b", "zzz-": "team-z"}
+	// team-c has no prefix, and lists a name team-a's prefix would make.
+	nextDoor := request("team-a-dev", "f-c-shared", 7*time.Hour)
+	others := neighbours{
+		prefixes:   map[string]string{"team-a-f-b-": "team-b", "zzz-": "team-z"},
+		namespaces: map[string]string{"team-a-f-c-shared": "team-c"},
+	}
 
-	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{third, twin, spec, badName, second, oldest, intoOther}, nil, others, protection)
+	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{third, twin, spec, badName, second, oldest, intoOther, nextDoor}, nil, others, protection)
 	for _, c := range []struct {
 		req     *tenancyv1.NamespaceRequest
 		granted bool
@@ -47,6 +52,7 @@ func TestSelectRequests(t *testing.T) {
 		{badName, false, ReasonNameNotAllowed},
 		{twin, false, ReasonNameTaken},
 		{intoOther, false, ReasonNameTaken},
+		{nextDoor, false, ReasonNameTaken},
 	} {
 		v := verdictOf(sel, c.req)
 		if v.granted != c.granted || v.reason != c.reason {
@@ -71,7 +77,8 @@ func TestSelectRequests(t *testing.T) {
 	}
 	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 1, NamePattern: "g-.*"}
 	// A Tenant made since, whose longer prefix covers a granted name.
-	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{oldest, second, third}, nil, map[string]string{"team-a-f-t": "team-t"}, protection)
+	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{oldest, second, third}, nil,
+		neighbours{prefixes: map[string]string{"team-a-f-t": "team-t"}, namespaces: map[string]string{"team-a-f-two": "team-t"}}, protection)
 	if v := verdictOf(sel, oldest); v.granted || v.reason != ReasonNameNotAllowed {
 		t.Errorf("a new request against a narrowed pattern: %+v", v)
 	}
@@ -79,7 +86,7 @@ func TestSelectRequests(t *testing.T) {
 		t.Errorf("granted requests were taken away: %+v", sel.verdicts)
 	}
 	tenant.Spec.SelfService = tenancyv1.SelfService{}
-	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{oldest, second}, nil, nil, protection)
+	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{oldest, second}, nil, neighbours{}, protection)
 	if v := verdictOf(sel, oldest); v.granted || v.reason != ReasonSelfServiceDisabled {
 		t.Errorf("a new request without selfService: %+v", v)
 	}
@@ -92,7 +99,7 @@ func TestSelectRequestsRefusesNamesNoTenantMayHold(t *testing.T) {
 	tenant := newTenant("k", "kube-", "x")
 	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 8, NamePattern: "[a-z]+"}
 	long := request("kube-x", "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijab", 0)
-	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{request("kube-x", "system", 0), long}, nil, nil, Protection{})
+	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{request("kube-x", "system", 0), long}, nil, neighbours{}, Protection{})
 	for key, v := range sel.verdicts {
 		if v.granted || v.reason != ReasonInvalidName {
 			t.Errorf("%s: %+v, want refused as InvalidName", key, v)
@@ -100,7 +107,7 @@ func TestSelectRequestsRefusesNamesNoTenantMayHold(t *testing.T) {
 	}
 	tenant.Spec.NamespacePrefix = nil
 	tenant.Spec.SelfService.NamePattern = "(" // not a regular expression
-	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{request("x", "ok", 0)}, nil, nil, Protection{})
+	sel = selectRequests(tenant, []*tenancyv1.NamespaceRequest{request("x", "ok", 0)}, nil, neighbours{}, Protection{})
 	if v := sel.verdicts[types.NamespacedName{Namespace: "x", Name: "ok"}]; v.granted || v.reason != ReasonNameNotAllowed {
 		t.Errorf("an invalid namePattern: %+v", v)
 	}
@@ -108,14 +115,15 @@ func TestSelectRequestsRefusesNamesNoTenantMayHold(t *testing.T) {
 
 // TestSelectRequestsKeepsAHeldNamespaceTheStatusDoesNotName: the status
 // that named a grant may not be written yet (or lost a race); the namespace
-// the Tenant holds still keeps its request's place, over the count.
+// made for the request, and marked so, still keeps its request's place,
+// over the count.
 func TestSelectRequestsKeepsAHeldNamespaceTheStatusDoesNotName(t *testing.T) {
 	tenant := newTenant("team-a", "team-a-", "dev")
 	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 1}
 	older := request("team-a-dev", "f-old", 2*time.Hour)
 	granted := request("team-a-dev", "f-made", time.Hour)
-	held := map[string]bool{"team-a-dev": true, "team-a-f-made": true}
-	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{older, granted}, held, nil, Protection{})
+	held := map[string]string{"team-a-dev": "", "team-a-f-made": "team-a-dev/f-made"}
+	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{older, granted}, held, neighbours{}, Protection{})
 	if !verdictOf(sel, granted).granted {
 		t.Errorf("a held namespace lost its request: %+v", verdictOf(sel, granted))
 	}
@@ -123,7 +131,33 @@ func TestSelectRequestsKeepsAHeldNamespaceTheStatusDoesNotName(t *testing.T) {
 		t.Errorf("the older new request: %+v, want LimitReached", v)
 	}
 	tenant.Spec.SelfService = tenancyv1.SelfService{}
-	if sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{granted}, held, nil, Protection{}); !verdictOf(sel, granted).granted {
+	if sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{granted}, held, neighbours{}, Protection{}); !verdictOf(sel, granted).granted {
 		t.Errorf("self-service switched off took a held namespace away")
+	}
+}
+
+// TestARequestMadeInAdvanceTakesNoHeldNamespace: a request waiting for a
+// namespace of the spec (refused as taken) must not keep it once the
+// platform drops it from the spec, nor pass the bounds by it: a held
+// namespace not made for the request is no request's.
+func TestARequestMadeInAdvanceTakesNoHeldNamespace(t *testing.T) {
+	tenant := newTenant("team-a", "team-a-", "dev")
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 4}
+	waiting := request("team-a-dev", "old", time.Hour)
+	// team-a-old was the spec's, and is held until it is released.
+	held := map[string]string{"team-a-dev": "", "team-a-old": ""}
+	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{waiting}, held, neighbours{}, Protection{})
+	if v := verdictOf(sel, waiting); v.granted || v.reason != ReasonNameTaken {
+		t.Errorf("a request for a held namespace of the spec's: %+v, want NameTaken", v)
+	}
+	// Made for another request (in another namespace): not this one's.
+	held["team-a-old"] = "team-a-other/old"
+	if v := verdictOf(selectRequests(tenant, []*tenancyv1.NamespaceRequest{waiting}, held, neighbours{}, Protection{}), waiting); v.granted {
+		t.Errorf("a request took a namespace made for another: %+v", v)
+	}
+	tenant.Spec.SelfService = tenancyv1.SelfService{}
+	held["team-a-old"] = ""
+	if v := verdictOf(selectRequests(tenant, []*tenancyv1.NamespaceRequest{waiting}, held, neighbours{}, Protection{}), waiting); v.granted || v.reason != ReasonSelfServiceDisabled {
+		t.Errorf("without selfService: %+v, want SelfServiceDisabled", v)
 	}
 }

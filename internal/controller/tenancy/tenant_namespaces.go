@@ -43,14 +43,14 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 	live := &corev1.Namespace{}
 	claim := claimForeign
 	outcome, err := children.CreateOrSync(ctx, r.children, children.Child[*corev1.Namespace]{
-		Kind: "Namespace", Live: live, Desired: desiredNamespace(t, name),
+		Kind: "Namespace", Live: live, Desired: desiredNamespace(t, name, s.sel.requestedBy[name]),
 		Owns: func(ns *corev1.Namespace) (bool, error) {
 			var err error
 			claim, err = r.claim(ctx, ns, t)
 			return claim != claimForeign, err
 		},
 		Sync: func(ns *corev1.Namespace) bool {
-			return ns.DeletionTimestamp.IsZero() && syncNamespace(ns, t)
+			return ns.DeletionTimestamp.IsZero() && syncNamespace(ns, t, s.sel.requestedBy[name])
 		},
 		ExpectExists: s.wasReady[name],
 	})
