@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -80,10 +81,18 @@ func TestTenantAdminAddsNamespacesWithinBounds(t *testing.T) {
 	g.Expect(getNamespace(g, "ss-f-taken").Labels).NotTo(HaveKey(TenantLabel), "a taken name was adopted")
 	g.Expect(admin.Delete(ctx, taken)).To(Succeed())
 
-	g.Expect(admin.Create(ctx, newRequest("ss-home", "f-one"))).To(Succeed())
+	noted := newRequest("ss-home", "f-one")
+	noted.Annotations = map[string]string{"team.example/note": strings.Repeat("x", 4096)}
+	g.Expect(admin.Create(ctx, noted)).To(Succeed())
 	one := requestReason(g, "ss-home", "f-one", ReasonRequestGranted)
 	g.Expect(one.Status.Namespace).To(Equal("ss-f-one"))
 	g.Expect(one.Status.Tenant).To(Equal("ss"))
+	g.Expect(one.Annotations).To(HaveKey("team.example/note"))
+	// What the team wrote on the request is not kept in the manager's cache.
+	cached := &tenancyv1.NamespaceRequest{}
+	g.Expect(reconciler.client.Get(ctx, client.ObjectKeyFromObject(one), cached)).To(Succeed())
+	g.Expect(cached.Annotations).To(BeEmpty())
+	g.Expect(cached.Status.Namespace).To(Equal("ss-f-one"))
 	g.Eventually(func(g Gomega) { expectGuardrails(g, tenant, "ss-f-one") }, timeout, interval).Should(Succeed())
 	ready := eventuallyReady(g, "ss")
 	g.Expect(ready.Status.Namespaces).To(ContainElement(tenancyv1.TenantNamespaceStatus{
@@ -187,4 +196,59 @@ func TestGrantedNamespaceOutlivesANewNeighbourPrefix(t *testing.T) {
 	requestReason(g, "nbp-home", "b-new", ReasonNameTaken)
 	deleteTenant(g, "nbpb")
 	deleteTenant(g, "nbp")
+}
+
+// TestARequestWaitingForASpecNamespaceDoesNotKeepIt: a request made in
+// advance for a namespace of the spec is refused as taken; when the
+// platform drops that namespace from the spec, the request does not keep
+// it (here Delete: it goes), and is still refused: a request gets only a
+// namespace Trellis makes for it.
+func TestARequestWaitingForASpecNamespaceDoesNotKeepIt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := newTenant("ssa", "ssa-", "home", "old")
+	tenant.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 4}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	eventuallyReady(g, "ssa")
+	g.Expect(k8s.Create(ctx, newRequest("ssa-home", "old"))).To(Succeed())
+	requestReason(g, "ssa-home", "old", ReasonNameTaken)
+
+	live := getTenant(g, "ssa")
+	live.Spec.Namespaces = []string{"home"}
+	g.Expect(k8s.Update(ctx, live)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getNamespace(g, "ssa-old").DeletionTimestamp).NotTo(BeNil(), "the dropped namespace was kept for a request made in advance")
+	}, timeout, interval).Should(Succeed())
+	requestReason(g, "ssa-home", "old", ReasonNameTaken)
+	g.Expect(eventuallyReady(g, "ssa").Status.Namespaces).To(HaveLen(1))
+	deleteTenant(g, "ssa")
+}
+
+// TestRelabelledNamespaceKeepsItsRequests: anyone who may patch a tenant
+// namespace's labels can take it out of the manager's cache. The requests
+// in it still grant their namespaces (here Delete: none is deleted), since
+// the namespace, read live, is still the Tenant's; the labels come back.
+func TestRelabelledNamespaceKeepsItsRequests(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := newTenant("ssr", "ssr-", "home")
+	tenant.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 4}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	eventuallyReady(g, "ssr")
+	g.Expect(k8s.Create(ctx, newRequest("ssr-home", "work"))).To(Succeed())
+	requestReason(g, "ssr-home", "work", ReasonRequestGranted)
+
+	g.Expect(mergePatch(k8s, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ssr-home"}},
+		`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"argocd","tenancy.trellis.dev/tenant":null}}}`)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getNamespace(g, "ssr-home").Labels).To(HaveKeyWithValue(TenantLabel, "ssr"), "the labels were not restored")
+	}, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(getNamespace(g, "ssr-work").DeletionTimestamp).To(BeNil(), "a granted namespace was deleted")
+	}, "3s", interval).Should(Succeed())
+	requestReason(g, "ssr-home", "work", ReasonRequestGranted)
+	g.Expect(getNamespace(g, "ssr-work").Annotations).To(HaveKeyWithValue(RequestedByAnnotation, "ssr-home/work"))
+	deleteTenant(g, "ssr")
 }

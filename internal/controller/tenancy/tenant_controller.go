@@ -77,7 +77,13 @@ var Controller = setup.Controller{
 	// network isolation is undone by any policy in a tenant namespace that
 	// admits more (isolation.go). All but Trellis' own are cut down to what
 	// that judgement reads.
-	Transforms: []setup.Transform{{Object: &networkingv1.NetworkPolicy{}, Func: reduceNetworkPolicy, All: true}},
+	// NamespaceRequests are the team's objects: of them it reads name,
+	// namespace, creation time and status, never what the team wrote in
+	// labels or annotations (trimRequest).
+	Transforms: []setup.Transform{
+		{Object: &networkingv1.NetworkPolicy{}, Func: reduceNetworkPolicy, All: true},
+		{Object: &tenancyv1.NamespaceRequest{}, Func: trimRequest},
+	},
 	Setup: func(ctx context.Context, mgr ctrl.Manager, opts setup.Options) error {
 		extra, err := CompileProtectedPattern(opts.TenantProtectedNamespaces)
 		if err != nil {

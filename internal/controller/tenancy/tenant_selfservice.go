@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,22 +29,20 @@ import (
 const requestTenantIndex = "status.tenant"
 
 // readRequests decides the tenant's requests and widens the scope's
-// namespaces with those granted. It reads the cache only: the requests in
-// each namespace the Tenant holds, the requests that last named it, and the
-// other Tenants' prefixes.
+// namespaces with those granted. It reads the cache: the requests in each
+// namespace the Tenant holds, the requests that last named it, and the
+// other Tenants' specs; and, live, a namespace that a request last naming
+// the Tenant is in, when the cache does not show the Tenant holding it.
 func (r *Reconciler) readRequests(ctx context.Context, s *scope) error {
 	t := s.t
-	held, err := r.ownedNamespaces(ctx, t)
+	owned, err := r.ownedNamespaces(ctx, t)
 	if err != nil {
 		return err
 	}
-	in := map[string]bool{}
+	held := map[string]string{} // namespace -> the request it was made for
 	var reqs []*tenancyv1.NamespaceRequest
-	for _, ns := range held {
-		if !ns.DeletionTimestamp.IsZero() {
-			continue // its requests are going with it
-		}
-		in[ns.Name] = true
+	hold := func(ns *corev1.Namespace) error {
+		held[ns.Name] = ns.Annotations[RequestedByAnnotation]
 		list := &tenancyv1.NamespaceRequestList{}
 		if err := r.client.List(ctx, list, client.InNamespace(ns.Name)); err != nil {
 			return fmt.Errorf("listing the NamespaceRequests in %s: %w", ns.Name, err)
@@ -51,31 +50,62 @@ func (r *Reconciler) readRequests(ctx context.Context, s *scope) error {
 		for i := range list.Items {
 			reqs = append(reqs, &list.Items[i])
 		}
+		return nil
+	}
+	for i := range owned {
+		if owned[i].DeletionTimestamp.IsZero() { // else its requests are going with it
+			if err := hold(&owned[i]); err != nil {
+				return err
+			}
+		}
 	}
 	named := &tenancyv1.NamespaceRequestList{}
 	if err := r.client.List(ctx, named, client.MatchingFields{requestTenantIndex: t.Name}); err != nil {
 		return fmt.Errorf("listing the NamespaceRequests of Tenant %s: %w", t.Name, err)
 	}
 	for i := range named.Items {
-		if !in[named.Items[i].Namespace] {
-			s.strays = append(s.strays, &named.Items[i])
+		req := &named.Items[i]
+		if _, in := held[req.Namespace]; in {
+			continue
+		}
+		// The cache holds only namespaces labelled as Trellis', and finds a
+		// Tenant's by its label: anyone who may patch a namespace can take
+		// those off. Only the namespace itself, read live, says whether the
+		// request's namespace left the Tenant.
+		ns, err := r.heldLive(ctx, t, req.Namespace)
+		switch {
+		case err != nil:
+			return err
+		case ns == nil:
+			s.strays = append(s.strays, req)
+		default:
+			if err := hold(ns); err != nil {
+				return err
+			}
 		}
 	}
-	others := map[string]string{}
+	others := neighbours{namespaces: map[string]string{}, prefixes: map[string]string{}}
 	if len(reqs) > 0 {
 		// Read-only, and every Tenant: no copies.
 		tenants := &tenancyv1.TenantList{}
 		if err := r.client.List(ctx, tenants, client.UnsafeDisableDeepCopy); err != nil {
 			return fmt.Errorf("listing Tenants: %w", err)
 		}
-		for _, o := range tenants.Items {
-			if p := ptr.Deref(o.Spec.NamespacePrefix, ""); o.Name != t.Name && p != "" {
-				others[p] = o.Name
+		for i := range tenants.Items {
+			o := &tenants.Items[i]
+			if o.Name == t.Name {
+				continue
+			}
+			if p := ptr.Deref(o.Spec.NamespacePrefix, ""); p != "" {
+				others.prefixes[p] = o.Name
+			}
+			for _, n := range namespaceNames(o) {
+				others.namespaces[n] = o.Name
 			}
 		}
 	}
 	s.requests = reqs
-	sel := selectRequests(t, reqs, in, others, r.protection)
+	sel := selectRequests(t, reqs, held, others, r.protection)
 	if vanished := vanishedGrants(t, sel, s.strays); len(vanished) > 0 {
 		// Requests granted before are gone, and not because their namespace
 		// left the tenant. If their CRD is being deleted (an uninstall), no
@@ -95,6 +125,22 @@ func (r *Reconciler) readRequests(ctx context.Context, s *scope) error {
 	}
 	s.grant(sel)
 	return nil
+}
+
+// heldLive reads namespace from the API server and returns it if t holds
+// it: it exists, is not being deleted, and is marked with t's UID; else nil.
+func (r *Reconciler) heldLive(ctx context.Context, t *tenancyv1.Tenant, namespace string) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{}
+	err := r.apiReader.Get(ctx, client.ObjectKey{Name: namespace}, ns)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	case !ns.DeletionTimestamp.IsZero() || !isMarkedBy(ns.Annotations, t):
+		return nil, nil
+	}
+	return ns, nil
 }
 
 // vanishedGrants are the namespaces the last status granted to requests
@@ -190,4 +236,15 @@ func requestToTenant(c client.Reader) func(context.Context, client.Object) []rec
 		}
 		return reqs
 	}
+}
+
+// trimRequest drops a cached NamespaceRequest's labels and annotations: the
+// controller reads neither (its status writes are merge patches of the
+// status alone), and a team could otherwise grow the manager's memory by
+// what it writes there, up to the API server's object size per request.
+func trimRequest(in any) (any, error) {
+	if r, ok := in.(*tenancyv1.NamespaceRequest); ok {
+		r.Labels, r.Annotations = nil, nil
+	}
+	return in, nil
 }
