@@ -108,7 +108,11 @@ func TestTenantAdminAddsNamespacesWithinBounds(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("belongs to no Tenant"))
 
 	// Deleting a request follows namespaceDeletionPolicy (Delete), and the
-	// oldest waiting request takes the room.
+	// oldest waiting request takes the room. Only an admin of the namespace
+	// granted may give it up (the namespace-requests policy): the tenant
+	// admins are, through Trellis' binding to admin there.
+	emulateBuiltinRoles(g, "ss-f-one")
+	mayDeleteBindings(g, "ss-admins", "ss-f-one")
 	g.Expect(admin.Delete(ctx, one)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(getNamespace(g, "ss-f-one").DeletionTimestamp).NotTo(BeNil())
@@ -187,4 +191,13 @@ func TestGrantedNamespaceOutlivesANewNeighbourPrefix(t *testing.T) {
 	requestReason(g, "nbp-home", "b-new", ReasonNameTaken)
 	deleteTenant(g, "nbpb")
 	deleteTenant(g, "nbp")
+}
+
+// mayDeleteBindings waits until members of group may delete RoleBindings in
+// namespace, as the authorizer of the namespace-requests policy sees it (a
+// RoleBinding just made reaches the authorizer's cache a moment later).
+func mayDeleteBindings(g Gomega, group, namespace string) {
+	g.Eventually(func() bool {
+		return canI(g, group, "delete", "rolebindings", rbacv1.GroupName, namespace, "")
+	}, timeout, interval).Should(BeTrue(), "%s may not delete rolebindings in %s", group, namespace)
 }
