@@ -117,7 +117,11 @@ func TestTenantAdminAddsNamespacesWithinBounds(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("belongs to no Tenant"))
 
 	// Deleting a request follows namespaceDeletionPolicy (Delete), and the
-	// oldest waiting request takes the room.
+	// oldest waiting request takes the room. Only an admin of the namespace
+	// granted may give it up (the namespace-requests policy): the tenant
+	// admins are, through Trellis' binding to admin there.
+	emulateBuiltinRoles(g, "ss-f-one")
+	mayDeleteBindings(g, "ss-admins", "ss-f-one")
 	g.Expect(admin.Delete(ctx, one)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(getNamespace(g, "ss-f-one").DeletionTimestamp).NotTo(BeNil())
@@ -251,4 +255,143 @@ func TestRelabelledNamespaceKeepsItsRequests(t *testing.T) {
 	requestReason(g, "ssr-home", "work", ReasonRequestGranted)
 	g.Expect(getNamespace(g, "ssr-work").Annotations).To(HaveKeyWithValue(RequestedByAnnotation, "ssr-home/work"))
 	deleteTenant(g, "ssr")
+}
+
+// mayDeleteBindings waits until members of group may delete RoleBindings in
+// namespace, as the authorizer of the namespace-requests policy sees it (a
+// RoleBinding just made reaches the authorizer's cache a moment later).
+func mayDeleteBindings(g Gomega, group, namespace string) {
+	g.Eventually(func() bool {
+		return canI(g, group, "delete", "rolebindings", rbacv1.GroupName, namespace, "")
+	}, timeout, interval).Should(BeTrue(), "%s may not delete rolebindings in %s", group, namespace)
+}
+
+// makeAdminOf makes group admin of namespace, as a tenant admin would with a
+// RoleBinding of their own to admin (envtest aggregates nothing: bound to
+// what admin holds on a real cluster, NamespaceRequests included; letRequest
+// must have made that role), and waits until the authorizer knows it.
+func makeAdminOf(g Gomega, group, namespace string) {
+	ctx := context.Background()
+	for _, role := range []string{emulatedAdminRole, "emulated-namespacerequest-editor"} {
+		g.Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: group + "-" + role},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: group}},
+		})).To(Succeed())
+	}
+	g.Eventually(func() bool {
+		return canI(g, group, "delete", "namespacerequests", tenancyv1.GroupVersion.Group, namespace, "")
+	}, timeout, interval).Should(BeTrue())
+	mayDeleteBindings(g, group, namespace)
+}
+
+// TestNamespaceAdminCannotGiveUpAGrantedNamespace: a tenant admin makes
+// someone admin of one namespace of the Tenant only (a contractor, a CI
+// ServiceAccount). Admin there lets them delete the NamespaceRequests there,
+// and deleting a granted one makes the manager give its namespace up (here:
+// delete it). They hold no right in that namespace: the manager must not
+// delete it for them. Refused by the namespace-requests admission policy;
+// the Tenant's admins, admins of the granted namespace too, may still
+// delete the request; a request that holds no namespace (refused, or not
+// decided yet), or one whose own namespace is being deleted, is anyone's
+// with admin where it is.
+func TestNamespaceAdminCannotGiveUpAGrantedNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := newTenant("rqd", "rqd-", "dev")
+	tenant.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 1}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	eventuallyReady(g, "rqd")
+	letRequest(g, "rqd-admins", "rqd-dev")
+	emulateBuiltinRoles(g) // the roles; Trellis' bindings are read below
+	const contractors = "rqd-contractors"
+	makeAdminOf(g, contractors, "rqd-dev")
+	dana := clientAs(g, "dana", contractors)
+	alice := clientAs(g, "alice", "rqd-admins")
+
+	g.Expect(alice.Create(ctx, newRequest("rqd-dev", "one"))).To(Succeed())
+	one := requestReason(g, "rqd-dev", "one", ReasonRequestGranted)
+	g.Expect(one.Status.Namespace).To(Equal("rqd-one"))
+	g.Expect(alice.Create(ctx, newRequest("rqd-dev", "two"))).To(Succeed())
+	two := requestReason(g, "rqd-dev", "two", ReasonLimitReached)
+	g.Expect(two.Status.Namespace).To(Equal("rqd-two"), "a refused request names the namespace it asked for")
+	emulateBuiltinRoles(g, "rqd-one")
+	mayDeleteBindings(g, "rqd-admins", "rqd-one")
+	g.Expect(canI(g, contractors, "delete", "rolebindings", rbacv1.GroupName, "rqd-one", "")).To(BeFalse(),
+		"the contractor is admin of rqd-dev only")
+
+	// expectRefused checks the policy's refusal of the contractor's delete.
+	expectRefused := func(g Gomega, err error, request, namespace string) {
+		g.Expect(err).To(HaveOccurred(), "deleted: the manager gives up %s for someone with no right in it", namespace)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "not a refusal: %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("ValidatingAdmissionPolicy 'namespace-requests' with binding 'namespace-requests' denied request"))
+		g.Expect(err.Error()).To(ContainSubstring("NamespaceRequest " + request + " holds namespace " + namespace))
+		g.Expect(err.Error()).To(ContainSubstring("you may not delete rolebindings.rbac.authorization.k8s.io in namespace " + namespace))
+	}
+
+	t.Run("the namespace-only admin deletes a granted request: refused", func(t *testing.T) {
+		g := NewWithT(t)
+		expectRefused(g, dana.Delete(ctx, newRequest("rqd-dev", "one")), "rqd-dev/one", "rqd-one")
+		g.Consistently(func(g Gomega) {
+			g.Expect(getNamespace(g, "rqd-one").DeletionTimestamp).To(BeNil())
+		}, "1s", interval).Should(Succeed())
+		requestReason(g, "rqd-dev", "one", ReasonRequestGranted)
+	})
+
+	t.Run("the namespace-only admin deletes a refused request: allowed", func(t *testing.T) {
+		// Stalled (LimitReached): it holds nothing, whatever namespace its
+		// status names.
+		g := NewWithT(t)
+		g.Expect(dana.Delete(ctx, two)).To(Succeed())
+	})
+
+	t.Run("a tenant admin, admin of the granted namespace too, deletes it: allowed", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(alice.Delete(ctx, one)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(getNamespace(g, "rqd-one").DeletionTimestamp).NotTo(BeNil())
+		}, timeout, interval).Should(Succeed())
+	})
+
+	// Two namespaces whose requests no Tenant decides: the tenant-UID
+	// annotation lets requests be made there (the CREATE rule), and no
+	// Tenant's label maps them to a reconcile. What their status says, the
+	// test writes, and nobody rewrites.
+	undecided := func(g Gomega, ns string) {
+		g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Annotations: map[string]string{TenantUIDAnnotation: "00000000-0000-0000-0000-000000000000"}}})).To(Succeed())
+		makeAdminOf(g, contractors, ns)
+		g.Expect(dana.Create(ctx, newRequest(ns, "req"))).To(Succeed())
+	}
+
+	t.Run("the namespace-only admin deletes a request not decided yet: allowed", func(t *testing.T) {
+		g := NewWithT(t)
+		undecided(g, "rqd-undecided")
+		req := &tenancyv1.NamespaceRequest{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "rqd-undecided", Name: "req"}, req)).To(Succeed())
+		g.Expect(req.Status.Namespace).To(BeEmpty())
+		g.Expect(dana.Delete(ctx, req)).To(Succeed())
+	})
+
+	t.Run("the request's own namespace is being deleted: not in the way", func(t *testing.T) {
+		// What the namespace controller does to every request of a namespace
+		// being deleted, done here by the contractor, whose rights do not
+		// matter then: the Tenant has stopped granting those requests. (The
+		// Tenant would also soon mark such a request NotInTenant, Stalled;
+		// here no Tenant rewrites the status.)
+		g := NewWithT(t)
+		undecided(g, "rqd-going")
+		req := &tenancyv1.NamespaceRequest{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "rqd-going", Name: "req"}, req)).To(Succeed())
+		req.Status.Namespace = "rqd-granted"
+		g.Expect(k8s.Status().Update(ctx, req)).To(Succeed())
+		expectRefused(g, dana.Delete(ctx, newRequest("rqd-going", "req")), "rqd-going/req", "rqd-granted")
+		g.Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rqd-going"}})).To(Succeed())
+		// The policy reads the namespace from the API server's cache.
+		g.Eventually(func() error {
+			return dana.Delete(ctx, newRequest("rqd-going", "req"))
+		}, timeout, interval).Should(Succeed())
+	})
+	deleteTenant(g, "rqd")
 }
