@@ -66,7 +66,8 @@ func (p *quotaPlan) admits(ns string, limit corev1.ResourceList) bool {
 // the cache. When a share goes up (or a quota is created), the cache may
 // not hold Trellis' own latest writes, which would count budget twice: the
 // quotas are read again from the API server and the plan made again from
-// that. An unchanged tenant thus costs cache reads only.
+// that. An unchanged tenant thus costs cache reads only (and one list of
+// the namespaces it released, when it left quotas outside its own).
 func (r *Reconciler) planTenantQuota(ctx context.Context, s *scope, ready []string) error {
 	limit := s.t.Spec.Quota.Tenant.Hard
 	if len(limit) == 0 {
@@ -78,7 +79,7 @@ func (r *Reconciler) planTenantQuota(ctx context.Context, s *scope, ready []stri
 		if err := r.readQuotas(ctx, s.t, ready, reader, p); err != nil {
 			return err
 		}
-		left, err := r.leftQuotas(ctx, s.t, ready, reader)
+		left, _, err := r.leftQuotas(ctx, s.t, ready, reader)
 		if err != nil {
 			return err
 		}
@@ -144,19 +145,68 @@ func (r *Reconciler) readQuotas(ctx context.Context, t *tenancyv1.Tenant, namesp
 // reach the namespace through credentials it made there) or one being
 // deleted (its pods run until they are gone). They still count against
 // quota.tenant, until a cluster admin removes them or the namespace is gone.
-func (r *Reconciler) leftQuotas(ctx context.Context, t *tenancyv1.Tenant, ready []string, reader client.Reader) ([]tenantquota.Namespace, error) {
+//
+// A quota counts only where its namespace says it was this Tenant object's:
+// still marked with its UID (dropped and not yet released, or being
+// deleted), or released by it (releasedBy). The quota's own labels prove
+// nothing: anyone who may write ResourceQuotas in some namespace can copy
+// them, and a quota counted on its labels would shrink the tenant's budget
+// to nothing. Namespaces are written only by Trellis and cluster admins.
+// marked are the namespaces carrying t's marks, read after the quotas; the
+// namespaces t released are outside the cache (the release took the
+// managed-by label off), so they are listed from the API server, once, and
+// only when a quota is in none of marked.
+func (r *Reconciler) leftQuotas(ctx context.Context, t *tenancyv1.Tenant, ready []string, reader client.Reader) ([]tenantquota.Namespace, []corev1.Namespace, error) {
 	list := &corev1.ResourceQuotaList{}
 	if err := reader.List(ctx, list, client.MatchingLabels{TenantLabel: t.Name, setup.ManagedByLabel: setup.ManagedByValue}); err != nil {
-		return nil, fmt.Errorf("listing the ResourceQuotas of Tenant %s: %w", t.Name, err)
+		return nil, nil, fmt.Errorf("listing the ResourceQuotas of Tenant %s: %w", t.Name, err)
 	}
-	var left []tenantquota.Namespace
+	marked, err := markedNamespaces(ctx, t, reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	ours := map[string]bool{}
+	for _, ns := range marked {
+		ours[ns.Name] = true
+	}
+	candidates := make([]*corev1.ResourceQuota, 0, len(list.Items))
+	releasedNeeded := false
 	for i := range list.Items {
 		q := &list.Items[i]
-		if q.Name == quotaName && !slices.Contains(ready, q.Namespace) {
+		if q.Name != quotaName || slices.Contains(ready, q.Namespace) {
+			continue
+		}
+		candidates = append(candidates, q)
+		releasedNeeded = releasedNeeded || !ours[q.Namespace]
+	}
+	if releasedNeeded {
+		released := &corev1.NamespaceList{}
+		if err := r.apiReader.List(ctx, released, client.MatchingLabels{ReleasedFromLabel: t.Name}); err != nil {
+			return nil, nil, fmt.Errorf("listing the namespaces Tenant %s released: %w", t.Name, err)
+		}
+		for i := range released.Items {
+			if releasedBy(&released.Items[i], t) {
+				ours[released.Items[i].Name] = true
+			}
+		}
+	}
+	var left []tenantquota.Namespace
+	for _, q := range candidates {
+		if ours[q.Namespace] {
 			left = append(left, quotaNamespace(q.Namespace, q))
 		}
 	}
-	return left, nil
+	return left, marked, nil
+}
+
+// markedNamespaces lists the namespaces carrying t's marks through reader
+// (the cache, or the API server), by the tenant label and the UID mark.
+func markedNamespaces(ctx context.Context, t *tenancyv1.Tenant, reader client.Reader) ([]corev1.Namespace, error) {
+	list := &corev1.NamespaceList{}
+	if err := reader.List(ctx, list, client.MatchingLabels{TenantLabel: t.Name}); err != nil {
+		return nil, fmt.Errorf("listing the namespaces of Tenant %s: %w", t.Name, err)
+	}
+	return slices.DeleteFunc(list.Items, func(ns corev1.Namespace) bool { return !isMarkedBy(ns.Annotations, t) }), nil
 }
 
 func (p *quotaPlan) namespaces(names []string) []tenantquota.Namespace {

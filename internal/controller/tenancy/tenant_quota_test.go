@@ -173,3 +173,45 @@ func TestReleasedQuotasStayCounted(t *testing.T) {
 	}
 	g.Expect(reachable).To(BeNumerically("<=", 4), "pods the team can reach over its namespaces, held and released")
 }
+
+// forgedQuota puts, in namespace ns, a quota labelled as Tenant tenant's
+// (trellis-tenant-quota, managed-by trellis), counted as using all of its
+// pods.
+func forgedQuota(g Gomega, ns, tenant string, pods int64) {
+	ctx := context.Background()
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: quotaName, Labels: map[string]string{
+			TenantLabel: tenant, "app.kubernetes.io/managed-by": "trellis", "app.kubernetes.io/part-of": "trellis",
+		}},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": *resource.NewQuantity(pods, resource.DecimalSI)}},
+	}
+	g.Expect(k8s.Create(ctx, q)).To(Succeed())
+	quotaSync(g, ns, pods)
+}
+
+// TestForgedQuotasDoNotShrinkTheBudget: quotas labelled as the tenant's
+// outside its namespaces count only where the namespace says the Tenant
+// object left them there. One in a namespace that was never the tenant's
+// (labels anyone who may write quotas there can put on), and one an earlier
+// Tenant of the same name left in a namespace it released, take nothing
+// from the tenant's budget.
+func TestForgedQuotasDoNotShrinkTheBudget(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fq-elsewhere"}})).To(Succeed())
+	forgedQuota(g, "fq-elsewhere", "fq", 100)
+	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fq-earlier",
+		Labels:      map[string]string{ReleasedFromLabel: "fq"},
+		Annotations: map[string]string{ReleasedFromUIDAnnotation: "uid-of-an-earlier-fq"},
+	}})).To(Succeed())
+	forgedQuota(g, "fq-earlier", "fq", 3)
+
+	tenant := newTenant("fq", "fq-", "a")
+	tenant.Spec.Quota = tenancyv1.TenantQuota{Tenant: tenancyv1.TenantWideQuota{Hard: corev1.ResourceList{"pods": resource.MustParse("4")}}}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	eventuallyPods(g, map[string]int64{"fq-a": 4})
+	quotaSync(g, "fq-a", 0)
+	eventuallyReady(g, "fq")
+	g.Consistently(func(g Gomega) { eventuallyPods(g, map[string]int64{"fq-a": 4}) }, "2s", interval).Should(Succeed())
+	deleteTenant(g, "fq")
+}
