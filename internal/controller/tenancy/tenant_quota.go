@@ -36,6 +36,9 @@ const (
 	ReasonWithinLimit    = "WithinLimit"
 	ReasonUsageOverLimit = "UsageOverLimit"
 	ReasonQuotaPending   = "QuotaPending"
+	// ReasonQuotaFrozen: a namespace of the tenant is being deleted, and no
+	// quota goes up until it is gone (quotaPlan.going).
+	ReasonQuotaFrozen = "FrozenWhileNamespaceDeleted"
 )
 
 // quotaPlan is the tenant-wide quota of one reconcile: the quotas it was
@@ -49,6 +52,9 @@ type quotaPlan struct {
 	out     tenantquota.Outcome
 	// live says the plan was made from a live read.
 	live bool
+	// going are the namespaces marked as this Tenant's that are being
+	// deleted: while one exists, the plan is frozen (no quota goes up).
+	going []string
 }
 
 // admits says whether the tenant's admins and viewers may be bound in ns:
@@ -68,6 +74,16 @@ func (p *quotaPlan) admits(ns string, limit corev1.ResourceList) bool {
 // quotas are read again from the API server and the plan made again from
 // that. An unchanged tenant thus costs cache reads only (and one list of
 // the namespaces it released, when it left quotas outside its own).
+//
+// While a namespace of the tenant is being deleted, no quota goes up
+// (Outcome.Freeze): the namespace controller deletes its quota in the same
+// sweep as everything else, without waiting for what finalizers hold (a
+// volume claim the team put a finalizer on stays, and its volume with it),
+// so from then on nothing counts what the namespace still holds. Its
+// namespaces are read after its quotas, so a quota found gone is one whose
+// namespace is found being deleted, or gone with all it held. The Tenant
+// is reconciled when it goes: the namespace keeps its marks to the end
+// (release deletes it as it is), and its deletion maps to the Tenant.
 func (r *Reconciler) planTenantQuota(ctx context.Context, s *scope, ready []string) error {
 	limit := s.t.Spec.Quota.Tenant.Hard
 	if len(limit) == 0 {
@@ -79,11 +95,22 @@ func (r *Reconciler) planTenantQuota(ctx context.Context, s *scope, ready []stri
 		if err := r.readQuotas(ctx, s.t, ready, reader, p); err != nil {
 			return err
 		}
-		left, _, err := r.leftQuotas(ctx, s.t, ready, reader)
+		left, marked, err := r.leftQuotas(ctx, s.t, ready, reader)
 		if err != nil {
 			return err
 		}
-		p.out = tenantquota.Plan(tenantquota.Remaining(limit, left), s.t.Spec.Quota.Hard, p.namespaces(ready))
+		nss := p.namespaces(ready)
+		p.out = tenantquota.Plan(tenantquota.Remaining(limit, left), s.t.Spec.Quota.Hard, nss)
+		p.going = nil
+		for _, ns := range marked {
+			if !ns.DeletionTimestamp.IsZero() {
+				p.going = append(p.going, ns.Name)
+			}
+		}
+		if len(p.going) > 0 {
+			slices.Sort(p.going)
+			p.out.Freeze(limit, nss)
+		}
 		return nil
 	}
 	if err := plan(r.client); err != nil {
@@ -353,6 +380,15 @@ func (p *quotaPlan) report(obs *observation, t *tenancyv1.Tenant, ready []string
 		obs.quotaOver = "the namespaces together use more than the tenant's limit (" + strings.Join(parts, ", ") +
 			"): every namespace's quota is held at its usage, so nothing more is admitted until usage falls under the limit; nothing is deleted"
 	}
+	switch len(p.going) {
+	case 0:
+	case 1:
+		obs.quotaFrozen = "namespace " + p.going[0] + " of this tenant is being deleted, and what it still holds " +
+			"(objects kept by finalizers) is no longer counted by its quota: no namespace's quota goes up until it is gone"
+	default:
+		obs.quotaFrozen = "namespaces " + strings.Join(p.going, ", ") + " of this tenant are being deleted, and what they still hold " +
+			"(objects kept by finalizers) is no longer counted by their quotas: no namespace's quota goes up until they are gone"
+	}
 }
 
 // setQuotaCondition sets QuotaWithinLimit with quota.tenant, and removes it
@@ -363,8 +399,13 @@ func setQuotaCondition(st *tenancyv1.TenantStatus, t *tenancyv1.Tenant, obs *obs
 	case len(t.Spec.Quota.Tenant.Hard) == 0:
 		meta.RemoveStatusCondition(&st.Conditions, ConditionQuotaWithinLimit)
 	case !obs.tenantQuota:
+	case obs.quotaOver != "" && obs.quotaFrozen != "":
+		conditions.Set(&st.Conditions, gen, ConditionQuotaWithinLimit, false, ReasonUsageOverLimit, obs.quotaOver+"; "+obs.quotaFrozen)
 	case obs.quotaOver != "":
 		conditions.Set(&st.Conditions, gen, ConditionQuotaWithinLimit, false, ReasonUsageOverLimit, obs.quotaOver)
+	case obs.quotaFrozen != "":
+		conditions.Set(&st.Conditions, gen, ConditionQuotaWithinLimit, true, ReasonQuotaFrozen,
+			"the namespaces together use no more than the tenant's limit; "+obs.quotaFrozen)
 	default:
 		conditions.Set(&st.Conditions, gen, ConditionQuotaWithinLimit, true, ReasonWithinLimit,
 			"the namespaces together use no more than the tenant's limit")
