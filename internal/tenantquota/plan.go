@@ -95,6 +95,37 @@ func Plan(limit, perNamespace corev1.ResourceList, nss []Namespace) Outcome {
 	return out
 }
 
+// Freeze keeps every quota of the plan from going up, for each resource of
+// limit: a namespace gets at most its spec.hard, and a quota that does not
+// exist yet, or does not name the resource, gets none of it. Lowerings stay.
+// nss are the namespaces the plan was made for.
+//
+// It is the plan while the budget cannot be counted: while a namespace that
+// was the tenant's is being deleted, the namespace controller deletes its
+// quota in the same sweep as everything else, but what the quota admitted
+// may stay (an object held by a finalizer) until the namespace is gone.
+// Nothing new is admitted in a namespace being deleted, and no quota of the
+// others goes up, so what the tenant may hold stays what it was when that
+// quota was last counted, under the limit; nothing needs to be known of it.
+func (o *Outcome) Freeze(limit corev1.ResourceList, nss []Namespace) {
+	o.Raises = false
+	for _, n := range nss {
+		hard := o.Hard[n.Name]
+		for r, l := range limit {
+			current := Unknown
+			if n.Exists {
+				current = ceil(r, n.Spec)
+			}
+			if ceil(r, hard) > max(current, 0) {
+				hard[r] = quantity(r, max(current, 0), l.Format)
+			}
+			if ceil(r, hard) > current { // a quota, or an entry, created at zero
+				o.Raises = true
+			}
+		}
+	}
+}
+
 // Remaining is what limit leaves for the tenant's namespaces once the
 // quotas of namespaces that left the tenant are counted: a namespace
 // released with its quota (Retain), or one being deleted, may still admit

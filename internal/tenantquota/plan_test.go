@@ -60,6 +60,56 @@ func TestPlanOverLimit(t *testing.T) {
 	g.Expect(out.Raises).To(BeFalse())
 }
 
+// TestFreezeRaisesNoQuota: frozen, a plan lowers what it lowers and raises
+// nothing; a quota still to be created, or an entry a quota lacks, gets
+// zero.
+func TestFreezeRaisesNoQuota(t *testing.T) {
+	g := NewWithT(t)
+	limit := list("pods", "10", "requests.cpu", "2")
+	nss := []Namespace{
+		// Uses 4 of 4 pods: its target is above its spec.
+		{Name: "a", Exists: true, Spec: list("pods", "4", "requests.cpu", "1"), Status: list("pods", "4", "requests.cpu", "1"),
+			Used: list("pods", "4", "requests.cpu", "0")},
+		{Name: "b", Exists: true, Spec: list("pods", "2", "requests.cpu", "1"), Status: list("pods", "2", "requests.cpu", "1"),
+			Used: list("pods", "0", "requests.cpu", "0")},
+		// A quota naming pods only.
+		{Name: "c", Exists: true, Spec: list("pods", "0"), Status: list("pods", "0"), Used: list("pods", "0")},
+		{Name: "d"},
+	}
+	// Unfrozen: pods 4 + 6 split, a raised to 6 and c to 1 out of the
+	// slack of 4; cpu split four ways, a and b lowered to 500m.
+	plain := Plan(limit, nil, nss)
+	g.Expect(qty(plain.Hard["a"], "pods")).To(Equal("6"))
+	g.Expect(qty(plain.Hard["c"], "pods")).To(Equal("1"))
+	g.Expect(qty(plain.Hard["a"], "requests.cpu")).To(Equal("500m"))
+	g.Expect(qty(plain.Hard["b"], "requests.cpu")).To(Equal("500m"))
+
+	out := Plan(limit, nil, nss)
+	out.Freeze(limit, nss)
+	g.Expect(qty(out.Hard["a"], "pods")).To(Equal("4"), "held at its spec")
+	g.Expect(qty(out.Hard["b"], "pods")).To(Equal("2"))
+	g.Expect(qty(out.Hard["a"], "requests.cpu")).To(Equal("500m"), "a lowering stays")
+	g.Expect(qty(out.Hard["b"], "requests.cpu")).To(Equal("500m"))
+	g.Expect(qty(out.Hard["c"], "pods")).To(Equal("0"))
+	g.Expect(qty(out.Hard["c"], "requests.cpu")).To(Equal("0"), "an entry c lacks is created at zero")
+	g.Expect(qty(out.Hard["d"], "pods")).To(Equal("0"), "a new quota gets nothing")
+	g.Expect(qty(out.Hard["d"], "requests.cpu")).To(Equal("0"))
+	g.Expect(out.Raises).To(BeTrue(), "c's entry and d's quota are created")
+	for _, n := range nss[:3] {
+		for r := range limit {
+			if spec, ok := n.Spec[r]; ok {
+				got := out.Hard[n.Name][r]
+				g.Expect(got.Cmp(spec)).To(BeNumerically("<=", 0), "%s %s goes up", n.Name, r)
+			}
+		}
+	}
+
+	// Nothing to create: nothing raised, no live read needed.
+	out = Plan(limit, nil, nss[:2])
+	out.Freeze(limit, nss[:2])
+	g.Expect(out.Raises).To(BeFalse())
+}
+
 // qty is a quantity of list in its canonical form, "" when absent.
 func qty(l corev1.ResourceList, name corev1.ResourceName) string {
 	v, ok := l[name]

@@ -145,6 +145,10 @@ func syncNamespace(live *corev1.Namespace, t *tenancyv1.Tenant, requestedBy stri
 		delete(live.Labels, ReleasedFromLabel)
 		changed = true
 	}
+	if _, released := live.Annotations[ReleasedFromUIDAnnotation]; released {
+		delete(live.Annotations, ReleasedFromUIDAnnotation)
+		changed = true
+	}
 	if live.Annotations[HandOverAnnotation] == t.Name {
 		delete(live.Annotations, HandOverAnnotation)
 		changed = true
@@ -159,8 +163,11 @@ func syncNamespace(live *corev1.Namespace, t *tenancyv1.Tenant, requestedBy stri
 // from namespaceMetadata. The Pod Security labels, the network-isolation
 // label and the allowances' annotations stay, and the namespace is labelled
 // released-from=<tenant>, by which the admission policies keep protecting the
-// guardrails that stayed in it and enforcing the allowances.
-func releaseNamespace(live *corev1.Namespace, tenant string) bool {
+// guardrails that stayed in it and enforcing the allowances, and annotated
+// with the Tenant's UID, by which that Tenant's quota keeps counting what
+// stayed (leftQuotas).
+func releaseNamespace(live *corev1.Namespace, t *tenancyv1.Tenant) bool {
+	tenant := t.Name
 	ownLabels, ownAnnotations := metadataKeysOf(live.ManagedFields, setup.FieldManager)
 	changed := false
 	for k := range live.Labels {
@@ -180,6 +187,13 @@ func releaseNamespace(live *corev1.Namespace, tenant string) bool {
 			live.Labels = map[string]string{}
 		}
 		live.Labels[ReleasedFromLabel] = tenant
+		changed = true
+	}
+	if live.Annotations[ReleasedFromUIDAnnotation] != string(t.UID) {
+		if live.Annotations == nil {
+			live.Annotations = map[string]string{}
+		}
+		live.Annotations[ReleasedFromUIDAnnotation] = string(t.UID)
 		changed = true
 	}
 	return changed

@@ -249,23 +249,27 @@ func TestReleaseNamespaceTakesAccessKeepsRestrictions(t *testing.T) {
 	}
 	live.ManagedFields = []metav1.ManagedFieldsEntry{managedBy("trellis", ownLabels, ownAnnotations)}
 
-	g.Expect(releaseNamespace(live, "acme")).To(BeTrue())
+	g.Expect(releaseNamespace(live, tenant)).To(BeTrue())
 	g.Expect(live.Labels).To(Equal(map[string]string{
 		"kubernetes.io/metadata.name": "acme-dev", "team-label": "y",
 		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted",
 		NetworkIsolationLabel: "true", ReleasedFromLabel: "acme",
 	}))
-	g.Expect(live.Annotations).To(Equal(map[string]string{"note": "kept", AllowedRegistriesAnnotation: "registry.example.com"}))
-	// The release patch makes Trellis the manager of the released-from label:
+	g.Expect(live.Annotations).To(Equal(map[string]string{
+		"note": "kept", AllowedRegistriesAnnotation: "registry.example.com", ReleasedFromUIDAnnotation: "uid-acme",
+	}))
+	g.Expect(releasedBy(live, tenant)).To(BeTrue())
+	// The release patch makes Trellis the manager of the released-from marks:
 	// releasing again changes nothing all the same.
-	live.ManagedFields = append(live.ManagedFields, managedBy("trellis", []string{ReleasedFromLabel}, nil))
-	g.Expect(releaseNamespace(live, "acme")).To(BeFalse())
+	live.ManagedFields = append(live.ManagedFields, managedBy("trellis", []string{ReleasedFromLabel}, []string{ReleasedFromUIDAnnotation}))
+	g.Expect(releaseNamespace(live, tenant)).To(BeFalse())
 
 	// Handed over to another Tenant: the release mark goes, the restrictions
 	// are that Tenant's to keep or take off.
 	bolt := unitTenant("bolt", "uid-bolt", "acme-", "dev")
 	g.Expect(syncNamespace(live, bolt, "")).To(BeTrue())
 	g.Expect(live.Labels).NotTo(HaveKey(ReleasedFromLabel))
+	g.Expect(live.Annotations).NotTo(HaveKey(ReleasedFromUIDAnnotation))
 	g.Expect(live.Labels).NotTo(HaveKey("pod-security.kubernetes.io/enforce"), "bolt declares no Pod Security level")
 	g.Expect(live.Annotations).NotTo(HaveKey(AllowedRegistriesAnnotation), "bolt declares no allowances")
 	g.Expect(live.Labels).To(HaveKeyWithValue(TenantLabel, "bolt"))
@@ -291,6 +295,7 @@ func TestGuardrailMetadataKey(t *testing.T) {
 		"team": true, "example.com/x": true, "pod-security.kubernetes.io/enforce": true,
 		"pod-security.kubernetes.io/enforce-version": false, "kubernetes.io/metadata.name": false, "x.k8s.io/y": false,
 		TenantLabel: false, TenantUIDAnnotation: false, setup.ManagedByLabel: false, HandOverAnnotation: false,
+		ReleasedFromLabel: false, ReleasedFromUIDAnnotation: false,
 	} {
 		g.Expect(guardrailMetadataKey(key)).To(Equal(want), key)
 	}

@@ -204,7 +204,8 @@ func TestGuardrailsRemovedFromTheSpecLeaveTheNamespaces(t *testing.T) {
 // label someone else set, and every restriction Trellis put there (Pod
 // Security labels, quota, limit range, network policy: releasing never
 // loosens anything); what gave the tenant access goes (its bindings, marks
-// and namespaceMetadata), and the namespace is marked released.
+// and namespaceMetadata), and the namespace is marked released (by the
+// Tenant's name and UID).
 func TestRetainedNamespaceKeepsItsRestrictionsNotItsAccess(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -242,7 +243,8 @@ func TestRetainedNamespaceKeepsItsRestrictionsNotItsAccess(t *testing.T) {
 			"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted",
 			NetworkIsolationLabel: "true", ReleasedFromLabel: "ret",
 		}))
-		g.Expect(got.Annotations).To(BeEmpty())
+		g.Expect(got.Annotations).To(Equal(map[string]string{ReleasedFromUIDAnnotation: string(tenant.UID)}),
+			"the release records which Tenant object made it")
 		for _, name := range []string{adminRoleBindingName, viewerRoleBindingName} {
 			err := k8s.Get(ctx, client.ObjectKey{Namespace: "ret-b", Name: name}, &rbacv1.RoleBinding{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "RoleBinding %s: %v", name, err)

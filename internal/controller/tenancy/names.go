@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
@@ -39,7 +40,12 @@ const (
 	// selfService bounds again (selectRequests). Tenant admins cannot
 	// write namespaces, so they cannot forge it.
 	RequestedByAnnotation = "tenancy.trellis.dev/requested-by"
-	partOfLabel           = "app.kubernetes.io/part-of"
+	// ReleasedFromUIDAnnotation goes with ReleasedFromLabel: the UID of the
+	// Tenant object that released the namespace, so that what it left there
+	// (its quota, which keeps counting against quota.tenant) is told from
+	// what an earlier Tenant of the same name left. It goes with the label.
+	ReleasedFromUIDAnnotation = "tenancy.trellis.dev/released-from-uid"
+	partOfLabel               = "app.kubernetes.io/part-of"
 )
 
 // The annotations Trellis writes on a tenant's namespaces from
@@ -136,6 +142,19 @@ func isMarkedBy(annotations map[string]string, t *tenancyv1.Tenant) bool {
 	return t.UID != "" && annotations[TenantUIDAnnotation] == string(t.UID)
 }
 
+// releasedBy reports whether the namespace was released by the Tenant
+// object t (Retain): labelled released-from with its name and annotated
+// with its UID. A namespace released before Trellis recorded the UID
+// (the label alone) is taken as released by the Tenant of that name. Only
+// Trellis and cluster admins write namespaces: tenant admins cannot.
+func releasedBy(ns *corev1.Namespace, t *tenancyv1.Tenant) bool {
+	if ns.Labels[ReleasedFromLabel] != t.Name {
+		return false
+	}
+	uid, recorded := ns.Annotations[ReleasedFromUIDAnnotation]
+	return !recorded || (t.UID != "" && uid == string(t.UID))
+}
+
 // reservedDomain reports whether a label or annotation key belongs to
 // Kubernetes (kubernetes.io, k8s.io and their subdomains).
 func reservedDomain(key string) bool {
@@ -176,7 +195,7 @@ func markKey(key string) bool {
 // networkIsolation), and so may take off again when the spec no longer asks
 // for it. Marks are not among them: they go only when the namespace is released.
 func guardrailMetadataKey(key string) bool {
-	if markKey(key) || key == HandOverAnnotation || key == ReleasedFromLabel {
+	if markKey(key) || key == HandOverAnnotation || key == ReleasedFromLabel || key == ReleasedFromUIDAnnotation {
 		return false
 	}
 	return podSecurityKey(key) || !reservedDomain(key)

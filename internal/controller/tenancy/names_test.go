@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -184,6 +185,33 @@ func TestNamesIsMarkedBy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			g.Expect(isMarkedBy(tt.annotations, tenant)).To(Equal(tt.want))
+		})
+	}
+}
+
+// TestNamesReleasedBy: a namespace is the Tenant object's release by its
+// name and its UID; one released before the UID was recorded, by the name.
+func TestNamesReleasedBy(t *testing.T) {
+	tenant := unitTenant("acme", "uid-1", "")
+	ns := func(labels, annotations map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: labels, Annotations: annotations}}
+	}
+	released := map[string]string{ReleasedFromLabel: "acme"}
+	tests := map[string]struct {
+		ns   *corev1.Namespace
+		want bool
+	}{
+		"its name and UID":                 {ns(released, map[string]string{ReleasedFromUIDAnnotation: "uid-1"}), true},
+		"released before the UID was kept": {ns(released, nil), true},
+		"an earlier Tenant of the name":    {ns(released, map[string]string{ReleasedFromUIDAnnotation: "uid-0"}), false},
+		"an empty UID":                     {ns(released, map[string]string{ReleasedFromUIDAnnotation: ""}), false},
+		"another Tenant's":                 {ns(map[string]string{ReleasedFromLabel: "bolt"}, map[string]string{ReleasedFromUIDAnnotation: "uid-1"}), false},
+		"its UID without the label":        {ns(nil, map[string]string{ReleasedFromUIDAnnotation: "uid-1"}), false},
+		"held, not released":               {ns(map[string]string{TenantLabel: "acme"}, map[string]string{TenantUIDAnnotation: "uid-1"}), false},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(releasedBy(tt.ns, tenant)).To(Equal(tt.want))
 		})
 	}
 }

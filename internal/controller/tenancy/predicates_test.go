@@ -66,3 +66,15 @@ func TestChildToTenant(t *testing.T) {
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{HandOverAnnotation: "bolt"}}}
 	g.Expect(childToTenant(context.Background(), quota)).To(BeEmpty(), "only namespaces are handed over")
 }
+
+// TestNamespaceGoneWakesItsTenant: a namespace deleted under Delete keeps
+// its marks to the end, and its disappearance reaches its Tenant, whose
+// quotas are frozen until then (tenant_quota.go).
+func TestNamespaceGoneWakesItsTenant(t *testing.T) {
+	g := NewWithT(t)
+	ns := markedNamespace()
+	now := metav1.Now()
+	ns.DeletionTimestamp = &now
+	g.Expect(namespaceChanged.Delete(event.DeleteEvent{Object: ns})).To(BeTrue())
+	g.Expect(childToTenant(context.Background(), ns)).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "acme"}}}))
+}

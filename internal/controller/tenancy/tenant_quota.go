@@ -36,6 +36,9 @@ const (
 	ReasonWithinLimit    = "WithinLimit"
 	ReasonUsageOverLimit = "UsageOverLimit"
 	ReasonQuotaPending   = "QuotaPending"
+	// ReasonQuotaFrozen: a namespace of the tenant is being deleted, and no
+	// quota goes up until it is gone (quotaPlan.going).
+	ReasonQuotaFrozen = "FrozenWhileNamespaceDeleted"
 )
 
 // quotaPlan is the tenant-wide quota of one reconcile: the quotas it was
@@ -49,6 +52,9 @@ type quotaPlan struct {
 	out     tenantquota.Outcome
 	// live says the plan was made from a live read.
 	live bool
+	// going are the namespaces marked as this Tenant's that are being
+	// deleted: while one exists, the plan is frozen (no quota goes up).
+	going []string
 }
 
 // admits says whether the tenant's admins and viewers may be bound in ns:
@@ -66,7 +72,18 @@ func (p *quotaPlan) admits(ns string, limit corev1.ResourceList) bool {
 // the cache. When a share goes up (or a quota is created), the cache may
 // not hold Trellis' own latest writes, which would count budget twice: the
 // quotas are read again from the API server and the plan made again from
-// that. An unchanged tenant thus costs cache reads only.
+// that. An unchanged tenant thus costs cache reads only (and one list of
+// the namespaces it released, when it left quotas outside its own).
+//
+// While a namespace of the tenant is being deleted, no quota goes up
+// (Outcome.Freeze): the namespace controller deletes its quota in the same
+// sweep as everything else, without waiting for what finalizers hold (a
+// volume claim the team put a finalizer on stays, and its volume with it),
+// so from then on nothing counts what the namespace still holds. Its
+// namespaces are read after its quotas, so a quota found gone is one whose
+// namespace is found being deleted, or gone with all it held. The Tenant
+// is reconciled when it goes: the namespace keeps its marks to the end
+// (release deletes it as it is), and its deletion maps to the Tenant.
 func (r *Reconciler) planTenantQuota(ctx context.Context, s *scope, ready []string) error {
 	limit := s.t.Spec.Quota.Tenant.Hard
 	if len(limit) == 0 {
@@ -78,11 +95,22 @@ func (r *Reconciler) planTenantQuota(ctx context.Context, s *scope, ready []stri
 		if err := r.readQuotas(ctx, s.t, ready, reader, p); err != nil {
 			return err
 		}
-		left, err := r.leftQuotas(ctx, s.t, ready, reader)
+		left, marked, err := r.leftQuotas(ctx, s.t, ready, reader)
 		if err != nil {
 			return err
 		}
-		p.out = tenantquota.Plan(tenantquota.Remaining(limit, left), s.t.Spec.Quota.Hard, p.namespaces(ready))
+		nss := p.namespaces(ready)
+		p.out = tenantquota.Plan(tenantquota.Remaining(limit, left), s.t.Spec.Quota.Hard, nss)
+		p.going = nil
+		for _, ns := range marked {
+			if !ns.DeletionTimestamp.IsZero() {
+				p.going = append(p.going, ns.Name)
+			}
+		}
+		if len(p.going) > 0 {
+			slices.Sort(p.going)
+			p.out.Freeze(limit, nss)
+		}
 		return nil
 	}
 	if err := plan(r.client); err != nil {
@@ -144,19 +172,68 @@ func (r *Reconciler) readQuotas(ctx context.Context, t *tenancyv1.Tenant, namesp
 // reach the namespace through credentials it made there) or one being
 // deleted (its pods run until they are gone). They still count against
 // quota.tenant, until a cluster admin removes them or the namespace is gone.
-func (r *Reconciler) leftQuotas(ctx context.Context, t *tenancyv1.Tenant, ready []string, reader client.Reader) ([]tenantquota.Namespace, error) {
+//
+// A quota counts only where its namespace says it was this Tenant object's:
+// still marked with its UID (dropped and not yet released, or being
+// deleted), or released by it (releasedBy). The quota's own labels prove
+// nothing: anyone who may write ResourceQuotas in some namespace can copy
+// them, and a quota counted on its labels would shrink the tenant's budget
+// to nothing. Namespaces are written only by Trellis and cluster admins.
+// marked are the namespaces carrying t's marks, read after the quotas; the
+// namespaces t released are outside the cache (the release took the
+// managed-by label off), so they are listed from the API server, once, and
+// only when a quota is in none of marked.
+func (r *Reconciler) leftQuotas(ctx context.Context, t *tenancyv1.Tenant, ready []string, reader client.Reader) ([]tenantquota.Namespace, []corev1.Namespace, error) {
 	list := &corev1.ResourceQuotaList{}
 	if err := reader.List(ctx, list, client.MatchingLabels{TenantLabel: t.Name, setup.ManagedByLabel: setup.ManagedByValue}); err != nil {
-		return nil, fmt.Errorf("listing the ResourceQuotas of Tenant %s: %w", t.Name, err)
+		return nil, nil, fmt.Errorf("listing the ResourceQuotas of Tenant %s: %w", t.Name, err)
 	}
-	var left []tenantquota.Namespace
+	marked, err := markedNamespaces(ctx, t, reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	ours := map[string]bool{}
+	for _, ns := range marked {
+		ours[ns.Name] = true
+	}
+	candidates := make([]*corev1.ResourceQuota, 0, len(list.Items))
+	releasedNeeded := false
 	for i := range list.Items {
 		q := &list.Items[i]
-		if q.Name == quotaName && !slices.Contains(ready, q.Namespace) {
+		if q.Name != quotaName || slices.Contains(ready, q.Namespace) {
+			continue
+		}
+		candidates = append(candidates, q)
+		releasedNeeded = releasedNeeded || !ours[q.Namespace]
+	}
+	if releasedNeeded {
+		released := &corev1.NamespaceList{}
+		if err := r.apiReader.List(ctx, released, client.MatchingLabels{ReleasedFromLabel: t.Name}); err != nil {
+			return nil, nil, fmt.Errorf("listing the namespaces Tenant %s released: %w", t.Name, err)
+		}
+		for i := range released.Items {
+			if releasedBy(&released.Items[i], t) {
+				ours[released.Items[i].Name] = true
+			}
+		}
+	}
+	var left []tenantquota.Namespace
+	for _, q := range candidates {
+		if ours[q.Namespace] {
 			left = append(left, quotaNamespace(q.Namespace, q))
 		}
 	}
-	return left, nil
+	return left, marked, nil
+}
+
+// markedNamespaces lists the namespaces carrying t's marks through reader
+// (the cache, or the API server), by the tenant label and the UID mark.
+func markedNamespaces(ctx context.Context, t *tenancyv1.Tenant, reader client.Reader) ([]corev1.Namespace, error) {
+	list := &corev1.NamespaceList{}
+	if err := reader.List(ctx, list, client.MatchingLabels{TenantLabel: t.Name}); err != nil {
+		return nil, fmt.Errorf("listing the namespaces of Tenant %s: %w", t.Name, err)
+	}
+	return slices.DeleteFunc(list.Items, func(ns corev1.Namespace) bool { return !isMarkedBy(ns.Annotations, t) }), nil
 }
 
 func (p *quotaPlan) namespaces(names []string) []tenantquota.Namespace {
@@ -303,6 +380,15 @@ func (p *quotaPlan) report(obs *observation, t *tenancyv1.Tenant, ready []string
 		obs.quotaOver = "the namespaces together use more than the tenant's limit (" + strings.Join(parts, ", ") +
 			"): every namespace's quota is held at its usage, so nothing more is admitted until usage falls under the limit; nothing is deleted"
 	}
+	switch len(p.going) {
+	case 0:
+	case 1:
+		obs.quotaFrozen = "namespace " + p.going[0] + " of this tenant is being deleted, and what it still holds " +
+			"(objects kept by finalizers) is no longer counted by its quota: no namespace's quota goes up until it is gone"
+	default:
+		obs.quotaFrozen = "namespaces " + strings.Join(p.going, ", ") + " of this tenant are being deleted, and what they still hold " +
+			"(objects kept by finalizers) is no longer counted by their quotas: no namespace's quota goes up until they are gone"
+	}
 }
 
 // setQuotaCondition sets QuotaWithinLimit with quota.tenant, and removes it
@@ -313,8 +399,13 @@ func setQuotaCondition(st *tenancyv1.TenantStatus, t *tenancyv1.Tenant, obs *obs
 	case len(t.Spec.Quota.Tenant.Hard) == 0:
 		meta.RemoveStatusCondition(&st.Conditions, ConditionQuotaWithinLimit)
 	case !obs.tenantQuota:
+	case obs.quotaOver != "" && obs.quotaFrozen != "":
+		conditions.Set(&st.Conditions, gen, ConditionQuotaWithinLimit, false, ReasonUsageOverLimit, obs.quotaOver+"; "+obs.quotaFrozen)
 	case obs.quotaOver != "":
 		conditions.Set(&st.Conditions, gen, ConditionQuotaWithinLimit, false, ReasonUsageOverLimit, obs.quotaOver)
+	case obs.quotaFrozen != "":
+		conditions.Set(&st.Conditions, gen, ConditionQuotaWithinLimit, true, ReasonQuotaFrozen,
+			"the namespaces together use no more than the tenant's limit; "+obs.quotaFrozen)
 	default:
 		conditions.Set(&st.Conditions, gen, ConditionQuotaWithinLimit, true, ReasonWithinLimit,
 			"the namespaces together use no more than the tenant's limit")

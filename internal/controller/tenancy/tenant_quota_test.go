@@ -173,3 +173,154 @@ func TestReleasedQuotasStayCounted(t *testing.T) {
 	}
 	g.Expect(reachable).To(BeNumerically("<=", 4), "pods the team can reach over its namespaces, held and released")
 }
+
+// forgedQuota puts, in namespace ns, a quota labelled as Tenant tenant's
+// (trellis-tenant-quota, managed-by trellis), counted as using all of its
+// pods.
+func forgedQuota(g Gomega, ns, tenant string, pods int64) {
+	ctx := context.Background()
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: quotaName, Labels: map[string]string{
+			TenantLabel: tenant, "app.kubernetes.io/managed-by": "trellis", "app.kubernetes.io/part-of": "trellis",
+		}},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": *resource.NewQuantity(pods, resource.DecimalSI)}},
+	}
+	g.Expect(k8s.Create(ctx, q)).To(Succeed())
+	quotaSync(g, ns, pods)
+}
+
+// TestForgedQuotasDoNotShrinkTheBudget: quotas labelled as the tenant's
+// outside its namespaces count only where the namespace says the Tenant
+// object left them there. One in a namespace that was never the tenant's
+// (labels anyone who may write quotas there can put on), and one an earlier
+// Tenant of the same name left in a namespace it released, take nothing
+// from the tenant's budget.
+func TestForgedQuotasDoNotShrinkTheBudget(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fq-elsewhere"}})).To(Succeed())
+	forgedQuota(g, "fq-elsewhere", "fq", 100)
+	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fq-earlier",
+		Labels:      map[string]string{ReleasedFromLabel: "fq"},
+		Annotations: map[string]string{ReleasedFromUIDAnnotation: "uid-of-an-earlier-fq"},
+	}})).To(Succeed())
+	forgedQuota(g, "fq-earlier", "fq", 3)
+
+	tenant := newTenant("fq", "fq-", "a")
+	tenant.Spec.Quota = tenancyv1.TenantQuota{Tenant: tenancyv1.TenantWideQuota{Hard: corev1.ResourceList{"pods": resource.MustParse("4")}}}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	eventuallyPods(g, map[string]int64{"fq-a": 4})
+	quotaSync(g, "fq-a", 0)
+	eventuallyReady(g, "fq")
+	g.Consistently(func(g Gomega) { eventuallyPods(g, map[string]int64{"fq-a": 4}) }, "2s", interval).Should(Succeed())
+	deleteTenant(g, "fq")
+}
+
+// TestQuotaFrozenWhileANamespaceIsDeleted: a team fills a namespace and has
+// it deleted (namespaceDeletionPolicy Delete). The namespace controller
+// deletes its quota in the same sweep as everything else, while what a
+// finalizer holds (a volume claim) stays: until the namespace is gone, no
+// other namespace's quota goes up, and the status says why. Once it is
+// gone, the budget comes back. (envtest runs no namespace controller: the
+// namespace stays Terminating, and the test deletes its quota, then
+// finalizes it, as that controller would.)
+func TestQuotaFrozenWhileANamespaceIsDeleted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := newTenant("qd", "qd-", "a", "b")
+	tenant.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete
+	tenant.Spec.Quota = tenancyv1.TenantQuota{Tenant: tenancyv1.TenantWideQuota{Hard: corev1.ResourceList{"pods": resource.MustParse("6")}}}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	eventuallyPods(g, map[string]int64{"qd-a": 3, "qd-b": 3})
+	quotaSync(g, "qd-a", 0)
+	quotaSync(g, "qd-b", 0)
+	eventuallyReady(g, "qd")
+
+	// qd-b uses 3: the remainder 3 goes 2 to a, 1 to b.
+	quotaSync(g, "qd-b", 3)
+	eventuallyPods(g, map[string]int64{"qd-a": 2})
+	quotaSync(g, "qd-a", 0)
+	eventuallyPods(g, map[string]int64{"qd-b": 4})
+	quotaSync(g, "qd-b", 3)
+
+	// qd-b leaves the spec and is deleted; its quota goes in the sweep.
+	g.Eventually(func() error {
+		got := getTenant(g, "qd")
+		got.Spec.Namespaces = []string{"a"}
+		return k8s.Update(ctx, got)
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getNamespace(g, "qd-b").DeletionTimestamp).NotTo(BeNil())
+	}, timeout, interval).Should(Succeed())
+	// Deleted with its marks: the Tenant still finds it, and its end maps to the Tenant.
+	g.Expect(getNamespace(g, "qd-b").Labels).To(HaveKeyWithValue(TenantLabel, "qd"))
+	g.Expect(k8s.Delete(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "qd-b", Name: quotaName}})).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getTenant(g, "qd").Status.Conditions, ConditionQuotaWithinLimit)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(ReasonQuotaFrozen))
+		g.Expect(c.Message).To(ContainSubstring("namespace qd-b of this tenant is being deleted"))
+	}, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		q := &corev1.ResourceQuota{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "qd-a", Name: quotaName}, q)).To(Succeed())
+		g.Expect(q.Spec.Hard.Pods().Value()).To(BeNumerically("<=", 2), "raised while qd-b still holds its 3")
+	}, 3*time.Second, interval).Should(Succeed())
+
+	// qd-b is gone, and all it held with it: a gets the whole limit.
+	g.Eventually(func() error {
+		ns := &corev1.Namespace{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: "qd-b"}, ns); err != nil {
+			return err
+		}
+		ns.Spec.Finalizers = nil
+		return k8s.SubResource("finalize").Update(ctx, ns)
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "qd-b"}, &corev1.Namespace{}))
+	}, timeout, interval).Should(BeTrue())
+	eventuallyPods(g, map[string]int64{"qd-a": 6})
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getTenant(g, "qd").Status.Conditions, ConditionQuotaWithinLimit)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(ReasonWithinLimit))
+	}, timeout, interval).Should(Succeed())
+	deleteTenant(g, "qd")
+}
+
+// TestQuotaConditionSaysWhyFrozen: while a namespace of the tenant is being
+// deleted, QuotaWithinLimit names it; usage over the limit stays False.
+func TestQuotaConditionSaysWhyFrozen(t *testing.T) {
+	tenant := unitTenant("acme", "uid-acme", "acme-", "a")
+	tenant.Spec.Quota.Tenant.Hard = corev1.ResourceList{"pods": resource.MustParse("4")}
+	for name, tc := range map[string]struct {
+		going  []string
+		over   bool
+		status metav1.ConditionStatus
+		reason string
+		says   string
+	}{
+		"one going":       {going: []string{"acme-b"}, status: metav1.ConditionTrue, reason: ReasonQuotaFrozen, says: "namespace acme-b of this tenant is being deleted"},
+		"two going":       {going: []string{"acme-b", "acme-c"}, status: metav1.ConditionTrue, reason: ReasonQuotaFrozen, says: "namespaces acme-b, acme-c of this tenant are being deleted"},
+		"going, and over": {going: []string{"acme-b"}, over: true, status: metav1.ConditionFalse, reason: ReasonUsageOverLimit, says: "acme-b"},
+		"none":            {status: metav1.ConditionTrue, reason: ReasonWithinLimit, says: "no more than"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			p := &quotaPlan{seen: map[string]*corev1.ResourceQuota{}, going: tc.going}
+			if tc.over {
+				p.out.Over = []corev1.ResourceName{"pods"}
+				p.out.Used = corev1.ResourceList{"pods": resource.MustParse("5")}
+			}
+			obs := newObservation([]string{"acme-a"}, nil)
+			p.report(obs, tenant, nil)
+			st := computeStatus(tenant, obs)
+			c := meta.FindStatusCondition(st.Conditions, ConditionQuotaWithinLimit)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(tc.status))
+			g.Expect(c.Reason).To(Equal(tc.reason))
+			g.Expect(c.Message).To(ContainSubstring(tc.says))
+		})
+	}
+}

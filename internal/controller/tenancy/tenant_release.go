@@ -96,7 +96,7 @@ func (r *Reconciler) release(ctx context.Context, s *scope, ns *corev1.Namespace
 		}
 	}
 	before := ns.DeepCopy()
-	if releaseNamespace(ns, t.Name) {
+	if releaseNamespace(ns, t) {
 		if err := r.client.Patch(ctx, ns, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
 			return f, fmt.Errorf("releasing namespace %s: %w", ns.Name, err)
 		}

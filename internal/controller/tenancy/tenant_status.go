@@ -60,6 +60,9 @@ type observation struct {
 	tenantQuota  bool
 	quotaPending []string
 	quotaOver    string
+	// quotaFrozen says why no quota goes up: a namespace of the tenant is
+	// being deleted (tenant_quota.go).
+	quotaFrozen string
 	// failed is an error the reconcile returned (it is retried with back-off).
 	failed error
 	// undone lists, per namespace of the tenant, the NetworkPolicies that
