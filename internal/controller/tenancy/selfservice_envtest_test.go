@@ -168,6 +168,23 @@ func TestRequestsLeaveWithTheirNamespace(t *testing.T) {
 	g.Expect(eventuallyReady(g, "ssl").Status.Namespaces).To(HaveLen(1))
 }
 
+// deletingSelfServiceTenant makes a Ready Tenant name with the prefix
+// name-, a namespace home, selfService for 4 namespaces and the policy
+// Delete (what a request that goes wrong would cost most), and, for each of
+// granted, a request in name-home that it grants.
+func deletingSelfServiceTenant(g Gomega, name string, granted ...string) {
+	ctx := context.Background()
+	tenant := newTenant(name, name+"-", "home")
+	tenant.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 4}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	eventuallyReady(g, name)
+	for _, r := range granted {
+		g.Expect(k8s.Create(ctx, newRequest(name+"-home", r))).To(Succeed())
+		requestReason(g, name+"-home", r, ReasonRequestGranted)
+	}
+}
+
 // TestGrantedNamespaceOutlivesANewNeighbourPrefix: a namespace granted to a
 // request stays the Tenant's when another Tenant is made later with a
 // longer prefix that covers its name: that Tenant could never take it (it
@@ -177,13 +194,7 @@ func TestRequestsLeaveWithTheirNamespace(t *testing.T) {
 func TestGrantedNamespaceOutlivesANewNeighbourPrefix(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	tenant := newTenant("nbp", "nbp-", "home")
-	tenant.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete
-	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 4}
-	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
-	eventuallyReady(g, "nbp")
-	g.Expect(k8s.Create(ctx, newRequest("nbp-home", "b-data"))).To(Succeed())
-	requestReason(g, "nbp-home", "b-data", ReasonRequestGranted)
+	deletingSelfServiceTenant(g, "nbp", "b-data")
 
 	// The platform makes a neighbour whose prefix covers the granted name;
 	// a new request (any event of the Tenant) makes nbp decide again.
@@ -244,14 +255,7 @@ func TestARequestWaitingForASpecNamespaceDoesNotKeepIt(t *testing.T) {
 // the namespace, read live, is still the Tenant's; the labels come back.
 func TestRelabelledNamespaceKeepsItsRequests(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	tenant := newTenant("ssr", "ssr-", "home")
-	tenant.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete
-	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 4}
-	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
-	eventuallyReady(g, "ssr")
-	g.Expect(k8s.Create(ctx, newRequest("ssr-home", "work"))).To(Succeed())
-	requestReason(g, "ssr-home", "work", ReasonRequestGranted)
+	deletingSelfServiceTenant(g, "ssr", "work")
 
 	g.Expect(mergePatch(k8s, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ssr-home"}},
 		`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"argocd","tenancy.trellis.dev/tenant":null}}}`)).To(Succeed())
