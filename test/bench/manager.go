@@ -25,22 +25,18 @@ type managerProc struct {
 	cmd         *exec.Cmd
 	metricsAddr string
 	probeAddr   string
-	pprofAddr   string // empty unless --profile-apiserver is set
+	pprofAddr   string // loopback: Go's pprof handlers (a forced GC, heap and CPU profiles)
 }
 
 func (b *bench) startManager() error {
-	m := &managerProc{metricsAddr: freeAddr(), probeAddr: freeAddr()}
+	m := &managerProc{metricsAddr: freeAddr(), probeAddr: freeAddr(), pprofAddr: freeAddr()}
 	logFile, err := os.Create(filepath.Join(b.root, ".dev", b.cluster+"-manager.log"))
 	if err != nil {
 		return err
 	}
 	args := []string{"--kubeconfig", b.kubeconfig, "--namespace", "trellis-system",
 		"--metrics-bind-address", m.metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", m.probeAddr,
-		"--zap-log-level", "error"}
-	if b.cfg.profileDir != "" {
-		m.pprofAddr = freeAddr()
-		args = append(args, "--pprof-bind-address", m.pprofAddr)
-	}
+		"--pprof-bind-address", m.pprofAddr, "--zap-log-level", "error"}
 	args = append(args, strings.Fields(b.cfg.managerArgs)...)
 	m.cmd = exec.Command(filepath.Join(b.bin, "manager"), args...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile

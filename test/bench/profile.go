@@ -89,46 +89,42 @@ func (b *bench) profile(what, of string, get func(ctx context.Context, seconds i
 	return func() { <-done }
 }
 
-// heapProfile writes the manager's heap profile (in-use and allocated
-// bytes by call site, after a GC) to <dir>/<slug of what>.pprof, when
-// --profile-apiserver is set.
-func (b *bench) heapProfile(what string) {
-	if b.cfg.profileDir == "" {
-		return
-	}
-	err := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-			fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", b.mgr.pprofAddr), nil)
-		if err != nil {
-			return err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = resp.Body.Close() }()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("manager pprof: %s", resp.Status)
-		}
-		data, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(b.cfg.profileDir, 0o755); err != nil {
-			return err
-		}
-		path := filepath.Join(b.cfg.profileDir, slug(what)+".pprof")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			return err
-		}
-		log("manager heap profile of %q: %s", what, path)
-		return nil
-	}()
+// heapProfile runs a GC in the manager and takes its heap profile (in-use
+// and allocated bytes by call site); with --profile-apiserver it writes it
+// to <dir>/<slug of what>.pprof. The GC is what makes the heap figures read
+// after it the live heap, not the live heap plus garbage not yet collected.
+func (b *bench) heapProfile(what string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+		fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", b.mgr.pprofAddr), nil)
 	if err != nil {
-		log("manager heap profile %s: %v", what, err)
+		return err
 	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("manager heap profile: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("manager pprof: %s", resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if b.cfg.profileDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(b.cfg.profileDir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(b.cfg.profileDir, slug(what)+".pprof")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return err
+	}
+	log("manager heap profile of %q: %s", what, path)
+	return nil
 }
 
 // slug turns a run's description into a file name.

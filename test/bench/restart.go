@@ -34,17 +34,21 @@ func (b *bench) restartScenario() error {
 	if err != nil {
 		return err
 	}
-	heap, err := b.mgr.gauge("go_memstats_heap_inuse_bytes")
+	// After a forced GC, the heap allocated is what the manager keeps.
+	if err := b.heapProfile("restart manager heap"); err != nil {
+		return err
+	}
+	live, err := b.mgr.gauge("go_memstats_heap_alloc_bytes")
 	if err != nil {
 		return err
 	}
-	b.heapProfile("restart manager heap")
 	scenario := fmt.Sprintf("manager restarted with %d objects (%d views, %d tenants, %d buckets)", objects, want["markdownview"], want["tenant"], want["storagebucket"])
 	b.add(row{Scenario: scenario, Figure: "time until synced and every object re-reconciled", Value: took.Seconds(), Unit: "s", Target: "report", Met: true})
 	b.add(row{Scenario: "same", Figure: "API writes after restart", Value: w.total(), Unit: "writes", Target: "0", Met: w.total() == 0})
 	b.add(row{Scenario: "same", Figure: "manager RSS after the restart (peak)", Value: peak / (1 << 20), Unit: "MiB", Target: "report", Met: true})
 	b.add(row{Scenario: "same", Figure: "manager RSS per object", Value: rss / float64(max(objects, 1)) / 1024, Unit: "KiB", Target: "report", Met: true})
-	b.add(row{Scenario: "same", Figure: "manager heap in use per object", Value: heap / float64(max(objects, 1)) / 1024, Unit: "KiB", Target: "report", Met: true})
+	perObject := live / float64(max(objects, 1)) / 1024
+	b.add(row{Scenario: "same", Figure: "manager live heap per object (after a GC)", Value: perObject, Unit: "KiB", Target: "≤ 16 KiB", Met: perObject <= 16})
 	return nil
 }
 
