@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
@@ -27,7 +28,29 @@ import (
 // pointed at this run's S3 server. It takes back fields another test edited.
 func applySamples(t *testing.T) {
 	t.Helper()
-	samples, err := exec.Command(filepath.Join(bin, "kustomize"), "build", filepath.Join(root, "config", "samples")).Output()
+	applySamplesOf(t, "")
+}
+
+// applySamplesOf applies config/samples as they were at commit ("": this
+// tree's), taken out of git.
+func applySamplesOf(t *testing.T, commit string) {
+	t.Helper()
+	dir := root
+	if commit != "" {
+		dir = t.TempDir()
+		archive := exec.Command("git", "archive", commit, "config/samples")
+		archive.Dir = root
+		tarball, err := archive.Output()
+		if err != nil {
+			t.Fatalf("git archive %s config/samples: %v %s", commit, err, exitStderr(err))
+		}
+		untar := exec.Command("tar", "-x", "-C", dir)
+		untar.Stdin = bytes.NewReader(tarball)
+		if out, err := untar.CombinedOutput(); err != nil {
+			t.Fatalf("unpacking %s's config/samples: %v %s", commit, err, out)
+		}
+	}
+	samples, err := exec.Command(filepath.Join(bin, "kustomize"), "build", filepath.Join(dir, "config", "samples")).Output()
 	if err != nil {
 		t.Fatalf("kustomize build config/samples: %v %s", err, exitStderr(err))
 	}
