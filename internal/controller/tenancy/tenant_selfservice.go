@@ -63,9 +63,14 @@ func (r *Reconciler) readRequests(ctx context.Context, s *scope) error {
 	if err := r.client.List(ctx, named, client.MatchingFields{requestTenantIndex: t.Name}); err != nil {
 		return fmt.Errorf("listing the NamespaceRequests of Tenant %s: %w", t.Name, err)
 	}
+	left := map[string]bool{} // namespaces read live and found not the Tenant's
 	for i := range named.Items {
 		req := &named.Items[i]
 		if _, in := held[req.Namespace]; in {
+			continue
+		}
+		if left[req.Namespace] {
+			s.strays = append(s.strays, req)
 			continue
 		}
 		// The cache holds only namespaces labelled as Trellis', and finds a
@@ -77,6 +82,7 @@ func (r *Reconciler) readRequests(ctx context.Context, s *scope) error {
 		case err != nil:
 			return err
 		case ns == nil:
+			left[req.Namespace] = true
 			s.strays = append(s.strays, req)
 		default:
 			if err := hold(ns); err != nil {
