@@ -10,11 +10,10 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/trellis-dev/trellis/internal/concurrency"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/imagepolicy"
 )
@@ -39,7 +38,7 @@ type Options struct {
 	Namespace               string
 	PodName                 string
 	Controllers             stringList
-	MaxConcurrentReconciles concurrencyFlag
+	MaxConcurrentReconciles concurrency.Flag
 	RateLimit               setup.RateLimit
 	ViewerImage             string
 	ViewerImageAllow        string
@@ -80,7 +79,7 @@ func NewOptions() *Options {
 		KubeAPIBurst:            100,
 		Namespace:               ns,
 		PodName:                 os.Getenv("POD_NAME"),
-		MaxConcurrentReconciles: concurrencyFlag{Default: 4, PerController: maps.Clone(defaultConcurrency)},
+		MaxConcurrentReconciles: concurrency.Flag{Default: 4, PerController: maps.Clone(defaultConcurrency), Defaults: defaultConcurrency},
 		RateLimit:               setup.DefaultRateLimit,
 		ViewerImage:             DefaultViewerImage,
 		TenantReverifyInterval:  time.Minute,
@@ -216,59 +215,3 @@ func (l *stringList) Set(v string) error {
 // trips, so 16 run side by side, as many as the bench's floor has workers; 64
 // were no faster (docs/performance.md, "Chosen defaults").
 var defaultConcurrency = map[string]int{"tenant": 16}
-
-// concurrencyFlag parses "N" and "name=N" items, e.g. "2,markdownview=4". A
-// bare N sets every controller; without one, the per-controller defaults the
-// value does not name stay.
-type concurrencyFlag struct {
-	Default       int
-	PerController map[string]int
-}
-
-func (c *concurrencyFlag) String() string {
-	if c == nil {
-		return ""
-	}
-	parts := []string{strconv.Itoa(c.Default)}
-	names := make([]string, 0, len(c.PerController))
-	for name := range c.PerController {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		parts = append(parts, fmt.Sprintf("%s=%d", name, c.PerController[name]))
-	}
-	return strings.Join(parts, ",")
-}
-
-func (c *concurrencyFlag) Set(v string) error {
-	per, everyController := map[string]int{}, false
-	for _, item := range strings.Split(v, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		name, num, named := strings.Cut(item, "=")
-		if !named {
-			num = name
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(num))
-		if err != nil {
-			return fmt.Errorf("%q: want N or name=N", item)
-		}
-		if named {
-			per[strings.TrimSpace(name)] = n
-		} else {
-			c.Default, everyController = n, true
-		}
-	}
-	if !everyController {
-		for name, n := range defaultConcurrency {
-			if _, set := per[name]; !set {
-				per[name] = n
-			}
-		}
-	}
-	c.PerController = per
-	return nil
-}

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/trellis-dev/trellis/internal/concurrency"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 )
 
@@ -123,23 +124,6 @@ func TestParseMaxConcurrentReconciles(t *testing.T) {
 	}
 }
 
-func TestConcurrencyFlagString(t *testing.T) {
-	g := NewWithT(t)
-
-	var nilFlag *concurrencyFlag
-	g.Expect(nilFlag.String()).To(BeEmpty())
-
-	c := concurrencyFlag{Default: 1}
-	g.Expect(c.String()).To(Equal("1"))
-
-	// Names are sorted, so String is stable and round-trips through Set.
-	g.Expect(c.Set("2,zeta=3,alpha=4")).To(Succeed())
-	g.Expect(c.String()).To(Equal("2,alpha=4,zeta=3"))
-	var again concurrencyFlag
-	g.Expect(again.Set(c.String())).To(Succeed())
-	g.Expect(again).To(Equal(c))
-}
-
 func TestParseControllers(t *testing.T) {
 	tests := []struct {
 		name string
@@ -219,7 +203,7 @@ func TestParseBindsEveryFlag(t *testing.T) {
 	want.KubeAPIBurst = 70
 	want.Namespace = "ns"
 	want.Controllers = stringList{"markdownview"}
-	want.MaxConcurrentReconciles = concurrencyFlag{Default: 3, PerController: map[string]int{"markdownview": 5}}
+	want.MaxConcurrentReconciles = concurrency.Flag{Default: 3, PerController: map[string]int{"markdownview": 5}, Defaults: defaultConcurrency}
 	want.RateLimit = setup.RateLimit{BaseDelay: 10 * time.Millisecond, MaxDelay: time.Minute, QPS: 2.5, Burst: 7}
 	want.ViewerImage = "registry.example.com/viewer:1"
 	want.ViewerImageAllow = "registry.example.com/*"

@@ -1,8 +1,8 @@
-package manager
+package apipath
 
 import "testing"
 
-func TestResourceOf(t *testing.T) {
+func TestResource(t *testing.T) {
 	cases := map[string]string{
 		"/api/v1/namespaces":                                                        "namespaces",
 		"/api/v1/namespaces/team-a":                                                 "namespaces",
@@ -22,8 +22,20 @@ func TestResourceOf(t *testing.T) {
 		"":         "other",
 	}
 	for path, want := range cases {
-		if got := resourceOf(path); got != want {
-			t.Errorf("resourceOf(%q) = %q, want %q", path, got, want)
+		if got := Resource(path); got != want {
+			t.Errorf("Resource(%q) = %q, want %q", path, got, want)
 		}
 	}
+}
+
+// FuzzResource: any path gives a non-empty label without panicking.
+func FuzzResource(f *testing.F) {
+	for _, seed := range []string{"/api/v1/namespaces/a/configmaps/b", "/apis/apps/v1/deployments", "/", "", "/api", "//////", "/apis/x/y/namespaces/z"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		if Resource(path) == "" {
+			t.Fatalf("empty resource label for %q", path)
+		}
+	})
 }
