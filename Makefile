@@ -115,6 +115,11 @@ check-generated: manifests generate chart ## Fail when generated files are not c
 test-unit: ## Unit and envtest suites only.
 	KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test ./api/... ./internal/... ./cmd/...
 
+FUZZTIME ?= 10m
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (10m) each; make test runs them for seconds.
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+
 # The alerts (config/prometheus/prometheusrule.yaml) as promtool reads them:
 # checked, every alert with a runbook in docs/operations.md, and unit-tested
 # on series shaped like the manager's (config/prometheus/tests).
