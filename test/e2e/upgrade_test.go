@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -669,15 +670,31 @@ func buildInWorktree(t *testing.T, r release, commit, dir string) {
 	}
 }
 
+// headRelease is the directory of this tree's release, built by the first
+// test that needs it and shared by the others: the same commit gives the
+// same release (make release-check), so building it again tests nothing.
+var headRelease struct {
+	sync.Mutex
+	dist string
+}
+
 // buildHeadRelease builds this tree's release (`make release`, any version
-// will do) into a temporary directory: HEAD installed as its users will.
+// will do) once per run, under bin/: HEAD installed as its users will.
 func buildHeadRelease(t *testing.T) installation {
 	t.Helper()
-	dist := t.TempDir()
-	started := time.Now()
-	makeIn(t, root, "release", "VERSION=v0.0.0-e2e.upgrade", "ALLOW_DIRTY=1", "DIST="+dist)
-	t.Logf("built HEAD's release in %.0fs", time.Since(started).Seconds())
-	inst := installedFrom(t, "HEAD (install.yaml)", dist)
+	headRelease.Lock()
+	defer headRelease.Unlock()
+	if headRelease.dist == "" {
+		dist := filepath.Join(bin, "upgrade", "head")
+		if err := os.RemoveAll(dist); err != nil {
+			t.Fatal(err)
+		}
+		started := time.Now()
+		makeIn(t, root, "release", "VERSION=v0.0.0-e2e.upgrade", "ALLOW_DIRTY=1", "DIST="+dist)
+		t.Logf("built HEAD's release in %.0fs", time.Since(started).Seconds())
+		headRelease.dist = dist
+	}
+	inst := installedFrom(t, "HEAD (install.yaml)", headRelease.dist)
 	inst.marksKeys = true
 	return inst
 }
