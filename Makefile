@@ -103,7 +103,7 @@ dev-down: ## Stop and delete everything `make dev` or `make dev-local` started.
 ##@ Test
 
 .PHONY: test
-test: tools chromium node-packages ## The whole suite: checks, generated files, unit, envtest and e2e.
+test: ## The whole suite, every step timed: tools, checks, generated files, unit, envtest, fuzz, images, release, e2e.
 	hack/test.sh
 
 .PHONY: check-generated
@@ -275,7 +275,34 @@ HELM           ?= $(LOCALBIN)/helm
 PROMTOOL       ?= $(LOCALBIN)/promtool
 
 .PHONY: tools
-tools: kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd gateway-api-crds ## Build every pinned tool into bin/.
+tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd gateway-api-crds ## Build every pinned tool into bin/.
+
+# The packages `go install`ed at their pins below (the Kubernetes and etcd
+# wrapper modules download through their go.mod).
+GO_INSTALL_TOOLS := sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION) \
+	github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION) \
+	sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION) \
+	sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION) \
+	sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter@$(KUBE_API_LINTER_VERSION) \
+	helm.sh/helm/v4/cmd/helm@$(HELM_VERSION) \
+	github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION) \
+	github.com/containerd/containerd/v2/cmd/containerd@$(CONTAINERD_VERSION)
+
+# tools-download fetches every module the tools and the project build from,
+# all at once, before any compile: on a new machine the builds below would
+# otherwise each wait for their own downloads, one tool after another.
+# (`go install -n` loads the packages, downloading what they need, and
+# compiles nothing.) With the modules already here it takes seconds.
+.PHONY: tools-download
+tools-download:
+	@pids=(); \
+	( cd hack/kube && $(GO) mod download ) & pids+=($$!); \
+	( cd hack/etcd && $(GO) mod download ) & pids+=($$!); \
+	$(GO) mod download & pids+=($$!); \
+	( cd hack/images && $(GO) mod download ) & pids+=($$!); \
+	for t in $(GO_INSTALL_TOOLS); do $(GO) install -n $$t >/dev/null 2>&1 & pids+=($$!); done; \
+	failed=0; for p in "$${pids[@]}"; do wait $$p || failed=1; done; \
+	[ $$failed = 0 ] || { echo "tools-download: a download failed; the builds below say which" >&2; }
 
 .PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
