@@ -187,14 +187,38 @@ func (v *versitygw) call(ctx context.Context, path string, query url.Values, bod
 		return nil, fmt.Errorf("reading the admin API's answer to %s: %w", path, err)
 	}
 	if resp.StatusCode >= 300 {
-		e := minio.ErrorResponse{StatusCode: resp.StatusCode}
-		_ = xml.Unmarshal(answer, &e)
-		if e.Code == "" {
-			e.Code = http.StatusText(resp.StatusCode)
-		}
-		return nil, e
+		return nil, adminError(resp.StatusCode, answer, body)
 	}
 	return answer, nil
+}
+
+// adminError is the error an answer of the admin API stands for: its
+// status and the store's code, which status and Events show. Nothing else
+// of the answer is kept, and the code only when it is a plain identifier
+// that is not part of what was sent: a store, or a proxy in front of it,
+// may echo the request, and a request may hold a secret key.
+func adminError(status int, answer, sent []byte) minio.ErrorResponse {
+	var answered minio.ErrorResponse
+	_ = xml.Unmarshal(answer, &answered)
+	e := minio.ErrorResponse{StatusCode: status, Code: http.StatusText(status)}
+	if plainCode(answered.Code) && !bytes.Contains(sent, []byte(answered.Code)) {
+		e.Code = answered.Code
+	}
+	return e
+}
+
+// plainCode reports whether code looks like an S3 error code: letters and
+// digits, at most 64.
+func plainCode(code string) bool {
+	if code == "" || len(code) > 64 {
+		return false
+	}
+	for _, r := range code {
+		if (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // validAccessKeyID keeps access key ids to what needs no escaping anywhere

@@ -3,6 +3,7 @@ package s3
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
 	"io"
 	"net/http"
@@ -144,6 +145,7 @@ func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.requests = append(f.requests, r)
 	f.bodies = append(f.bodies, string(body))
 	f.mu.Unlock()
+	r.Body = io.NopCloser(bytes.NewReader(body)) // for an answer that echoes it
 	status, out := f.answer(r)
 	if status >= 300 && status < 400 {
 		w.Header().Set("Location", "/elsewhere")
@@ -180,6 +182,33 @@ func TestVersitygwAdminRequests(t *testing.T) {
 				return http.StatusForbidden, `<Error><Code>XAdminAccessDenied</Code><Message>Only admin users have access to this resource.</Message></Error>`
 			},
 			wantPaths: []string{"/create-user"}, wantErr: ReasonAccessDenied,
+		},
+		"an answer echoing the request, secret key and all, as its code": {
+			call: func(a Accounts) error { return a.PutAccount(context.Background(), testAccountA, fakeSecretKey) },
+			answer: func(r *http.Request) (int, string) {
+				body, _ := io.ReadAll(r.Body)
+				var code strings.Builder
+				_ = xml.EscapeText(&code, body)
+				return http.StatusBadRequest, "<Error><Code>" + code.String() + "</Code></Error>"
+			},
+			wantPaths: []string{"/create-user"}, wantErr: ReasonStoreError,
+		},
+		"an answer echoing the secret key alone as its code": {
+			call: func(a Accounts) error { return a.PutAccount(context.Background(), testAccountA, fakeSecretKey) },
+			answer: func(*http.Request) (int, string) {
+				return http.StatusBadRequest, "<Error><Code>" + fakeSecretKey + "</Code></Error>"
+			},
+			wantPaths: []string{"/create-user"}, wantErr: ReasonStoreError,
+		},
+		"an answer echoing the request as the message of a refused policy": {
+			call: func(a Accounts) error { return a.PutAccount(context.Background(), testAccountA, fakeSecretKey) },
+			answer: func(r *http.Request) (int, string) {
+				body, _ := io.ReadAll(r.Body)
+				var msg strings.Builder
+				_ = xml.EscapeText(&msg, body)
+				return http.StatusBadRequest, "<Error><Code>MalformedPolicy</Code><Message>" + msg.String() + "</Message></Error>"
+			},
+			wantPaths: []string{"/create-user"}, wantErr: ReasonInvalidRequest,
 		},
 		"store failing": {
 			call:      func(a Accounts) error { return a.DeleteAccount(context.Background(), testAccountA) },

@@ -244,13 +244,15 @@ func requestToTenant(c client.Reader) func(context.Context, client.Object) []rec
 	}
 }
 
-// trimRequest drops a cached NamespaceRequest's labels and annotations: the
-// controller reads neither (its status writes are merge patches of the
-// status alone), and a team could otherwise grow the manager's memory by
-// what it writes there, up to the API server's object size per request.
+// trimRequest drops a cached NamespaceRequest's labels, annotations,
+// finalizers and owner references: the controller reads none of them (its
+// status writes are merge patches of the status alone), and a team could
+// otherwise grow the manager's memory by what it writes there, up to the
+// API server's object size per request.
 func trimRequest(in any) (any, error) {
 	if r, ok := in.(*tenancyv1.NamespaceRequest); ok {
 		r.Labels, r.Annotations = nil, nil
+		r.Finalizers, r.OwnerReferences = nil, nil
 	}
 	return in, nil
 }

@@ -129,9 +129,10 @@ func contentSize(data map[string]string, binaryData map[string][]byte) int {
 
 // trimMarkdownView is the cache transform of MarkdownViews: it replaces the
 // files by their hash and size (keeping small ones as well), drops spec.pod
-// when it is over its bound, and drops the labels and annotations (up to
-// 256 KiB each, never read by the controller; the status patch never sends
-// metadata).
+// when it is over its bound, and drops the labels, annotations, finalizers
+// and owner references (up to 256 KiB each for the first two, bounded only
+// by the object's size for the others; never read by the controller, and
+// the status patch never sends metadata).
 func trimMarkdownView(in any) (any, error) {
 	mv, ok := in.(*viewv1.MarkdownView)
 	if !ok {
@@ -156,6 +157,7 @@ func trimMarkdownView(in any) (any, error) {
 		mv.Spec.Markdowns, mv.Spec.Assets = nil, nil
 	}
 	mv.Annotations, mv.Labels = annotations, nil
+	mv.Finalizers, mv.OwnerReferences = nil, nil
 	mv.ManagedFields = nil
 	return mv, nil
 }

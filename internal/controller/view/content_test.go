@@ -74,6 +74,9 @@ func trimTestView() *viewv1.MarkdownView {
 			Labels:        map[string]string{"team": "a"},
 			Annotations:   map[string]string{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 100_000)},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+			Finalizers:    []string{"example.com/" + strings.Repeat("f", 60)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: strings.Repeat("o", 200),
+				UID: "00000000-0000-4000-8000-000000000001"}},
 		},
 		Spec: viewv1.MarkdownViewSpec{
 			Markdowns: map[string]viewv1.MarkdownText{"a.md": viewv1.MarkdownText(strings.Repeat("é", 3000))},
@@ -100,6 +103,9 @@ func TestTrimMarkdownViewKeepsHashesNotFiles(t *testing.T) {
 	g.Expect(got.Spec.Assets).To(BeNil())
 	g.Expect(got.Labels).To(BeNil())
 	g.Expect(got.ManagedFields).To(BeNil())
+	// Finalizers and owner references, bounded only by the object's size.
+	g.Expect(got.Finalizers).To(BeNil())
+	g.Expect(got.OwnerReferences).To(BeNil())
 	// Labels and annotations (here a 100 kB last-applied-configuration) are
 	// dropped; the hash and the byte size of the files take their place.
 	g.Expect(got.Annotations).To(Equal(map[string]string{
