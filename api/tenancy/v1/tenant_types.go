@@ -95,10 +95,12 @@ type TenantSpec struct {
 	PodSecurity PodSecurity `json:"podSecurity,omitzero"`
 
 	// namespaceMetadata are extra labels and annotations for every namespace
-	// of the tenant. Keys of Trellis' own (tenancy.trellis.dev/,
+	// of the tenant. Keys of Trellis' own (trellis.dev/ and its subdomains,
 	// app.kubernetes.io/managed-by, app.kubernetes.io/part-of) and of
 	// Kubernetes (kubernetes.io/, k8s.io/ and their subdomains) are refused:
-	// Pod Security levels go in podSecurity.
+	// Pod Security levels go in podSecurity, and an ObjectStore that selects
+	// namespaces by a trellis.dev label is opened only by whoever may label
+	// namespaces, never by a Tenant's editor.
 	// +optional
 	NamespaceMetadata NamespaceMetadata `json:"namespaceMetadata,omitzero"`
 
@@ -394,7 +396,7 @@ type NamespaceMetadata struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$'))",message="label keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 characters"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('tenancy.trellis.dev/') && k != 'app.kubernetes.io/managed-by' && k != 'app.kubernetes.io/part-of')",message="labels of Trellis' own (tenancy.trellis.dev/, app.kubernetes.io/managed-by, app.kubernetes.io/part-of) are reserved"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.split('/')[0] == 'trellis.dev' || k.split('/')[0].endsWith('.trellis.dev')) && k != 'app.kubernetes.io/managed-by' && k != 'app.kubernetes.io/part-of')",message="labels of Trellis' own (under trellis.dev and its subdomains, app.kubernetes.io/managed-by, app.kubernetes.io/part-of) are reserved: a namespace's trellis.dev labels are for the cluster's admins to set, e.g. to open an ObjectStore to it"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.contains('/') || !(k.split('/')[0] in ['kubernetes.io', 'k8s.io'] || k.split('/')[0].endsWith('.kubernetes.io') || k.split('/')[0].endsWith('.k8s.io')))",message="labels under kubernetes.io and k8s.io are reserved for Kubernetes (Pod Security levels go in podSecurity)"
 	Labels map[string]LabelValue `json:"labels,omitempty"`
 
@@ -402,7 +404,7 @@ type NamespaceMetadata struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$'))",message="annotation keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 characters"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('tenancy.trellis.dev/'))",message="annotations of Trellis' own (tenancy.trellis.dev/) are reserved"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.split('/')[0] == 'trellis.dev' || k.split('/')[0].endsWith('.trellis.dev')))",message="annotations of Trellis' own (under trellis.dev and its subdomains) are reserved"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.contains('/') || !(k.split('/')[0] in ['kubernetes.io', 'k8s.io'] || k.split('/')[0].endsWith('.kubernetes.io') || k.split('/')[0].endsWith('.k8s.io')))",message="annotations under kubernetes.io and k8s.io are reserved for Kubernetes"
 	Annotations map[string]AnnotationValue `json:"annotations,omitempty"`
 }

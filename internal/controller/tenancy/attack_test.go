@@ -445,6 +445,12 @@ func TestTenantAttacks(t *testing.T) {
 			bySchema, "labels of Trellis' own"},
 		{operator, "put a Pod Security level through namespaceMetadata", withMetadata(map[string]tenancyv1.LabelValue{podSecurityEnforceLabel: "privileged"}),
 			bySchema, "labels under kubernetes.io and k8s.io are reserved"},
+		// Without the objectstore-editor role: a trellis.dev label an
+		// ObjectStore's namespaceSelector, adoptionNamespaceSelector or
+		// publicAccessNamespaceSelector reads opens the store, adoption or
+		// public policies to the tenant's namespaces.
+		{operator, "open an ObjectStore to a tenant's namespaces with its label", withMetadata(map[string]tenancyv1.LabelValue{"storage.trellis.dev/adopt": "yes"}),
+			bySchema, "labels of Trellis' own"},
 		{operator, "give a Tenant kube-system", func() error {
 			return k8s.Create(ctx, newTenant("atk-sys", "", "kube-system"), client.DryRunAll)
 		}, bySchema, "reserved"},
