@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
@@ -23,9 +24,10 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 	}
 	ready := func(name string) tenancyv1.TenantNamespaceStatus { return nsStatus(name, tenancyv1.NamespaceReady, "") }
 	cases := map[string]struct {
-		obs      *observation
-		deleting bool
-		want     kstatus.Status
+		obs         *observation
+		deleting    bool
+		podSecurity tenancyv1.PodSecurityLevel
+		want        kstatus.Status
 	}{
 		"ready":                   {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")}}, want: kstatus.CurrentStatus},
 		"namespace taken":         {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceConflict, "taken")}}, want: kstatus.FailedStatus},
@@ -40,6 +42,11 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 		// False for people (and a Warning Event).
 		"ready, a ServiceAccount's namespace missing": {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")},
 			subjectsChecked: true, missingSubjects: []string{"ServiceAccount ci/deployer"}}, want: kstatus.CurrentStatus},
+		// The level is in place for every new pod: Current, with
+		// PodsMeetPodSecurity False for people (and a Warning Event).
+		"ready, a pod from before the Pod Security level": {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")},
+			pods: podsObservation{judged: true, violating: map[string]violatingPods{"a-dev": {count: 1, first: []violatingPod{{"root", "privileged"}}}}}},
+			podSecurity: tenancyv1.PodSecurityRestricted, want: kstatus.CurrentStatus},
 		"ready, with quota usage": {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")},
 			quotaHard: corev1.ResourceList{"pods": resource.MustParse("10")}, quotaUsed: corev1.ResourceList{"pods": resource.MustParse("3")}},
 			want: kstatus.CurrentStatus},
@@ -48,7 +55,11 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			tenant := unitTenant("a", "uid-a", "a-", "dev")
+			tenant.Spec.PodSecurity.Enforce = tc.podSecurity
 			tenant.Status = computeStatus(tenant, tc.obs)
+			if tc.podSecurity != "" {
+				g.Expect(conditions.Get(tenant.Status.Conditions, ConditionPodsMeetPodSecurity).Status).To(Equal(metav1.ConditionFalse))
+			}
 			if tc.deleting {
 				now := metav1.Now()
 				tenant.DeletionTimestamp = &now

@@ -75,7 +75,8 @@ import (
 //     reading a namespace from the cache or the API server, telling whose
 //     it is, listing the tenant's namespaces, writing a child, removing one,
 //     deleting or releasing a dropped namespace, checking a ServiceAccount
-//     subject's namespace, listing NetworkPolicies). With a person's problem
+//     subject's namespace, listing NetworkPolicies, listing a namespace's
+//     pods). With a person's problem
 //     found besides, that is the reason ("blocked, and a step fails").
 //   - a person must act: Stalled, looked at again after ForeignChildRetry
 //     (NamespaceConflict: someone else's namespace, another Tenant's;
@@ -83,7 +84,8 @@ import (
 //     child refused as Invalid or Forbidden; IsolationUndone).
 //   - Ready: looked at again after the reverify interval (new, unchanged,
 //     reclaimed, handed over, a dropped namespace deleted or released, a
-//     ServiceAccount subject's namespace missing).
+//     ServiceAccount subject's namespace missing, a pod below the Pod
+//     Security level).
 //   - none of these: waiting for a namespace being deleted, no requeue ("a
 //     namespace being deleted").
 //
@@ -101,6 +103,9 @@ func TestTenantReconcileExits(t *testing.T) {
 		t.Spec.Quota.Hard = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}
 	}
 	withIsolation := func(t *tenancyv1.Tenant) { t.Spec.NetworkIsolation = &tenancyv1.NetworkIsolation{} }
+	withRestricted := func(t *tenancyv1.Tenant) {
+		t.Spec.PodSecurity = tenancyv1.PodSecurity{Enforce: tenancyv1.PodSecurityRestricted}
+	}
 	withServiceAccountAdmin := func(t *tenancyv1.Tenant) {
 		t.Spec.Admins = append(t.Spec.Admins, tenancyv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "ci", Name: "deployer"})
 	}
@@ -573,7 +578,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			want: tenantExit{err: apierr.Conflict},
 		},
 
-		// ServiceAccount subjects; network isolation.
+		// ServiceAccount subjects; network isolation; Pod Security.
 		"a ServiceAccount admin's namespace is missing: Ready, a Warning": {
 			tenant: exitTenant(withServiceAccountAdmin),
 			want: tenantExit{requeue: exitReverify, ready: ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
@@ -605,6 +610,28 @@ func TestTenantReconcileExits(t *testing.T) {
 			fail:   map[string]error{"list NetworkPolicy": errExitUnavailable},
 			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
+		},
+		"a pod from before the Pod Security level: Ready, a Warning, the pod untouched": {
+			tenant: exitTenant(withRestricted),
+			world:  []client.Object{ourNamespace(exitTenant(withRestricted), "acme-a"), restrictedPod("acme-a", "root", true)},
+			want: tenantExit{requeue: exitReverify, ready: ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
+				events: []string{"Normal Ready", "Warning " + ReasonPodsViolateLevel}},
+			check: func(g Gomega, f *exitFixture) {
+				g.Expect(f.writes).NotTo(ContainElement(ContainSubstring("root")))
+				c := f.condition(ConditionPodsMeetPodSecurity)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Message).To(HavePrefix("pod acme-a/root (privileged, "))
+			},
+		},
+		"listing a namespace's pods fails: ReconcileError": {
+			tenant: exitTenant(withRestricted),
+			world:  []client.Object{ourNamespace(exitTenant(withRestricted), "acme-a")},
+			fail:   map[string]error{"read Pod": errExitUnavailable},
+			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+				namespaces: ready("acme-a")},
+			check: func(g Gomega, f *exitFixture) {
+				g.Expect(f.condition(ConditionPodsMeetPodSecurity)).To(BeNil(), "not judged")
+			},
 		},
 
 		// The status.

@@ -45,7 +45,8 @@ func TestMain(m *testing.M) {
 // guardrails, enforce Tenants' allowances and put the finalizer on every
 // Tenant as it is created), the Gateway API's CRDs (the allowances are
 // tested on HTTPRoutes), and a manager running the Tenant controller, its
-// writes counted in writes, a handle on its reconciler put in r. beside
+// writes counted in writes and its pod lists in podReads, a handle on its
+// reconciler put in r. beside
 // says the suite starts beside the package's (a test's own API server): the
 // controller's name is taken in this process already.
 func newSuite(writes *testenv.WriteCounter, r **Reconciler, beside bool) *testenv.Suite {
@@ -70,7 +71,7 @@ func newSuite(writes *testenv.WriteCounter, r **Reconciler, beside bool) *testen
 			opts.TenantReverifyInterval = 2 * time.Second
 		},
 		Controllers: []setup.Controller{ctl},
-		Wrap:        writes.Wrap,
+		Wrap:        func(c *rest.Config) *rest.Config { return podReads.Wrap(writes.Wrap(c)) },
 	}
 }
 

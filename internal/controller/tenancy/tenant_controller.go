@@ -95,13 +95,14 @@ var Controller = setup.Controller{
 }
 
 // statusEvents: a tenant that became Ready, one that needs a person, a
-// ServiceAccount subject whose namespace does not exist, and usage over
-// the tenant's quota.
+// ServiceAccount subject whose namespace does not exist, usage over the
+// tenant's quota, and pods that do not meet its Pod Security level.
 var statusEvents = []status.EventRule{
 	{Condition: conditions.Ready, Status: metav1.ConditionTrue, Type: corev1.EventTypeNormal},
 	{Condition: conditions.Stalled, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning},
 	{Condition: ConditionSubjectsFound, Status: metav1.ConditionFalse, Type: corev1.EventTypeWarning},
 	{Condition: ConditionQuotaWithinLimit, Status: metav1.ConditionFalse, Type: corev1.EventTypeWarning},
+	{Condition: ConditionPodsMeetPodSecurity, Status: metav1.ConditionFalse, Type: corev1.EventTypeWarning},
 }
 
 // requestEvents: a request granted, or refused.
@@ -308,12 +309,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // runSteps runs the sub-reconcilers in order: the namespaces
 // (tenant_namespaces.go); what each holds, the per-tenant ClusterRole and
 // the release of the namespaces the spec dropped (tenant_children.go,
-// tenant_release.go); the ServiceAccount subjects (tenant_subjects.go). The
+// tenant_release.go); the pods that came before the Pod Security level
+// (podsecurity.go); the ServiceAccount subjects (tenant_subjects.go). The
 // first error, or a write that lost a race, stops them.
 func (r *Reconciler) runSteps(ctx context.Context, s *scope) error {
 	for _, step := range []func(context.Context, *scope) error{
 		r.reconcileNamespaces,
 		r.reconcileContents,
+		r.checkPodSecurity,
 		r.checkSubjects,
 	} {
 		if err := step(ctx, s); err != nil || s.raced != nil {
@@ -397,6 +400,9 @@ type found struct {
 	raced error
 	// quota is the tenant's quota in the namespace, its usage to be summed.
 	quota *corev1.ResourceQuota
+	// level is what the write of the namespace did to its Pod Security
+	// enforce label (podsecurity.go).
+	level levelWrite
 }
 
 // then adds what a later write of the same chain found.

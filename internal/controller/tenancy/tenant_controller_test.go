@@ -370,6 +370,7 @@ func TestUnchangedTenantMakesZeroWrites(t *testing.T) {
 	// Direct reconciles, and the periodic re-verification (every 2s here)
 	// for a few rounds: nothing may be written.
 	mgrWrites.Reset()
+	lists := podListsIn("quiet-")
 	for range 5 {
 		res, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: "quiet"}})
 		g.Expect(err).NotTo(HaveOccurred())
@@ -377,6 +378,7 @@ func TestUnchangedTenantMakesZeroWrites(t *testing.T) {
 	}
 	time.Sleep(5 * time.Second)
 	g.Expect(writesFor("quiet")).To(BeEmpty())
+	g.Expect(podListsIn("quiet-")).To(Equal(lists), "its pods met its Pod Security level: none is listed again")
 	deleteTenant(g, "quiet")
 }
 
@@ -441,9 +443,11 @@ func TestCreationWritesAreTheDesignMinimum(t *testing.T) {
 			g := NewWithT(t)
 			waitForQuiet(g)
 			mgrWrites.Reset()
+			lists := podListsIn(tc.tenant.Name + "-")
 			g.Expect(k8s.Create(context.Background(), tc.tenant)).To(Succeed())
 			eventuallyReady(g, tc.tenant.Name)
 			waitForQuiet(g)
+			g.Expect(podListsIn(tc.tenant.Name+"-")).To(Equal(lists), "new namespaces hold no pod from before their Pod Security level")
 			_, paths := mgrWrites.Writes()
 			var got []string
 			for _, p := range paths {

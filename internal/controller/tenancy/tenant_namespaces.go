@@ -42,6 +42,7 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 	}
 	live := &corev1.Namespace{}
 	claim := claimForeign
+	enforced := "" // the Pod Security level the write found
 	outcome, err := children.CreateOrSync(ctx, r.children, children.Child[*corev1.Namespace]{
 		Kind: "Namespace", Live: live, Desired: desiredNamespace(t, name, s.sel.requestedBy[name]),
 		Owns: func(ns *corev1.Namespace) (bool, error) {
@@ -50,6 +51,7 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 			return claim != claimForeign, err
 		},
 		Sync: func(ns *corev1.Namespace) bool {
+			enforced = ns.Labels[podSecurityEnforceLabel]
 			return ns.DeletionTimestamp.IsZero() && syncNamespace(ns, t, s.sel.requestedBy[name])
 		},
 		ExpectExists: s.wasReady[name],
@@ -90,7 +92,7 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 		r.recorder.Eventf(t, live, corev1.EventTypeNormal, "NamespaceHandedOver", "Reconcile",
 			"namespace %s was handed over to this Tenant with the annotation %s", name, HandOverAnnotation)
 	}
-	f.state = tenancyv1.NamespaceReady
+	f.state, f.level = tenancyv1.NamespaceReady, levelWritten(outcome, enforced, live)
 	return f, nil
 }
 

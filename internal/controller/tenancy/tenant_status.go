@@ -68,6 +68,9 @@ type observation struct {
 	// undone lists, per namespace of the tenant, the NetworkPolicies that
 	// admit ingress from outside the tenant while it is network-isolated.
 	undone map[string][]string
+	// pods is what was found of the pods and their Pod Security level
+	// (podsecurity.go).
+	pods podsObservation
 }
 
 // newObservation lists the tenant's namespaces, in order, not yet looked
@@ -126,6 +129,7 @@ func (o *observation) record(f found, hard corev1.ResourceList) {
 		o.rbacConflict = f.conflict
 	}
 	o.refused = append(o.refused, f.refused...)
+	o.pods.record(f)
 	if f.quota != nil {
 		o.addQuota(hard, f.quota.Status.Used)
 	}
@@ -192,6 +196,7 @@ func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus
 		conditions.Set(&st.Conditions, gen, ConditionSubjectsFound, true, ReasonSubjectsFound, "every ServiceAccount admin and viewer is in a namespace that exists")
 	}
 	setQuotaCondition(&st, t, obs)
+	setPodSecurityCondition(&st, t, obs)
 	// Not checked this time: either this very spec was checked before and
 	// every namespace was found (that verdict stands), or the reconcile
 	// stopped before the check, which the next one makes (the condition is
