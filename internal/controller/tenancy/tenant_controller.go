@@ -397,7 +397,24 @@ type found struct {
 	raced error
 	// quota is the tenant's quota in the namespace, its usage to be summed.
 	quota *corev1.ResourceQuota
+	// held: whether the namespace is the tenant's once the write of the
+	// namespace itself is done; told by that write only.
+	held hold
 }
+
+// hold is what the write of a namespace found of whose it is.
+type hold int
+
+const (
+	// holdUntold: the write did not get to tell (it failed, or it is not the
+	// namespace's own write).
+	holdUntold hold = iota
+	// holdYes: the namespace exists, is the tenant's and is not being deleted.
+	holdYes
+	// holdNo: it is not the tenant's (someone else's, a protected name, being
+	// deleted, or not made).
+	holdNo
+)
 
 // then adds what a later write of the same chain found.
 func (f found) then(next found) found {
