@@ -166,6 +166,113 @@ func TestConflictedGrantCannotBeGivenUpByANamespaceAdmin(t *testing.T) {
 	deleteTenant(g, "cfl")
 }
 
+// emptyLikeTheNamespaceController does what the namespace controller does
+// to a namespace being deleted (envtest runs none): it deletes the requests
+// in it, as that controller. Nothing when the namespace is not being
+// deleted.
+func emptyLikeTheNamespaceController(g Gomega, nsc client.Client, ns string) {
+	ctx := context.Background()
+	live := &corev1.Namespace{}
+	if err := k8s.Get(ctx, client.ObjectKey{Name: ns}, live); apierrors.IsNotFound(err) || live.DeletionTimestamp.IsZero() {
+		return
+	}
+	list := &tenancyv1.NamespaceRequestList{}
+	g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	for i := range list.Items {
+		g.Expect(client.IgnoreNotFound(nsc.Delete(ctx, &list.Items[i]))).To(Succeed())
+	}
+}
+
+// chainTenant makes Tenant name (Delete, self-service) with the namespaces
+// home and base, a request home/mid granted <name>-mid, a request in it,
+// mid/deep, granted <name>-deep, and the team's data in <name>-deep. The
+// tenant admins are admins of all three, as the built-in roles would make
+// them.
+func chainTenant(g Gomega, name string) {
+	ctx := context.Background()
+	tenant := newTenant(name, name+"-", "home", "base")
+	tenant.Spec.NamespaceDeletionPolicy = tenancyv1.NamespaceDelete
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 4}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	eventuallyReady(g, name)
+	g.Expect(k8s.Create(ctx, newRequest(name+"-home", "mid"))).To(Succeed())
+	requestReason(g, name+"-home", "mid", ReasonRequestGranted)
+	g.Expect(k8s.Create(ctx, newRequest(name+"-mid", "deep"))).To(Succeed())
+	g.Expect(requestReason(g, name+"-mid", "deep", ReasonRequestGranted).Status.GrantedNamespace).To(Equal(name + "-deep"))
+	g.Expect(k8s.Create(ctx, dataIn(name+"-deep"))).To(Succeed())
+	letRequest(g, name+"-admins", name+"-home", name+"-mid", name+"-deep")
+	emulateBuiltinRoles(g, name+"-home", name+"-mid", name+"-deep")
+}
+
+// TestNamespacesGrantedInsideAGivenUpNamespaceStay: a namespace is given up
+// only after every namespace granted from inside it (HNC's rule). The
+// contractor is admin of <home> and <mid>, not of <deep>, granted to a
+// request in <mid>. Their delete of home/mid is theirs to make (they are
+// mid's admin); were <mid> given up, the namespace controller would delete
+// mid/deep as it empties it (its delete is not asked about), and <deep>
+// would be given up at the word of someone who was never its admin. The
+// Tenant keeps <mid>, saying why, until an admin of <deep> deletes mid/deep;
+// then both go, as the policy (Delete) says.
+func TestNamespacesGrantedInsideAGivenUpNamespaceStay(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	chainTenant(g, "csc")
+	const contractors = "csc-contractors"
+	makeAdminOf(g, contractors, "csc-home")
+	makeAdminOf(g, contractors, "csc-mid")
+	g.Expect(canI(g, contractors, "delete", "rolebindings", rbacv1.GroupName, "csc-deep", "")).To(BeFalse())
+	dana := clientAs(g, "dana", contractors)
+	nsc := controllerClient(g, namespaceController)
+
+	g.Expect(dana.Delete(ctx, newRequest("csc-home", "mid"))).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		emptyLikeTheNamespaceController(g, nsc, "csc-mid")
+		expectKept(g, "csc", "csc-deep")
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "csc-mid", Name: "deep"}, &tenancyv1.NamespaceRequest{})).To(Succeed(),
+			"csc-mid/deep deleted as csc-mid is emptied: csc-deep is given up with it")
+		g.Expect(getNamespace(g, "csc-mid").DeletionTimestamp).To(BeNil(), "csc-mid given up with a granted request in it")
+	}, "3s", interval).Should(Succeed())
+	requestReason(g, "csc-mid", "deep", ReasonRequestGranted)
+	g.Eventually(func(g Gomega) {
+		mid := nsState(g, "csc", "csc-mid")
+		g.Expect(mid.State).To(Equal(tenancyv1.NamespaceReady))
+		g.Expect(mid.RequestedBy).To(Equal("csc-home/mid"))
+		g.Expect(mid.Message).To(ContainSubstring("NamespaceRequest csc-home/mid is gone, but requests in this namespace hold namespaces: csc-mid/deep (csc-deep)"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(eventuallyReady(g, "csc").Status.Namespaces).To(HaveLen(4))
+
+	// An admin of csc-deep (a tenant admin) gives it up; csc-mid follows.
+	alice := clientAs(g, "alice", "csc-admins")
+	mayDeleteBindings(g, "csc-admins", "csc-deep")
+	g.Expect(alice.Delete(ctx, newRequest("csc-mid", "deep"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, ns := range []string{"csc-deep", "csc-mid"} {
+			g.Expect(getNamespace(g, ns).DeletionTimestamp).NotTo(BeNil(), "%s was kept", ns)
+		}
+	}, timeout, interval).Should(Succeed())
+	deleteTenant(g, "csc")
+}
+
+// TestPlatformGivesUpTheWholeChain: the platform's own acts are authorized
+// over every namespace of the Tenant. Dropping <home> from the spec (Delete)
+// gives up home, then mid (its request went with home), then deep (its
+// request went with mid), the namespace controller emptying each in turn.
+func TestPlatformGivesUpTheWholeChain(t *testing.T) {
+	g := NewWithT(t)
+	chainTenant(g, "pgc")
+	nsc := controllerClient(g, namespaceController)
+	g.Expect(mergePatch(k8s, &tenancyv1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "pgc"}}, `{"spec":{"namespaces":["base"]}}`)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, ns := range []string{"pgc-home", "pgc-mid"} {
+			emptyLikeTheNamespaceController(g, nsc, ns)
+		}
+		for _, ns := range []string{"pgc-home", "pgc-mid", "pgc-deep"} {
+			g.Expect(getNamespace(g, ns).DeletionTimestamp).NotTo(BeNil(), "%s was kept", ns)
+		}
+	}, timeout, interval).Should(Succeed())
+	deleteTenant(g, "pgc")
+}
+
 // TestNamespaceRequestsPolicyByOperation is the namespace-requests policy
 // (config/admission) operation by operation, each row as its actor, against
 // request pol-home/x, which holds pol-x (Delete), where the team keeps data.

@@ -203,3 +203,56 @@ func insideOther(name, prefix string, others map[string]string) string {
 	}
 	return others[best]
 }
+
+// waitingNamespaces are the namespaces t keeps although the request they
+// were made for is gone, each with the requests in it that hold namespaces
+// ("<namespace>/<name> (<granted namespace>)"): a namespace is given up only
+// after every namespace granted from inside it (HNC's rule). Deleting a
+// request that holds N is for N's admins (the namespace-requests policy);
+// were N given up while requests in it hold namespaces, the namespace
+// controller would delete those requests as it empties N, giving their
+// namespaces up at the word of someone who was never their admin. Not kept:
+// a namespace whose request went with its own namespace, which left the
+// Tenant (dropped from the spec, the Tenant's own acts, or deleted by a
+// cluster admin), so the platform's acts still give up the whole chain.
+// reqs, held and sel are selectRequests' arguments and result.
+func waitingNamespaces(t *tenancyv1.Tenant, reqs []*tenancyv1.NamespaceRequest, held map[string]requestMark, sel selection) map[string][]string {
+	kept := map[string]bool{}
+	for _, n := range namespaceNames(t) {
+		kept[n] = true
+	}
+	for _, n := range sel.namespaces {
+		kept[n] = true
+	}
+	out := map[string][]string{}
+	for ns, mark := range held {
+		if mark.key == "" || kept[ns] || slices.ContainsFunc(reqs, mark.madeFor) {
+			continue
+		}
+		if home, _, _ := strings.Cut(mark.key, "/"); !isHeld(held, home) {
+			continue
+		}
+		var holding []string
+		for _, r := range reqs {
+			if v := sel.verdicts[types.NamespacedName{Namespace: r.Namespace, Name: r.Name}]; r.Namespace == ns && v.granted {
+				holding = append(holding, requestKey(r)+" ("+v.namespace+")")
+			}
+		}
+		if len(holding) > 0 {
+			slices.Sort(holding)
+			out[ns] = holding
+		}
+	}
+	return out
+}
+
+// waitingMessage says why a namespace whose request is gone is kept.
+func waitingMessage(request string, holding []string) string {
+	const most = 3 // the message must fit the status field (1024 characters)
+	list := strings.Join(holding[:min(len(holding), most)], ", ")
+	if len(holding) > most {
+		list += fmt.Sprintf(" and %d more", len(holding)-most)
+	}
+	return fmt.Sprintf("NamespaceRequest %s is gone, but requests in this namespace hold namespaces: %s; "+
+		"it is given up as the namespaceDeletionPolicy says once they are deleted (by admins of those namespaces)", request, list)
+}

@@ -1,6 +1,7 @@
 package tenancy
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -193,5 +194,62 @@ func TestARequestMadeAgainTakesNoNamespace(t *testing.T) {
 	held := map[string]requestMark{"team-a-dev": {}, "team-a-x": {key: "team-a-dev/x", uid: "uid-old"}}
 	if v := verdictOf(selectRequests(tenant, []*tenancyv1.NamespaceRequest{again}, held, neighbours{}, Protection{}), again); v.granted {
 		t.Errorf("a request made again took the namespace of the one deleted, by the Tenant's status: %+v", v)
+	}
+}
+
+// TestWaitingNamespaces: a namespace whose request is gone is kept while
+// requests in it hold namespaces, unless the request went with its own
+// namespace (the platform's act, or a cluster admin's).
+func TestWaitingNamespaces(t *testing.T) {
+	tenant := newTenant("team-a", "team-a-", "dev")
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 4}
+	deep := request("team-a-mid", "deep", time.Hour)
+	deep.UID = "uid-deep"
+	refused := request("team-a-mid", "other", time.Hour) // outside the pattern below
+	mid := request("team-a-dev", "mid", 2*time.Hour)
+	mid.UID = "uid-mid"
+	tests := map[string]struct {
+		reqs    []*tenancyv1.NamespaceRequest
+		held    map[string]requestMark
+		pattern string
+		want    map[string][]string
+	}{
+		"its request is gone, a request in it holds a namespace: kept": {
+			reqs: []*tenancyv1.NamespaceRequest{deep},
+			held: map[string]requestMark{"team-a-dev": {}, "team-a-mid": {key: "team-a-dev/mid", uid: "uid-mid"}, "team-a-deep": markOf(deep)},
+			want: map[string][]string{"team-a-mid": {"team-a-mid/deep (team-a-deep)"}},
+		},
+		"its request is gone, no request in it holds one: given up": {
+			reqs:    []*tenancyv1.NamespaceRequest{refused},
+			held:    map[string]requestMark{"team-a-dev": {}, "team-a-mid": {key: "team-a-dev/mid", uid: "uid-mid"}},
+			pattern: "mid|deep",
+			want:    map[string][]string{},
+		},
+		"its request went with its own namespace: given up": {
+			reqs: []*tenancyv1.NamespaceRequest{deep},
+			held: map[string]requestMark{"team-a-mid": {key: "team-a-gone/mid", uid: "uid-mid"}, "team-a-deep": markOf(deep)},
+			want: map[string][]string{},
+		},
+		"its request was made again under its name, a request in it holds a namespace: kept": {
+			reqs: []*tenancyv1.NamespaceRequest{mid, deep},
+			held: map[string]requestMark{"team-a-dev": {}, "team-a-mid": {key: "team-a-dev/mid", uid: "uid-before"}, "team-a-deep": markOf(deep)},
+			want: map[string][]string{"team-a-mid": {"team-a-mid/deep (team-a-deep)"}},
+		},
+		"its request is there, granted: not waiting": {
+			reqs: []*tenancyv1.NamespaceRequest{mid, deep},
+			held: map[string]requestMark{"team-a-dev": {}, "team-a-mid": markOf(mid), "team-a-deep": markOf(deep)},
+			want: map[string][]string{},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tenant := tenant.DeepCopy()
+			tenant.Spec.SelfService.NamePattern = tc.pattern
+			sel := selectRequests(tenant, tc.reqs, tc.held, neighbours{}, Protection{})
+			got := waitingNamespaces(tenant, tc.reqs, tc.held, sel)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("waiting %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

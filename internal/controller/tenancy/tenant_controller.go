@@ -348,6 +348,9 @@ type scope struct {
 	requests, strays []*tenancyv1.NamespaceRequest
 	// quota is the plan of quota.tenant; nil without it (tenant_quota.go).
 	quota *quotaPlan
+	// waiting are the namespaces kept although their request is gone, each
+	// with the requests in it that hold namespaces (waitingNamespaces).
+	waiting map[string][]string
 }
 
 func (r *Reconciler) newScope(t *tenancyv1.Tenant) *scope {

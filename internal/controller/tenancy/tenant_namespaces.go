@@ -62,7 +62,7 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 	if requestedBy.key != "" {
 		ch.ExpectExists = true
 		ch.BeforeCreate = func(ctx context.Context) error { return r.recordGrant(ctx, s, name, requestedBy) }
-		if s.request(requestedBy) != nil { // else kept for a request gone with its CRD: as it is, never made again
+		if s.request(requestedBy) != nil { // else kept for a request that is gone: as it is, never made again
 			ch.BeforeUpdate = ch.BeforeCreate
 		}
 	}
@@ -111,6 +111,9 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 			"namespace %s was handed over to this Tenant with the annotation %s", name, HandOverAnnotation)
 	}
 	f.state, f.held = tenancyv1.NamespaceReady, holdYes
+	if holding := s.waiting[name]; len(holding) > 0 {
+		f.message = waitingMessage(requestedBy.key, holding)
+	}
 	return f, nil
 }
 

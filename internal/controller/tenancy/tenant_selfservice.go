@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -31,7 +32,8 @@ import (
 const requestTenantIndex = "status.tenant"
 
 // readRequests decides the tenant's requests and widens the scope's
-// namespaces with those granted. It reads the cache: the requests in each
+// namespaces with those granted, and with those kept although their request
+// is gone (waitingNamespaces). It reads the cache: the requests in each
 // namespace the Tenant holds, the requests that last named it, and the
 // other Tenants' specs; and, live, a namespace that a request last naming
 // the Tenant is in, when the cache does not show the Tenant holding it.
@@ -138,6 +140,15 @@ func (r *Reconciler) readRequests(ctx context.Context, s *scope) error {
 				sel.requestedBy[ns] = mark
 			}
 			slices.Sort(sel.namespaces[len(sel.namespaces)-len(vanished):])
+		}
+	}
+	s.waiting = waitingNamespaces(t, reqs, held, sel)
+	if len(s.waiting) > 0 {
+		kept := slices.Sorted(maps.Keys(s.waiting))
+		log.FromContext(ctx).Info("keeping namespaces whose request is gone while requests in them hold namespaces", "namespaces", kept)
+		for _, ns := range kept {
+			sel.namespaces = append(sel.namespaces, ns)
+			sel.requestedBy[ns] = held[ns]
 		}
 	}
 	s.grant(sel)
