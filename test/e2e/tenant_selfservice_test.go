@@ -25,7 +25,12 @@ const selfServiceHome = "selfs-dev"
 // waitRequest waits until the request's Ready condition has reason.
 func waitRequest(t *testing.T, name, reason string) {
 	t.Helper()
-	ns := selfServiceHome
+	waitRequestIn(t, selfServiceHome, name, reason)
+}
+
+// waitRequestIn waits until the request ns/name's Ready condition has reason.
+func waitRequestIn(t *testing.T, ns, name, reason string) {
+	t.Helper()
 	if out, err := kubectl("wait", "-n", ns, "namespacerequest/"+name, "--timeout=90s",
 		`--for=jsonpath={.status.conditions[?(@.type=="Ready")].reason}=`+reason); err != nil {
 		status, _ := kubectl("get", "-n", ns, "namespacerequest/"+name, "-o", "jsonpath={.status}")
@@ -186,5 +191,96 @@ func expectRequestedNamespace(t *testing.T, tenant, added, group string) {
 	}
 	if by, _ := kubectl("get", "tenant", tenant, "-o", `jsonpath={.status.namespaces[?(@.name=="selfs-feature-x")].requestedBy}`); by != selfServiceHome+"/feature-x" {
 		t.Errorf("the Tenant's status says %s was requested by %q", added, by)
+	}
+}
+
+// TestGarbageCollectorGivesUpNoGrantedNamespace: the real garbage collector,
+// as kube-controller-manager runs here, deletes a NamespaceRequest whose
+// owner is gone. One that holds no namespace it deletes; one that holds a
+// namespace (policy Delete) it may not: the namespace-requests policy
+// refuses its delete, whatever user it runs as, and the request stays, and
+// with it the namespace and the team's data (issue #34). The owner
+// references are a cluster admin's: a tenant admin's is refused when made.
+func TestGarbageCollectorGivesUpNoGrantedNamespace(t *testing.T) {
+	useLocalManager(t)
+	installTenantAdmissionPolicy(t)
+	if _, err := kubectl("apply", "--server-side", "-f", filepath.Join(root, "config/rbac/namespacerequest_roles.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	const tenant, home, group, granted = "gcr", "gcr-dev", "gcr-admins", "gcr-feature-x"
+	t.Cleanup(func() {
+		_, _ = kubectl("patch", "-n", home, "namespacerequest", "feature-x", "--type", "merge", "-p", `{"metadata":{"ownerReferences":null}}`)
+		_, _ = kubectl("delete", "tenant", tenant, "--wait=false")
+		_, _ = kubectl("delete", "namespace", "gcr-feature-held", "--wait=false")
+	})
+	if _, err := kubectlIn([]byte(selfServiceTenant(tenant)), "apply", "--server-side", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubectl("wait", "--for=condition=Ready", "tenant/"+tenant, "--timeout=120s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubectl("create", "namespace", "gcr-feature-held"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"feature-x", "feature-held"} {
+		if out, err := kubectlIn([]byte(request(home, name)), "create", "-f", "-"); err != nil {
+			t.Fatalf("creating request %s: %v %s", name, err, out)
+		}
+	}
+	waitRequestIn(t, home, "feature-x", "Ready")
+	waitRequestIn(t, home, "feature-held", "NameTaken")
+	if out, err := kubectl("create", "configmap", "team-data", "-n", granted, "--from-literal=rows=42"); err != nil {
+		t.Fatal(err, out)
+	}
+
+	// A tenant admin may write requests (once the aggregation controller
+	// has put them in the admin role), not put an owner reference on one.
+	waitFor(t, 60*time.Second, func() error {
+		if _, err := asTenantAdmin(group, "auth", "can-i", "--quiet", "patch", "namespacerequests.tenancy.trellis.dev", "-n", home); err != nil {
+			return fmt.Errorf("the admin role never let a tenant admin patch NamespaceRequests: %w", err)
+		}
+		return nil
+	})
+	const dangling = `{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"11111111-1111-1111-1111-111111111111"}]}}`
+	if out, err := asTenantAdmin(group, "patch", "-n", home, "namespacerequest", "feature-x", "--type", "merge", "-p", dangling); err == nil ||
+		!strings.Contains(fmt.Sprint(err, out), "would let the garbage collector delete it") {
+		t.Fatalf("a tenant admin's owner reference on a granted request: %v %s", err, out)
+	}
+
+	// The cluster admin makes both requests dependents of a ConfigMap, then
+	// deletes it: the garbage collector deletes what depended on it.
+	if out, err := kubectl("create", "configmap", "owner", "-n", home); err != nil {
+		t.Fatal(err, out)
+	}
+	uid, err := kubectl("get", "configmap", "owner", "-n", home, "-o", "jsonpath={.metadata.uid}")
+	if err != nil {
+		t.Fatal(err, uid)
+	}
+	owner := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":%q}]}}`, strings.TrimSpace(uid))
+	for _, name := range []string{"feature-x", "feature-held"} {
+		if out, err := kubectl("patch", "-n", home, "namespacerequest", name, "--type", "merge", "-p", owner); err != nil {
+			t.Fatal(err, out)
+		}
+	}
+	if out, err := kubectl("delete", "configmap", "owner", "-n", home); err != nil {
+		t.Fatal(err, out)
+	}
+	// The request that holds none goes: the garbage collector is at work.
+	if out, err := kubectl("wait", "--for=delete", "-n", home, "namespacerequest/feature-held", "--timeout=90s"); err != nil {
+		t.Fatalf("the garbage collector did not delete a request that holds no namespace: %v %s", err, out)
+	}
+	// The one that holds gcr-feature-x stays, and so does all it holds.
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if out, err := kubectl("get", "-n", home, "namespacerequest", "feature-x", "-o", "jsonpath={.status.grantedNamespace}"); err != nil || out != granted {
+			t.Fatalf("the request that holds %s: %v %q", granted, err, out)
+		}
+		if out, err := kubectl("get", "namespace", granted, "-o", "jsonpath={.status.phase}"); err != nil || out != "Active" {
+			t.Fatalf("namespace %s: %v %q", granted, err, out)
+		}
+		if out, err := kubectl("get", "configmap", "team-data", "-n", granted, "-o", "jsonpath={.data.rows}"); err != nil || out != "42" {
+			t.Fatalf("the team's data in %s: %v %q", granted, err, out)
+		}
+		time.Sleep(2 * time.Second)
 	}
 }

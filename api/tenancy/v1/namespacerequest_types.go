@@ -33,6 +33,16 @@ type NamespaceRequestStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	Namespace string `json:"namespace,omitempty"`
+
+	// grantedNamespace is the namespace the Tenant holds for this request,
+	// which deleting the request gives up. It is recorded before the
+	// namespace is made, and cleared once the namespace is not the Tenant's
+	// for this request any more; unset, the request holds none. The
+	// namespace-requests admission policy reads it: only an admin of that
+	// namespace may delete the request.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	GrantedNamespace string `json:"grantedNamespace,omitempty"`
 }
 
 // NamespaceRequest asks, from inside a namespace of a Tenant, for one more

@@ -43,6 +43,11 @@ type Child[T client.Object] struct {
 	// then more likely means the cache is behind than that the child is gone,
 	// so the API server is read before anything is created.
 	ExpectExists bool
+	// BeforeCreate and BeforeUpdate, if set, run just before the child is
+	// created, or patched once Owns has found it ours: what must be recorded
+	// before the child is as wanted is recorded there. An error stops the
+	// write and is returned.
+	BeforeCreate, BeforeUpdate func(context.Context) error
 }
 
 // CreateOrSync keeps a child that carries marks instead of an owner
@@ -71,6 +76,11 @@ func CreateOrSync[T client.Object](ctx context.Context, c Clients, ch Child[T]) 
 }
 
 func create[T client.Object](ctx context.Context, c Clients, ch Child[T], key client.ObjectKey) (Outcome, error) {
+	if ch.BeforeCreate != nil {
+		if err := ch.BeforeCreate(ctx); err != nil {
+			return Unchanged, fmt.Errorf("before creating %s %s: %w", ch.Kind, key, err)
+		}
+	}
 	obj := ch.Desired.DeepCopyObject().(T)
 	err := c.Cached.Create(ctx, obj)
 	if err == nil {
@@ -99,6 +109,11 @@ func syncLive[T client.Object](ctx context.Context, c Clients, ch Child[T]) (Out
 	before := ch.Live.DeepCopyObject().(T)
 	if !ch.Sync(ch.Live) {
 		return Unchanged, nil
+	}
+	if ch.BeforeUpdate != nil {
+		if err := ch.BeforeUpdate(ctx); err != nil {
+			return Unchanged, fmt.Errorf("before updating %s %s: %w", ch.Kind, ch.Live.GetName(), err)
+		}
 	}
 	if err := c.Cached.Patch(ctx, ch.Live, client.MergeFrom(before)); err != nil {
 		return Unchanged, fmt.Errorf("updating %s %s: %w", ch.Kind, ch.Live.GetName(), err)

@@ -64,10 +64,10 @@ func adminSubjects(t *tenancyv1.Tenant) []rbacv1.Subject  { return rbacSubjects(
 func viewerSubjects(t *tenancyv1.Tenant) []rbacv1.Subject { return rbacSubjects(t.Spec.Viewers) }
 
 // namespaceMetadata is every label and annotation Trellis wants on a tenant
-// namespace: the marks (with the request it was made for, if any: "" for a
+// namespace: the marks (with the request it was made for, if any: none for a
 // namespace of the spec), the Pod Security levels, the isolation label, the
 // spec's namespaceMetadata and the annotations of its allowances.
-func namespaceMetadata(t *tenancyv1.Tenant, requestedBy string) (labels, annotations map[string]string) {
+func namespaceMetadata(t *tenancyv1.Tenant, requestedBy requestMark) (labels, annotations map[string]string) {
 	labels, annotations = map[string]string{}, map[string]string{}
 	for k, v := range t.Spec.NamespaceMetadata.Labels {
 		labels[k] = string(v)
@@ -90,8 +90,11 @@ func namespaceMetadata(t *tenancyv1.Tenant, requestedBy string) (labels, annotat
 	maps.Copy(annotations, allowanceAnnotations(t.Spec.Allowances))
 	maps.Copy(labels, childLabels(t))
 	annotations[TenantUIDAnnotation] = string(t.UID)
-	if requestedBy != "" {
-		annotations[RequestedByAnnotation] = requestedBy
+	if requestedBy.key != "" {
+		annotations[RequestedByAnnotation] = requestedBy.key
+	}
+	if requestedBy.uid != "" {
+		annotations[RequestedByUIDAnnotation] = string(requestedBy.uid)
 	}
 	return labels, annotations
 }
@@ -126,7 +129,7 @@ func stringsOf[S ~string](in []S) []string {
 }
 
 // desiredNamespace is a tenant namespace as it is created.
-func desiredNamespace(t *tenancyv1.Tenant, name, requestedBy string) *corev1.Namespace {
+func desiredNamespace(t *tenancyv1.Tenant, name string, requestedBy requestMark) *corev1.Namespace {
 	labels, annotations := namespaceMetadata(t, requestedBy)
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}
 }
@@ -137,7 +140,7 @@ func desiredNamespace(t *tenancyv1.Tenant, name, requestedBy string) *corev1.Nam
 // anyone else are left alone. A hand-over annotation naming this Tenant has
 // done its work and goes, and so does the mark of an earlier release: the
 // namespace is a Tenant's again.
-func syncNamespace(live *corev1.Namespace, t *tenancyv1.Tenant, requestedBy string) bool {
+func syncNamespace(live *corev1.Namespace, t *tenancyv1.Tenant, requestedBy requestMark) bool {
 	labels, annotations := namespaceMetadata(t, requestedBy)
 	ownLabels, ownAnnotations := metadataKeysOf(live.ManagedFields, setup.FieldManager)
 	changed := syncStringMap(&live.Labels, labels, ownLabels)

@@ -157,7 +157,7 @@ func guardedTenant() *tenancyv1.Tenant {
 
 func TestDesiredNamespaceCarriesMarksAndGuardrails(t *testing.T) {
 	g := NewWithT(t)
-	ns := desiredNamespace(guardedTenant(), "acme-dev", "")
+	ns := desiredNamespace(guardedTenant(), "acme-dev", requestMark{})
 	g.Expect(ns.Labels).To(Equal(map[string]string{
 		TenantLabel: "acme", setup.ManagedByLabel: "trellis", "app.kubernetes.io/part-of": "trellis",
 		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted",
@@ -166,7 +166,7 @@ func TestDesiredNamespaceCarriesMarksAndGuardrails(t *testing.T) {
 	g.Expect(ns.Annotations).To(Equal(map[string]string{TenantUIDAnnotation: "uid-acme", "example.com/owner": "acme team"}))
 	g.Expect(ns.OwnerReferences).To(BeEmpty())
 
-	plain := desiredNamespace(unitTenant("acme", "uid-acme", "acme-", "dev"), "acme-dev", "")
+	plain := desiredNamespace(unitTenant("acme", "uid-acme", "acme-", "dev"), "acme-dev", requestMark{})
 	g.Expect(plain.Labels).To(HaveLen(3), "only the marks: %v", plain.Labels)
 	g.Expect(plain.Annotations).To(Equal(map[string]string{TenantUIDAnnotation: "uid-acme"}))
 }
@@ -208,7 +208,7 @@ func TestSyncNamespace(t *testing.T) {
 			managedBy("kubectl", []string{"team-label", "pod-security.kubernetes.io/enforce"}, []string{"note", HandOverAnnotation}),
 		},
 	}}
-	g.Expect(syncNamespace(live, tenant, "")).To(BeTrue())
+	g.Expect(syncNamespace(live, tenant, requestMark{})).To(BeTrue())
 	g.Expect(live.Labels).To(Equal(map[string]string{
 		TenantLabel: "acme", setup.ManagedByLabel: "trellis", "app.kubernetes.io/part-of": "trellis",
 		"kubernetes.io/metadata.name":        "acme-dev",
@@ -220,11 +220,11 @@ func TestSyncNamespace(t *testing.T) {
 	g.Expect(live.Annotations).To(Equal(map[string]string{
 		TenantUIDAnnotation: "uid-acme", "note": "someone else's", "example.com/owner": "acme team",
 	}), "the hand-over annotation naming this Tenant has done its work")
-	g.Expect(syncNamespace(live, tenant, "")).To(BeFalse(), "a second sync changes nothing")
+	g.Expect(syncNamespace(live, tenant, requestMark{})).To(BeFalse(), "a second sync changes nothing")
 
 	// A hand-over naming another Tenant is not ours to remove.
 	live.Annotations[HandOverAnnotation] = "bolt"
-	g.Expect(syncNamespace(live, tenant, "")).To(BeFalse())
+	g.Expect(syncNamespace(live, tenant, requestMark{})).To(BeFalse())
 }
 
 // TestReleaseNamespaceTakesAccessKeepsRestrictions: releasing takes off the
@@ -235,16 +235,16 @@ func TestReleaseNamespaceTakesAccessKeepsRestrictions(t *testing.T) {
 	g := NewWithT(t)
 	tenant := guardedTenant()
 	tenant.Spec.Allowances = tenancyv1.TenantAllowances{Registries: []tenancyv1.RegistryPrefix{"registry.example.com"}}
-	live := desiredNamespace(tenant, "acme-dev", "")
+	live := desiredNamespace(tenant, "acme-dev", requestMark{})
 	live.Labels["kubernetes.io/metadata.name"] = "acme-dev"
 	live.Labels["team-label"] = "y"
 	live.Annotations["note"] = "kept"
 	ownLabels := make([]string, 0, len(live.Labels))
 	ownAnnotations := make([]string, 0, len(live.Annotations))
-	for k := range desiredNamespace(tenant, "acme-dev", "").Labels {
+	for k := range desiredNamespace(tenant, "acme-dev", requestMark{}).Labels {
 		ownLabels = append(ownLabels, k)
 	}
-	for k := range desiredNamespace(tenant, "acme-dev", "").Annotations {
+	for k := range desiredNamespace(tenant, "acme-dev", requestMark{}).Annotations {
 		ownAnnotations = append(ownAnnotations, k)
 	}
 	live.ManagedFields = []metav1.ManagedFieldsEntry{managedBy("trellis", ownLabels, ownAnnotations)}
@@ -267,7 +267,7 @@ func TestReleaseNamespaceTakesAccessKeepsRestrictions(t *testing.T) {
 	// Handed over to another Tenant: the release mark goes, the restrictions
 	// are that Tenant's to keep or take off.
 	bolt := unitTenant("bolt", "uid-bolt", "acme-", "dev")
-	g.Expect(syncNamespace(live, bolt, "")).To(BeTrue())
+	g.Expect(syncNamespace(live, bolt, requestMark{})).To(BeTrue())
 	g.Expect(live.Labels).NotTo(HaveKey(ReleasedFromLabel))
 	g.Expect(live.Annotations).NotTo(HaveKey(ReleasedFromUIDAnnotation))
 	g.Expect(live.Labels).NotTo(HaveKey("pod-security.kubernetes.io/enforce"), "bolt declares no Pod Security level")
@@ -389,7 +389,7 @@ func TestDesiredIsDeterministic(t *testing.T) {
 	build := func() []any {
 		tenant := guardedTenant()
 		return []any{
-			desiredNamespace(tenant, "acme-dev", ""),
+			desiredNamespace(tenant, "acme-dev", requestMark{}),
 			desiredRoleBinding(tenant, "acme-dev", adminRoleBindingName, builtinAdminRole, adminSubjects(tenant)),
 			desiredQuota(tenant, "acme-dev"),
 			desiredLimitRange(tenant, "acme-dev"),

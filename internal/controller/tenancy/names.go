@@ -40,6 +40,12 @@ const (
 	// selfService bounds again (selectRequests). Tenant admins cannot
 	// write namespaces, so they cannot forge it.
 	RequestedByAnnotation = "tenancy.trellis.dev/requested-by"
+	// RequestedByUIDAnnotation goes with RequestedByAnnotation: the UID of
+	// that request, so that a request deleted and made again under the same
+	// name is a new request, which the namespace was not made for. A
+	// namespace made before Trellis recorded it is the request's by its
+	// name, and gets the UID of the request that holds it.
+	RequestedByUIDAnnotation = "tenancy.trellis.dev/requested-by-uid"
 	// ReleasedFromUIDAnnotation goes with ReleasedFromLabel: the UID of the
 	// Tenant object that released the namespace, so that what it left there
 	// (its quota, which keeps counting against quota.tenant) is told from
@@ -187,7 +193,7 @@ func restrictionKey(key string) bool {
 // markKey reports whether key is one of the marks that say whose namespace it is.
 func markKey(key string) bool {
 	return key == TenantLabel || key == TenantUIDAnnotation || key == RequestedByAnnotation ||
-		key == setup.ManagedByLabel || key == partOfLabel
+		key == RequestedByUIDAnnotation || key == setup.ManagedByLabel || key == partOfLabel
 }
 
 // guardrailMetadataKey reports whether key is one Trellis may have put on a

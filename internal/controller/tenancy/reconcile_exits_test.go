@@ -749,7 +749,7 @@ type exitFixture struct {
 func newExitFixture(objs ...client.Object) *exitFixture {
 	f := &exitFixture{rec: events.NewFakeRecorder(50)}
 	b := fake.NewClientBuilder().WithScheme(exitScheme).WithObjects(objs...).WithReturnManagedFields().
-		WithStatusSubresource(&tenancyv1.Tenant{})
+		WithStatusSubresource(&tenancyv1.Tenant{}, &tenancyv1.NamespaceRequest{})
 	for _, ix := range indexes {
 		b = b.WithIndex(ix.obj, ix.field, ix.value)
 	}
@@ -760,7 +760,9 @@ func newExitFixture(objs ...client.Object) *exitFixture {
 	utilruntime.Must(err)
 	f.r = &Reconciler{
 		client: f.cached, apiReader: uncached, children: children.Clients{Cached: f.cached, Uncached: uncached}, recorder: f.rec,
-		status:     status.NewPatcher(f.cached, f.rec, func(t *tenancyv1.Tenant) *tenancyv1.TenantStatus { return &t.Status }, statusEvents...),
+		status: status.NewPatcher(f.cached, f.rec, func(t *tenancyv1.Tenant) *tenancyv1.TenantStatus { return &t.Status }, statusEvents...),
+		requests: status.NewPatcher(f.cached, f.rec,
+			func(r *tenancyv1.NamespaceRequest) *tenancyv1.NamespaceRequestStatus { return &r.Status }, requestEvents...),
 		protection: Protection{ManagerNamespace: "trellis-system", Extra: extra},
 		reverify:   exitReverify,
 	}
@@ -1047,7 +1049,7 @@ func otherTenant() *tenancyv1.Tenant { return unitTenant("other", "uid-other", "
 
 // ourNamespace is a namespace as t created it.
 func ourNamespace(t *tenancyv1.Tenant, name string) *corev1.Namespace {
-	return desiredNamespace(t, name, "")
+	return desiredNamespace(t, name, requestMark{})
 }
 
 // markedAcmeNamespace is namespace acme-a marked with a tenant's name and a

@@ -326,9 +326,11 @@ func TestNamespaceAdminCannotGiveUpAGrantedNamespace(t *testing.T) {
 	g.Expect(alice.Create(ctx, newRequest("rqd-dev", "one"))).To(Succeed())
 	one := requestReason(g, "rqd-dev", "one", ReasonRequestGranted)
 	g.Expect(one.Status.Namespace).To(Equal("rqd-one"))
+	g.Expect(one.Status.GrantedNamespace).To(Equal("rqd-one"))
 	g.Expect(alice.Create(ctx, newRequest("rqd-dev", "two"))).To(Succeed())
 	two := requestReason(g, "rqd-dev", "two", ReasonLimitReached)
 	g.Expect(two.Status.Namespace).To(Equal("rqd-two"), "a refused request names the namespace it asked for")
+	g.Expect(two.Status.GrantedNamespace).To(BeEmpty(), "a refused request holds none")
 	emulateBuiltinRoles(g, "rqd-one")
 	mayDeleteBindings(g, "rqd-admins", "rqd-one")
 	g.Expect(canI(g, contractors, "delete", "rolebindings", rbacv1.GroupName, "rqd-one", "")).To(BeFalse(),
@@ -353,8 +355,8 @@ func TestNamespaceAdminCannotGiveUpAGrantedNamespace(t *testing.T) {
 	})
 
 	t.Run("the namespace-only admin deletes a refused request: allowed", func(t *testing.T) {
-		// Stalled (LimitReached): it holds nothing, whatever namespace its
-		// status names.
+		// Refused (LimitReached): it holds none, whatever namespace its
+		// status asks for.
 		g := NewWithT(t)
 		g.Expect(dana.Delete(ctx, two)).To(Succeed())
 	})
@@ -397,7 +399,7 @@ func TestNamespaceAdminCannotGiveUpAGrantedNamespace(t *testing.T) {
 		undecided(g, "rqd-going")
 		req := &tenancyv1.NamespaceRequest{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "rqd-going", Name: "req"}, req)).To(Succeed())
-		req.Status.Namespace = "rqd-granted"
+		req.Status.Namespace, req.Status.GrantedNamespace = "rqd-granted", "rqd-granted"
 		g.Expect(k8s.Status().Update(ctx, req)).To(Succeed())
 		expectRefused(g, dana.Delete(ctx, newRequest("rqd-going", "req")), "rqd-going/req", "rqd-granted")
 		g.Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rqd-going"}})).To(Succeed())

@@ -1,6 +1,7 @@
 package tenancy
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -63,7 +64,7 @@ func TestSelectRequests(t *testing.T) {
 	if got := sel.namespaces; len(got) != 2 || got[0] != "team-a-f-one" || got[1] != "team-a-f-two" {
 		t.Errorf("granted %v, want [team-a-f-one team-a-f-two]", got)
 	}
-	if sel.requestedBy["team-a-f-two"] != "team-a-dev/f-two" {
+	if sel.requestedBy["team-a-f-two"] != markOf(second) {
 		t.Errorf("requestedBy = %v", sel.requestedBy)
 	}
 
@@ -122,7 +123,7 @@ func TestSelectRequestsKeepsAHeldNamespaceTheStatusDoesNotName(t *testing.T) {
 	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 1}
 	older := request("team-a-dev", "f-old", 2*time.Hour)
 	granted := request("team-a-dev", "f-made", time.Hour)
-	held := map[string]string{"team-a-dev": "", "team-a-f-made": "team-a-dev/f-made"}
+	held := map[string]requestMark{"team-a-dev": {}, "team-a-f-made": {key: "team-a-dev/f-made"}}
 	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{older, granted}, held, neighbours{}, Protection{})
 	if !verdictOf(sel, granted).granted {
 		t.Errorf("a held namespace lost its request: %+v", verdictOf(sel, granted))
@@ -145,19 +146,110 @@ func TestARequestMadeInAdvanceTakesNoHeldNamespace(t *testing.T) {
 	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 4}
 	waiting := request("team-a-dev", "old", time.Hour)
 	// team-a-old was the spec's, and is held until it is released.
-	held := map[string]string{"team-a-dev": "", "team-a-old": ""}
+	held := map[string]requestMark{"team-a-dev": {}, "team-a-old": {}}
 	sel := selectRequests(tenant, []*tenancyv1.NamespaceRequest{waiting}, held, neighbours{}, Protection{})
 	if v := verdictOf(sel, waiting); v.granted || v.reason != ReasonNameTaken {
 		t.Errorf("a request for a held namespace of the spec's: %+v, want NameTaken", v)
 	}
 	// Made for another request (in another namespace): not this one's.
-	held["team-a-old"] = "team-a-other/old"
+	held["team-a-old"] = requestMark{key: "team-a-other/old"}
 	if v := verdictOf(selectRequests(tenant, []*tenancyv1.NamespaceRequest{waiting}, held, neighbours{}, Protection{}), waiting); v.granted {
 		t.Errorf("a request took a namespace made for another: %+v", v)
 	}
 	tenant.Spec.SelfService = tenancyv1.SelfService{}
-	held["team-a-old"] = ""
+	held["team-a-old"] = requestMark{}
 	if v := verdictOf(selectRequests(tenant, []*tenancyv1.NamespaceRequest{waiting}, held, neighbours{}, Protection{}), waiting); v.granted || v.reason != ReasonSelfServiceDisabled {
 		t.Errorf("without selfService: %+v, want SelfServiceDisabled", v)
+	}
+}
+
+// TestARequestMadeAgainTakesNoNamespace: identity is a UID. A namespace
+// made for a request is held by that request, not by one deleted and made
+// again under its name (whose deletion gave the namespace up, at the word
+// of its admin); a namespace marked before Trellis recorded UIDs is the
+// request's of that name.
+func TestARequestMadeAgainTakesNoNamespace(t *testing.T) {
+	tenant := newTenant("team-a", "team-a-", "dev")
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 4}
+	again := request("team-a-dev", "x", time.Minute)
+	again.UID = "uid-new"
+	for _, c := range []struct {
+		reason  string
+		mark    requestMark
+		granted bool
+	}{
+		{"made for it", requestMark{key: "team-a-dev/x", uid: "uid-new"}, true},
+		{"made for the request deleted before it", requestMark{key: "team-a-dev/x", uid: "uid-old"}, false},
+		{"marked before UIDs were recorded", requestMark{key: "team-a-dev/x"}, true},
+	} {
+		held := map[string]requestMark{"team-a-dev": {}, "team-a-x": c.mark}
+		v := verdictOf(selectRequests(tenant, []*tenancyv1.NamespaceRequest{again}, held, neighbours{}, Protection{}), again)
+		if v.granted != c.granted || (!c.granted && v.reason != ReasonNameTaken) {
+			t.Errorf("%s: %+v, want granted %v (else NameTaken)", c.reason, v, c.granted)
+		}
+	}
+	// Nor does a record on the Tenant's status under its name hand it the
+	// namespace made for the other.
+	tenant.Status.Namespaces = []tenancyv1.TenantNamespaceStatus{{Name: "team-a-x", State: tenancyv1.NamespaceReady, RequestedBy: "team-a-dev/x"}}
+	held := map[string]requestMark{"team-a-dev": {}, "team-a-x": {key: "team-a-dev/x", uid: "uid-old"}}
+	if v := verdictOf(selectRequests(tenant, []*tenancyv1.NamespaceRequest{again}, held, neighbours{}, Protection{}), again); v.granted {
+		t.Errorf("a request made again took the namespace of the one deleted, by the Tenant's status: %+v", v)
+	}
+}
+
+// TestWaitingNamespaces: a namespace whose request is gone is kept while
+// requests in it hold namespaces, unless the request went with its own
+// namespace (the platform's act, or a cluster admin's).
+func TestWaitingNamespaces(t *testing.T) {
+	tenant := newTenant("team-a", "team-a-", "dev")
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 4}
+	deep := request("team-a-mid", "deep", time.Hour)
+	deep.UID = "uid-deep"
+	refused := request("team-a-mid", "other", time.Hour) // outside the pattern below
+	mid := request("team-a-dev", "mid", 2*time.Hour)
+	mid.UID = "uid-mid"
+	tests := map[string]struct {
+		reqs    []*tenancyv1.NamespaceRequest
+		held    map[string]requestMark
+		pattern string
+		want    map[string][]string
+	}{
+		"its request is gone, a request in it holds a namespace: kept": {
+			reqs: []*tenancyv1.NamespaceRequest{deep},
+			held: map[string]requestMark{"team-a-dev": {}, "team-a-mid": {key: "team-a-dev/mid", uid: "uid-mid"}, "team-a-deep": markOf(deep)},
+			want: map[string][]string{"team-a-mid": {"team-a-mid/deep (team-a-deep)"}},
+		},
+		"its request is gone, no request in it holds one: given up": {
+			reqs:    []*tenancyv1.NamespaceRequest{refused},
+			held:    map[string]requestMark{"team-a-dev": {}, "team-a-mid": {key: "team-a-dev/mid", uid: "uid-mid"}},
+			pattern: "mid|deep",
+			want:    map[string][]string{},
+		},
+		"its request went with its own namespace: given up": {
+			reqs: []*tenancyv1.NamespaceRequest{deep},
+			held: map[string]requestMark{"team-a-mid": {key: "team-a-gone/mid", uid: "uid-mid"}, "team-a-deep": markOf(deep)},
+			want: map[string][]string{},
+		},
+		"its request was made again under its name, a request in it holds a namespace: kept": {
+			reqs: []*tenancyv1.NamespaceRequest{mid, deep},
+			held: map[string]requestMark{"team-a-dev": {}, "team-a-mid": {key: "team-a-dev/mid", uid: "uid-before"}, "team-a-deep": markOf(deep)},
+			want: map[string][]string{"team-a-mid": {"team-a-mid/deep (team-a-deep)"}},
+		},
+		"its request is there, granted: not waiting": {
+			reqs: []*tenancyv1.NamespaceRequest{mid, deep},
+			held: map[string]requestMark{"team-a-dev": {}, "team-a-mid": markOf(mid), "team-a-deep": markOf(deep)},
+			want: map[string][]string{},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tenant := tenant.DeepCopy()
+			tenant.Spec.SelfService.NamePattern = tc.pattern
+			sel := selectRequests(tenant, tc.reqs, tc.held, neighbours{}, Protection{})
+			got := waitingNamespaces(tenant, tc.reqs, tc.held, sel)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("waiting %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -351,6 +351,9 @@ type scope struct {
 	requests, strays []*tenancyv1.NamespaceRequest
 	// quota is the plan of quota.tenant; nil without it (tenant_quota.go).
 	quota *quotaPlan
+	// waiting are the namespaces kept although their request is gone, each
+	// with the requests in it that hold namespaces (waitingNamespaces).
+	waiting map[string][]string
 }
 
 func (r *Reconciler) newScope(t *tenancyv1.Tenant) *scope {
@@ -403,7 +406,24 @@ type found struct {
 	// level is what the write of the namespace did to its Pod Security
 	// enforce label (podsecurity.go).
 	level levelWrite
+	// held: whether the namespace is the tenant's once the write of the
+	// namespace itself is done; told by that write only.
+	held hold
 }
+
+// hold is what the write of a namespace found of whose it is.
+type hold int
+
+const (
+	// holdUntold: the write did not get to tell (it failed, or it is not the
+	// namespace's own write).
+	holdUntold hold = iota
+	// holdYes: the namespace exists, is the tenant's and is not being deleted.
+	holdYes
+	// holdNo: it is not the tenant's (someone else's, a protected name, being
+	// deleted, or not made).
+	holdNo
+)
 
 // then adds what a later write of the same chain found.
 func (f found) then(next found) found {

@@ -5,6 +5,7 @@ package tenancy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,19 +33,23 @@ func (r *Reconciler) reconcileNamespaces(ctx context.Context, s *scope) error {
 // reconcileNamespace creates or takes one namespace of the spec, keeps its
 // labels and annotations, and finds its state: Ready when it is the
 // tenant's and ready to hold what the tenant puts there. It never touches a
-// namespace that is not the Tenant's.
+// namespace that is not the Tenant's. A namespace granted to a request is
+// made, or marked for it, only once the request records it (recordGrant);
+// a cache miss is confirmed first: a name someone else holds records no
+// grant.
 func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name string) (found, error) {
 	t := s.t
 	f := found{namespace: name}
 	if why := r.protection.Protected(name); why != "" {
-		f.state, f.message = tenancyv1.NamespaceProtected, "refused: "+why
+		f.state, f.message, f.held = tenancyv1.NamespaceProtected, "refused: "+why, holdNo
 		return f, nil
 	}
+	requestedBy := s.sel.requestedBy[name]
 	live := &corev1.Namespace{}
 	claim := claimForeign
 	enforced := "" // the Pod Security level the write found
-	outcome, err := children.CreateOrSync(ctx, r.children, children.Child[*corev1.Namespace]{
-		Kind: "Namespace", Live: live, Desired: desiredNamespace(t, name, s.sel.requestedBy[name]),
+	ch := children.Child[*corev1.Namespace]{
+		Kind: "Namespace", Live: live, Desired: desiredNamespace(t, name, requestedBy),
 		Owns: func(ns *corev1.Namespace) (bool, error) {
 			var err error
 			claim, err = r.claim(ctx, ns, t)
@@ -52,17 +57,29 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 		},
 		Sync: func(ns *corev1.Namespace) bool {
 			enforced = ns.Labels[podSecurityEnforceLabel]
-			return ns.DeletionTimestamp.IsZero() && syncNamespace(ns, t, s.sel.requestedBy[name])
+			return ns.DeletionTimestamp.IsZero() && syncNamespace(ns, t, requestedBy)
 		},
 		ExpectExists: s.wasReady[name],
-	})
+	}
+	if requestedBy.key != "" {
+		ch.ExpectExists = true
+		ch.BeforeCreate = func(ctx context.Context) error { return r.recordGrant(ctx, s, name, requestedBy) }
+		if s.request(requestedBy) != nil { // else kept for a request that is gone: as it is, never made again
+			ch.BeforeUpdate = ch.BeforeCreate
+		}
+	}
+	outcome, err := children.CreateOrSync(ctx, r.children, ch)
 	switch {
 	case children.IsNotOwned(err):
 		msg, err := r.conflictMessage(ctx, live)
 		if err != nil {
 			return f, err
 		}
-		f.state, f.message = tenancyv1.NamespaceConflict, msg
+		f.state, f.message, f.held = tenancyv1.NamespaceConflict, msg, holdNo
+		return f, nil
+	case errors.Is(err, errRequestGone):
+		// Nothing made: the reconcile runs again, and decides without it.
+		f.raced = err
 		return f, nil
 	case apierr.Classify(err) == apierr.Conflict:
 		f.raced = err
@@ -71,11 +88,14 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 		// Invalid, or forbidden by an admission policy or a quota: only a
 		// person can change that, as for a refused guardrail.
 		f.refused = []string{fmt.Sprintf("the API server refused Namespace %s: %s", name, apierr.Message(err))}
+		if live.UID == "" { // the create was refused: nothing made
+			f.held = holdNo
+		}
 		return f, nil
 	case err != nil:
 		return f, err
 	case !live.DeletionTimestamp.IsZero():
-		f.state, f.message = tenancyv1.NamespaceTerminating, "being deleted; it will be created again once it is gone"
+		f.state, f.message, f.held = tenancyv1.NamespaceTerminating, "being deleted; it will be created again once it is gone", holdNo
 		return f, nil
 	}
 	logger := log.FromContext(ctx)
@@ -92,7 +112,10 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 		r.recorder.Eventf(t, live, corev1.EventTypeNormal, "NamespaceHandedOver", "Reconcile",
 			"namespace %s was handed over to this Tenant with the annotation %s", name, HandOverAnnotation)
 	}
-	f.state, f.level = tenancyv1.NamespaceReady, levelWritten(outcome, enforced, live)
+	f.state, f.held, f.level = tenancyv1.NamespaceReady, holdYes, levelWritten(outcome, enforced, live)
+	if holding := s.waiting[name]; len(holding) > 0 {
+		f.message = waitingMessage(requestedBy.key, holding)
+	}
 	return f, nil
 }
 

@@ -9,11 +9,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,7 +32,8 @@ import (
 const requestTenantIndex = "status.tenant"
 
 // readRequests decides the tenant's requests and widens the scope's
-// namespaces with those granted. It reads the cache: the requests in each
+// namespaces with those granted, and with those kept although their request
+// is gone (waitingNamespaces). It reads the cache: the requests in each
 // namespace the Tenant holds, the requests that last named it, and the
 // other Tenants' specs; and, live, a namespace that a request last naming
 // the Tenant is in, when the cache does not show the Tenant holding it.
@@ -39,10 +43,12 @@ func (r *Reconciler) readRequests(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	held := map[string]string{} // namespace -> the request it was made for
+	held := map[string]requestMark{} // namespace -> the request it was made for
+	made := map[string]metav1.Time{} // namespace -> when it was made
 	var reqs []*tenancyv1.NamespaceRequest
 	hold := func(ns *corev1.Namespace) error {
-		held[ns.Name] = ns.Annotations[RequestedByAnnotation]
+		held[ns.Name] = requestMark{key: ns.Annotations[RequestedByAnnotation], uid: types.UID(ns.Annotations[RequestedByUIDAnnotation])}
+		made[ns.Name] = ns.CreationTimestamp
 		list := &tenancyv1.NamespaceRequestList{}
 		if err := r.client.List(ctx, list, client.InNamespace(ns.Name)); err != nil {
 			return fmt.Errorf("listing the NamespaceRequests in %s: %w", ns.Name, err)
@@ -111,6 +117,9 @@ func (r *Reconciler) readRequests(ctx context.Context, s *scope) error {
 		}
 	}
 	s.requests = reqs
+	if err := r.restoredRequests(ctx, t, reqs, held, made); err != nil {
+		return err
+	}
 	sel := selectRequests(t, reqs, held, others, r.protection)
 	if vanished := vanishedGrants(t, sel, s.strays); len(vanished) > 0 {
 		// Requests granted before are gone, and not because their namespace
@@ -124,12 +133,57 @@ func (r *Reconciler) readRequests(ctx context.Context, s *scope) error {
 			log.FromContext(ctx).Info("the NamespaceRequest CRD is being deleted: keeping the namespaces granted to requests", "namespaces", vanished)
 			for ns, key := range vanished {
 				sel.namespaces = append(sel.namespaces, ns)
-				sel.requestedBy[ns] = key
+				mark := held[ns]
+				if mark.key != key {
+					mark = requestMark{key: key}
+				}
+				sel.requestedBy[ns] = mark
 			}
 			slices.Sort(sel.namespaces[len(sel.namespaces)-len(vanished):])
 		}
 	}
+	s.waiting = waitingNamespaces(t, reqs, held, sel)
+	if len(s.waiting) > 0 {
+		kept := slices.Sorted(maps.Keys(s.waiting))
+		log.FromContext(ctx).Info("keeping namespaces whose request is gone while requests in them hold namespaces", "namespaces", kept)
+		for _, ns := range kept {
+			sel.namespaces = append(sel.namespaces, ns)
+			sel.requestedBy[ns] = held[ns]
+		}
+	}
 	s.grant(sel)
+	return nil
+}
+
+// restoredRequests forgets the request UID in the marks of the namespaces
+// made before the NamespaceRequest CRD was last installed, where a request
+// of the same name but another UID is in the tenant. Every request of that
+// time went with the CRD; the one there now was made again from the team's
+// record (a backup, Git), as docs/tenant.md asks before installing the CRD
+// again, and holds the namespace its name was given. Otherwise a request
+// made again under the same name is a new request: the namespace was made
+// for the one that was deleted. The CRD is read only then.
+func (r *Reconciler) restoredRequests(ctx context.Context, t *tenancyv1.Tenant, reqs []*tenancyv1.NamespaceRequest,
+	held map[string]requestMark, made map[string]metav1.Time) error {
+	prefix := ptr.Deref(t.Spec.NamespacePrefix, "")
+	var installed *metav1.Time
+	for _, req := range reqs {
+		name := prefix + req.Name
+		mark, ok := held[name]
+		if !ok || mark.uid == "" || mark.key != requestKey(req) || mark.uid == req.UID {
+			continue
+		}
+		if installed == nil {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := r.apiReader.Get(ctx, client.ObjectKey{Name: requestCRDName}, crd); err != nil {
+				return fmt.Errorf("reading the CRD %s: %w", requestCRDName, err)
+			}
+			installed = &crd.CreationTimestamp
+		}
+		if at := made[name]; at.Before(installed) {
+			held[name] = requestMark{key: mark.key}
+		}
+	}
 	return nil
 }
 
@@ -154,7 +208,7 @@ func (r *Reconciler) heldLive(ctx context.Context, t *tenancyv1.Tenant, namespac
 func vanishedGrants(t *tenancyv1.Tenant, sel selection, strays []*tenancyv1.NamespaceRequest) map[string]string {
 	out := map[string]string{}
 	for _, ns := range t.Status.Namespaces {
-		if ns.RequestedBy == "" || sel.requestedBy[ns.Name] != "" {
+		if ns.RequestedBy == "" || sel.requestedBy[ns.Name].key != "" {
 			continue
 		}
 		namespace, name, _ := strings.Cut(ns.RequestedBy, "/")
@@ -180,16 +234,32 @@ func (r *Reconciler) reportRequests(ctx context.Context, s *scope, next tenancyv
 	errs := make([]error, 0, len(s.requests)+len(s.strays))
 	for _, req := range s.requests {
 		v := s.sel.verdicts[types.NamespacedName{Namespace: req.Namespace, Name: req.Name}]
-		errs = append(errs, r.reportRequest(ctx, s.t, req, v.namespace, requestSummary(s, v, states[v.namespace])))
+		grant := requestGrant{told: true} // refused: it holds none
+		if v.granted {
+			held, told := s.obs.held[v.namespace]
+			grant = requestGrant{told: told}
+			if held {
+				grant.namespace = v.namespace
+			}
+		}
+		errs = append(errs, r.reportRequest(ctx, s.t, req, v.namespace, grant, requestSummary(s, v, states[v.namespace])))
 	}
 	for _, req := range s.strays {
-		errs = append(errs, r.reportRequest(ctx, s.t, req, req.Status.Namespace, conditions.Summary{
+		errs = append(errs, r.reportRequest(ctx, s.t, req, req.Status.Namespace, requestGrant{told: true}, conditions.Summary{
 			Progress: conditions.Blocked, Reason: ReasonNotInTenant,
 			Message: fmt.Sprintf("namespace %s, where this request is, no longer belongs to Tenant %s: it grants nothing "+
 				"(a namespace it was granted was given up as the Tenant's namespaceDeletionPolicy says)", req.Namespace, s.t.Name),
 		}))
 	}
 	return errors.Join(errs...)
+}
+
+// requestGrant is what a request holds once the reconcile is done: the
+// namespace the Tenant holds for it, or none. A granted request whose
+// namespace's write did not tell (it failed) keeps what its status says.
+type requestGrant struct {
+	namespace string
+	told      bool
 }
 
 // requestSummary says where one request stands.
@@ -214,15 +284,66 @@ func requestSummary(s *scope, v verdict, ns tenancyv1.TenantNamespaceStatus) con
 		Message: fmt.Sprintf("namespace %s is granted and being made", v.namespace)}
 }
 
-func (r *Reconciler) reportRequest(ctx context.Context, t *tenancyv1.Tenant, req *tenancyv1.NamespaceRequest, namespace string, sum conditions.Summary) error {
-	if _, err := r.requests.Get(ctx, client.ObjectKeyFromObject(req), req); err != nil {
+func (r *Reconciler) reportRequest(ctx context.Context, t *tenancyv1.Tenant, req *tenancyv1.NamespaceRequest, namespace string,
+	grant requestGrant, sum conditions.Summary) error {
+	uid := req.UID
+	if found, err := r.requests.Get(ctx, client.ObjectKeyFromObject(req), req); err != nil || !found || req.UID != uid {
+		// Gone, or made again since it was decided: the next reconcile
+		// decides the new one.
 		return err
 	}
 	st := *req.Status.DeepCopy()
 	st.Tenant, st.Namespace, st.ObservedGeneration = t.Name, namespace, req.Generation
+	if grant.told {
+		st.GrantedNamespace = grant.namespace
+	}
 	conditions.Summarize(&st.Conditions, req.Generation, sum)
 	_, err := r.requests.Patch(ctx, req, st)
 	return err
+}
+
+// errRequestGone: the request a namespace is to be made for is gone, or is
+// another object of that name now; nothing is made for it.
+var errRequestGone = errors.New("the NamespaceRequest is gone, or made again since it was decided")
+
+// recordGrant records on the request that namespace is granted to it, before
+// the namespace is made. From then on, deleting the request gives the
+// namespace up only at the word of someone who may give it up (the
+// namespace-requests policy reads the record): no namespace exists for a
+// request whose deletion that policy did not judge against it.
+func (r *Reconciler) recordGrant(ctx context.Context, s *scope, namespace string, mark requestMark) error {
+	decided := s.request(mark)
+	if decided == nil {
+		return errRequestGone
+	}
+	req := &tenancyv1.NamespaceRequest{}
+	found, err := r.requests.Get(ctx, client.ObjectKeyFromObject(decided), req)
+	switch {
+	case err != nil:
+		return err
+	case !found || req.UID != mark.uid:
+		return errRequestGone
+	case req.Status.GrantedNamespace == namespace:
+		return nil
+	}
+	st := *req.Status.DeepCopy()
+	st.GrantedNamespace = namespace
+	if _, err := r.requests.Patch(ctx, req, st); apierrors.IsNotFound(err) {
+		return errRequestGone
+	} else if err != nil {
+		return fmt.Errorf("recording the grant of namespace %s on NamespaceRequest %s: %w", namespace, mark.key, err)
+	}
+	return nil
+}
+
+// request is the request decided in this reconcile that mark names, or nil.
+func (s *scope) request(mark requestMark) *tenancyv1.NamespaceRequest {
+	for _, req := range s.requests {
+		if markOf(req) == mark {
+			return req
+		}
+	}
+	return nil
 }
 
 // requestToTenant maps a request to the Tenant of its namespace (by the

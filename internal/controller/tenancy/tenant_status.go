@@ -71,14 +71,18 @@ type observation struct {
 	// pods is what was found of the pods and their Pod Security level
 	// (podsecurity.go).
 	pods podsObservation
+	// held says, of each namespace whose write told, whether it is the
+	// tenant's once the write is done (and so, for a granted request's,
+	// marked for that request).
+	held map[string]bool
 }
 
 // newObservation lists the tenant's namespaces, in order, not yet looked
 // at; requestedBy names the request of each namespace granted to one.
-func newObservation(names []string, requestedBy map[string]string) *observation {
-	o := &observation{namespaces: make([]tenancyv1.TenantNamespaceStatus, 0, len(names))}
+func newObservation(names []string, requestedBy map[string]requestMark) *observation {
+	o := &observation{namespaces: make([]tenancyv1.TenantNamespaceStatus, 0, len(names)), held: map[string]bool{}}
 	for _, n := range names {
-		o.namespaces = append(o.namespaces, tenancyv1.TenantNamespaceStatus{Name: n, RequestedBy: requestedBy[n]})
+		o.namespaces = append(o.namespaces, tenancyv1.TenantNamespaceStatus{Name: n, RequestedBy: requestedBy[n].key})
 	}
 	return o
 }
@@ -120,6 +124,9 @@ func (o *observation) undoIsolation(namespace string, policies []string) {
 func (o *observation) record(f found, hard corev1.ResourceList) {
 	if f.state != "" {
 		o.set(f.namespace, f.state, f.message)
+	}
+	if f.held != holdUntold {
+		o.held[f.namespace] = f.held == holdYes
 	}
 	switch {
 	case f.conflict == "":
