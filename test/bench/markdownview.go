@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
@@ -309,7 +310,9 @@ const floorManagedBy = "bench-floor"
 // value, so that the manager's cache, which selects on it, leaves the
 // floor's objects alone as it would if there were no manager.
 func (b *bench) createFloorViewer(ctx context.Context, ns string, i int) error {
-	cm, d, svc, err := view.DesiredChildren(markdownView(ns, i), manager.NewOptions().ViewerImage)
+	mv := markdownView(ns, i)
+	mv.UID = uuid.NewUUID() // as the API server would give it: what tells the viewers' pods apart
+	cm, d, svc, err := view.DesiredChildren(mv, manager.NewOptions().ViewerImage)
 	if err != nil {
 		return err
 	}

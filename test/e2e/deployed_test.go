@@ -83,7 +83,9 @@ func TestDeployedManagerServesTheSampleSite(t *testing.T) {
 			t.Fatalf("%v\n%s", err, describeManagerPods())
 		}
 	}
-	node, _ := kubectl("get", "pods", "-n", "default", "-l", "app.kubernetes.io/instance=markdownview-sample", "-o", "jsonpath={.items[*].spec.nodeName}")
+	// The viewer pods carry their view's UID, not its name (docs/markdownview.md).
+	uid := jsonpath(t, "jsonpath={.metadata.uid}", "markdownview", "markdownview-sample", "-n", "default")
+	node, _ := kubectl("get", "pods", "-n", "default", "-l", "view.trellis.dev/markdownview-uid="+uid, "-o", "jsonpath={.items[*].spec.nodeName}")
 	if strings.TrimSpace(node) != "real-node" {
 		t.Fatalf("the sample's viewer runs on %q, want real-node", node)
 	}

@@ -120,8 +120,9 @@ type ViewerPod struct {
 	Annotations map[string]AnnotationValue `json:"annotations,omitempty"`
 
 	// labels are added to the viewer pods. Keys under kubernetes.io, k8s.io
-	// and trellis.dev (and their subdomains, such as app.kubernetes.io, which
-	// holds the labels that select the pods) are reserved.
+	// and trellis.dev (and their subdomains, such as app.kubernetes.io and
+	// view.trellis.dev, which holds the label that selects the pods) are
+	// reserved.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && self[k].matches('^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$'))",message="labels must have label keys ([prefix/]name) and label values (at most 63 letters, digits, '-', '_', '.')"

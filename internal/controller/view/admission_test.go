@@ -68,7 +68,8 @@ func TestAdmissionRejectsBadAssetsPodSettingsAndExpose(t *testing.T) {
 			}
 		}, "must have at most 64 items"},
 		// pod settings
-		"selector label":              {labels("app.kubernetes.io/instance", "other"), "label keys under kubernetes.io, k8s.io and trellis.dev"},
+		"selector label":              {labels("view.trellis.dev/markdownview-uid", "other"), "label keys under kubernetes.io, k8s.io and trellis.dev"},
+		"an instance label":           {labels("app.kubernetes.io/instance", "other"), "are reserved"},
 		"any app.kubernetes.io label": {labels("app.kubernetes.io/version", "1"), "are reserved"},
 		"kubernetes.io label":         {labels("kubernetes.io/hostname", "x"), "are reserved"},
 		"a k8s.io subdomain label":    {labels("node.k8s.io/x", "y"), "are reserved"},

@@ -2,7 +2,9 @@ package view
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -60,33 +62,70 @@ func siteURL(mv *viewv1.MarkdownView) string {
 	return plain + viewerName(mv) + "." + mv.Namespace + ".svc"
 }
 
-// selectorLabels pick a MarkdownView's viewer pods; they are immutable on the Deployment.
+// viewUIDLabel holds a MarkdownView's UID on its viewer pods, and is the
+// one label that selects them (the Deployment's and the Service's
+// selector). Identity is a UID: a label whose value the view's author
+// chooses, such as its name, would let them pick which Services of others
+// select their pods (a view named web behind someone's Service that selects
+// app.kubernetes.io/instance=web). Admission keeps users' own pod labels
+// off trellis.dev keys.
+const viewUIDLabel = "view.trellis.dev/markdownview-uid"
+
+// errNoUID refuses to build the viewer of a view that has no UID yet: its
+// selector would pick the pods of every other view without one.
+var errNoUID = errors.New("the MarkdownView has no UID: its viewer pods would have nothing to be told apart by")
+
+// selectorLabels pick a MarkdownView's viewer pods; they are immutable on
+// the Deployment.
 func selectorLabels(mv *viewv1.MarkdownView) map[string]string {
+	return map[string]string{viewUIDLabel: string(mv.UID)}
+}
+
+// childLabels go on every child object (not on the viewer pods, whose labels
+// are podLabels); managed-by also scopes the manager's cache.
+func childLabels(mv *viewv1.MarkdownView) map[string]string {
 	return map[string]string{
-		"app.kubernetes.io/name":     "markdown-viewer",
-		"app.kubernetes.io/instance": mv.Name,
+		"app.kubernetes.io/name":      "markdown-viewer",
+		"app.kubernetes.io/instance":  mv.Name,
+		"app.kubernetes.io/part-of":   "trellis",
+		"app.kubernetes.io/component": "viewer",
+		setup.ManagedByLabel:          setup.ManagedByValue,
 	}
 }
 
-// childLabels go on every child; managed-by also scopes the manager's cache.
-func childLabels(mv *viewv1.MarkdownView) map[string]string {
+// podLabels go on the viewer pods: the selector's, labels of fixed value, and
+// the user's own, which admission lets only someone who may create pods ask
+// for. No other value is the view's name, or anything else its author
+// chooses. User keys under the reserved prefixes, which admission refuses,
+// are left out here too: they are where Kubernetes' conventions and
+// Trellis' selector live.
+func podLabels(mv *viewv1.MarkdownView) map[string]string {
 	l := selectorLabels(mv)
+	l["app.kubernetes.io/name"] = "markdown-viewer"
 	l["app.kubernetes.io/part-of"] = "trellis"
 	l["app.kubernetes.io/component"] = "viewer"
 	l[setup.ManagedByLabel] = setup.ManagedByValue
-	return l
-}
-
-// podLabels are the child labels and the user's own (admission keeps the
-// user's off the reserved prefixes, so they cannot replace ours).
-func podLabels(mv *viewv1.MarkdownView) map[string]string {
-	l := childLabels(mv)
 	for k, v := range mv.Spec.Pod.Labels {
-		if _, ours := l[k]; !ours {
+		if _, ours := l[k]; !ours && !reservedKey(k) {
 			l[k] = string(v)
 		}
 	}
 	return l
+}
+
+// reservedKey reports whether a label key's prefix is kubernetes.io, k8s.io
+// or trellis.dev, or a subdomain of one: the CRD's rule for spec.pod.labels.
+func reservedKey(key string) bool {
+	prefix, _, found := strings.Cut(key, "/")
+	if !found {
+		return false
+	}
+	for _, domain := range []string{"kubernetes.io", "k8s.io", "trellis.dev"} {
+		if prefix == domain || strings.HasSuffix(prefix, "."+domain) {
+			return true
+		}
+	}
+	return false
 }
 
 // stringMap turns a map of a string type into a map[string]string.
@@ -115,6 +154,9 @@ func desiredConfigMap(mv *viewv1.MarkdownView, data map[string]string, binaryDat
 
 // desiredDeployment is the viewer Deployment as Trellis applies it.
 func desiredDeployment(mv *viewv1.MarkdownView, image string) (*appsv1ac.DeploymentApplyConfiguration, error) {
+	if mv.UID == "" {
+		return nil, errNoUID
+	}
 	replicas := mv.Spec.Replicas
 	if replicas == 0 {
 		replicas = 1 // the CRD defaults it; a view built in Go (the bench's floor, a test) may lack it

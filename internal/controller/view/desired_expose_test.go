@@ -9,6 +9,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -74,7 +75,7 @@ func TestDesiredDeploymentPodSettings(t *testing.T) {
 	g.Expect(mv.Spec.Pod.TopologySpreadConstraints[0].LabelSelector).To(BeNil(), "the spec is not changed")
 	g.Expect(d.Spec.Template.Annotations).To(Equal(map[string]string{"prometheus.io/scrape": "false"}))
 	g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("team", "a"))
-	for k, v := range childLabels(mv) {
+	for k, v := range selectorLabels(mv) {
 		g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue(k, v))
 	}
 	// The Deployment's own labels and selector are not the user's.
@@ -86,11 +87,52 @@ func TestPodLabelsNeverReplaceOurs(t *testing.T) {
 	g := NewWithT(t)
 	mv := desiredTestView(1, "")
 	// Admission refuses these keys; the builder does not trust it alone.
-	mv.Spec.Pod.Labels = map[string]viewv1.LabelValue{"app.kubernetes.io/instance": "other", "app.kubernetes.io/managed-by": "me", "team": "a"}
-	l := podLabels(mv)
-	g.Expect(l).To(HaveKeyWithValue("app.kubernetes.io/instance", "docs"))
-	g.Expect(l).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "trellis"))
-	g.Expect(l).To(HaveKeyWithValue("team", "a"))
+	mv.Spec.Pod.Labels = map[string]viewv1.LabelValue{
+		"app.kubernetes.io/instance": "other", "app.kubernetes.io/managed-by": "me", viewUIDLabel: "forged",
+		"view.trellis.dev/other": "x", "kubernetes.io/x": "y", "node.k8s.io/x": "y", "team": "a",
+	}
+	g.Expect(podLabels(mv)).To(Equal(map[string]string{
+		viewUIDLabel:                   "0b5e7c6a-uid",
+		"app.kubernetes.io/name":       "markdown-viewer",
+		"app.kubernetes.io/part-of":    "trellis",
+		"app.kubernetes.io/component":  "viewer",
+		"app.kubernetes.io/managed-by": "trellis",
+		"team":                         "a",
+	}))
+}
+
+// TestViewerPodLabelsDoNotFollowTheViewsName: the viewer pods' labels are
+// the view's UID, labels of fixed value and the user's spec.pod.labels
+// (which need the right to create pods), and nothing else: two views that
+// differ only in name and namespace give their pods the same labels, so no
+// author picks by a view's name which Services select its pods. The
+// Deployment's and the Service's selectors are the UID, which selects the
+// view's pods and no other view's.
+func TestViewerPodLabelsDoNotFollowTheViewsName(t *testing.T) {
+	g := NewWithT(t)
+	web := desiredTestView(1, "")
+	web.Name, web.Namespace = "web", "shop"
+	docs := desiredTestView(1, "")
+	g.Expect(podLabels(web)).To(Equal(podLabels(docs)), "labels that follow the name or namespace")
+	for _, v := range podLabels(web) {
+		g.Expect(v).NotTo(Equal("web"))
+	}
+
+	other := desiredTestView(1, "")
+	other.UID = "another-uid"
+	for _, mv := range []*viewv1.MarkdownView{web, other} {
+		d := asTyped[appsv1.Deployment](g, deploymentOf(g, mv))
+		svc := asTyped[corev1.Service](g, desiredService(mv))
+		g.Expect(d.Spec.Selector).To(Equal(&metav1.LabelSelector{MatchLabels: map[string]string{viewUIDLabel: string(mv.UID)}}))
+		g.Expect(svc.Spec.Selector).To(Equal(map[string]string{viewUIDLabel: string(mv.UID)}))
+		g.Expect(labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels))).To(BeTrue())
+	}
+	g.Expect(labels.SelectorFromSet(desiredService(other).Spec.Selector).Matches(labels.Set(podLabels(web)))).To(BeFalse())
+
+	// A view without a UID (not from the API server) gets no viewer.
+	web.UID = ""
+	_, err := desiredDeployment(web, "viewer:1")
+	g.Expect(err).To(MatchError(errNoUID))
 }
 
 func TestDesiredIngress(t *testing.T) {

@@ -84,8 +84,7 @@ func TestDesiredDeployment(t *testing.T) {
 	// The selector picks exactly this MarkdownView's pods.
 	g.Expect(d.Spec.Selector).NotTo(BeNil())
 	g.Expect(d.Spec.Selector.MatchLabels).To(Equal(map[string]string{
-		"app.kubernetes.io/name":     "markdown-viewer",
-		"app.kubernetes.io/instance": "docs",
+		"view.trellis.dev/markdownview-uid": "0b5e7c6a-uid",
 	}))
 	g.Expect(d.Spec.Selector.MatchExpressions).To(BeEmpty())
 	podLabels := d.Spec.Template.Labels
@@ -279,8 +278,9 @@ func TestChildLabels(t *testing.T) {
 		"app.kubernetes.io/component":  "viewer",
 		"app.kubernetes.io/managed-by": "trellis",
 	}))
-	for k, v := range selectorLabels(mv) {
-		g.Expect(l).To(HaveKeyWithValue(k, v))
+	// They are the objects' own; the pods are selected by podLabels.
+	for k := range selectorLabels(mv) {
+		g.Expect(l).NotTo(HaveKey(k))
 	}
 
 	// Each call returns a fresh map: a caller's edit leaks into nothing else.

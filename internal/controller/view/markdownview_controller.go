@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -127,7 +128,7 @@ func NewReconciler(mgr ctrl.Manager, opts setup.Options) (*Reconciler, error) {
 // +kubebuilder:rbac:groups=view.trellis.dev,resources=markdownviews/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -439,6 +440,10 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, mv *viewv1.Markdow
 	}
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: *desired.Name, Namespace: mv.Namespace}}
 	applied, err := children.ApplyOwned(ctx, r.children, mv, "Deployment", live, desired, appsv1ac.ExtractDeployment)
+	if selectorImmutable(err) {
+		// The new one is recorded by the reconcile its creation brings.
+		return r.replaceDeployment(ctx, mv, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -448,6 +453,69 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, mv *viewv1.Markdow
 	if applied {
 		log.FromContext(ctx).Info("Deployment applied", "deployment", *desired.Name)
 	}
+	return nil
+}
+
+// selectorImmutable reports whether err is the API server refusing to change
+// a Deployment's selector, which it never lets change.
+func selectorImmutable(err error) bool {
+	var refusal apierrors.APIStatus
+	if !errors.As(err, &refusal) {
+		return false
+	}
+	s := refusal.Status()
+	if s.Reason != metav1.StatusReasonInvalid || s.Details == nil {
+		return false
+	}
+	for _, cause := range s.Details.Causes {
+		if cause.Field == "spec.selector" {
+			return true
+		}
+	}
+	return false
+}
+
+// replaceDeployment deletes mv's viewer Deployment and creates it again
+// with the selector Trellis wants now, when the API server refused to change
+// the one it has (refused: the error it gave). Older versions selected the
+// viewer pods by the view's name (app.kubernetes.io/instance), which the
+// view's author chooses; now they are selected by its UID, and a
+// Deployment's selector is immutable. The Deployment is Trellis' own (a
+// controller reference to mv, by UID, read from the API server just
+// before, and the delete is conditional on that UID and resourceVersion)
+// and holds no data. The site is served by no pod from the delete until a
+// pod of the new Deployment is ready: the delete and the create are sent
+// one after the other, and the Service's selector follows in the same
+// reconcile, so that is as long as a new pod takes to start.
+func (r *Reconciler) replaceDeployment(ctx context.Context, mv *viewv1.MarkdownView, refused error) error {
+	live := &appsv1.Deployment{}
+	if err := r.uncached.Get(ctx, types.NamespacedName{Namespace: mv.Namespace, Name: viewerName(mv)}, live); err != nil {
+		return fmt.Errorf("reading Deployment %s to replace it: %w", viewerName(mv), err)
+	}
+	if !metav1.IsControlledBy(live, mv) {
+		return &children.NotOwnedError{Kind: "Deployment", Name: live.Name}
+	}
+	want := &metav1.LabelSelector{MatchLabels: selectorLabels(mv)}
+	if equality.Semantic.DeepEqual(live.Spec.Selector, want) {
+		return refused // its selector is ours already: something else was refused
+	}
+	if live.DeletionTimestamp != nil {
+		return fmt.Errorf("the Deployment %s, whose selector is an older Trellis', is still being deleted", live.Name)
+	}
+	if err := r.client.Delete(ctx, live,
+		client.Preconditions{UID: &live.UID, ResourceVersion: &live.ResourceVersion},
+		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Deployment %s to replace its selector: %w", live.Name, err)
+	}
+	desired, err := desiredDeployment(mv, r.viewerImage)
+	if err != nil {
+		return err
+	}
+	if err := r.client.Apply(ctx, desired, client.FieldOwner(setup.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("creating Deployment %s again with its new selector: %w", live.Name, err)
+	}
+	log.FromContext(ctx).Info("Deployment replaced: its selector, an older Trellis', picked the viewer pods by the view's name",
+		"deployment", live.Name, "oldSelector", metav1.FormatLabelSelector(live.Spec.Selector))
 	return nil
 }
 

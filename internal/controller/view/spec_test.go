@@ -150,7 +150,8 @@ func TestPodSettingsReachTheDeployment(t *testing.T) {
 	g.Expect(pod.Spec.PriorityClassName).To(Equal("docs-low"))
 	g.Expect(pod.Annotations).To(Equal(map[string]string{"example.com/owner": "docs-team"}))
 	g.Expect(pod.Labels).To(HaveKeyWithValue("team", "docs"))
-	g.Expect(pod.Labels).To(HaveKeyWithValue("app.kubernetes.io/instance", "tuned"))
+	g.Expect(pod.Labels).To(HaveKeyWithValue(viewUIDLabel, string(mv.UID)))
+	g.Expect(pod.Labels).NotTo(HaveKey("app.kubernetes.io/instance"))
 
 	// What the API server makes of quantities and defaults does not read as drift.
 	markAvailable(g, ns, "viewer-tuned")
