@@ -200,6 +200,25 @@ func TestTenantAllowancesBindEveryoneInTheTenantsNamespaces(t *testing.T) {
 				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}},
 			})
 		}, "hostname login.example.com" + hostnames},
+		"a LoadBalancer Service asking external-dns (its newer prefix, an internal hostname) to publish another hostname": {func() error {
+			return alice.Create(ctx, &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lb-internal",
+					Annotations: map[string]string{"external-dns.kubernetes.io/internal-hostname": "a.team.example.com,login.example.com"}},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}},
+			})
+		}, "hostname login.example.com" + hostnames},
+		"an Ingress asking external-dns (its newer prefix) to publish another hostname": {func() error {
+			in := anIngress(ns, "external-dns-new", "internal", "a.team.example.com")
+			in.Annotations = map[string]string{"external-dns.kubernetes.io/hostname": "login.example.com"}
+			return alice.Create(ctx, in)
+		}, "hostname login.example.com" + hostnames},
+		"a Service asking external-dns (its old prefix) for another internal hostname": {func() error {
+			return alice.Create(ctx, &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "internal-alpha",
+					Annotations: map[string]string{"external-dns.alpha.kubernetes.io/internal-hostname": "login.example.com"}},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+			})
+		}, "hostname login.example.com" + hostnames},
 		"a Gateway of its own with a listener for another hostname": {func() error {
 			return alice.Create(ctx, aGateway("own", gatewayv1.Hostname("login.example.com")))
 		}, "hostname login.example.com" + hostnames},
