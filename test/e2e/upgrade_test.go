@@ -51,6 +51,10 @@ type installation struct {
 	// marksKeys: its manager puts the ObjectStore's mark in the access key
 	// ids it issues (internal/controller/storage/access.go, since issue 23).
 	marksKeys bool
+	// viewersByUID: its viewer Deployments and Services select the pods by
+	// the view's UID (since issue 34), not by its name. A Deployment's
+	// selector cannot change, so a change across it replaces them.
+	viewersByUID bool
 	// policies are the admission policies and bindings it installs, "Kind/name".
 	policies []string
 	// clusterScoped are the cluster-scoped objects it installs (CRDs, RBAC,
@@ -294,6 +298,16 @@ func upgradeCheck(t *testing.T, from, to installation) {
 	notReady := watchReady(t)
 	to.apply(t)
 	waitManagerRunning(t, to)
+	replaces := from.viewersByUID != to.viewersByUID
+	if replaces && !to.viewersByUID {
+		// docs/operations.md, "Downgrade": the older manager cannot change
+		// the selector of a viewer Deployment this one made back, so the
+		// user deletes them, and it makes them again.
+		if _, err := kubectl("delete", "deployments", "-A", "-l",
+			"app.kubernetes.io/name=markdown-viewer,app.kubernetes.io/managed-by=trellis"); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// What the two versions differ in, first.
 	rotates := from.marksKeys != to.marksKeys
@@ -324,17 +338,29 @@ func upgradeCheck(t *testing.T, from, to installation) {
 		}
 	}
 	// A view whose viewer image changes rolls its Deployment: RollingOut,
-	// not Ready, until the new pod is available; the old one serves till then.
+	// not Ready, until the new pod is available; the old one serves till
+	// then. Across the change of selector the Deployment is replaced once:
+	// no pod is available from its deletion until the new one is ready
+	// (docs/operations.md), and going back it is first Stalled until the
+	// user deletes it.
 	rollout := "MarkdownView/markdownview-sample Ready=False RollingOut"
+	replaced := map[string]bool{
+		"Deployment/viewer-markdownview-sample available=":           true,
+		"MarkdownView/markdownview-sample Ready=False ChildRejected": !to.viewersByUID,
+	}
 	for _, seen := range notReady() {
-		if seen == rollout && from.viewerImage != to.viewerImage {
+		if seen == rollout && (from.viewerImage != to.viewerImage || replaces) {
 			t.Logf("during the change, as the view's Deployment rolled: %s", seen)
+			continue
+		}
+		if replaces && replaced[seen] {
+			t.Logf("during the change, as the view's Deployment was replaced: %s", seen)
 			continue
 		}
 		t.Errorf("during the change: %s", seen)
 	}
 
-	rewritten := compareChildren(t, before, after, from.viewerImage != to.viewerImage, rotates)
+	rewritten := compareChildren(t, before, after, from.viewerImage != to.viewerImage, rotates, replaces)
 	t.Logf("children written by the change: %v (of %d)", keys(rewritten), len(before))
 
 	// No bucket or key lost: the object written before reads back with the
@@ -418,14 +444,23 @@ func watchReady(t *testing.T) func() []string {
 
 // compareChildren checks that what Trellis wrote between before and after
 // is only what the change allows: the viewer Deployments' image when the
-// viewer image changes, and BucketAccess Secrets when the keys change.
+// viewer image changes, the viewer Deployments and Services when the
+// selector of their pods changes, and BucketAccess Secrets when the keys
+// change.
 // It returns what was written.
-func compareChildren(t *testing.T, before, after map[string]child, viewerChanges, rotates bool) map[string]bool {
+func compareChildren(t *testing.T, before, after map[string]child, viewerChanges, rotates, viewersReplaced bool) map[string]bool {
 	t.Helper()
 	accessSecrets := map[string]bool{}
 	out, _ := kubectl("get", "bucketaccesses", "-A", "-o", `jsonpath={range .items[*]}Secret/{.metadata.namespace}/{.spec.secretName}{"\n"}{end}`)
 	for _, s := range strings.Fields(out) {
 		accessSecrets[s] = true
+	}
+	// viewer is a view's viewer Deployment or Service: a change across the
+	// selector of its pods replaces the one and rewrites the other.
+	viewer := func(k string) bool {
+		kind, rest, _ := strings.Cut(k, "/")
+		_, name, _ := strings.Cut(rest, "/")
+		return (kind == kindDeployment || kind == "Service") && strings.HasPrefix(name, "viewer-")
 	}
 	rewritten := map[string]bool{}
 	for k, b := range before {
@@ -433,6 +468,8 @@ func compareChildren(t *testing.T, before, after map[string]child, viewerChanges
 		switch {
 		case !ok:
 			t.Errorf("%s is gone after the change", k)
+		case a.uid != b.uid && viewersReplaced && viewer(k):
+			rewritten[k] = true
 		case a.uid != b.uid:
 			t.Errorf("%s was re-created", k)
 		case a.written(b):
@@ -442,6 +479,7 @@ func compareChildren(t *testing.T, before, after map[string]child, viewerChanges
 	for k := range rewritten {
 		kind, _, _ := strings.Cut(k, "/")
 		switch {
+		case viewersReplaced && viewer(k):
 		case kind == kindDeployment && viewerChanges:
 			if diff := otherThanImages(before[k], after[k]); diff != "" {
 				t.Errorf("%s: more than its viewer image changed: %s", k, diff)
@@ -599,6 +637,8 @@ func buildPrevious(t *testing.T, r release) installation {
 	// Does that commit's manager mark the store in key ids (issue 23)?
 	_, err = git("grep", "-q", "func storeMark", commit, "--", "internal/controller/storage")
 	inst.marksKeys = err == nil
+	_, err = git("grep", "-q", "markdownview-uid", commit, "--", "internal/controller/view")
+	inst.viewersByUID = err == nil
 	return inst
 }
 
@@ -695,7 +735,7 @@ func buildHeadRelease(t *testing.T) installation {
 		headRelease.dist = dist
 	}
 	inst := installedFrom(t, "HEAD (install.yaml)", headRelease.dist)
-	inst.marksKeys = true
+	inst.marksKeys, inst.viewersByUID = true, true
 	return inst
 }
 
