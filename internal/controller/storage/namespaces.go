@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
@@ -139,6 +140,19 @@ func (n *namespaceLabels) Get(ctx context.Context, namespace string) (map[string
 		n.after(n.ttl, n.sweep)
 	}
 	return ns.Labels, nil
+}
+
+// UID reads the namespace's UID from the API server, never from what was
+// read before: a namespace deleted and made again under its name within
+// the ttl is another namespace, and whose a kept bucket is, is decided by
+// it (bucketCheck).
+func (n *namespaceLabels) UID(ctx context.Context, namespace string) (types.UID, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := n.reader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return "", fmt.Errorf("reading the UID of namespace %s: %w", namespace, err)
+	}
+	return ns.UID, nil
 }
 
 // sweep drops the labels read a ttl ago or more, and comes back in a ttl
