@@ -45,7 +45,15 @@ const (
 	// (its quota, which keeps counting against quota.tenant) is told from
 	// what an earlier Tenant of the same name left. It goes with the label.
 	ReleasedFromUIDAnnotation = "tenancy.trellis.dev/released-from-uid"
-	partOfLabel               = "app.kubernetes.io/part-of"
+	// NamespaceUIDsAnnotation is on a Tenant's ClusterRole
+	// (trellis:tenant:<name>): the UIDs of the namespaces Trellis holds for
+	// it, comma-separated. Only Trellis and cluster admins write
+	// ClusterRoles, and this one outlives its Tenant when the Tenant CRD is
+	// deleted (an uninstall): a Tenant of that name made again takes back
+	// the namespaces it lists, and no namespace made since under one of
+	// their names, whatever marks that one carries (claim).
+	NamespaceUIDsAnnotation = "tenancy.trellis.dev/namespace-uids"
+	partOfLabel             = "app.kubernetes.io/part-of"
 )
 
 // The annotations Trellis writes on a tenant's namespaces from

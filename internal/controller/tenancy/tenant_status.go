@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
@@ -43,7 +44,9 @@ const (
 // records it here in order (record).
 type observation struct {
 	// namespaces is the state of every namespace of the spec, in spec order.
-	namespaces   []tenancyv1.TenantNamespaceStatus
+	namespaces []tenancyv1.TenantNamespaceStatus
+	// uids are the UIDs of the namespaces found the tenant's.
+	uids         map[string]types.UID
 	rbacConflict string
 	// refused lists guardrails the API server refused to store.
 	refused []string
@@ -117,6 +120,12 @@ func (o *observation) undoIsolation(namespace string, policies []string) {
 func (o *observation) record(f found, hard corev1.ResourceList) {
 	if f.state != "" {
 		o.set(f.namespace, f.state, f.message)
+	}
+	if f.uid != "" {
+		if o.uids == nil {
+			o.uids = map[string]types.UID{}
+		}
+		o.uids[f.namespace] = f.uid
 	}
 	switch {
 	case f.conflict == "":
