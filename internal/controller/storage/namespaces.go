@@ -114,12 +114,19 @@ func newNamespaceLabels(reader client.Reader) *namespaceLabels {
 		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
 }
 
-// Get returns the namespace's labels.
-func (n *namespaceLabels) Get(ctx context.Context, namespace string) (map[string]string, error) {
+// Get returns the labels of the namespace obj is in. Labels read before
+// obj was made are read again: they may be those of an earlier namespace
+// of the name, deleted since (a namespace made again under a name is
+// another, and may not have what the earlier one was given, such as a
+// store's adoption leave). Creation times are in whole seconds, so a read
+// in the second obj was made counts as before it.
+func (n *namespaceLabels) Get(ctx context.Context, obj client.Object) (map[string]string, error) {
+	namespace := obj.GetNamespace()
+	made := obj.GetCreationTimestamp().Add(time.Second)
 	n.mu.Lock()
 	r, ok := n.seen[namespace]
 	n.mu.Unlock()
-	if ok && n.now().Sub(r.at) < n.ttl {
+	if ok && n.now().Sub(r.at) < n.ttl && r.at.After(made) {
 		return r.labels, nil
 	}
 	ns := &metav1.PartialObjectMetadata{}

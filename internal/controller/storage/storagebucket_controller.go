@@ -331,7 +331,7 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	if store == nil || err != nil {
 		return res, err
 	}
-	access, res, err := r.storeAccessOf(ctx, store, b.Namespace)
+	access, res, err := r.storeAccessOf(ctx, store, b)
 	if err != nil || !access.use {
 		return res, err
 	}
@@ -399,8 +399,8 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 
 // storeAccessOf reads what the store lets the namespace do. A namespace the
 // store is not opened to gets the bucket's state and no store request.
-func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.ObjectStore, namespace string) (storeAccess, checkResult, error) {
-	nsLabels, err := r.namespaces.Get(ctx, namespace)
+func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.ObjectStore, b *storagev1.StorageBucket) (storeAccess, checkResult, error) {
+	nsLabels, err := r.namespaces.Get(ctx, b)
 	if err != nil {
 		return storeAccess{}, checkResult{}, err
 	}
@@ -409,7 +409,7 @@ func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.O
 		return storeAccess{}, blocked(ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s has an invalid %v; ask the platform team", store.Name, err)), nil
 	}
 	if !access.use {
-		return access, blocked(ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s is not open to namespace %s (its namespaceSelector does not select it); ask the platform team to open it, or use another store", store.Name, namespace)), nil
+		return access, blocked(ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s is not open to namespace %s (its namespaceSelector does not select it); ask the platform team to open it, or use another store", store.Name, b.Namespace)), nil
 	}
 	return access, checkResult{}, nil
 }

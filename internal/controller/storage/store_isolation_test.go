@@ -230,6 +230,40 @@ func TestKeptBucketStaysWithItsNamespaceNotItsName(t *testing.T) {
 	}
 }
 
+// TestAdoptionLeaveStaysWithItsNamespace: the store lets namespace N adopt
+// buckets (its adoptionNamespaceSelector selects N's label). N is deleted
+// and made again under its name without that label, a moment after Trellis
+// read N's labels: an editor of the new N asking for another namespace's
+// kept bucket is refused, though the labels Trellis read are not 30 s old.
+func TestAdoptionLeaveStaysWithItsNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	store := ensureStore(g)
+	victim := newNamespace(t)
+	kept := victim + "-kept"
+	b := newBucket(victim, "data", store)
+	b.Spec.BucketName = kept
+	g.Expect(k8s.Create(ctx, b)).To(Succeed())
+	eventuallyReason(g, victim, "data", ReasonHealthy)
+	deleteBucket(g, victim, "data")
+	c := direct(g)
+	owner, err := c.Owner(ctx, kept)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	ns := newNamespace(t, adopterLabel)
+	g.Expect(k8s.Create(ctx, newBucket(ns, "mine", store))).To(Succeed())
+	eventuallyReason(g, ns, "mine", ReasonHealthy) // its namespace's labels read
+	deleteBucket(g, ns, "mine")
+	remakeNamespace(g, ns)
+	mallory := editorOf(t, "mallory-"+ns, ns)
+	grab := newBucket(ns, "grab", store)
+	grab.Spec.BucketName, grab.Spec.AdoptExisting = kept, ptr.To(true)
+	g.Expect(mallory.Create(ctx, grab)).To(Succeed())
+	eventuallyReason(g, ns, "grab", ReasonAdoptionNotAllowed)
+	g.Expect(c.Owner(ctx, kept)).To(Equal(owner), "left untouched")
+	deleteBucket(g, ns, "grab")
+}
+
 // namespaceUID is the UID of a namespace.
 func namespaceUID(g Gomega, name string) string {
 	ns := &corev1.Namespace{}
