@@ -20,20 +20,24 @@ import (
 )
 
 // Bucket tags that record who a bucket belongs to: the UID of the
-// StorageBucket that created or adopted it, and that StorageBucket's
-// namespace. The namespace outlives the StorageBucket: a bucket kept by
-// deletionPolicy Retain can be taken back by the namespace it belonged to,
-// and by no other without the store's leave (docs/storage.md).
+// StorageBucket that created or adopted it, that StorageBucket's
+// namespace, and the namespace's UID. The namespace outlives the
+// StorageBucket: a bucket kept by deletionPolicy Retain can be taken back
+// by the namespace it belonged to, and by no other without the store's
+// leave (docs/storage.md). The namespace is that one object, told by its
+// UID: a namespace deleted and made again under the name is another.
 const (
-	OwnerTag          = "trellis.dev/owner-uid"
-	OwnerNamespaceTag = "trellis.dev/owner-namespace"
+	OwnerTag             = "trellis.dev/owner-uid"
+	OwnerNamespaceTag    = "trellis.dev/owner-namespace"
+	OwnerNamespaceUIDTag = "trellis.dev/owner-namespace-uid"
 )
 
 // Owner is what a bucket's ownership tags say; empty fields for a tag that
 // is not set.
 type Owner struct {
-	UID       string
-	Namespace string
+	UID          string
+	Namespace    string
+	NamespaceUID string
 }
 
 // probeKey is the small object the optional write/read/delete probe uses.
@@ -62,7 +66,7 @@ type Client interface {
 	DeleteBucket(ctx context.Context, bucket string) error
 	// Owner returns the bucket's ownership tags.
 	Owner(ctx context.Context, bucket string) (Owner, error)
-	// SetOwner sets both ownership tags, keeping the bucket's other tags.
+	// SetOwner sets the ownership tags, keeping the bucket's other tags.
 	SetOwner(ctx context.Context, bucket string, owner Owner) error
 	// CountObjects counts objects and object versions, stopping at limit.
 	CountObjects(ctx context.Context, bucket string, limit int) (int, error)
@@ -183,7 +187,7 @@ func (c *client) Owner(ctx context.Context, bucket string) (Owner, error) {
 		return Owner{}, err
 	}
 	m := t.ToMap()
-	return Owner{UID: m[OwnerTag], Namespace: m[OwnerNamespaceTag]}, nil
+	return Owner{UID: m[OwnerTag], Namespace: m[OwnerNamespaceTag], NamespaceUID: m[OwnerNamespaceUIDTag]}, nil
 }
 
 // isNoTagSet reports the store's answer for a bucket without tags.
@@ -192,9 +196,10 @@ func isNoTagSet(err error) bool {
 	return code == "NoSuchTagSet" || code == "NoSuchTagSetError"
 }
 
-// SetOwner adds the ownership tags to the bucket's tags. S3 replaces a
-// bucket's whole tag set at once, so the others are read first; if they
-// cannot be read, nothing is written rather than someone's tags lost.
+// SetOwner sets the ownership tags among the bucket's tags; an empty field
+// removes its tag, so none is left saying what is no longer true. S3
+// replaces a bucket's whole tag set at once, so the others are read first;
+// if they cannot be read, nothing is written rather than someone's tags lost.
 func (c *client) SetOwner(ctx context.Context, bucket string, owner Owner) error {
 	ctx, cancel := c.ctx(ctx)
 	defer cancel()
@@ -206,8 +211,13 @@ func (c *client) SetOwner(ctx context.Context, bucket string, owner Owner) error
 	case !isNoTagSet(err):
 		return err
 	}
-	existing[OwnerTag] = owner.UID
-	existing[OwnerNamespaceTag] = owner.Namespace
+	for tag, value := range map[string]string{OwnerTag: owner.UID, OwnerNamespaceTag: owner.Namespace, OwnerNamespaceUIDTag: owner.NamespaceUID} {
+		if value == "" {
+			delete(existing, tag)
+		} else {
+			existing[tag] = value
+		}
+	}
 	next, err := tags.NewTags(existing, false)
 	if err != nil {
 		return err

@@ -226,14 +226,15 @@ func TestClientAgainstVersitygw(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(owner).To(BeZero())
 
-		g.Expect(c.SetOwner(ctx, bucket, Owner{UID: "uid-1", Namespace: "team-a"})).To(Succeed())
+		g.Expect(c.SetOwner(ctx, bucket, Owner{UID: "uid-1", Namespace: "team-a", NamespaceUID: "ns-uid-1"})).To(Succeed())
 		owner, err = c.Owner(ctx, bucket)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(owner).To(Equal(Owner{UID: "uid-1", Namespace: "team-a"}))
+		g.Expect(owner).To(Equal(Owner{UID: "uid-1", Namespace: "team-a", NamespaceUID: "ns-uid-1"}))
 		got, err := mc.GetBucketTagging(ctx, bucket)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(got.ToMap()).To(Equal(map[string]string{"team": "a", OwnerTag: "uid-1", OwnerNamespaceTag: "team-a"}))
+		g.Expect(got.ToMap()).To(Equal(map[string]string{"team": "a", OwnerTag: "uid-1", OwnerNamespaceTag: "team-a", OwnerNamespaceUIDTag: "ns-uid-1"}))
 
+		// An empty field takes its tag off: no tag says what is no longer true.
 		g.Expect(c.SetOwner(ctx, bucket, Owner{UID: "uid-2", Namespace: "team-b"})).To(Succeed())
 		owner, err = c.Owner(ctx, bucket)
 		g.Expect(err).NotTo(HaveOccurred())

@@ -214,7 +214,7 @@ func TestCollidingDerivedNamesStayApart(t *testing.T) {
 	for _, b := range []*storagev1.StorageBucket{mine, other} {
 		owner, err := c.Owner(ctx, b.Status.BucketName)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(owner).To(Equal(s3.Owner{UID: string(b.UID), Namespace: b.Namespace}), "each its own bucket")
+		g.Expect(owner).To(Equal(s3.Owner{UID: string(b.UID), Namespace: b.Namespace, NamespaceUID: namespaceUID(g, b.Namespace)}), "each its own bucket")
 	}
 
 	for _, b := range []struct{ ns, name string }{{acme, "squat"}, {acme, "dev-data"}, {acmeDev, "data"}} {
@@ -268,24 +268,25 @@ func TestRetainedBucketSaysWhoseItIs(t *testing.T) {
 			"No StorageBucket claims it: it was kept for namespace " + teamA + " after its StorageBucket was deleted (deletionPolicy: Retain",
 			s3.OwnerNamespaceTag + "=" + teamA, s3.OwnerTag + "=" + string(first.UID),
 			"Namespace " + teamA + " can take it back with a StorageBucket naming it (bucketName: " + kept + ") and adoptExisting: true",
-			"hand it over by setting its tag " + s3.OwnerNamespaceTag + " to " + teamB,
+			"hand it over by setting its tags " + s3.OwnerNamespaceTag + " to " + teamB + " and " + s3.OwnerNamespaceUIDTag + " to " + namespaceUID(g, teamB),
 		} {
 			g.Expect(c.Message).To(ContainSubstring(want))
 		}
 	}, timeout, poll).Should(Succeed())
 	owner, err := direct(g).Owner(ctx, kept)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(owner).To(Equal(s3.Owner{UID: string(first.UID), Namespace: teamA}), "untouched")
+	g.Expect(owner).To(Equal(s3.Owner{UID: string(first.UID), Namespace: teamA, NamespaceUID: namespaceUID(g, teamA)}), "untouched")
 
 	// What the message says works: the platform team hands it over.
-	g.Expect(direct(g).SetOwner(ctx, kept, s3.Owner{UID: string(first.UID), Namespace: teamB})).To(Succeed())
+	teamBUID := namespaceUID(g, teamB)
+	g.Expect(direct(g).SetOwner(ctx, kept, s3.Owner{UID: string(first.UID), Namespace: teamB, NamespaceUID: teamBUID})).To(Succeed())
 	got = getBucket(g, teamB, "later")
 	got.Spec.HealthCheck.IntervalSeconds = 11 // a spec change: checked now
 	g.Expect(k8s.Update(ctx, got)).To(Succeed())
 	got = eventuallyObservedReason(g, teamB, "later", ReasonHealthy)
 	owner, err = direct(g).Owner(ctx, kept)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(owner).To(Equal(s3.Owner{UID: string(got.UID), Namespace: teamB}))
+	g.Expect(owner).To(Equal(s3.Owner{UID: string(got.UID), Namespace: teamB, NamespaceUID: teamBUID}))
 	g.Expect(strings.Join(eventReasons(g, teamB), " ")).To(ContainSubstring("BucketAdopted"))
 
 	deleteBucket(g, teamB, "later")

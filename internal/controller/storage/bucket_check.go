@@ -40,8 +40,12 @@ type bucketCheck struct {
 	s3     s3.Client
 	store  string
 	bucket string
-	// owner is this StorageBucket, as the bucket's ownership tags name it.
+	// owner is this StorageBucket, as the bucket's ownership tags name it;
+	// run fills its NamespaceUID, from namespaceUID, when it needs it.
 	owner s3.Owner
+	// namespaceUID reads the UID of the StorageBucket's namespace afresh:
+	// only a check that tags a bucket, or judges whose it is, needs it.
+	namespaceUID func(context.Context) (string, error)
 	// claim is what the status records for this bucket name ("" if nothing).
 	claim storagev1.BucketClaim
 	// adopt is spec.adoptExisting.
@@ -106,6 +110,9 @@ func (c bucketCheck) run(ctx context.Context) (checkResult, error) {
 			return checkResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonBucketNameNotAllowed,
 				Message: fmt.Sprintf("bucket name %s is outside this namespace's names (%s-…), and ObjectStore %s does not let namespace %s create buckets under other names (its adoptionNamespaceSelector); name the bucket %s-…, or ask the platform team", c.bucket, c.owner.Namespace, c.store, c.owner.Namespace, c.owner.Namespace)}}, nil
 		}
+		if c.owner.NamespaceUID, err = c.namespaceUID(ctx); err != nil {
+			return checkResult{}, err
+		}
 		if c.claim != storagev1.BucketCreating {
 			if err := c.recordIntent(ctx); err != nil {
 				return checkResult{}, fmt.Errorf("%w: %w", errIntent, err)
@@ -126,50 +133,14 @@ func (c bucketCheck) run(ctx context.Context) (checkResult, error) {
 		}
 	case c.claim != storagev1.BucketClaimed:
 		// Seen for the first time, after a conflict, or created by us but not tagged yet.
-		owner, err := c.s3.Owner(ctx, c.bucket)
-		if err != nil {
-			return c.storeFailed(err), nil
+		if c.owner.NamespaceUID, err = c.namespaceUID(ctx); err != nil {
+			return checkResult{}, err
 		}
-		ownNamespace := owner.Namespace != "" && owner.Namespace == c.owner.Namespace
-		switch {
-		case owner.UID == c.owner.UID:
-			if owner.Namespace != c.owner.Namespace {
-				// Tagged before namespaces were recorded.
-				if err := c.s3.SetOwner(ctx, c.bucket, c.owner); err != nil {
-					return c.storeFailed(err), nil
-				}
-			}
-			res.claim = storagev1.BucketClaimed
-		case owner.UID == "" && c.claim == storagev1.BucketCreating:
-			if err := c.s3.SetOwner(ctx, c.bucket, c.owner); err != nil {
-				return c.storeFailed(err), nil
-			}
-			res.claim = storagev1.BucketClaimed
-			res.event = &bucketEvent{ready: true, reason: ReasonBucketCreated, format: "created bucket %s (tagged on a later check: the store failed in between)"}
-		case c.adopt && (c.mayAdopt || ownNamespace):
-			if err := c.s3.SetOwner(ctx, c.bucket, c.owner); err != nil {
-				return c.storeFailed(err), nil
-			}
-			res.claim = storagev1.BucketClaimed
-			res.event = &bucketEvent{ready: true, reason: "BucketAdopted", format: "adopted existing bucket %s (adoptExisting: true)"}
-			if ownNamespace && !c.mayAdopt {
-				res.event.format = "took back bucket %s, kept by an earlier StorageBucket of this namespace (adoptExisting: true)"
-			}
-		case c.adopt:
-			return checkResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonAdoptionNotAllowed,
-				Message: fmt.Sprintf("bucket %s already exists in %s and was not created for namespace %s; ObjectStore %s does not let this namespace adopt buckets (its adoptionNamespaceSelector), so it is left untouched", c.bucket, c.store, c.owner.Namespace, c.store) +
-					c.keptFor(owner)}}, nil
-		default:
-			hint := "set adoptExisting: true to take it over"
-			switch {
-			case ownNamespace:
-				hint = "it was kept by an earlier StorageBucket of this namespace: set adoptExisting: true to take it back"
-			case !c.mayAdopt:
-				hint = fmt.Sprintf("it was not created for namespace %s, and ObjectStore %s does not let this namespace adopt buckets", c.owner.Namespace, c.store)
-			}
-			return checkResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonConflict,
-				Message: fmt.Sprintf("bucket %s already exists in %s and was not created by this StorageBucket; %s", c.bucket, c.store, hint) + c.keptFor(owner)}}, nil
+		taken, ok := c.takeExisting(ctx)
+		if !ok {
+			return taken, nil
 		}
+		res = taken
 	}
 	if c.probe {
 		if err := c.s3.Probe(ctx, c.bucket); err != nil {
@@ -182,22 +153,100 @@ func (c bucketCheck) run(ctx context.Context) (checkResult, error) {
 	return res, nil
 }
 
-// keptFor tells, for a bucket whose ownership tags name another namespace,
-// what is true of it and who can change that. The check runs after the
-// claims of other StorageBuckets: none claims this bucket, so the one that
-// tagged it is gone and left it behind (deletionPolicy: Retain). "" for a
-// bucket without a namespace tag, or one of this namespace.
+// takeExisting decides whether a bucket that exists, and that this
+// StorageBucket does not claim yet, is its own: by its tags, by the intent
+// to create it on record, or by adoption. It tags what it takes; ok is
+// false when it takes nothing (the result says why).
+func (c bucketCheck) takeExisting(ctx context.Context) (res checkResult, ok bool) {
+	owner, err := c.s3.Owner(ctx, c.bucket)
+	if err != nil {
+		return c.storeFailed(err), false
+	}
+	ownNamespace := c.keptByThisNamespace(owner)
+	switch {
+	case owner.UID == c.owner.UID:
+		if owner != c.owner {
+			// Tagged before namespaces, or their UIDs, were recorded.
+			if err := c.s3.SetOwner(ctx, c.bucket, c.owner); err != nil {
+				return c.storeFailed(err), false
+			}
+		}
+	case owner.UID == "" && c.claim == storagev1.BucketCreating:
+		if err := c.s3.SetOwner(ctx, c.bucket, c.owner); err != nil {
+			return c.storeFailed(err), false
+		}
+		res.event = &bucketEvent{ready: true, reason: ReasonBucketCreated, format: "created bucket %s (tagged on a later check: the store failed in between)"}
+	case c.adopt && (c.mayAdopt || ownNamespace):
+		if err := c.s3.SetOwner(ctx, c.bucket, c.owner); err != nil {
+			return c.storeFailed(err), false
+		}
+		res.event = &bucketEvent{ready: true, reason: "BucketAdopted", format: "adopted existing bucket %s (adoptExisting: true)"}
+		if ownNamespace && !c.mayAdopt {
+			res.event.format = "took back bucket %s, kept by an earlier StorageBucket of this namespace (adoptExisting: true)"
+		}
+	case c.adopt:
+		return checkResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonAdoptionNotAllowed,
+			Message: fmt.Sprintf("bucket %s already exists in %s and was not created for namespace %s; ObjectStore %s does not let this namespace adopt buckets (its adoptionNamespaceSelector), so it is left untouched", c.bucket, c.store, c.owner.Namespace, c.store) +
+				c.keptFor(owner)}}, false
+	default:
+		hint := "set adoptExisting: true to take it over"
+		switch {
+		case ownNamespace:
+			hint = "it was kept by an earlier StorageBucket of this namespace: set adoptExisting: true to take it back"
+		case !c.mayAdopt:
+			hint = fmt.Sprintf("it was not created for namespace %s, and ObjectStore %s does not let this namespace adopt buckets", c.owner.Namespace, c.store)
+		}
+		return checkResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonConflict,
+			Message: fmt.Sprintf("bucket %s already exists in %s and was not created by this StorageBucket; %s", c.bucket, c.store, hint) + c.keptFor(owner)}}, false
+	}
+	res.claim = storagev1.BucketClaimed
+	return res, true
+}
+
+// keptByThisNamespace reports whether the bucket's tags name this very
+// namespace: its name and its UID. A namespace deleted and made again under
+// the name has another UID, and a bucket tagged before Trellis recorded
+// namespace UIDs names no namespace object at all: neither is this one's.
+func (c bucketCheck) keptByThisNamespace(owner s3.Owner) bool {
+	return owner.Namespace == c.owner.Namespace && owner.NamespaceUID != "" && owner.NamespaceUID == c.owner.NamespaceUID
+}
+
+// keptFor tells, for a bucket whose ownership tags name another namespace
+// (or another namespace of this name), what is true of it and who can
+// change that. The check runs after the claims of other StorageBuckets:
+// none claims this bucket, so the one that tagged it is gone and left it
+// behind (deletionPolicy: Retain). "" for a bucket without a namespace
+// tag, or one of this namespace.
 func (c bucketCheck) keptFor(owner s3.Owner) string {
-	if owner.Namespace == "" || owner.Namespace == c.owner.Namespace {
+	if owner.Namespace == "" || c.keptByThisNamespace(owner) {
 		return ""
 	}
-	return fmt.Sprintf(". No StorageBucket claims it: it was kept for namespace %s after its StorageBucket was deleted (deletionPolicy: Retain; its tags %s=%s, %s=%s). "+
-		"Namespace %s can take it back with a StorageBucket naming it (bucketName: %s) and adoptExisting: true. "+
-		"The platform team can let namespace %s adopt it (ObjectStore %s's adoptionNamespaceSelector), hand it over by setting its tag %s to %s, "+
-		"or release it by removing both tags (then only namespaces the store lets adopt can take it)",
-		owner.Namespace, s3.OwnerNamespaceTag, owner.Namespace, s3.OwnerTag, owner.UID,
-		owner.Namespace, c.bucket,
-		c.owner.Namespace, c.store, s3.OwnerNamespaceTag, c.owner.Namespace)
+	tags := fmt.Sprintf("%s=%s, ", s3.OwnerNamespaceTag, owner.Namespace)
+	if owner.NamespaceUID != "" {
+		tags += fmt.Sprintf("%s=%s, ", s3.OwnerNamespaceUIDTag, owner.NamespaceUID)
+	}
+	tags += fmt.Sprintf("%s=%s", s3.OwnerTag, owner.UID)
+	if owner.Namespace == c.owner.Namespace {
+		was := fmt.Sprintf("an earlier namespace named %s (its tags %s), not this one (UID %s): a namespace made again under a name does not take what the earlier one kept",
+			owner.Namespace, tags, c.owner.NamespaceUID)
+		if owner.NamespaceUID == "" {
+			was = fmt.Sprintf("a namespace named %s by a Trellis that did not record namespace UIDs (its tags %s), so it cannot be told from this one (UID %s)",
+				owner.Namespace, tags, c.owner.NamespaceUID)
+		}
+		return fmt.Sprintf(". No StorageBucket claims it: it was kept for %s. "+
+			"The platform team can let namespace %s adopt it (ObjectStore %s's adoptionNamespaceSelector), or hand it over by setting its tag %s to %s",
+			was, c.owner.Namespace, c.store, s3.OwnerNamespaceUIDTag, c.owner.NamespaceUID)
+	}
+	back := fmt.Sprintf("Namespace %s can take it back with a StorageBucket naming it (bucketName: %s) and adoptExisting: true. ", owner.Namespace, c.bucket)
+	if owner.NamespaceUID == "" {
+		back = "It was tagged by a Trellis that did not record namespace UIDs, so no namespace takes it back without the store's leave. "
+	}
+	return fmt.Sprintf(". No StorageBucket claims it: it was kept for namespace %s after its StorageBucket was deleted (deletionPolicy: Retain; its tags %s). "+
+		back+
+		"The platform team can let namespace %s adopt it (ObjectStore %s's adoptionNamespaceSelector), hand it over by setting its tags %s to %s and %s to %s, "+
+		"or release it by removing its ownership tags (then only namespaces the store lets adopt can take it)",
+		owner.Namespace, tags,
+		c.owner.Namespace, c.store, s3.OwnerNamespaceTag, c.owner.Namespace, s3.OwnerNamespaceUIDTag, c.owner.NamespaceUID)
 }
 
 // storeFailed turns a store error into the bucket's state: names the store

@@ -131,13 +131,19 @@ const (
 	otherUID   = "uid-theirs"
 	testBucket = "team-assets"
 	testNS     = "team"
+	testNSUID  = "ns-uid-team"
 	otherNS    = "team-b"
 )
 
 var (
-	mine         = s3.Owner{UID: testUID, Namespace: testNS}
-	theirs       = s3.Owner{UID: otherUID, Namespace: otherNS}
-	keptByUs     = s3.Owner{UID: otherUID, Namespace: testNS}
+	mine     = s3.Owner{UID: testUID, Namespace: testNS, NamespaceUID: testNSUID}
+	theirs   = s3.Owner{UID: otherUID, Namespace: otherNS, NamespaceUID: "ns-uid-team-b"}
+	keptByUs = s3.Owner{UID: otherUID, Namespace: testNS, NamespaceUID: testNSUID}
+	// keptByEarlier was kept for a namespace of this name that was deleted:
+	// this one was made again under the name.
+	keptByEarlier = s3.Owner{UID: otherUID, Namespace: testNS, NamespaceUID: "ns-uid-earlier"}
+	// keptByName was kept by a Trellis that recorded the namespace's name only.
+	keptByName   = s3.Owner{UID: otherUID, Namespace: testNS}
 	errNotImpl   = minio.ErrorResponse{Code: "NotImplemented", StatusCode: 501}
 	errBadPolicy = minio.ErrorResponse{Code: "MalformedPolicy", StatusCode: 400, Message: "Invalid principal in policy"}
 )
@@ -155,6 +161,8 @@ func TestBucketCheck(t *testing.T) {
 		probe             bool
 		// intentErr makes recording the intent to create fail.
 		intentErr error
+		// nsErr makes reading the namespace's UID fail.
+		nsErr error
 
 		wantErr      bool
 		wantProgress conditions.Progress
@@ -194,7 +202,7 @@ func TestBucketCheck(t *testing.T) {
 			reason:       "the intent is on record before the bucket exists",
 			s3:           fakeS3{},
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketCreated", wantIntent: true,
-			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"},
+			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"}, wantTagged: mine,
 		},
 		"missing, intent already recorded": {
 			reason: "a second attempt does not write the intent again",
@@ -241,7 +249,7 @@ func TestBucketCheck(t *testing.T) {
 		"recreated after it vanished": {
 			s3: fakeS3{}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketRecreated", wantIntent: true,
-			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"},
+			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"}, wantTagged: mine,
 		},
 		"exists, tagged with our UID": {
 			reason:       "status lost, tag says it is ours",
@@ -253,6 +261,22 @@ func TestBucketCheck(t *testing.T) {
 			s3:           fakeS3{exists: true, owner: s3.Owner{UID: testUID}},
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed,
 			wantCalls: []string{"BucketExists", "Owner", "SetOwner"}, wantTagged: mine,
+		},
+		"exists, tagged with our UID before namespace UIDs were": {
+			reason:       "the namespace UID tag is added, so only this namespace takes it back if kept",
+			s3:           fakeS3{exists: true, owner: s3.Owner{UID: testUID, Namespace: testNS}},
+			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed,
+			wantCalls: []string{"BucketExists", "Owner", "SetOwner"}, wantTagged: mine,
+		},
+		"namespace UID unreadable": {
+			reason: "an API error: nothing is asked of the store that needs it, nothing is created",
+			s3:     fakeS3{}, nsErr: errors.New("the API server is away"),
+			wantErr: true, wantCalls: []string{"BucketExists"},
+		},
+		"namespace UID unreadable, the bucket there": {
+			reason: "an API error: whose the bucket is is not judged without it",
+			s3:     fakeS3{exists: true, owner: keptByUs}, adopt: true, nsErr: errors.New("the API server is away"),
+			wantErr: true, wantCalls: []string{"BucketExists"},
 		},
 		"exists, untagged, not ours": {
 			s3:           fakeS3{exists: true},
@@ -285,6 +309,39 @@ func TestBucketCheck(t *testing.T) {
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketAdopted",
 			wantCalls: []string{"BucketExists", "Owner", "SetOwner"}, wantTagged: mine,
 		},
+		"exists, kept by an earlier namespace of this name, not taken": {
+			reason: "a namespace deleted and made again under the name is another: the store's leave is needed",
+			s3:     fakeS3{exists: true, owner: keptByEarlier}, adopt: true,
+			wantProgress: conditions.Blocked, wantReason: ReasonAdoptionNotAllowed, wantCalls: []string{"BucketExists", "Owner"},
+			wantMsg: "No StorageBucket claims it: it was kept for an earlier namespace named team (its tags trellis.dev/owner-namespace=team, " +
+				"trellis.dev/owner-namespace-uid=ns-uid-earlier, trellis.dev/owner-uid=uid-theirs), not this one (UID ns-uid-team): " +
+				"a namespace made again under a name does not take what the earlier one kept. " +
+				"The platform team can let namespace team adopt it (ObjectStore store-a's adoptionNamespaceSelector), " +
+				"or hand it over by setting its tag trellis.dev/owner-namespace-uid to ns-uid-team",
+		},
+		"exists, kept by an earlier namespace of this name, not asked": {
+			s3:           fakeS3{exists: true, owner: keptByEarlier},
+			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
+			wantMsg: "does not let this namespace adopt buckets. No StorageBucket claims it: it was kept for an earlier namespace named team",
+			notMsg:  "take it back",
+		},
+		"exists, kept by an earlier namespace of this name, adopted with the store's leave": {
+			s3: fakeS3{exists: true, owner: keptByEarlier}, adopt: true, mayAdopt: true,
+			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketAdopted",
+			wantCalls: []string{"BucketExists", "Owner", "SetOwner"}, wantTagged: mine,
+		},
+		"exists, kept for this name before namespace UIDs were recorded, not taken": {
+			reason: "a name alone cannot tell this namespace from an earlier one: the store's leave is needed",
+			s3:     fakeS3{exists: true, owner: keptByName}, adopt: true,
+			wantProgress: conditions.Blocked, wantReason: ReasonAdoptionNotAllowed, wantCalls: []string{"BucketExists", "Owner"},
+			wantMsg: "it was kept for a namespace named team by a Trellis that did not record namespace UIDs (its tags trellis.dev/owner-namespace=team, " +
+				"trellis.dev/owner-uid=uid-theirs), so it cannot be told from this one (UID ns-uid-team)",
+		},
+		"exists, kept for another namespace before namespace UIDs were recorded": {
+			s3:           fakeS3{exists: true, owner: s3.Owner{UID: otherUID, Namespace: otherNS}},
+			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
+			wantMsg: "It was tagged by a Trellis that did not record namespace UIDs, so no namespace takes it back without the store's leave.",
+		},
 		"exists, kept by this namespace, not asked to adopt": {
 			s3:           fakeS3{exists: true, owner: keptByUs},
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
@@ -300,10 +357,11 @@ func TestBucketCheck(t *testing.T) {
 			s3:           fakeS3{exists: true, owner: theirs},
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
 			wantMsg: "No StorageBucket claims it: it was kept for namespace team-b after its StorageBucket was deleted (deletionPolicy: Retain; " +
-				"its tags trellis.dev/owner-namespace=team-b, trellis.dev/owner-uid=uid-theirs). " +
+				"its tags trellis.dev/owner-namespace=team-b, trellis.dev/owner-namespace-uid=ns-uid-team-b, trellis.dev/owner-uid=uid-theirs). " +
 				"Namespace team-b can take it back with a StorageBucket naming it (bucketName: team-assets) and adoptExisting: true. " +
-				"The platform team can let namespace team adopt it (ObjectStore store-a's adoptionNamespaceSelector), hand it over by setting its tag trellis.dev/owner-namespace to team, " +
-				"or release it by removing both tags",
+				"The platform team can let namespace team adopt it (ObjectStore store-a's adoptionNamespaceSelector), " +
+				"hand it over by setting its tags trellis.dev/owner-namespace to team and trellis.dev/owner-namespace-uid to ns-uid-team, " +
+				"or release it by removing its ownership tags",
 		},
 		"exists, kept for another namespace, adoption refused: says so too": {
 			s3: fakeS3{exists: true, owner: theirs}, adopt: true,
@@ -346,8 +404,9 @@ func TestBucketCheck(t *testing.T) {
 			g := NewWithT(t)
 			fake := tc.s3
 			intent := false
-			check := bucketCheck{s3: &fake, store: "store-a", bucket: testBucket, owner: mine, claim: tc.claim,
+			check := bucketCheck{s3: &fake, store: "store-a", bucket: testBucket, owner: s3.Owner{UID: testUID, Namespace: testNS}, claim: tc.claim,
 				adopt: tc.adopt, mayAdopt: tc.mayAdopt, foreignName: tc.foreign, probe: tc.probe,
+				namespaceUID: func(context.Context) (string, error) { return testNSUID, tc.nsErr },
 				recordIntent: func(context.Context) error { intent = true; return tc.intentErr }}
 
 			res, err := check.run(context.Background())
@@ -367,7 +426,7 @@ func TestBucketCheck(t *testing.T) {
 				g.Expect(res.summary.Message).NotTo(ContainSubstring(tc.notMsg))
 			}
 			if slices.Contains(tc.wantCalls, "SetOwner") && tc.wantTagged != (s3.Owner{}) {
-				g.Expect(fake.setOwnerTo).To(Equal(tc.wantTagged), "both tags, this StorageBucket's")
+				g.Expect(fake.setOwnerTo).To(Equal(tc.wantTagged), "every tag, this StorageBucket's")
 			}
 			g.Expect(res.claim).To(Equal(tc.wantClaim), tc.reason)
 			g.Expect(res.storeDown).To(Equal(tc.wantDown), tc.reason)

@@ -225,7 +225,7 @@ func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess, 
 	if err != nil || store == nil {
 		return accessResult{summary: checked.summary}, err
 	}
-	nsLabels, err := r.namespaces.Get(ctx, a.Namespace)
+	nsLabels, err := r.namespaces.Get(ctx, a)
 	if err != nil {
 		return accessResult{}, err
 	}

@@ -151,7 +151,7 @@ func TestMemoryNamespaceLabelsExpire(t *testing.T) {
 
 	start := testenv.LiveHeap()
 	for _, ns := range namespaces {
-		_, err := n.Get(ctx, ns)
+		_, err := n.Get(ctx, in(ns))
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	read := len(n.seen)
@@ -178,11 +178,11 @@ func TestNamespaceLabelsAreDroppedWhenExpiredOrGone(t *testing.T) {
 	n := newNamespaceLabels(reader)
 	n.now, n.after = clock.now, sw.after
 
-	_, err := n.Get(ctx, "old")
+	_, err := n.Get(ctx, in("old"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sw.due).To(HaveLen(1), "a sweep is due once something is kept")
 	clock.advance(namespaceLabelsTTL / 2)
-	_, err = n.Get(ctx, "new")
+	_, err = n.Get(ctx, in("new"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sw.due).To(HaveLen(1), "one sweep at a time")
 
@@ -195,7 +195,7 @@ func TestNamespaceLabelsAreDroppedWhenExpiredOrGone(t *testing.T) {
 	// A namespace found gone is dropped at once.
 	reader.gone["new"] = true
 	clock.advance(namespaceLabelsTTL / 2) // "new" has expired: it is read again
-	_, err = n.Get(ctx, "new")
+	_, err = n.Get(ctx, in("new"))
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 	g.Expect(n.seen).To(BeEmpty())
 	sw.run()

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
@@ -113,12 +114,19 @@ func newNamespaceLabels(reader client.Reader) *namespaceLabels {
 		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
 }
 
-// Get returns the namespace's labels.
-func (n *namespaceLabels) Get(ctx context.Context, namespace string) (map[string]string, error) {
+// Get returns the labels of the namespace obj is in. Labels read before
+// obj was made are read again: they may be those of an earlier namespace
+// of the name, deleted since (a namespace made again under a name is
+// another, and may not have what the earlier one was given, such as a
+// store's adoption leave). Creation times are in whole seconds, so a read
+// in the second obj was made counts as before it.
+func (n *namespaceLabels) Get(ctx context.Context, obj client.Object) (map[string]string, error) {
+	namespace := obj.GetNamespace()
+	made := obj.GetCreationTimestamp().Add(time.Second)
 	n.mu.Lock()
 	r, ok := n.seen[namespace]
 	n.mu.Unlock()
-	if ok && n.now().Sub(r.at) < n.ttl {
+	if ok && n.now().Sub(r.at) < n.ttl && r.at.After(made) {
 		return r.labels, nil
 	}
 	ns := &metav1.PartialObjectMetadata{}
@@ -139,6 +147,19 @@ func (n *namespaceLabels) Get(ctx context.Context, namespace string) (map[string
 		n.after(n.ttl, n.sweep)
 	}
 	return ns.Labels, nil
+}
+
+// UID reads the namespace's UID from the API server, never from what was
+// read before: a namespace deleted and made again under its name within
+// the ttl is another namespace, and whose a kept bucket is, is decided by
+// it (bucketCheck).
+func (n *namespaceLabels) UID(ctx context.Context, namespace string) (types.UID, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := n.reader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return "", fmt.Errorf("reading the UID of namespace %s: %w", namespace, err)
+	}
+	return ns.UID, nil
 }
 
 // sweep drops the labels read a ttl ago or more, and comes back in a ttl

@@ -98,6 +98,11 @@ func (r *namespaceReader) Get(_ context.Context, key client.ObjectKey, obj clien
 	return nil
 }
 
+// in is an object of the namespace, made long ago.
+func in(namespace string) client.Object {
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "x"}}
+}
+
 func TestNamespaceLabelsAreReadAtMostOncePerTTL(t *testing.T) {
 	g := NewWithT(t)
 	reader := &namespaceReader{labels: map[string]string{"team": "a"}}
@@ -106,16 +111,46 @@ func TestNamespaceLabelsAreReadAtMostOncePerTTL(t *testing.T) {
 	n.now = func() time.Time { return now }
 	ctx := context.Background()
 
-	l, err := n.Get(ctx, "team-a")
+	l, err := n.Get(ctx, in("team-a"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(l).To(HaveKeyWithValue("team", "a"))
-	_, _ = n.Get(ctx, "team-a")
+	_, _ = n.Get(ctx, in("team-a"))
 	g.Expect(reader.reads).To(Equal(1))
 	reader.labels = map[string]string{"team": "b"}
 	now = now.Add(namespaceLabelsTTL)
-	l, _ = n.Get(ctx, "team-a")
+	l, _ = n.Get(ctx, in("team-a"))
 	g.Expect(reader.reads).To(Equal(2), "read again once the TTL is over")
 	g.Expect(l).To(HaveKeyWithValue("team", "b"))
-	_, _ = n.Get(ctx, "team-b")
+	_, _ = n.Get(ctx, in("team-b"))
 	g.Expect(reader.reads).To(Equal(3), "each namespace on its own")
+}
+
+// TestNamespaceLabelsAreNotAnEarlierNamespaces: labels read before an
+// object was made may be those of an earlier namespace of the name, deleted
+// since: for that object they are read again, whatever the TTL says.
+func TestNamespaceLabelsAreNotAnEarlierNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	reader := &namespaceReader{labels: map[string]string{"storage.example.com/adopt": "yes"}}
+	now := time.Date(2030, 1, 1, 0, 0, 10, 0, time.UTC)
+	n := newNamespaceLabels(reader)
+	n.now = func() time.Time { return now }
+	ctx := context.Background()
+	made := func(at time.Time) client.Object {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "b", CreationTimestamp: metav1.NewTime(at)}}
+	}
+
+	_, err := n.Get(ctx, made(now.Add(-time.Minute)))
+	g.Expect(err).NotTo(HaveOccurred())
+	// The namespace is deleted and made again, without the label.
+	reader.labels = map[string]string{"team": "new"}
+	now = now.Add(5 * time.Second)
+	l, err := n.Get(ctx, made(now.Add(-time.Second)))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reader.reads).To(Equal(2), "read again for an object made after the first read")
+	g.Expect(l).To(Equal(map[string]string{"team": "new"}))
+	now = now.Add(2 * time.Second)
+	_, _ = n.Get(ctx, made(now.Add(-4*time.Second)))
+	g.Expect(reader.reads).To(Equal(2), "read after that object was made: reused")
+	_, _ = n.Get(ctx, made(now.Truncate(time.Second)))
+	g.Expect(reader.reads).To(Equal(3), "made in the second of the read: read again")
 }

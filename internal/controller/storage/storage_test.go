@@ -203,7 +203,7 @@ func TestBucketIsCreatedTaggedAndHealthy(t *testing.T) {
 	g.Expect(exists).To(BeTrue())
 	owner, err := c.Owner(ctx, ns+"-assets")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(owner).To(Equal(s3.Owner{UID: string(b.UID), Namespace: ns}), "tagged with its StorageBucket and namespace")
+	g.Expect(owner).To(Equal(s3.Owner{UID: string(b.UID), Namespace: ns, NamespaceUID: namespaceUID(g, ns)}), "tagged with its StorageBucket and namespace")
 	deleteBucket(g, ns, "assets")
 }
 
@@ -240,7 +240,7 @@ func TestExistingBucketIsAConflictUnlessAdopted(t *testing.T) {
 	got = eventuallyReason(g, ns, "adopt", ReasonHealthy)
 	owner, err = c.Owner(ctx, foreign)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(owner).To(Equal(s3.Owner{UID: string(got.UID), Namespace: ns}))
+	g.Expect(owner).To(Equal(s3.Owner{UID: string(got.UID), Namespace: ns, NamespaceUID: namespaceUID(g, ns)}))
 
 	// A second StorageBucket claiming the same bucket: the first keeps it.
 	second := newBucket(newNamespace(t, adopterLabel), "copycat", store)

@@ -331,7 +331,7 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	if store == nil || err != nil {
 		return res, err
 	}
-	access, res, err := r.storeAccessOf(ctx, store, b.Namespace)
+	access, res, err := r.storeAccessOf(ctx, store, b)
 	if err != nil || !access.use {
 		return res, err
 	}
@@ -354,6 +354,10 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	}
 	check := bucketCheck{
 		s3: c, store: store.Name, bucket: name, owner: s3.Owner{UID: string(b.UID), Namespace: b.Namespace}, claim: claim,
+		namespaceUID: func(ctx context.Context) (string, error) {
+			uid, err := r.namespaces.UID(ctx, b.Namespace)
+			return string(uid), err
+		},
 		adopt: ptr.Deref(b.Spec.AdoptExisting, false), mayAdopt: access.adopt,
 		foreignName: b.Spec.BucketName != "" && !ownBucketName(b.Namespace, b.Spec.BucketName),
 		probe:       b.Spec.HealthCheck != nil && ptr.Deref(b.Spec.HealthCheck.Probe, false),
@@ -395,8 +399,8 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 
 // storeAccessOf reads what the store lets the namespace do. A namespace the
 // store is not opened to gets the bucket's state and no store request.
-func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.ObjectStore, namespace string) (storeAccess, checkResult, error) {
-	nsLabels, err := r.namespaces.Get(ctx, namespace)
+func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.ObjectStore, b *storagev1.StorageBucket) (storeAccess, checkResult, error) {
+	nsLabels, err := r.namespaces.Get(ctx, b)
 	if err != nil {
 		return storeAccess{}, checkResult{}, err
 	}
@@ -405,7 +409,7 @@ func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.O
 		return storeAccess{}, blocked(ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s has an invalid %v; ask the platform team", store.Name, err)), nil
 	}
 	if !access.use {
-		return access, blocked(ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s is not open to namespace %s (its namespaceSelector does not select it); ask the platform team to open it, or use another store", store.Name, namespace)), nil
+		return access, blocked(ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s is not open to namespace %s (its namespaceSelector does not select it); ask the platform team to open it, or use another store", store.Name, b.Namespace)), nil
 	}
 	return access, checkResult{}, nil
 }
@@ -557,12 +561,13 @@ func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBuc
 }
 
 // markRetained makes sure a bucket kept by deletionPolicy Retain carries
-// its namespace tag, so the namespace can take it back: buckets tagged by a
-// Trellis that did not record namespaces yet lack it. Best effort: a store
-// that is missing, not Ready or does not answer does not hold the deletion
-// (the bucket then needs the store's adoption leave to be taken back), and a
-// Warning says so. An error of the API server (reading the store from the
-// cache) is returned: the deletion is tried again.
+// its namespace's tags, name and UID, so this namespace, and no other made
+// later under its name, can take it back: buckets tagged by a Trellis that
+// did not record them lack them. Best effort: a store that is missing, not
+// Ready or does not answer does not hold the deletion (the bucket then
+// needs the store's adoption leave to be taken back), and a Warning says
+// so. An error of the API server (reading the store from the cache, or the
+// namespace's UID) is returned: the deletion is tried again.
 func (r *BucketReconciler) markRetained(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation) error {
 	name := bucketName(b)
 	if b.Status.Claim != storagev1.BucketClaimed || b.Status.BucketName != name {
@@ -575,11 +580,15 @@ func (r *BucketReconciler) markRetained(ctx context.Context, b *storagev1.Storag
 	problem := state.summary.Message
 	if store != nil {
 		problem = ""
-		mine := s3.Owner{UID: string(b.UID), Namespace: b.Namespace}
+		nsUID, err := r.namespaces.UID(ctx, b.Namespace)
+		if err != nil {
+			return err
+		}
+		mine := s3.Owner{UID: string(b.UID), Namespace: b.Namespace, NamespaceUID: string(nsUID)}
 		c, err := r.stores.Client(ctx, store)
 		if err == nil {
 			var owner s3.Owner
-			if owner, err = c.Owner(ctx, name); err == nil && owner.UID == mine.UID && owner.Namespace != mine.Namespace {
+			if owner, err = c.Owner(ctx, name); err == nil && owner.UID == mine.UID && owner != mine {
 				err = c.SetOwner(ctx, name, mine)
 			}
 		}
@@ -589,7 +598,7 @@ func (r *BucketReconciler) markRetained(ctx context.Context, b *storagev1.Storag
 	}
 	if problem != "" {
 		obs.did(corev1.EventTypeWarning, "RetainedUntagged", "Delete",
-			"bucket %s is kept, but its namespace tag could not be checked (%s): taking it back may need the store's adoption leave", name, problem)
+			"bucket %s is kept, but its namespace tags could not be checked (%s): taking it back may need the store's adoption leave", name, problem)
 	}
 	return nil
 }

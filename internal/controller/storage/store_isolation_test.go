@@ -113,7 +113,8 @@ func TestKeptBucketStaysWithItsNamespace(t *testing.T) {
 	}, timeout, poll).Should(BeTrue())
 	owner, err := c.Owner(ctx, kept)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(owner).To(Equal(s3.Owner{UID: string(first.UID), Namespace: teamA}), "kept, and still saying whose it was")
+	teamAUID := namespaceUID(g, teamA)
+	g.Expect(owner).To(Equal(s3.Owner{UID: string(first.UID), Namespace: teamA, NamespaceUID: teamAUID}), "kept, and still saying whose it was")
 
 	// Team B tries to take it, with and without adoptExisting.
 	grab := newBucket(teamB, "grab", store)
@@ -131,7 +132,7 @@ func TestKeptBucketStaysWithItsNamespace(t *testing.T) {
 	g.Expect(readyMessage(got)).To(ContainSubstring("does not let this namespace adopt buckets"))
 	owner, err = c.Owner(ctx, kept)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(owner).To(Equal(s3.Owner{UID: string(first.UID), Namespace: teamA}), "left untouched")
+	g.Expect(owner).To(Equal(s3.Owner{UID: string(first.UID), Namespace: teamA, NamespaceUID: teamAUID}), "left untouched")
 
 	// Nor may team B make a bucket under team A's names.
 	squat := newBucket(teamB, "squat", store)
@@ -154,7 +155,7 @@ func TestKeptBucketStaysWithItsNamespace(t *testing.T) {
 	got = eventuallyReason(g, teamA, "back", ReasonHealthy)
 	owner, err = c.Owner(ctx, kept)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(owner).To(Equal(s3.Owner{UID: string(got.UID), Namespace: teamA}))
+	g.Expect(owner).To(Equal(s3.Owner{UID: string(got.UID), Namespace: teamA, NamespaceUID: teamAUID}))
 	n, err := c.CountObjects(ctx, kept, 10)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n).To(Equal(1), "with its data")
@@ -164,20 +165,151 @@ func TestKeptBucketStaysWithItsNamespace(t *testing.T) {
 	}
 }
 
+// TestKeptBucketStaysWithItsNamespaceNotItsName: a bucket kept by Retain
+// goes back to the namespace it was kept for, that very object (its UID),
+// and not to a namespace deleted and made again under the same name (a
+// later Tenant with the same prefix, a NamespaceRequest), whose editor asks
+// for it with adoptExisting: refused, untouched, its data unread.
+func TestKeptBucketStaysWithItsNamespaceNotItsName(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	store := ensureStore(g)
+	ns := newNamespace(t)
+	alice := editorOf(t, "alice-"+ns, ns)
+	c := direct(g)
+	kept := ns + "-kept"
+	keep := func(name string, adopt bool) {
+		b := newBucket(ns, name, store)
+		b.Spec.BucketName, b.Spec.AdoptExisting = kept, ptr.To(adopt)
+		g.Expect(alice.Create(ctx, b)).To(Succeed())
+		eventuallyReason(g, ns, name, ReasonHealthy)
+		g.Expect(alice.Delete(ctx, b)).To(Succeed())
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(b), &storagev1.StorageBucket{}))
+		}, timeout, poll).Should(BeTrue())
+	}
+	keep("data", false)
+	putObject(g, kept, "secret-plans.txt")
+	// The namespace it was kept for takes it back, and keeps it again.
+	keep("back", true)
+	before := namespaceUID(g, ns)
+	owner, err := c.Owner(ctx, kept)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(owner.Namespace).To(Equal(ns))
+	g.Expect(owner.NamespaceUID).To(Equal(before))
+
+	remakeNamespace(g, ns)
+	after := namespaceUID(g, ns)
+	g.Expect(after).NotTo(Equal(before))
+	mallory := editorOf(t, "mallory-"+ns, ns)
+	grab := newBucket(ns, "grab", store)
+	grab.Spec.BucketName, grab.Spec.AdoptExisting = kept, ptr.To(true)
+	g.Expect(mallory.Create(ctx, grab)).To(Succeed())
+	got := eventuallyReason(g, ns, "grab", ReasonAdoptionNotAllowed)
+	g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Stalled)).To(BeTrue())
+	g.Expect(readyMessage(got)).To(ContainSubstring("it was kept for an earlier namespace named " + ns))
+	g.Expect(readyMessage(got)).To(ContainSubstring("not this one (UID " + after + ")"))
+	peek := newBucket(ns, "peek", store)
+	peek.Spec.BucketName = kept
+	g.Expect(mallory.Create(ctx, peek)).To(Succeed())
+	got = eventuallyReason(g, ns, "peek", ReasonConflict)
+	g.Expect(readyMessage(got)).NotTo(ContainSubstring("take it back"))
+	g.Expect(c.Owner(ctx, kept)).To(Equal(owner), "left untouched")
+	n, err := c.CountObjects(ctx, kept, 10)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(Equal(1))
+	access := newAccess(ns, "read", "grab", "read-s3", storagev1.AccessReadOnly)
+	g.Expect(mallory.Create(ctx, access)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getAccess(g, ns, "read").Status.AccessKeyID).To(BeEmpty(), "no key to a bucket not claimed")
+		g.Expect(conditions.IsTrue(getAccess(g, ns, "read").Status.Conditions, conditions.Stalled)).To(BeTrue())
+	}, timeout, poll).Should(Succeed())
+	g.Expect(client.IgnoreNotFound(k8s.Delete(ctx, access))).To(Succeed())
+	for _, name := range []string{"grab", "peek"} {
+		deleteBucket(g, ns, name)
+	}
+}
+
+// TestAdoptionLeaveStaysWithItsNamespace: the store lets namespace N adopt
+// buckets (its adoptionNamespaceSelector selects N's label). N is deleted
+// and made again under its name without that label, a moment after Trellis
+// read N's labels: an editor of the new N asking for another namespace's
+// kept bucket is refused, though the labels Trellis read are not 30 s old.
+func TestAdoptionLeaveStaysWithItsNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	store := ensureStore(g)
+	victim := newNamespace(t)
+	kept := victim + "-kept"
+	b := newBucket(victim, "data", store)
+	b.Spec.BucketName = kept
+	g.Expect(k8s.Create(ctx, b)).To(Succeed())
+	eventuallyReason(g, victim, "data", ReasonHealthy)
+	deleteBucket(g, victim, "data")
+	c := direct(g)
+	owner, err := c.Owner(ctx, kept)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	ns := newNamespace(t, adopterLabel)
+	g.Expect(k8s.Create(ctx, newBucket(ns, "mine", store))).To(Succeed())
+	eventuallyReason(g, ns, "mine", ReasonHealthy) // its namespace's labels read
+	deleteBucket(g, ns, "mine")
+	remakeNamespace(g, ns)
+	mallory := editorOf(t, "mallory-"+ns, ns)
+	grab := newBucket(ns, "grab", store)
+	grab.Spec.BucketName, grab.Spec.AdoptExisting = kept, ptr.To(true)
+	g.Expect(mallory.Create(ctx, grab)).To(Succeed())
+	eventuallyReason(g, ns, "grab", ReasonAdoptionNotAllowed)
+	g.Expect(c.Owner(ctx, kept)).To(Equal(owner), "left untouched")
+	deleteBucket(g, ns, "grab")
+}
+
+// namespaceUID is the UID of a namespace.
+func namespaceUID(g Gomega, name string) string {
+	ns := &corev1.Namespace{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, ns)).To(Succeed())
+	return string(ns.UID)
+}
+
+// remakeNamespace deletes a namespace and makes another under its name.
+// envtest runs no namespace controller: the test finalizes the namespace
+// itself, as that controller does once the namespace is empty, and what was
+// left in it stays in etcd (here, RoleBindings of the earlier editors).
+func remakeNamespace(g Gomega, name string) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	g.Expect(k8s.Delete(ctx, ns)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, ns)).To(Succeed())
+		ns.Spec.Finalizers = nil
+		g.Expect(k8s.SubResource("finalize").Update(ctx, ns)).To(Succeed())
+	}, timeout, poll).Should(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{}))
+	}, timeout, poll).Should(BeTrue())
+	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+}
+
 // TestRetainRecordsTheNamespace: a bucket tagged before namespaces were
-// recorded (only its UID) gets its namespace tag when its StorageBucket is
-// deleted with Retain, so its namespace can take it back.
+// recorded (only its UID), or before their UIDs were, gets its namespace
+// tags when its StorageBucket is deleted with Retain, so its namespace can
+// take it back.
 func TestRetainRecordsTheNamespace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	store := ensureStore(g)
 	ns := newNamespace(t)
-	g.Expect(k8s.Create(ctx, newBucket(ns, "old", store))).To(Succeed())
-	b := eventuallyReason(g, ns, "old", ReasonHealthy)
 	c := direct(g)
-	g.Expect(c.SetOwner(ctx, ns+"-old", s3.Owner{UID: string(b.UID)})).To(Succeed()) // as an earlier Trellis tagged it
-	deleteBucket(g, ns, "old")
-	owner, err := c.Owner(ctx, ns+"-old")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(owner).To(Equal(s3.Owner{UID: string(b.UID), Namespace: ns}))
+	for name, earlier := range map[string]func(b *storagev1.StorageBucket) s3.Owner{
+		"old":   func(b *storagev1.StorageBucket) s3.Owner { return s3.Owner{UID: string(b.UID)} },
+		"named": func(b *storagev1.StorageBucket) s3.Owner { return s3.Owner{UID: string(b.UID), Namespace: ns} },
+	} {
+		g.Expect(k8s.Create(ctx, newBucket(ns, name, store))).To(Succeed())
+		b := eventuallyReason(g, ns, name, ReasonHealthy)
+		g.Expect(c.SetOwner(ctx, ns+"-"+name, earlier(b))).To(Succeed()) // as an earlier Trellis tagged it
+		deleteBucket(g, ns, name)
+		owner, err := c.Owner(ctx, ns+"-"+name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(owner).To(Equal(s3.Owner{UID: string(b.UID), Namespace: ns, NamespaceUID: namespaceUID(g, ns)}), name)
+	}
 }

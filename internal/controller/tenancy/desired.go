@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
@@ -409,7 +410,7 @@ func desiredNetworkPolicy(t *tenancyv1.Tenant, namespace string) *networkingv1.N
 // desiredTenantRole lets the tenant's admins and viewers read their own
 // Tenant and namespaces, and nothing else cluster-wide (both are
 // cluster-scoped, so a Role cannot do it).
-func desiredTenantRole(t *tenancyv1.Tenant, namespaces []string) *rbacv1.ClusterRole {
+func desiredTenantRole(t *tenancyv1.Tenant, namespaces []string, uids []types.UID) *rbacv1.ClusterRole {
 	rules := []rbacv1.PolicyRule{{
 		APIGroups:     []string{tenancyv1.GroupVersion.Group},
 		Resources:     []string{"tenants"},
@@ -424,7 +425,66 @@ func desiredTenantRole(t *tenancyv1.Tenant, namespaces []string) *rbacv1.Cluster
 			Verbs:         []string{"get", "watch"},
 		})
 	}
-	return &rbacv1.ClusterRole{ObjectMeta: childMeta(t, "", tenantRoleName(t)), Rules: rules}
+	role := &rbacv1.ClusterRole{ObjectMeta: childMeta(t, "", tenantRoleName(t)), Rules: rules}
+	if len(uids) > 0 {
+		role.Annotations = map[string]string{NamespaceUIDsAnnotation: joinUIDs(uids)}
+	}
+	return role
+}
+
+// joinUIDs is the value of NamespaceUIDsAnnotation: the UIDs sorted, each
+// once, so that the same namespaces always write the same value.
+func joinUIDs(uids []types.UID) string {
+	out := make([]string, 0, len(uids))
+	for _, uid := range uids {
+		out = append(out, string(uid))
+	}
+	slices.Sort(out)
+	return strings.Join(slices.Compact(out), ",")
+}
+
+// recordedUIDs are the namespace UIDs a Tenant's ClusterRole records.
+func recordedUIDs(role *rbacv1.ClusterRole) []types.UID {
+	var out []types.UID
+	for uid := range strings.SplitSeq(role.Annotations[NamespaceUIDsAnnotation], ",") {
+		if uid != "" {
+			out = append(out, types.UID(uid))
+		}
+	}
+	return out
+}
+
+// syncTenantRole brings a live per-tenant ClusterRole back to desired: the
+// rules, and the namespace UIDs it records, which keep, beside desired's,
+// those the live role records of namespaces still waiting for a Tenant of
+// this name to take them back (an uninstall left them; their requests, say,
+// are not made again yet).
+func syncTenantRole(waiting []types.UID) func(live, desired *rbacv1.ClusterRole, t *tenancyv1.Tenant) bool {
+	return func(live, desired *rbacv1.ClusterRole, t *tenancyv1.Tenant) bool {
+		uids := recordedUIDs(desired)
+		for _, uid := range recordedUIDs(live) {
+			if slices.Contains(waiting, uid) {
+				uids = append(uids, uid)
+			}
+		}
+		changed := syncClusterRole(live, desired, t)
+		want := ""
+		if len(uids) > 0 {
+			want = joinUIDs(uids)
+		}
+		if have, ok := live.Annotations[NamespaceUIDsAnnotation]; have != want || ok != (want != "") {
+			if want == "" {
+				delete(live.Annotations, NamespaceUIDsAnnotation)
+			} else {
+				if live.Annotations == nil {
+					live.Annotations = map[string]string{}
+				}
+				live.Annotations[NamespaceUIDsAnnotation] = want
+			}
+			changed = true
+		}
+		return changed
+	}
 }
 
 // desiredTenantRoleBinding binds the admins and viewers to the per-tenant ClusterRole.

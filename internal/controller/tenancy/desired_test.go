@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
@@ -108,7 +109,7 @@ func TestDesiredTenantRoleBindingBindsAdminsAndViewers(t *testing.T) {
 func TestDesiredTenantRole(t *testing.T) {
 	g := NewWithT(t)
 	tenant := unitTenant("acme", "uid-acme", "acme-", "dev", "prod")
-	cr := desiredTenantRole(tenant, []string{"acme-dev", "acme-prod"})
+	cr := desiredTenantRole(tenant, []string{"acme-dev", "acme-prod"}, []types.UID{"uid-prod", "uid-dev"})
 	g.Expect(cr.Name).To(Equal("trellis:tenant:acme"))
 	g.Expect(cr.Namespace).To(BeEmpty())
 	g.Expect(cr.AggregationRule).To(BeNil())
@@ -122,13 +123,52 @@ func TestDesiredTenantRole(t *testing.T) {
 	for _, r := range cr.Rules {
 		g.Expect(r.Verbs).To(ConsistOf("get", "watch"), "rule %+v", r)
 	}
+	g.Expect(cr.Annotations).To(Equal(map[string]string{NamespaceUIDsAnnotation: "uid-dev,uid-prod"}), "sorted, so the same namespaces write the same value")
+	g.Expect(recordedUIDs(cr)).To(Equal([]types.UID{"uid-dev", "uid-prod"}))
+}
+
+// TestTenantRoleKeepsRecordingWhatWaits: the ClusterRole records the UIDs of
+// the namespaces the Tenant holds; of those it recorded before, it keeps
+// the ones still waiting to be taken back (labelled with the name, held by
+// no Tenant), and forgets the rest. A namespace it never recorded is not
+// recorded by waiting.
+func TestTenantRoleKeepsRecordingWhatWaits(t *testing.T) {
+	tenant := unitTenant("acme", "uid-acme", "acme-", "dev")
+	role := func(uids ...types.UID) *rbacv1.ClusterRole {
+		return desiredTenantRole(tenant, []string{"acme-dev"}, uids)
+	}
+	for name, tc := range map[string]struct {
+		live, desired *rbacv1.ClusterRole
+		waiting       []types.UID
+		want          string
+		changed       bool
+	}{
+		"unchanged":                       {live: role("dev"), desired: role("dev"), want: "dev"},
+		"a namespace added":               {live: role("dev"), desired: role("dev", "prod"), want: "dev,prod", changed: true},
+		"the old Tenant's, still waiting": {live: role("old-a", "old-b"), desired: role("dev"), waiting: []types.UID{"old-b"}, want: "dev,old-b", changed: true},
+		"taken back meanwhile":            {live: role("dev", "old-b"), desired: role("dev", "old-b"), waiting: []types.UID{"old-b"}, want: "dev,old-b"},
+		"never recorded, waiting":         {live: role("dev"), desired: role("dev"), waiting: []types.UID{"forged"}, want: "dev"},
+		"no namespace left":               {live: role("dev"), desired: role(), want: "", changed: true},
+		"an older role without a record":  {live: role(), desired: role("dev"), want: "dev", changed: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			live := tc.live.DeepCopy()
+			g.Expect(syncTenantRole(tc.waiting)(live, tc.desired, tenant)).To(Equal(tc.changed))
+			if tc.want == "" {
+				g.Expect(live.Annotations).NotTo(HaveKey(NamespaceUIDsAnnotation))
+			} else {
+				g.Expect(live.Annotations).To(HaveKeyWithValue(NamespaceUIDsAnnotation, tc.want))
+			}
+		})
+	}
 }
 
 func TestDesiredTenantRoleWithoutNamespaces(t *testing.T) {
 	for name, namespaces := range map[string][]string{"nil": nil, "empty": {}} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			cr := desiredTenantRole(unitTenant("acme", "uid-acme", "acme-", "dev"), namespaces)
+			cr := desiredTenantRole(unitTenant("acme", "uid-acme", "acme-", "dev"), namespaces, nil)
 			g.Expect(cr.Rules).To(Equal([]rbacv1.PolicyRule{
 				{APIGroups: []string{"tenancy.trellis.dev"}, Resources: []string{"tenants"}, ResourceNames: []string{"acme"}, Verbs: []string{"get", "watch"}},
 			}))
@@ -394,7 +434,7 @@ func TestDesiredIsDeterministic(t *testing.T) {
 			desiredQuota(tenant, "acme-dev"),
 			desiredLimitRange(tenant, "acme-dev"),
 			desiredNetworkPolicy(tenant, "acme-dev"),
-			desiredTenantRole(tenant, namespaceNames(tenant)),
+			desiredTenantRole(tenant, namespaceNames(tenant), nil),
 			desiredTenantRoleBinding(tenant),
 		}
 	}
@@ -413,8 +453,8 @@ func TestDesiredDiffersPerTenant(t *testing.T) {
 	g := NewWithT(t)
 	a := unitTenant("acme", "uid-acme", "acme-", "dev")
 	b := unitTenant("bolt", "uid-bolt", "bolt-", "dev")
-	crA := desiredTenantRole(a, namespaceNames(a))
-	crB := desiredTenantRole(b, namespaceNames(b))
+	crA := desiredTenantRole(a, namespaceNames(a), nil)
+	crB := desiredTenantRole(b, namespaceNames(b), nil)
 	g.Expect(crA.Name).NotTo(Equal(crB.Name))
 	g.Expect(crB.Rules[0].ResourceNames).To(Equal([]string{"bolt"}))
 	g.Expect(crB.Rules[1].ResourceNames).To(Equal([]string{"bolt-dev"}))

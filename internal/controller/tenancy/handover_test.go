@@ -84,19 +84,28 @@ func TestHandOverIsAClusterAdminsAct(t *testing.T) {
 	deleteTenant(g, "ho2")
 }
 
-// TestReclaimNeedsTheNameAndAGoneTenant: a namespace marked with a Tenant's
-// name by a Tenant object that no longer exists is taken back by the Tenant
-// of that name, and so are Trellis' leftovers in it. Marks naming this
-// Tenant but carrying the UID of another, existing, Tenant are refused.
-func TestReclaimNeedsTheNameAndAGoneTenant(t *testing.T) {
+// TestReclaimNeedsTheRecordAndAGoneTenant: a namespace Trellis held for a
+// Tenant object that no longer exists (its marks name the Tenant, and the
+// ClusterRole that Tenant left records the namespace's UID) is taken back
+// by the Tenant of that name, and so are Trellis' leftovers in it. The same
+// marks on a namespace the role does not record (made later, by whoever may
+// create namespaces) are refused, and so are marks naming this Tenant but
+// carrying the UID of another, existing, Tenant.
+func TestReclaimNeedsTheRecordAndAGoneTenant(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	// What a Tenant "rc", deleted with its CRD, leaves behind.
-	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:        "rc-x",
-		Labels:      map[string]string{TenantLabel: "rc", "app.kubernetes.io/managed-by": "trellis"},
-		Annotations: map[string]string{TenantUIDAnnotation: "a-uid-no-tenant-has"},
-	}})).To(Succeed())
+	// What a Tenant "rc", deleted with its CRD, leaves behind; and a
+	// namespace made later with the same marks.
+	marked := func(name string) *corev1.Namespace {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      map[string]string{TenantLabel: "rc", "app.kubernetes.io/managed-by": "trellis"},
+			Annotations: map[string]string{TenantUIDAnnotation: "a-uid-no-tenant-has"},
+		}}
+		g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+		return ns
+	}
+	held, later := marked("rc-x"), marked("rc-y")
 	stale := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "rc-x", Name: adminRoleBindingName,
 			Labels: map[string]string{TenantLabel: "rc", "app.kubernetes.io/managed-by": "trellis"}},
@@ -105,16 +114,30 @@ func TestReclaimNeedsTheNameAndAGoneTenant(t *testing.T) {
 	}
 	g.Expect(k8s.Create(ctx, stale)).To(Succeed())
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stale), stale)).To(Succeed())
+	left := desiredTenantRole(newTenant("rc", "rc-", "x"), []string{"rc-x"}, []types.UID{held.UID})
+	g.Expect(k8s.Create(ctx, left)).To(Succeed())
 
-	g.Expect(k8s.Create(ctx, newTenant("rc", "rc-", "x"))).To(Succeed())
-	tenant := eventuallyReady(g, "rc")
+	g.Expect(k8s.Create(ctx, newTenant("rc", "rc-", "x", "y"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(nsState(g, "rc", "rc-x").State).To(Equal(tenancyv1.NamespaceReady))
+		g.Expect(nsState(g, "rc", "rc-y").State).To(Equal(tenancyv1.NamespaceConflict))
+		g.Expect(nsState(g, "rc", "rc-y").Message).To(ContainSubstring("is labelled tenancy.trellis.dev/tenant=rc, but Trellis did not make it"))
+	}, timeout, interval).Should(Succeed())
+	tenant := getTenant(g, "rc")
 	g.Expect(getNamespace(g, "rc-x").Annotations).To(HaveKeyWithValue(TenantUIDAnnotation, string(tenant.UID)))
+	g.Expect(getNamespace(g, "rc-y").Annotations).To(HaveKeyWithValue(TenantUIDAnnotation, "a-uid-no-tenant-has"), "untouched")
+	err := k8s.Get(ctx, client.ObjectKey{Namespace: "rc-y", Name: adminRoleBindingName}, &rbacv1.RoleBinding{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nobody bound in the namespace made later")
 	rb := &rbacv1.RoleBinding{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stale), rb)).To(Succeed())
 		g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: "Group", Name: "rc-admins", APIGroup: rbacv1.GroupName}}))
+		role := &rbacv1.ClusterRole{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(left), role)).To(Succeed())
+		g.Expect(role.Annotations).To(HaveKeyWithValue(NamespaceUIDsAnnotation, string(held.UID)), "the record stays the held namespace's")
 	}, timeout, interval).Should(Succeed())
 	g.Expect(rb.UID).To(Equal(stale.UID), "kept and corrected, not re-created")
+	g.Expect(later.UID).NotTo(Equal(held.UID))
 	g.Eventually(func(g Gomega) {
 		g.Expect(tenantEventReasons(g, "rc")).To(ContainElement("NamespaceReclaimed"))
 	}, timeout, interval).Should(Succeed())
@@ -133,7 +156,7 @@ func TestReclaimNeedsTheNameAndAGoneTenant(t *testing.T) {
 		}))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(getNamespace(g, "fg-x").Annotations).To(HaveKeyWithValue(TenantUIDAnnotation, string(tenant.UID)))
-	err := k8s.Get(ctx, client.ObjectKey{Namespace: "fg-x", Name: adminRoleBindingName}, &rbacv1.RoleBinding{})
+	err = k8s.Get(ctx, client.ObjectKey{Namespace: "fg-x", Name: adminRoleBindingName}, &rbacv1.RoleBinding{})
 	g.Expect(client.IgnoreNotFound(err)).To(Succeed())
 	g.Expect(err).To(HaveOccurred(), "no binding in a namespace that is not the tenant's")
 	deleteTenant(g, "fg")

@@ -51,7 +51,15 @@ const (
 	// (its quota, which keeps counting against quota.tenant) is told from
 	// what an earlier Tenant of the same name left. It goes with the label.
 	ReleasedFromUIDAnnotation = "tenancy.trellis.dev/released-from-uid"
-	partOfLabel               = "app.kubernetes.io/part-of"
+	// NamespaceUIDsAnnotation is on a Tenant's ClusterRole
+	// (trellis:tenant:<name>): the UIDs of the namespaces Trellis holds for
+	// it, comma-separated. Only Trellis and cluster admins write
+	// ClusterRoles, and this one outlives its Tenant when the Tenant CRD is
+	// deleted (an uninstall): a Tenant of that name made again takes back
+	// the namespaces it lists, and no namespace made since under one of
+	// their names, whatever marks that one carries (claim).
+	NamespaceUIDsAnnotation = "tenancy.trellis.dev/namespace-uids"
+	partOfLabel             = "app.kubernetes.io/part-of"
 )
 
 // The annotations Trellis writes on a tenant's namespaces from
@@ -150,15 +158,20 @@ func isMarkedBy(annotations map[string]string, t *tenancyv1.Tenant) bool {
 
 // releasedBy reports whether the namespace was released by the Tenant
 // object t (Retain): labelled released-from with its name and annotated
-// with its UID. A namespace released before Trellis recorded the UID
-// (the label alone) is taken as released by the Tenant of that name. Only
-// Trellis and cluster admins write namespaces: tenant admins cannot.
+// with its UID. The label alone names a Tenant, not the Tenant object:
+// it proves nothing (releaseUnrecorded).
 func releasedBy(ns *corev1.Namespace, t *tenancyv1.Tenant) bool {
-	if ns.Labels[ReleasedFromLabel] != t.Name {
-		return false
-	}
-	uid, recorded := ns.Annotations[ReleasedFromUIDAnnotation]
-	return !recorded || (t.UID != "" && uid == string(t.UID))
+	return ns.Labels[ReleasedFromLabel] == t.Name && t.UID != "" &&
+		ns.Annotations[ReleasedFromUIDAnnotation] == string(t.UID)
+}
+
+// releaseUnrecorded reports whether the namespace is labelled released-from
+// t's name without the UID of the Tenant that released it: released before
+// Trellis recorded the UID, or labelled by hand. Which Tenant object
+// released it, if any did, only a cluster admin can say.
+func releaseUnrecorded(ns *corev1.Namespace, t *tenancyv1.Tenant) bool {
+	_, recorded := ns.Annotations[ReleasedFromUIDAnnotation]
+	return ns.Labels[ReleasedFromLabel] == t.Name && !recorded
 }
 
 // reservedDomain reports whether a label or annotation key belongs to

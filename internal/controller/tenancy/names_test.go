@@ -190,7 +190,8 @@ func TestNamesIsMarkedBy(t *testing.T) {
 }
 
 // TestNamesReleasedBy: a namespace is the Tenant object's release by its
-// name and its UID; one released before the UID was recorded, by the name.
+// name and its UID; one labelled with the name alone is no one's for sure
+// (releaseUnrecorded), not the Tenant's.
 func TestNamesReleasedBy(t *testing.T) {
 	tenant := unitTenant("acme", "uid-1", "")
 	ns := func(labels, annotations map[string]string) *corev1.Namespace {
@@ -198,20 +199,23 @@ func TestNamesReleasedBy(t *testing.T) {
 	}
 	released := map[string]string{ReleasedFromLabel: "acme"}
 	tests := map[string]struct {
-		ns   *corev1.Namespace
-		want bool
+		ns                   *corev1.Namespace
+		released, unrecorded bool
 	}{
-		"its name and UID":                 {ns(released, map[string]string{ReleasedFromUIDAnnotation: "uid-1"}), true},
-		"released before the UID was kept": {ns(released, nil), true},
-		"an earlier Tenant of the name":    {ns(released, map[string]string{ReleasedFromUIDAnnotation: "uid-0"}), false},
-		"an empty UID":                     {ns(released, map[string]string{ReleasedFromUIDAnnotation: ""}), false},
-		"another Tenant's":                 {ns(map[string]string{ReleasedFromLabel: "bolt"}, map[string]string{ReleasedFromUIDAnnotation: "uid-1"}), false},
-		"its UID without the label":        {ns(nil, map[string]string{ReleasedFromUIDAnnotation: "uid-1"}), false},
-		"held, not released":               {ns(map[string]string{TenantLabel: "acme"}, map[string]string{TenantUIDAnnotation: "uid-1"}), false},
+		"its name and UID":                 {ns: ns(released, map[string]string{ReleasedFromUIDAnnotation: "uid-1"}), released: true},
+		"released before the UID was kept": {ns: ns(released, nil), unrecorded: true},
+		"an earlier Tenant of the name":    {ns: ns(released, map[string]string{ReleasedFromUIDAnnotation: "uid-0"})},
+		"an empty UID":                     {ns: ns(released, map[string]string{ReleasedFromUIDAnnotation: ""})},
+		"another Tenant's":                 {ns: ns(map[string]string{ReleasedFromLabel: "bolt"}, map[string]string{ReleasedFromUIDAnnotation: "uid-1"})},
+		"another Tenant's, unrecorded":     {ns: ns(map[string]string{ReleasedFromLabel: "bolt"}, nil)},
+		"its UID without the label":        {ns: ns(nil, map[string]string{ReleasedFromUIDAnnotation: "uid-1"})},
+		"held, not released":               {ns: ns(map[string]string{TenantLabel: "acme"}, map[string]string{TenantUIDAnnotation: "uid-1"})},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			NewWithT(t).Expect(releasedBy(tt.ns, tenant)).To(Equal(tt.want))
+			g := NewWithT(t)
+			g.Expect(releasedBy(tt.ns, tenant)).To(Equal(tt.released))
+			g.Expect(releaseUnrecorded(tt.ns, tenant)).To(Equal(tt.unrecorded))
 		})
 	}
 }

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -131,7 +132,7 @@ func TestTenantReconcileExits(t *testing.T) {
 		t := exitTenant(mut...)
 		return []client.Object{tenantCRD(false), ourNamespace(t, "acme-a"),
 			desiredRoleBinding(t, "acme-a", adminRoleBindingName, builtinAdminRole, adminSubjects(t)),
-			desiredTenantRole(t, []string{"acme-a"}), desiredTenantRoleBinding(t)}
+			desiredTenantRole(t, []string{"acme-a"}, nil), desiredTenantRoleBinding(t)}
 	}
 	retained := func(g Gomega, f *exitFixture) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme-a"}}
@@ -141,7 +142,7 @@ func TestTenantReconcileExits(t *testing.T) {
 	}
 	kept := func(g Gomega, f *exitFixture) {
 		retained(g, f)
-		g.Expect(f.read(g, desiredTenantRole(exitTenant(), nil))).To(BeTrue())
+		g.Expect(f.read(g, desiredTenantRole(exitTenant(), nil, nil))).To(BeTrue())
 	}
 	writesNothing := func(g Gomega, f *exitFixture) { g.Expect(f.writes).To(BeEmpty()) }
 
@@ -430,11 +431,29 @@ func TestTenantReconcileExits(t *testing.T) {
 			want:    tenantExit{err: apierr.Conflict, ready: ReasonReady, namespaces: ready("acme-a")},
 			check:   writesNothing,
 		},
-		"reclaimed, marked by a Tenant that no longer exists: Ready, NamespaceReclaimed": {
-			tenant: exitTenant(), world: []client.Object{markedAcmeNamespace("acme", "uid-gone")},
+		"reclaimed, held for a Tenant of the name that no longer exists: Ready, NamespaceReclaimed": {
+			tenant: exitTenant(), world: []client.Object{withUID(markedAcmeNamespace("acme", "uid-gone"), "uid-ns-a"), leftTenantRole("uid-ns-a")},
 			want: tenantExit{requeue: exitReverify, ready: ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
 				events: []string{"Normal NamespaceReclaimed", "Normal Ready"}},
 			check: func(g Gomega, f *exitFixture) { g.Expect(f.writes).To(ContainElement("patch Namespace acme-a")) },
+		},
+		"marked by a Tenant that no longer exists, but not recorded as held for it: NamespaceConflict, untouched": {
+			tenant: exitTenant(), world: []client.Object{withUID(markedAcmeNamespace("acme", "uid-gone"), "uid-ns-made-later"), leftTenantRole("uid-ns-a")},
+			want: tenantExit{requeue: setup.ForeignChildRetry, ready: ReasonNamespaceConflict, also: conditions.Stalled, statusWrites: 1,
+				namespaces: map[string]tenancyv1.NamespaceState{"acme-a": tenancyv1.NamespaceConflict}, events: []string{"Warning NamespaceConflict"}},
+			check: func(g Gomega, f *exitFixture) {
+				g.Expect(f.message()).To(ContainSubstring("namespace acme-a is labelled tenancy.trellis.dev/tenant=acme, but Trellis did not make it"))
+				g.Expect(f.writes).NotTo(ContainElement("patch Namespace acme-a"))
+			},
+		},
+		"labelled with the Tenant's name alone: NamespaceConflict, untouched": {
+			tenant: exitTenant(), world: []client.Object{foreignNamespace(map[string]string{TenantLabel: "acme"}, nil)},
+			want: tenantExit{requeue: setup.ForeignChildRetry, ready: ReasonNamespaceConflict, also: conditions.Stalled, statusWrites: 1,
+				namespaces: map[string]tenancyv1.NamespaceState{"acme-a": tenancyv1.NamespaceConflict}, events: []string{"Warning NamespaceConflict"}},
+			check: func(g Gomega, f *exitFixture) {
+				g.Expect(f.message()).To(ContainSubstring("a label is not a claim"))
+				g.Expect(f.writes).NotTo(ContainElement("patch Namespace acme-a"))
+			},
 		},
 		"handed over by a cluster admin: Ready, NamespaceHandedOver": {
 			tenant: exitTenant(), world: []client.Object{foreignNamespace(nil, map[string]string{HandOverAnnotation: "acme"})},
@@ -512,7 +531,7 @@ func TestTenantReconcileExits(t *testing.T) {
 		},
 		"a ClusterRole labelled for another Tenant, and reading that Tenant fails: ReconcileError, not a conflict": {
 			tenant: exitTenant(), world: []client.Object{func() client.Object {
-				r := desiredTenantRole(exitTenant(), nil)
+				r := desiredTenantRole(exitTenant(), nil, nil)
 				r.Labels[TenantLabel] = "other"
 				return r
 			}()},
@@ -1057,6 +1076,18 @@ func ourNamespace(t *tenancyv1.Tenant, name string) *corev1.Namespace {
 func markedAcmeNamespace(tenant, uid string) *corev1.Namespace {
 	return foreignNamespace(map[string]string{setup.ManagedByLabel: setup.ManagedByValue, TenantLabel: tenant},
 		map[string]string{TenantUIDAnnotation: uid})
+}
+
+// withUID gives a namespace the UID the API server would have.
+func withUID(ns *corev1.Namespace, uid types.UID) *corev1.Namespace {
+	ns.UID = uid
+	return ns
+}
+
+// leftTenantRole is the ClusterRole a Tenant "acme" deleted with its CRD
+// left, recording the UIDs of the namespaces Trellis held for it.
+func leftTenantRole(uids ...types.UID) *rbacv1.ClusterRole {
+	return desiredTenantRole(exitTenant(), []string{"acme-a"}, uids)
 }
 
 // foreignNamespace is namespace acme-a as someone else made it.

@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -119,19 +120,48 @@ func (r *Reconciler) namespaceContents(s *scope, ns string) []write {
 }
 
 // reconcileTenantRole keeps the per-tenant ClusterRole, naming the
-// tenant's namespaces (those the first step found ready), then its binding
-// to the admins and viewers: in that order, because the API server checks,
-// when a binding is created, that its role exists and grants nothing the
-// manager does not hold.
+// tenant's namespaces (those the first step found ready) and recording
+// their UIDs (claim), then its binding to the admins and viewers: in that
+// order, because the API server checks, when a binding is created, that
+// its role exists and grants nothing the manager does not hold.
 func (r *Reconciler) reconcileTenantRole(ctx context.Context, s *scope, namespaces []string) (found, error) {
 	expect := s.t.Status.ObservedGeneration > 0
-	role, err := ensureChild(ctx, r, s, "ClusterRole", &rbacv1.ClusterRole{}, desiredTenantRole(s.t, namespaces), syncClusterRole, expect)
+	uids := make([]types.UID, 0, len(namespaces))
+	for _, ns := range namespaces {
+		if uid := s.obs.uids[ns]; uid != "" {
+			uids = append(uids, uid)
+		}
+	}
+	waiting, err := r.waitingNamespaces(ctx, s.t)
+	if err != nil {
+		return found{}, err
+	}
+	role, err := ensureChild(ctx, r, s, "ClusterRole", &rbacv1.ClusterRole{}, desiredTenantRole(s.t, namespaces, uids),
+		syncTenantRole(waiting), expect)
 	if err != nil || role.raced != nil {
 		return role, err
 	}
 	binding, err := ensureChild(ctx, r, s, "ClusterRoleBinding", &rbacv1.ClusterRoleBinding{}, desiredTenantRoleBinding(s.t),
 		syncClusterRoleBinding, expect)
 	return role.then(binding), err
+}
+
+// waitingNamespaces are the UIDs of the namespaces labelled with the
+// tenant's name that it does not hold (from the cache): those an earlier
+// Tenant of the name left, which the ClusterRole keeps recording until
+// this one takes them back. Any other is recorded by no one.
+func (r *Reconciler) waitingNamespaces(ctx context.Context, t *tenancyv1.Tenant) ([]types.UID, error) {
+	list := &corev1.NamespaceList{}
+	if err := r.client.List(ctx, list, client.MatchingFields{namespaceTenantIndex: t.Name}); err != nil {
+		return nil, fmt.Errorf("listing the namespaces labelled for Tenant %s: %w", t.Name, err)
+	}
+	var out []types.UID
+	for _, ns := range list.Items {
+		if !isMarkedBy(ns.Annotations, t) {
+			out = append(out, ns.UID)
+		}
+	}
+	return out, nil
 }
 
 // ensureChild creates or syncs one object of the tenant, in one of its

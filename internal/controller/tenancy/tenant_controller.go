@@ -16,6 +16,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -394,6 +395,8 @@ type found struct {
 	// the namespace itself.
 	state   tenancyv1.NamespaceState
 	message string
+	// uid is the namespace's UID, when the write found it the tenant's.
+	uid types.UID
 	// conflict: an object someone else holds under the name Trellis gives
 	// it; it is left untouched.
 	conflict string

@@ -7,14 +7,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
+	"github.com/trellis-dev/trellis/internal/controller/setup"
 )
 
 // reconcileNamespaces creates or takes every namespace of the tenant (the
@@ -71,7 +76,7 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 	outcome, err := children.CreateOrSync(ctx, r.children, ch)
 	switch {
 	case children.IsNotOwned(err):
-		msg, err := r.conflictMessage(ctx, live)
+		msg, err := r.conflictMessage(ctx, live, t)
 		if err != nil {
 			return f, err
 		}
@@ -104,15 +109,15 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope, name stri
 		namespacesAdded.WithLabelValues(t.Name).Inc()
 		logger.Info("namespace created", "namespace", name)
 	case claim == claimReclaim:
-		logger.Info("namespace reclaimed: marked with this Tenant's name by a Tenant that no longer exists", "namespace", name)
+		logger.Info("namespace reclaimed: held for a Tenant of this name that no longer exists", "namespace", name)
 		r.recorder.Eventf(t, live, corev1.EventTypeNormal, "NamespaceReclaimed", "Reconcile",
-			"namespace %s was marked with this Tenant's name by a Tenant that no longer exists; it is this Tenant's again", name)
+			"namespace %s was held by Trellis for a Tenant of this name that no longer exists; it is this Tenant's again", name)
 	case claim == claimHandOver:
 		logger.Info("namespace handed over by annotation", "namespace", name)
 		r.recorder.Eventf(t, live, corev1.EventTypeNormal, "NamespaceHandedOver", "Reconcile",
 			"namespace %s was handed over to this Tenant with the annotation %s", name, HandOverAnnotation)
 	}
-	f.state, f.held, f.level = tenancyv1.NamespaceReady, holdYes, levelWritten(outcome, enforced, live)
+	f.state, f.held, f.level, f.uid = tenancyv1.NamespaceReady, holdYes, levelWritten(outcome, enforced, live), live.UID
 	if holding := s.waiting[name]; len(holding) > 0 {
 		f.message = waitingMessage(requestedBy.key, holding)
 	}
@@ -126,9 +131,9 @@ const (
 	claimForeign namespaceClaim = iota
 	// claimOurs: marked with this Tenant's UID.
 	claimOurs
-	// claimReclaim: marked with this Tenant's name by a Tenant object that no
-	// longer exists (the Tenant was re-created, e.g. after its CRD was
-	// deleted and installed again).
+	// claimReclaim: Trellis held it for a Tenant object of this name that
+	// no longer exists (the Tenant was re-created, e.g. after its CRD was
+	// deleted and installed again), as that Tenant's ClusterRole records.
 	claimReclaim
 	// claimHandOver: a cluster admin annotated it with this Tenant's name,
 	// and no existing Tenant holds it.
@@ -136,21 +141,48 @@ const (
 )
 
 // claim decides whose namespace ns is. It never takes a namespace marked by
-// a Tenant that still exists, whatever its labels or annotations say.
+// a Tenant that still exists, whatever its labels or annotations say, nor
+// one on its labels alone: whoever creates a namespace writes its labels
+// and annotations, marks included, and the namespace's UID is the one thing
+// of it no one chooses.
 func (r *Reconciler) claim(ctx context.Context, ns *corev1.Namespace, t *tenancyv1.Tenant) (namespaceClaim, error) {
 	if isMarkedBy(ns.Annotations, t) {
 		return claimOurs, nil
 	}
 	held, err := r.holder(ctx, ns.Annotations[TenantUIDAnnotation])
-	switch {
-	case err != nil || held != "":
+	if err != nil || held != "" {
 		return claimForeign, err
-	case ns.Labels[TenantLabel] == t.Name:
-		return claimReclaim, nil
-	case ns.Annotations[HandOverAnnotation] == t.Name:
+	}
+	if ns.Labels[TenantLabel] == t.Name {
+		recorded, err := r.recordedFor(ctx, t, ns.UID)
+		switch {
+		case err != nil:
+			return claimForeign, err
+		case recorded:
+			return claimReclaim, nil
+		}
+	}
+	if ns.Annotations[HandOverAnnotation] == t.Name {
 		return claimHandOver, nil
 	}
 	return claimForeign, nil
+}
+
+// recordedFor reports whether the ClusterRole of the Tenant's name records
+// the namespace UID among those Trellis held for it. A role that is not
+// Trellis' records nothing; a cache that cannot answer is an error.
+func (r *Reconciler) recordedFor(ctx context.Context, t *tenancyv1.Tenant, uid types.UID) (bool, error) {
+	role := &rbacv1.ClusterRole{}
+	err := r.client.Get(ctx, client.ObjectKey{Name: tenantRoleName(t)}, role)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading ClusterRole %s: %w", tenantRoleName(t), err)
+	case role.Labels[setup.ManagedByLabel] != setup.ManagedByValue || role.Labels[TenantLabel] != t.Name:
+		return false, nil
+	}
+	return slices.Contains(recordedUIDs(role), uid), nil
 }
 
 // holder names the Tenant whose UID this is, if it exists. A cache that
@@ -170,7 +202,7 @@ func (r *Reconciler) holder(ctx context.Context, uid string) (string, error) {
 	return list.Items[0].Name, nil
 }
 
-func (r *Reconciler) conflictMessage(ctx context.Context, ns *corev1.Namespace) (string, error) {
+func (r *Reconciler) conflictMessage(ctx context.Context, ns *corev1.Namespace, t *tenancyv1.Tenant) (string, error) {
 	other, err := r.holder(ctx, ns.Annotations[TenantUIDAnnotation])
 	if err != nil {
 		return "", err
@@ -181,6 +213,11 @@ func (r *Reconciler) conflictMessage(ctx context.Context, ns *corev1.Namespace) 
 	if from := ns.Labels[ReleasedFromLabel]; from != "" {
 		return fmt.Sprintf("namespace %s was released by Tenant %q; it is left untouched "+
 			"(a cluster admin can hand it over with the annotation %s=<tenant>)", ns.Name, from, HandOverAnnotation), nil
+	}
+	if ns.Labels[TenantLabel] == t.Name {
+		return fmt.Sprintf("namespace %s is labelled %s=%s, but Trellis did not make it for a Tenant of this name, or has no record "+
+			"of it (a label is not a claim: whoever creates a namespace writes its labels); it is left untouched "+
+			"(a cluster admin can hand it over with the annotation %s=%s)", ns.Name, TenantLabel, t.Name, HandOverAnnotation, t.Name), nil
 	}
 	return fmt.Sprintf("namespace %s already exists and was not created by this Tenant; it is left untouched "+
 		"(a cluster admin can hand it over with the annotation %s=<tenant>)", ns.Name, HandOverAnnotation), nil

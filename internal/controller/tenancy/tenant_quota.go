@@ -39,6 +39,11 @@ const (
 	// ReasonQuotaFrozen: a namespace of the tenant is being deleted, and no
 	// quota goes up until it is gone (quotaPlan.going).
 	ReasonQuotaFrozen = "FrozenWhileNamespaceDeleted"
+	// ReasonReleaseUnrecorded: a quota labelled as the tenant's is in a
+	// namespace labelled released by a Tenant of its name, without the UID
+	// that says which (releaseUnrecorded): it is not counted, and a cluster
+	// admin must say whose it is.
+	ReasonReleaseUnrecorded = "ReleaseUnrecorded"
 )
 
 // quotaPlan is the tenant-wide quota of one reconcile: the quotas it was
@@ -55,6 +60,10 @@ type quotaPlan struct {
 	// going are the namespaces marked as this Tenant's that are being
 	// deleted: while one exists, the plan is frozen (no quota goes up).
 	going []string
+	// unrecorded are the namespaces labelled released by a Tenant of this
+	// name, without its UID, that hold a quota labelled as this tenant's:
+	// not counted (releaseUnrecorded).
+	unrecorded []string
 }
 
 // admits says whether the tenant's admins and viewers may be bound in ns:
@@ -95,10 +104,11 @@ func (r *Reconciler) planTenantQuota(ctx context.Context, s *scope, ready []stri
 		if err := r.readQuotas(ctx, s.t, ready, reader, p); err != nil {
 			return err
 		}
-		left, marked, err := r.leftQuotas(ctx, s.t, ready, reader)
+		left, marked, unrecorded, err := r.leftQuotas(ctx, s.t, ready, reader)
 		if err != nil {
 			return err
 		}
+		p.unrecorded = unrecorded
 		nss := p.namespaces(ready)
 		p.out = tenantquota.Plan(tenantquota.Remaining(limit, left), s.t.Spec.Quota.Hard, nss)
 		p.going = nil
@@ -178,19 +188,21 @@ func (r *Reconciler) readQuotas(ctx context.Context, t *tenancyv1.Tenant, namesp
 // deleted), or released by it (releasedBy). The quota's own labels prove
 // nothing: anyone who may write ResourceQuotas in some namespace can copy
 // them, and a quota counted on its labels would shrink the tenant's budget
-// to nothing. Namespaces are written only by Trellis and cluster admins.
-// marked are the namespaces carrying t's marks, read after the quotas; the
-// namespaces t released are outside the cache (the release took the
-// managed-by label off), so they are listed from the API server, once, and
-// only when a quota is in none of marked.
-func (r *Reconciler) leftQuotas(ctx context.Context, t *tenancyv1.Tenant, ready []string, reader client.Reader) ([]tenantquota.Namespace, []corev1.Namespace, error) {
+// to nothing. Nor does a released-from label without the releasing
+// Tenant's UID: such namespaces are returned as unrecorded, for a cluster
+// admin to settle. marked are the namespaces carrying t's marks, read after
+// the quotas; the namespaces t released are outside the cache (the release
+// took the managed-by label off), so they are listed from the API server,
+// once, and only when a quota is in none of marked.
+func (r *Reconciler) leftQuotas(ctx context.Context, t *tenancyv1.Tenant, ready []string, reader client.Reader) (
+	left []tenantquota.Namespace, marked []corev1.Namespace, unrecorded []string, err error) {
 	list := &corev1.ResourceQuotaList{}
 	if err := reader.List(ctx, list, client.MatchingLabels{TenantLabel: t.Name, setup.ManagedByLabel: setup.ManagedByValue}); err != nil {
-		return nil, nil, fmt.Errorf("listing the ResourceQuotas of Tenant %s: %w", t.Name, err)
+		return nil, nil, nil, fmt.Errorf("listing the ResourceQuotas of Tenant %s: %w", t.Name, err)
 	}
-	marked, err := markedNamespaces(ctx, t, reader)
+	marked, err = markedNamespaces(ctx, t, reader)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ours := map[string]bool{}
 	for _, ns := range marked {
@@ -206,24 +218,32 @@ func (r *Reconciler) leftQuotas(ctx context.Context, t *tenancyv1.Tenant, ready 
 		candidates = append(candidates, q)
 		releasedNeeded = releasedNeeded || !ours[q.Namespace]
 	}
+	unsure := map[string]bool{}
 	if releasedNeeded {
 		released := &corev1.NamespaceList{}
 		if err := r.apiReader.List(ctx, released, client.MatchingLabels{ReleasedFromLabel: t.Name}); err != nil {
-			return nil, nil, fmt.Errorf("listing the namespaces Tenant %s released: %w", t.Name, err)
+			return nil, nil, nil, fmt.Errorf("listing the namespaces Tenant %s released: %w", t.Name, err)
 		}
 		for i := range released.Items {
-			if releasedBy(&released.Items[i], t) {
-				ours[released.Items[i].Name] = true
+			ns := &released.Items[i]
+			switch {
+			case releasedBy(ns, t):
+				ours[ns.Name] = true
+			case releaseUnrecorded(ns, t):
+				unsure[ns.Name] = true
 			}
 		}
 	}
-	var left []tenantquota.Namespace
 	for _, q := range candidates {
-		if ours[q.Namespace] {
+		switch {
+		case ours[q.Namespace]:
 			left = append(left, quotaNamespace(q.Namespace, q))
+		case unsure[q.Namespace]:
+			unrecorded = append(unrecorded, q.Namespace)
 		}
 	}
-	return left, marked, nil
+	slices.Sort(unrecorded)
+	return left, marked, unrecorded, nil
 }
 
 // markedNamespaces lists the namespaces carrying t's marks through reader
@@ -346,12 +366,14 @@ func quotaKeys(t *tenancyv1.Tenant) corev1.ResourceList {
 
 // report puts what the plan found in the observation: the tenant's limits
 // as the status' hard (the per-namespace limits summed, where smaller), the
-// namespaces whose quota is not yet counted, and usage over a limit.
+// namespaces whose quota is not yet counted, usage over a limit, and the
+// released namespaces whose quota cannot be told this tenant's.
 func (p *quotaPlan) report(obs *observation, t *tenancyv1.Tenant, ready []string) {
 	if p == nil {
 		return
 	}
 	obs.tenantQuota = true
+	obs.unrecorded = p.unrecorded
 	limit := t.Spec.Quota.Tenant.Hard
 	if obs.quotaHard != nil {
 		for r, l := range limit {

@@ -216,6 +216,53 @@ func TestForgedQuotasDoNotShrinkTheBudget(t *testing.T) {
 	deleteTenant(g, "fq")
 }
 
+// TestAnUnrecordedReleaseIsAClusterAdminsToSettle: a namespace labelled
+// released by a Tenant of this name, without the UID of the Tenant that
+// released it (released before Trellis recorded it, or labelled by hand),
+// holds a quota labelled as the tenant's. A name is not the Tenant: the
+// quota is not counted, and the Tenant is Stalled, ReleaseUnrecorded,
+// naming the namespace and the command that settles it. Once a cluster
+// admin records the release with the Tenant's UID, the quota counts.
+func TestAnUnrecordedReleaseIsAClusterAdminsToSettle(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "uq-old",
+		Labels: map[string]string{ReleasedFromLabel: "uq"},
+	}})).To(Succeed())
+	forgedQuota(g, "uq-old", "uq", 3)
+
+	tenant := newTenant("uq", "uq-", "a")
+	tenant.Spec.Quota = tenancyv1.TenantQuota{Tenant: tenancyv1.TenantWideQuota{Hard: corev1.ResourceList{"pods": resource.MustParse("4")}}}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	eventuallyPods(g, map[string]int64{"uq-a": 4})
+	quotaSync(g, "uq-a", 0)
+	g.Eventually(func(g Gomega) {
+		got := getTenant(g, "uq")
+		stalled := meta.FindStatusCondition(got.Status.Conditions, conditions.Stalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(stalled.Reason).To(Equal(ReasonReleaseUnrecorded))
+		g.Expect(stalled.Message).To(ContainSubstring("namespace uq-old is labelled tenancy.trellis.dev/released-from=uq without tenancy.trellis.dev/released-from-uid"))
+		g.Expect(stalled.Message).To(ContainSubstring("kubectl annotate namespace <namespace> tenancy.trellis.dev/released-from-uid=" + string(got.UID)))
+	}, timeout, interval).Should(Succeed())
+
+	// A cluster admin records that this Tenant released it: it counts.
+	uid := getTenant(g, "uq").UID
+	ns := getNamespace(g, "uq-old")
+	ns.Annotations = map[string]string{ReleasedFromUIDAnnotation: string(uid)}
+	g.Expect(k8s.Update(ctx, ns)).To(Succeed())
+	// A namespace outside the cache sends no event: the blocked Tenant's
+	// retry (every ~2 minutes) finds it. The test runs that retry now (again
+	// if it loses a race with the manager's own reconcile).
+	g.Eventually(func() error {
+		_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: "uq"}})
+		return err
+	}, timeout, interval).Should(Succeed())
+	eventuallyPods(g, map[string]int64{"uq-a": 1})
+	eventuallyReady(g, "uq")
+	deleteTenant(g, "uq")
+}
+
 // TestQuotaFrozenWhileANamespaceIsDeleted: a team fills a namespace and has
 // it deleted (namespaceDeletionPolicy Delete). The namespace controller
 // deletes its quota in the same sweep as everything else, while what a

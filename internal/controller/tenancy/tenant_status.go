@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
@@ -43,7 +44,9 @@ const (
 // records it here in order (record).
 type observation struct {
 	// namespaces is the state of every namespace of the spec, in spec order.
-	namespaces   []tenancyv1.TenantNamespaceStatus
+	namespaces []tenancyv1.TenantNamespaceStatus
+	// uids are the UIDs of the namespaces found the tenant's.
+	uids         map[string]types.UID
 	rbacConflict string
 	// refused lists guardrails the API server refused to store.
 	refused []string
@@ -75,6 +78,10 @@ type observation struct {
 	// tenant's once the write is done (and so, for a granted request's,
 	// marked for that request).
 	held map[string]bool
+	// unrecorded lists the namespaces labelled released by a Tenant of this
+	// name, without its UID, that hold a quota labelled as the tenant's
+	// (tenant_quota.go).
+	unrecorded []string
 }
 
 // newObservation lists the tenant's namespaces, in order, not yet looked
@@ -128,6 +135,12 @@ func (o *observation) record(f found, hard corev1.ResourceList) {
 	if f.held != holdUntold {
 		o.held[f.namespace] = f.held == holdYes
 	}
+	if f.uid != "" {
+		if o.uids == nil {
+			o.uids = map[string]types.UID{}
+		}
+		o.uids[f.namespace] = f.uid
+	}
 	switch {
 	case f.conflict == "":
 	case f.namespace != "":
@@ -173,14 +186,14 @@ func (o *observation) addQuota(hard, used corev1.ResourceList) {
 }
 
 // blocked reports whether a person must act (conflicts, protected names,
-// refused guardrails).
+// refused guardrails, releases no one recorded).
 func (o *observation) blocked() bool {
 	for _, ns := range o.namespaces {
 		if ns.State == tenancyv1.NamespaceConflict || ns.State == tenancyv1.NamespaceProtected {
 			return true
 		}
 	}
-	return o.rbacConflict != "" || len(o.refused) > 0 || len(o.undone) > 0
+	return o.rbacConflict != "" || len(o.refused) > 0 || len(o.undone) > 0 || len(o.unrecorded) > 0
 }
 
 // computeStatus derives the whole status from what was observed.
@@ -280,6 +293,12 @@ func summarize(t *tenancyv1.Tenant, obs *observation) conditions.Summary {
 		}
 		msgs = append(msgs, obs.refused...)
 	}
+	if len(obs.unrecorded) > 0 {
+		if reason == "" {
+			reason = ReasonReleaseUnrecorded
+		}
+		msgs = append(msgs, unrecordedMessage(t, obs.unrecorded))
+	}
 	ready := 0
 	for _, ns := range obs.namespaces {
 		if ns.State == tenancyv1.NamespaceReady && len(obs.undone[ns.Name]) == 0 {
@@ -300,6 +319,19 @@ func summarize(t *tenancyv1.Tenant, obs *observation) conditions.Summary {
 	}
 	return conditions.Summary{Progress: conditions.Done, Reason: ReasonReady,
 		Message: fmt.Sprintf("%d namespaces ready, administered by %s", ready, describeAdmins(t))}
+}
+
+// unrecordedMessage tells a cluster admin what Trellis cannot tell: which
+// Tenant, if any, released these namespaces.
+func unrecordedMessage(t *tenancyv1.Tenant, namespaces []string) string {
+	which := "namespace " + namespaces[0] + " is"
+	if len(namespaces) > 1 {
+		which = "namespaces " + strings.Join(namespaces, ", ") + " are"
+	}
+	return fmt.Sprintf("%s labelled %s=%s without %s: Trellis cannot tell whether this Tenant released it (a name is not a Tenant), "+
+		"so the quota there labelled as this tenant's does not count against quota.tenant; a cluster admin who knows this Tenant released it "+
+		"records that (kubectl annotate namespace <namespace> %s=%s), or hands it over (%s=%s), or removes the label",
+		which, ReleasedFromLabel, t.Name, ReleasedFromUIDAnnotation, ReleasedFromUIDAnnotation, t.UID, HandOverAnnotation, t.Name)
 }
 
 // describeAdmins names the first admin and counts the others.

@@ -30,7 +30,7 @@ func TestAnUnsureCacheIsAnErrorNotAConflict(t *testing.T) {
 	marked := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme-a",
 		Labels:      map[string]string{TenantLabel: "acme"},
 		Annotations: map[string]string{TenantUIDAnnotation: "uid-of-another-tenant"}}}
-	role := desiredTenantRole(tenant, nil)
+	role := desiredTenantRole(tenant, nil, nil)
 	role.Labels[TenantLabel] = "gone-or-not"
 	failTenantReads := interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -59,7 +59,7 @@ func TestAnUnsureCacheIsAnErrorNotAConflict(t *testing.T) {
 		"a ClusterRole labelled for another Tenant": {
 			existing: role,
 			run: func(ctx context.Context, r *Reconciler, s *scope) (found, error) {
-				return ensureChild(ctx, r, s, "ClusterRole", &rbacv1.ClusterRole{}, desiredTenantRole(tenant, nil), syncClusterRole, true)
+				return ensureChild(ctx, r, s, "ClusterRole", &rbacv1.ClusterRole{}, desiredTenantRole(tenant, nil, nil), syncClusterRole, true)
 			},
 		},
 	}
