@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -59,7 +61,35 @@ func InstallAdmission(ctx context.Context, c client.Client) error {
 			}
 		}
 	}
-	return nil
+	return waitForValidatingPolicies(ctx, c)
+}
+
+// waitForValidatingPolicies waits until the API server enforces the
+// policies just installed, as a cluster's users would meet them, so that a
+// test's first refusal is not one the API server has yet to load: until
+// the namespace-requests policy refuses (a dry run of) a NamespaceRequest
+// in a namespace of no Tenant. It is installed last, and the API server
+// loads the policies of one burst together.
+func waitForValidatingPolicies(ctx context.Context, c client.Client) error {
+	probe := func() error {
+		req := &unstructured.Unstructured{}
+		req.SetAPIVersion("tenancy.trellis.dev/v1")
+		req.SetKind("NamespaceRequest")
+		req.SetNamespace("default")
+		req.SetName("admission-probe")
+		return c.Create(ctx, req, client.DryRunAll)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := probe()
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "namespace-requests") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("config/admission: the API server does not enforce the namespace-requests policy after 60s (a NamespaceRequest in default: %v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // mutatingPolicies is the version of MutatingAdmissionPolicy config/admission ships.
