@@ -10,6 +10,9 @@ SHELL := /usr/bin/env bash -o pipefail
 # ---- pinned versions -------------------------------------------------------
 # Kubernetes and etcd are pinned in their wrapper modules (hack/kube, hack/etcd).
 KUBE_VERSION           := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/kube/go.mod)
+# The oldest Kubernetes Trellis supports: its kube-apiserver runs the
+# admission and attack suites too (make test; docs/operations.md).
+KUBE_OLDEST_VERSION    := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/kube-oldest/go.mod)
 ETCD_VERSION           := $(shell awk '$$1=="require" && $$2=="go.etcd.io/etcd/server/v3" {print $$3}' hack/etcd/go.mod)
 KWOK_VERSION           ?= v0.8.0
 VERSITYGW_VERSION      ?= v1.8.0
@@ -37,12 +40,14 @@ GO        ?= go
 LOCALBIN  := $(CURDIR)/bin
 export PATH := $(LOCALBIN):$(PATH)
 
-KUBE_LDFLAGS := -s -w \
-	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+# kube-ldflags VERSION: a Kubernetes binary that reports VERSION.
+kube-ldflags = -s -w \
+	-X k8s.io/component-base/version.gitVersion=$(1) \
 	-X k8s.io/component-base/version.gitMajor=1 \
-	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(1))) \
 	-X k8s.io/component-base/version.gitTreeState=clean \
-	-X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
+	-X k8s.io/client-go/pkg/version.gitVersion=$(1)
+KUBE_LDFLAGS := $(call kube-ldflags,$(KUBE_VERSION))
 
 KUBE_CMDS       := kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy
 CONTAINERD_CMDS := containerd containerd-shim-runc-v2 ctr
@@ -298,6 +303,7 @@ tools-download:
 	@pids=(); \
 	( cd hack/kube && $(GO) mod download ) & pids+=($$!); \
 	( cd hack/etcd && $(GO) mod download ) & pids+=($$!); \
+	( cd hack/kube-oldest && $(GO) mod download ) & pids+=($$!); \
 	$(GO) mod download & pids+=($$!); \
 	( cd hack/images && $(GO) mod download ) & pids+=($$!); \
 	for t in $(GO_INSTALL_TOOLS); do $(GO) install -n $$t >/dev/null 2>&1 & pids+=($$!); done; \
@@ -335,6 +341,18 @@ $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c)-$(CONTAINERD_VERSION)) &:
 	  $(foreach c,$(CONTAINERD_CMDS),github.com/containerd/containerd/v2/cmd/$(c)@$(CONTAINERD_VERSION))
 	for c in $(CONTAINERD_CMDS); do mv $(LOCALBIN)/.gobin-containerd/$$c $(LOCALBIN)/$$c-$(CONTAINERD_VERSION); done
 	rmdir $(LOCALBIN)/.gobin-containerd
+
+# The oldest supported kube-apiserver, and beside it (bin/kube-oldest, a
+# KUBEBUILDER_ASSETS directory) the etcd and Gateway API CRDs every envtest
+# suite takes from its assets.
+.PHONY: kube-oldest
+kube-oldest: $(LOCALBIN)/kube-apiserver-$(KUBE_OLDEST_VERSION) $(LOCALBIN)/etcd $(LOCALBIN)/gateway-api-crds ## The oldest supported kube-apiserver (KUBE_OLDEST_VERSION) as envtest assets in bin/kube-oldest.
+	@mkdir -p $(LOCALBIN)/kube-oldest
+	@ln -sf ../kube-apiserver-$(KUBE_OLDEST_VERSION) $(LOCALBIN)/kube-oldest/kube-apiserver
+	@ln -sf ../etcd $(LOCALBIN)/kube-oldest/etcd
+	@ln -sfn ../gateway-api-crds $(LOCALBIN)/kube-oldest/gateway-api-crds
+$(LOCALBIN)/kube-apiserver-$(KUBE_OLDEST_VERSION):
+	cd hack/kube-oldest && $(GO) build -trimpath -ldflags "$(call kube-ldflags,$(KUBE_OLDEST_VERSION))" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 
 $(LOCALBIN)/etcd-$(ETCD_VERSION):
 	cd hack/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
