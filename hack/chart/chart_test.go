@@ -342,6 +342,15 @@ func TestMonitoringIsOptional(t *testing.T) {
 		}
 	}
 
+	// On, the ServiceMonitor and PrometheusRule are config/prometheus' objects
+	// (with the ServiceMonitor, the scraper's ServiceAccount, binding and
+	// token Secret), as config has them.
+	want := kustomizeDefault(t)
+	for key, o := range kustomizeOverlay(t, filepath.Join(config, "prometheus")) {
+		want[key] = o
+	}
+	sameObjects(t, helmTemplate(t, chart, "--set", "monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true"), want)
+
 	on := helmTemplate(t, chart, "--set", "monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true")
 	// Prometheus' own templates ({{ $labels.x }}) reach the rule as
 	// written, not read by Helm: the rule is config's, byte for byte.

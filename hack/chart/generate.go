@@ -107,11 +107,17 @@ type chartDefaults struct {
 	// config's on the manager's pods, which the pod values may not set again.
 	LabelKeys, PodLabelKeys, PodAnnotationKeys, EnvNames []string
 	PriorityClassName                                    string
+	// Scraper is the suffix of config/prometheus' token Secret's name
+	// ("": none), TokenKey the key of it the ServiceMonitor sends.
+	Scraper, TokenKey string
 }
 
 // naming records the names config gives.
 func (d *chartDefaults) naming(n *naming, objects []map[string]any) {
 	d.AppName, d.ManagerSA = n.app, n.suffix(n.managerSA)
+	if n.scraperSecret != "" {
+		d.Scraper = n.suffix(n.scraperSecret)
+	}
 	d.FullnameMaxLength = 63
 	keys := map[string]bool{}
 	for _, k := range helmLabels {
@@ -155,6 +161,9 @@ func generate(kustomize, config string, rel release) (map[string][]byte, error) 
 	monitoring, err := monitoringObjects(kustomize, filepath.Join(config, "prometheus"))
 	if err != nil {
 		return nil, err
+	}
+	for _, o := range monitoring {
+		o[monitoringMark] = true
 	}
 	dashboards, err := filepath.Glob(filepath.Join(config, "grafana", "*.json"))
 	if err != nil {
@@ -391,6 +400,8 @@ func splitObjects(manifests []byte) ([]map[string]any, error) {
 func category(o map[string]any) string {
 	group, _, _ := strings.Cut(fmt.Sprint(o["apiVersion"]), "/")
 	switch {
+	case o[monitoringMark] == true:
+		return "monitoring"
 	case o["kind"] == kindCRD:
 		return "crd"
 	case group == "rbac.authorization.k8s.io" || o["kind"] == "ServiceAccount":
@@ -512,6 +523,12 @@ func templateOf(o map[string]any, ns string, n *naming, d *chartDefaults) ([]byt
 		delete(o, bucketEventsMark)
 		gate = gateBucketEvents
 	}
+	if o[monitoringMark] == true {
+		delete(o, monitoringMark)
+		if gate, err = monitoringGate(o, n, d); err != nil {
+			return nil, err
+		}
+	}
 	if err := n.rename(o, &p); err != nil {
 		return nil, err
 	}
@@ -571,11 +588,9 @@ func templateKind(o map[string]any, p *placeholders, n *naming, d *chartDefaults
 	case kindDeployment:
 		return "", false, templateDeployment(o, p, d)
 	case kindServiceMonitor:
-		d.ServiceMonitor = true
-		return gateServiceMonitor, false, nil
+		return "", false, templateServiceMonitor(o, p, n, d)
 	case kindPrometheusRule:
-		d.PrometheusRule = true
-		return gatePrometheusRule, false, nil
+		labelsFrom(p, meta, ".Values.monitoring.prometheusRule.labels")
 	}
 	return "", false, nil
 }

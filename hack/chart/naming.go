@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,11 @@ import (
 const (
 	nameLabel          = "app.kubernetes.io/name"
 	kindServiceAccount = "ServiceAccount"
+	kindSecret         = "Secret"
+	// The Secret Kubernetes fills with a ServiceAccount's token, and the
+	// annotation that names the ServiceAccount.
+	tokenSecretType       = "kubernetes.io/service-account-token"
+	tokenSecretAnnotation = "kubernetes.io/service-account.name"
 )
 
 // kindName is an object of config by kind and name.
@@ -27,11 +33,12 @@ type kindName struct{ kind, name string }
 type naming struct {
 	prefix string // config/default's namePrefix
 	app    string // the prefix without its dash: config's app.kubernetes.io/name
-	// managerSA is the manager's ServiceAccount (serviceAccount.name), as
-	// config names it.
-	managerSA string
-	renamed   map[kindName]bool
-	byName    map[string]bool // the names of renamed
+	// managerSA is the manager's ServiceAccount (serviceAccount.name),
+	// scraperSecret the Secret of the metrics scraper's token
+	// (monitoring.serviceMonitor.tokenSecret.name), as config names them.
+	managerSA, scraperSecret string
+	renamed                  map[kindName]bool
+	byName                   map[string]bool // the names of renamed
 }
 
 // namePrefix reads the namePrefix of the kustomization in dir.
@@ -62,6 +69,13 @@ func newNaming(prefix string, objects []map[string]any) (*naming, error) {
 		switch kind {
 		case kindCRD, kindNamespace:
 			continue
+		case kindSecret:
+			if o["type"] == tokenSecretType {
+				if n.scraperSecret != "" {
+					return nil, errors.New("two ServiceAccount token Secrets: the chart has one value for the metrics scraper's")
+				}
+				n.scraperSecret = name
+			}
 		case kindDeployment:
 			if sa := managerServiceAccount(o); sa != "" {
 				n.managerSA = sa
@@ -101,6 +115,8 @@ func (n *naming) nameOf(kind, name string) string {
 		return ""
 	case kind == kindServiceAccount && name == n.managerSA:
 		return `{{ include "trellis.serviceAccountName" . | quote }}`
+	case kind == kindSecret && name == n.scraperSecret:
+		return `{{ include "trellis.metricsTokenSecret" . | quote }}`
 	}
 	return `{{ include "trellis.fullname" . }}-` + strings.TrimPrefix(name, n.prefix)
 }
@@ -109,7 +125,7 @@ func (n *naming) nameOf(kind, name string) string {
 func (n *naming) suffix(name string) string { return strings.TrimPrefix(name, n.prefix) }
 
 // rename puts the release's names in o: its own name, the names it refers
-// to (roles, ServiceAccounts, policies), and the app label. A
+// to (roles, ServiceAccounts, policies, Secrets), and the app label. A
 // string left that is the name of a renamed object is a reference the chart
 // does not know: an error, rather than an object that points at config's
 // name under fullnameOverride.
@@ -124,6 +140,9 @@ func (n *naming) rename(o map[string]any, p *placeholders) error {
 		}
 	}
 	ref(meta, "name", kind)
+	if ann, ok := meta["annotations"].(map[string]any); ok && kind == kindSecret {
+		ref(ann, tokenSecretAnnotation, kindServiceAccount)
+	}
 	if r, ok := o["roleRef"].(map[string]any); ok {
 		ref(r, "name", fmt.Sprint(r["kind"]))
 	}

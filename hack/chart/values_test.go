@@ -12,8 +12,8 @@ import (
 )
 
 // The values a platform review asks for (names, labels, the ServiceAccount,
-// the pods' placement and environment), each rendered by `helm template`
-// and checked where it lands.
+// the pods' placement and environment, the ServiceMonitor), each rendered
+// by `helm template` and checked where it lands.
 
 const (
 	chartDir = "../../charts/trellis"
@@ -41,7 +41,8 @@ func podTemplate(t *testing.T, objs map[string]map[string]any, deployment string
 
 // dangling lists the references no rendered object answers: a binding's
 // role and ServiceAccounts, a policy binding's policy, the Deployment's
-// ServiceAccount. except are references expected to point outside the chart.
+// ServiceAccount, a token Secret's ServiceAccount, the ServiceMonitor's
+// Secret. except are references expected to point outside the chart.
 func dangling(objs map[string]map[string]any, except ...string) []string {
 	has := func(kind, ns, name string) bool { return objs[kind+" "+ns+"/"+name] != nil }
 	var missing []string
@@ -73,6 +74,16 @@ func dangling(objs map[string]map[string]any, except ...string) []string {
 			check(key, "MutatingAdmissionPolicy", "", str(o, "spec", "policyName"))
 		case "Deployment":
 			check(key, kindServiceAccount, ns, str(o, "spec", "template", "spec", "serviceAccountName"))
+		case kindSecret:
+			if sa := str(o, "metadata", "annotations", tokenSecretAnnotation); sa != "" {
+				check(key, kindServiceAccount, ns, sa)
+			}
+		case "ServiceMonitor":
+			for _, e := range o["spec"].(map[string]any)["endpoints"].([]any) {
+				if name := str(e.(map[string]any), "authorization", "credentials", "name"); name != "" {
+					check(key, kindSecret, ns, name)
+				}
+			}
 		}
 	}
 	sort.Strings(missing)
@@ -364,5 +375,117 @@ func TestSubchart(t *testing.T) {
 	}
 	if off := helmTemplate(t, parent, "--set", "trellis.enabled=false"); len(off) != 0 {
 		t.Errorf("trellis.enabled=false renders %v", keys(off))
+	}
+}
+
+// TestServiceMonitorValues: the ServiceMonitor's labels, interval, timeout
+// and scrape class; the token it sends, by default of the chart's own
+// scraper ServiceAccount bound to the metrics reader role, or of the user's
+// Secret, or none (a scrape class gives it); the PrometheusRule's labels.
+func TestServiceMonitorValues(t *testing.T) {
+	const (
+		monitor = "ServiceMonitor trellis-system/trellis-controller-manager-metrics"
+		sa      = "ServiceAccount trellis-system/trellis-metrics-scraper"
+		binding = "ClusterRoleBinding /trellis-metrics-scraper"
+		secret  = "Secret trellis-system/trellis-metrics-scraper-token"
+		rule    = "PrometheusRule trellis-system/trellis-alerts"
+	)
+	endpoint := func(t *testing.T, objs map[string]map[string]any) map[string]any {
+		t.Helper()
+		if objs[monitor] == nil {
+			t.Fatalf("no %s in %v", monitor, keys(objs))
+		}
+		return objs[monitor]["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
+	}
+	on := []string{"--set", "monitoring.serviceMonitor.enabled=true"}
+
+	objs := helmTemplate(t, chartDir, on...)
+	e := endpoint(t, objs)
+	if want := map[string]any{"type": "Bearer", "credentials": map[string]any{"name": "trellis-metrics-scraper-token", "key": "token"}}; !reflect.DeepEqual(e["authorization"], want) {
+		t.Errorf("authorization %v, want %v", e["authorization"], want)
+	}
+	for _, field := range []string{"bearerTokenFile", "interval", "scrapeTimeout"} {
+		if v, ok := e[field]; ok {
+			t.Errorf("%s rendered by default: %v", field, v)
+		}
+	}
+	if v, ok := objs[monitor]["spec"].(map[string]any)["scrapeClass"]; ok {
+		t.Errorf("scrapeClass rendered by default: %v", v)
+	}
+	if str(objs[binding], "roleRef", "name") != "trellis-metrics-reader" || objs[sa] == nil || objs[secret]["type"] != tokenSecretType {
+		t.Errorf("the scraper: %v, %v, %v", objs[sa], objs[binding], objs[secret])
+	}
+	if missing := dangling(objs); len(missing) > 0 {
+		t.Errorf("references to nothing:\n  %s", strings.Join(missing, "\n  "))
+	}
+
+	objs = helmTemplate(t, chartDir, append(on, "--set", "monitoring.serviceMonitor.labels.release=kube-prometheus-stack,monitoring.serviceMonitor.interval=30s,monitoring.serviceMonitor.scrapeTimeout=10s,monitoring.serviceMonitor.scrapeClass=tls",
+		"--set", "monitoring.prometheusRule.enabled=true,monitoring.prometheusRule.labels.release=kube-prometheus-stack")...)
+	e = endpoint(t, objs)
+	if e["interval"] != "30s" || e["scrapeTimeout"] != "10s" || str(objs[monitor], "spec", "scrapeClass") != "tls" {
+		t.Errorf("interval %v, scrapeTimeout %v, scrapeClass %v", e["interval"], e["scrapeTimeout"], objs[monitor]["spec"].(map[string]any)["scrapeClass"])
+	}
+	for _, key := range []string{monitor, rule} {
+		if got := labelsOf(objs[key])["release"]; got != "kube-prometheus-stack" {
+			t.Errorf("%s: release=%v", key, got)
+		}
+	}
+
+	for name, tc := range map[string]struct {
+		set        string
+		secret     string // the Secret the endpoint names, "" none
+		key        string
+		rendersOwn string // the Secret the chart renders, "" none
+	}{
+		"the user's Secret":          {"monitoring.serviceMonitor.tokenSecret.create=false,monitoring.serviceMonitor.tokenSecret.name=prometheus-token,monitoring.serviceMonitor.tokenSecret.key=jwt", "prometheus-token", "jwt", ""},
+		"none: the scrape class's":   {"monitoring.serviceMonitor.tokenSecret.create=false,monitoring.serviceMonitor.scrapeClass=trellis", "", "", ""},
+		"the chart's, named by them": {"monitoring.serviceMonitor.tokenSecret.name=scraper-token", "scraper-token", "token", "Secret trellis-system/scraper-token"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs := helmTemplate(t, chartDir, append(on, "--set", tc.set)...)
+			e := endpoint(t, objs)
+			if got := str(e, "authorization", "credentials", "name"); got != tc.secret || str(e, "authorization", "credentials", "key") != tc.key {
+				t.Errorf("the endpoint sends key %q of %q, want %q of %q", str(e, "authorization", "credentials", "key"), got, tc.key, tc.secret)
+			}
+			if _, ok := e["authorization"]; ok != (tc.secret != "") {
+				t.Errorf("authorization %v", e["authorization"])
+			}
+			for _, key := range []string{sa, binding, secret, "Secret trellis-system/scraper-token"} {
+				own := key == tc.rendersOwn || tc.rendersOwn != "" && key != secret
+				if (objs[key] != nil) != own {
+					t.Errorf("%s rendered: %v, want %v", key, objs[key] != nil, own)
+				}
+			}
+			except := []string{}
+			if tc.rendersOwn == "" && tc.secret != "" {
+				except = append(except, "Secret trellis-system/"+tc.secret)
+			}
+			if missing := dangling(objs, except...); len(missing) > 0 {
+				t.Errorf("references to nothing:\n  %s", strings.Join(missing, "\n  "))
+			}
+		})
+	}
+
+	// commonLabels wins where both set a label: rendered once.
+	objs = helmTemplate(t, chartDir, append(on, "--set", "commonLabels.release="+team+",monitoring.serviceMonitor.labels.release=kube-prometheus-stack")...)
+	if got := labelsOf(objs[monitor])["release"]; got != team {
+		t.Errorf("release=%v, want commonLabels' platform", got)
+	}
+
+	for _, tc := range []struct{ set, want string }{
+		{"monitoring.serviceMonitor.interval=30", "/monitoring/serviceMonitor/interval"},
+		{"monitoring.serviceMonitor.scrapeTimeout=ten", "/monitoring/serviceMonitor/scrapeTimeout"},
+		{"monitoring.serviceMonitor.scrapeClass=1", "/monitoring/serviceMonitor/scrapeClass"},
+		{"monitoring.serviceMonitor.labels.release=1", "/monitoring/serviceMonitor/labels/release"},
+		{"monitoring.serviceMonitor.labels.app\\.kubernetes\\.io/part-of=x", "invalid propertyName 'app.kubernetes.io/part-of'"},
+		{"monitoring.serviceMonitor.tokenSecret.create=yes", "/monitoring/serviceMonitor/tokenSecret/create"},
+		{"monitoring.serviceMonitor.tokenSecret.name=My_Token", "/monitoring/serviceMonitor/tokenSecret/name"},
+		{"monitoring.serviceMonitor.tokenSecret.key=a b", "/monitoring/serviceMonitor/tokenSecret/key"},
+		{"monitoring.prometheusRule.labels.release=true", "/monitoring/prometheusRule/labels/release"},
+	} {
+		out, err := exec.Command(tool(t, "helm"), "template", "trellis", chartDir, "--set", tc.set).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("--set %s: %v, want an error naming %q:\n%s", tc.set, err, tc.want, out)
+		}
 	}
 }

@@ -18,6 +18,15 @@ Trellis, and its names are install.yaml's whatever the release is called.
 {{- define "trellis.serviceAccountName" -}}
 {{- default (printf "%s-controller-manager" (include "trellis.fullname" .)) .Values.serviceAccount.name }}
 {{- end }}
+{{/*
+The Secret whose token the ServiceMonitor sends: tokenSecret.name, or the
+fullname's when the chart creates it; none otherwise.
+*/}}
+{{- define "trellis.metricsTokenSecret" -}}
+{{- with .Values.monitoring.serviceMonitor.tokenSecret }}
+{{- if .name }}{{ .name }}{{ else if .create }}{{ include "trellis.fullname" $ }}-metrics-scraper-token{{ end }}
+{{- end }}
+{{- end }}
 
 {{/* Helm's labels and commonLabels, on every object besides config's own. */}}
 {{- define "trellis.labels" -}}
