@@ -107,6 +107,10 @@ type chartDefaults struct {
 	// config's on the manager's pods, which the pod values may not set again.
 	LabelKeys, PodLabelKeys, PodAnnotationKeys, EnvNames []string
 	PriorityClassName                                    string
+	// ValidationActions are config's, in YAML; MutatingPolicies: config
+	// has MutatingAdmissionPolicies.
+	ValidationActions string
+	MutatingPolicies  bool
 	// Scraper is the suffix of config/prometheus' token Secret's name
 	// ("": none), TokenKey the key of it the ServiceMonitor sends.
 	Scraper, TokenKey string
@@ -515,7 +519,7 @@ func templateOf(o map[string]any, ns string, n *naming, d *chartDefaults) ([]byt
 		}
 	}
 
-	gate, keep, err := templateKind(o, &p, n, d)
+	gate, first, keep, err := templateKind(o, &p, n, d)
 	if err != nil {
 		return nil, err
 	}
@@ -554,6 +558,9 @@ func templateOf(o map[string]any, ns string, n *naming, d *chartDefaults) ([]byt
 	if gate != "" {
 		fmt.Fprintf(&b, "{{- if %s }}\n", gate)
 	}
+	if first != "" {
+		b.WriteString(first + "\n")
+	}
 	b.WriteString(strings.TrimRight(text, "\n") + "\n")
 	if gate != "" {
 		b.WriteString("{{- end }}\n")
@@ -562,15 +569,21 @@ func templateOf(o map[string]any, ns string, n *naming, d *chartDefaults) ([]byt
 }
 
 // templateKind makes values of what an object of its kind offers, and
-// says whether it is rendered behind a gate and kept on uninstall.
-func templateKind(o map[string]any, p *placeholders, n *naming, d *chartDefaults) (gate string, keep bool, err error) {
+// says whether it is rendered behind a gate (and what comes first within
+// it) and kept on uninstall.
+func templateKind(o map[string]any, p *placeholders, n *naming, d *chartDefaults) (gate, first string, keep bool, err error) {
 	meta := o["metadata"].(map[string]any)
 	switch o["kind"] {
 	case kindNamespace:
 		meta["name"] = p.add(func(indent, key string) string { return indent + key + ": {{ .Release.Namespace }}" })
-		return gateNamespace, true, nil
-	case kindCRD, kindVAP, kindVAPBinding:
-		return "", true, nil
+		return gateNamespace, "", true, nil
+	case kindCRD, kindVAP:
+		return "", "", true, nil
+	case kindVAPBinding:
+		return "", "", true, templateValidationActions(o, p, d)
+	case kindMAP, kindMAPBinding:
+		gate, first, err = mutatingPolicyGate(o, d)
+		return gate, first, false, err
 	case "PodDisruptionBudget":
 		spec := o["spec"].(map[string]any)
 		if v, ok := spec["minAvailable"]; ok {
@@ -579,20 +592,20 @@ func templateKind(o map[string]any, p *placeholders, n *naming, d *chartDefaults
 				return indent + key + ": {{ .Values.podDisruptionBudget.minAvailable }}"
 			})
 		}
-		return gatePDB, false, nil
+		return gatePDB, "", false, nil
 	case kindServiceAccount:
 		if str(o, "metadata", "name") == n.managerSA {
 			addEntries(p, meta, "annotations", ".Values.serviceAccount.annotations")
-			return gateServiceAccount, false, nil
+			return gateServiceAccount, "", false, nil
 		}
 	case kindDeployment:
-		return "", false, templateDeployment(o, p, d)
+		return "", "", false, templateDeployment(o, p, d)
 	case kindServiceMonitor:
-		return "", false, templateServiceMonitor(o, p, n, d)
+		return "", "", false, templateServiceMonitor(o, p, n, d)
 	case kindPrometheusRule:
 		labelsFrom(p, meta, ".Values.monitoring.prometheusRule.labels")
 	}
-	return "", false, nil
+	return "", "", false, nil
 }
 
 // escapeTemplates keeps "{{" and "}}" in config's text (alert templates,

@@ -12,8 +12,8 @@ import (
 )
 
 // The values a platform review asks for (names, labels, the ServiceAccount,
-// the pods' placement and environment, the ServiceMonitor), each rendered
-// by `helm template` and checked where it lands.
+// the pods' placement and environment, the ServiceMonitor, the admission
+// policies), each rendered by `helm template` and checked where it lands.
 
 const (
 	chartDir = "../../charts/trellis"
@@ -482,6 +482,79 @@ func TestServiceMonitorValues(t *testing.T) {
 		{"monitoring.serviceMonitor.tokenSecret.name=My_Token", "/monitoring/serviceMonitor/tokenSecret/name"},
 		{"monitoring.serviceMonitor.tokenSecret.key=a b", "/monitoring/serviceMonitor/tokenSecret/key"},
 		{"monitoring.prometheusRule.labels.release=true", "/monitoring/prometheusRule/labels/release"},
+	} {
+		out, err := exec.Command(tool(t, "helm"), "template", "trellis", chartDir, "--set", tc.set).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("--set %s: %v, want an error naming %q:\n%s", tc.set, err, tc.want, out)
+		}
+	}
+}
+
+// TestAdmissionPolicyValues: one value sets every
+// ValidatingAdmissionPolicyBinding's validationActions (Deny by default);
+// admissionPolicies.mutating.enabled=false renders what
+// install-without-mutating-policies.yaml holds; below Kubernetes 1.36 the
+// install is refused unless it is false, naming it.
+func TestAdmissionPolicyValues(t *testing.T) {
+	actions := func(objs map[string]map[string]any) map[string]any {
+		got := map[string]any{}
+		for key, o := range objs {
+			if o["kind"] == kindVAPBinding {
+				got[key] = o["spec"].(map[string]any)["validationActions"]
+			}
+		}
+		return got
+	}
+	for set, want := range map[string][]any{
+		"": {"Deny"},
+		"admissionPolicies.validationActions={Warn,Audit}": {"Warn", "Audit"},
+		"admissionPolicies.validationActions={Audit}":      {"Audit"},
+		"admissionPolicies.validationActions={Deny,Audit}": {"Deny", "Audit"},
+	} {
+		var args []string
+		if set != "" {
+			args = []string{"--set", set}
+		}
+		got := actions(helmTemplate(t, chartDir, args...))
+		if len(got) < 7 {
+			t.Fatalf("%s: bindings %v", set, got)
+		}
+		for key, a := range got {
+			if !reflect.DeepEqual(a, want) {
+				t.Errorf("%s: %s has %v, want %v", set, key, a, want)
+			}
+		}
+	}
+
+	sameObjects(t, helmTemplate(t, chartDir, "--set", "admissionPolicies.mutating.enabled=false"),
+		kustomizeOverlay(t, "../../config/default-without-mutating-policies"))
+
+	for _, tc := range []struct {
+		kube, set, wantErr string
+	}{
+		{"1.36.0", "", ""},
+		{"1.35.4", "", "Kubernetes v1.35.4 does not serve MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, 1.36 and later): install with admissionPolicies.mutating.enabled=false"},
+		{"1.35.4", "admissionPolicies.mutating.enabled=false", ""},
+		{"1.33.0", "admissionPolicies.mutating.enabled=false", ""},
+		{"1.32.9", "admissionPolicies.mutating.enabled=false", "chart requires kubeVersion: >=1.33.0-0"},
+	} {
+		args := []string{"template", "trellis", chartDir, "--kube-version", tc.kube}
+		if tc.set != "" {
+			args = append(args, "--set", tc.set)
+		}
+		out, err := exec.Command(tool(t, "helm"), args...).CombinedOutput()
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(string(out), tc.wantErr)) {
+			t.Errorf("Kubernetes %s, %q: %v, want error %q:\n%.2000s", tc.kube, tc.set, err, tc.wantErr, out)
+		}
+	}
+
+	for _, tc := range []struct{ set, want string }{
+		{"admissionPolicies.validationActions={Deny,Warn}", "/admissionPolicies/validationActions"},
+		{"admissionPolicies.validationActions={Block}", "/admissionPolicies/validationActions/0"},
+		{"admissionPolicies.validationActions=null", "missing property 'validationActions'"},
+		{"admissionPolicies.validationActions=Warn", "/admissionPolicies/validationActions"},
+		{"admissionPolicies.validationActions={Warn,Warn}", "/admissionPolicies/validationActions"},
+		{"admissionPolicies.mutating.enabled=no", "/admissionPolicies/mutating/enabled"},
 	} {
 		out, err := exec.Command(tool(t, "helm"), "template", "trellis", chartDir, "--set", tc.set).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), tc.want) {

@@ -28,6 +28,18 @@ fullname's when the chart creates it; none otherwise.
 {{- end }}
 {{- end }}
 
+
+{{/*
+Renders nothing on Kubernetes 1.36 and later, which serve
+MutatingAdmissionPolicy v1; refuses the install below, naming the value. By
+version: Helm's capabilities without a cluster (helm template) list no kinds.
+*/}}
+{{- define "trellis.mutatingPoliciesServed" -}}
+{{- if semverCompare "<1.36.0-0" .Capabilities.KubeVersion.Version }}
+{{- fail (printf "Kubernetes %s does not serve MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, 1.36 and later): install with admissionPolicies.mutating.enabled=false, and the manager adds the finalizers itself" .Capabilities.KubeVersion.Version) }}
+{{- end }}
+{{- end }}
+
 {{/* Helm's labels and commonLabels, on every object besides config's own. */}}
 {{- define "trellis.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
