@@ -240,7 +240,7 @@ ALLOW_DIRTY ?=
 SEMVER_RE := ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$$
 
 .PHONY: release
-release: kustomize ## Build release VERSION=vX.Y.Z into dist/: image archives, install.yaml pinned by digest, the Helm chart, checksums (PUSH=registry/prefix pushes the images).
+release: kustomize ## Build release VERSION=vX.Y.Z into dist/: image archives, install.yaml (and install-without-mutating-policies.yaml, below 1.36) pinned by digest, the Helm chart, checksums (PUSH=registry/prefix pushes the images).
 	@[[ "$(VERSION)" =~ $(SEMVER_RE) ]] || { echo "make release: VERSION=vX.Y.Z wanted, got '$(VERSION)'" >&2; exit 2; }
 	@[[ -z "$(PUSH)" || "$(PUSH)" == "$(REGISTRY)" ]] || { echo "make release: PUSH=$(PUSH) but REGISTRY=$(REGISTRY): install.yaml would name images that are not pushed" >&2; exit 2; }
 	@[[ -n "$(ALLOW_DIRTY)" || -z "$$(git status --porcelain)" ]] || { git status --short >&2; echo "make release: the tree has changes; commit them (or ALLOW_DIRTY=1 for a try)" >&2; exit 2; }
@@ -251,6 +251,7 @@ release: kustomize ## Build release VERSION=vX.Y.Z into dist/: image archives, i
 	$(call build-image,viewer,$(REGISTRY)/trellis-viewer:$(VERSION),Serves a MarkdownView as a website,$(DIST)/.bin,$(DIST),$(VERSION)) | sed 's|^$(DIST)/||' >> $(DIST)/images.txt
 	rm -rf $(DIST)/.bin
 	$(GO) run ./hack/release install -kustomize $(KUSTOMIZE) -config config/default -images $(DIST)/images.txt -out $(DIST)/install.yaml
+	$(GO) run ./hack/release install -kustomize $(KUSTOMIZE) -config config/default-without-mutating-policies -images $(DIST)/images.txt -out $(DIST)/install-without-mutating-policies.yaml
 	$(GO) run ./hack/chart package -kustomize $(KUSTOMIZE) -config config -chart charts/trellis -version $(VERSION) -images $(DIST)/images.txt -out $(DIST) >/dev/null
 	cd $(DIST) && LC_ALL=C sha256sum $$(LC_ALL=C ls) > checksums.txt.tmp && mv checksums.txt.tmp checksums.txt
 	$(GO) run ./hack/release verify $(DIST)

@@ -64,9 +64,10 @@ func byName(t *testing.T, manifests []byte) map[string]map[string]any {
 	return objs
 }
 
-func kustomizeDefault(t *testing.T, config string) map[string]map[string]any {
+// kustomizeDefault is config/default: what make deploy and install.yaml apply.
+func kustomizeDefault(t *testing.T) map[string]map[string]any {
 	t.Helper()
-	return kustomizeOverlay(t, filepath.Join(config, "default"))
+	return kustomizeOverlay(t, "../../config/default")
 }
 
 func kustomizeOverlay(t *testing.T, dir string) map[string]map[string]any {
@@ -77,9 +78,6 @@ func kustomizeOverlay(t *testing.T, dir string) map[string]map[string]any {
 	}
 	return byName(t, out)
 }
-
-// helmLabels are the labels the chart adds to config's (and the one it replaces).
-var helmLabels = []string{"helm.sh/chart", "app.kubernetes.io/instance", "app.kubernetes.io/version", "app.kubernetes.io/managed-by"}
 
 // withoutHelm is o without Helm's labels and the keep annotation, as JSON
 // values (numbers as float64) so that the two renderings compare.
@@ -116,7 +114,7 @@ func keys(m map[string]map[string]any) []string {
 // exactly the objects of `kustomize build config/default` (what make deploy
 // and install.yaml apply), but for Helm's labels and the keep annotation.
 func TestDefaultsRenderConfigDefault(t *testing.T) {
-	sameObjects(t, helmTemplate(t, "../../charts/trellis"), kustomizeDefault(t, "../../config"))
+	sameObjects(t, helmTemplate(t, "../../charts/trellis"), kustomizeDefault(t))
 }
 
 // TestBucketEventsRenderTheComponent: bucketEvents.enabled renders what
@@ -138,7 +136,7 @@ func sameObjects(t *testing.T, rendered, want map[string]map[string]any) {
 			t.Errorf("%s differs:\nchart:  %s\nconfig: %s", key, g, wj)
 		}
 		labels, _ := o["metadata"].(map[string]any)["labels"].(map[string]any)
-		if labels["app.kubernetes.io/managed-by"] != "Helm" || labels["app.kubernetes.io/instance"] != "trellis" {
+		if labels["app.kubernetes.io/managed-by"] != "Helm" || labels["app.kubernetes.io/instance"] != defaultName {
 			t.Errorf("%s lacks Helm's labels: %v", key, labels)
 		}
 	}
@@ -329,7 +327,7 @@ func TestMonitoringIsOptional(t *testing.T) {
 		}
 	}
 	// Off, the chart is still config/default.
-	if got, want := keys(off), keys(kustomizeDefault(t, config)); !reflect.DeepEqual(got, want) {
+	if got, want := keys(off), keys(kustomizeDefault(t)); !reflect.DeepEqual(got, want) {
 		t.Errorf("monitoring off renders %v, want %v", got, want)
 	}
 
@@ -343,6 +341,15 @@ func TestMonitoringIsOptional(t *testing.T) {
 			}
 		}
 	}
+
+	// On, the ServiceMonitor and PrometheusRule are config/prometheus' objects
+	// (with the ServiceMonitor, the scraper's ServiceAccount, binding and
+	// token Secret), as config has them.
+	want := kustomizeDefault(t)
+	for key, o := range kustomizeOverlay(t, filepath.Join(config, "prometheus")) {
+		want[key] = o
+	}
+	sameObjects(t, helmTemplate(t, chart, "--set", "monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true"), want)
 
 	on := helmTemplate(t, chart, "--set", "monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true")
 	// Prometheus' own templates ({{ $labels.x }}) reach the rule as

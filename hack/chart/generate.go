@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +13,10 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -49,12 +52,21 @@ func parseImageRef(s string) imageRef {
 }
 
 const (
-	viewerImageFlag = "--viewer-image="
-	kindCRD         = "CustomResourceDefinition"
-	kindNamespace   = "Namespace"
-	managerName     = "manager" // config/manager's container
+	viewerImageFlag    = "--viewer-image="
+	kindCRD            = "CustomResourceDefinition"
+	kindNamespace      = "Namespace"
+	kindDeployment     = "Deployment"
+	kindVAP            = "ValidatingAdmissionPolicy"
+	kindVAPBinding     = "ValidatingAdmissionPolicyBinding"
+	kindMAP            = "MutatingAdmissionPolicy"
+	kindMAPBinding     = "MutatingAdmissionPolicyBinding"
+	kindServiceMonitor = "ServiceMonitor"
+	kindPrometheusRule = "PrometheusRule"
+	spreadField        = "topologySpreadConstraints"
+	managerName        = "manager" // config/manager's container
 	// A gate's value names: the object is rendered only when it is true.
 	gateNamespace      = ".Values.namespace.create"
+	gateServiceAccount = ".Values.serviceAccount.create"
 	gatePDB            = "and .Values.podDisruptionBudget.enabled (gt (int .Values.replicas) 1)"
 	gateServiceMonitor = ".Values.monitoring.serviceMonitor.enabled"
 	gatePrometheusRule = ".Values.monitoring.prometheusRule.enabled"
@@ -66,7 +78,7 @@ const (
 
 // podBlocks are the pod spec's optional fields the chart offers, each a
 // value of the same name (config's, when it sets one, is the default).
-var podBlocks = []string{"imagePullSecrets", "nodeSelector", "affinity", "tolerations"}
+var podBlocks = []string{"imagePullSecrets", "nodeSelector", "affinity", "tolerations", spreadField}
 
 // chartDefaults are the values config/ gives, written into values.yaml.
 type chartDefaults struct {
@@ -85,7 +97,53 @@ type chartDefaults struct {
 	// the manager's, and its objects the chart's, behind bucketEvents.enabled.
 	BucketEvents bool
 	bucketEvents bucketEventsPatch
+	// AppName is config's app.kubernetes.io/name and the start of its
+	// names; ManagerSA the manager's ServiceAccount's name after it.
+	AppName, ManagerSA string
+	// FullnameMaxLength keeps every Service name within 63 characters.
+	FullnameMaxLength int
+	// LabelKeys are the labels config and Helm give: commonLabels may not
+	// set them again. PodLabelKeys, PodAnnotationKeys and EnvNames are
+	// config's on the manager's pods, which the pod values may not set again.
+	LabelKeys, PodLabelKeys, PodAnnotationKeys, EnvNames []string
+	PriorityClassName                                    string
+	// ValidationActions are config's, in YAML; MutatingPolicies: config
+	// has MutatingAdmissionPolicies.
+	ValidationActions string
+	MutatingPolicies  bool
+	// Scraper is the suffix of config/prometheus' token Secret's name
+	// ("": none), TokenKey the key of it the ServiceMonitor sends.
+	Scraper, TokenKey string
 }
+
+// naming records the names config gives.
+func (d *chartDefaults) naming(n *naming, objects []map[string]any) {
+	d.AppName, d.ManagerSA = n.app, n.suffix(n.managerSA)
+	if n.scraperSecret != "" {
+		d.Scraper = n.suffix(n.scraperSecret)
+	}
+	d.FullnameMaxLength = 63
+	keys := map[string]bool{}
+	for _, k := range helmLabels {
+		keys[k] = true
+	}
+	for _, o := range objects {
+		if o["kind"] == "Service" {
+			d.FullnameMaxLength = min(d.FullnameMaxLength, 63-len(n.suffix(str(o, "metadata", "name")))-1)
+		}
+		labels, _ := o["metadata"].(map[string]any)["labels"].(map[string]any)
+		for k := range labels {
+			keys[k] = true
+		}
+	}
+	for k := range keys {
+		d.LabelKeys = append(d.LabelKeys, k)
+	}
+	sort.Strings(d.LabelKeys)
+}
+
+// helmLabels are the labels the chart adds to config's (and the one it replaces).
+var helmLabels = []string{"helm.sh/chart", "app.kubernetes.io/instance", "app.kubernetes.io/version", "app.kubernetes.io/managed-by"}
 
 // bucketEventsPatch is what config/bucket-events adds to the manager
 // container (manager_patch.yaml).
@@ -108,6 +166,9 @@ func generate(kustomize, config string, rel release) (map[string][]byte, error) 
 	if err != nil {
 		return nil, err
 	}
+	for _, o := range monitoring {
+		o[monitoringMark] = true
+	}
 	dashboards, err := filepath.Glob(filepath.Join(config, "grafana", "*.json"))
 	if err != nil {
 		return nil, err
@@ -128,10 +189,20 @@ func generate(kustomize, config string, rel release) (map[string][]byte, error) 
 	if err != nil {
 		return nil, err
 	}
+	prefix, err := namePrefix(filepath.Join(config, "default"))
+	if err != nil {
+		return nil, err
+	}
+	all := append(append(objects, monitoring...), events...)
+	n, err := newNaming(prefix, all)
+	if err != nil {
+		return nil, err
+	}
+	d.naming(n, all)
 	files := map[string][]byte{}
-	for _, o := range append(append(objects, monitoring...), events...) {
+	for _, o := range all {
 		p := path.Join("templates", category(o), fileName(o))
-		t, err := templateOf(o, ns, d)
+		t, err := templateOf(o, ns, n, d)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", o["kind"], str(o, "metadata", "name"), err)
 		}
@@ -186,7 +257,16 @@ func generate(kustomize, config string, rel release) (map[string][]byte, error) 
 	return files, nil
 }
 
-var funcs = template.FuncMap{"indent": indentLines}
+var funcs = template.FuncMap{"indent": indentLines, "json": toJSON}
+
+// toJSON is v as compact JSON, for values.schema.json ([] for no strings).
+func toJSON(v any) (string, error) {
+	if l, ok := v.([]string); ok && l == nil {
+		v = []string{}
+	}
+	data, err := json.Marshal(v)
+	return string(data), err
+}
 
 // indentLines indents every line of s by n spaces.
 func indentLines(n int, s string) string {
@@ -324,6 +404,8 @@ func splitObjects(manifests []byte) ([]map[string]any, error) {
 func category(o map[string]any) string {
 	group, _, _ := strings.Cut(fmt.Sprint(o["apiVersion"]), "/")
 	switch {
+	case o[monitoringMark] == true:
+		return "monitoring"
 	case o["kind"] == kindCRD:
 		return "crd"
 	case group == "rbac.authorization.k8s.io" || o["kind"] == "ServiceAccount":
@@ -352,6 +434,11 @@ func fileName(o map[string]any) string {
 // at a map's level (`TOKEN: ""`). Tokens sort after every real key.
 type placeholders struct {
 	fill map[string]func(indent, key string) string
+}
+
+// value is a placeholder for `key: TEXT`.
+func (p *placeholders) value(text string) string {
+	return p.add(func(indent, key string) string { return indent + key + ": " + text })
 }
 
 func (p *placeholders) add(f func(indent, key string) string) string {
@@ -385,6 +472,20 @@ func (p *placeholders) replace(text string) (string, error) {
 	return strings.Join(lines, "\n"), nil
 }
 
+// addEntries puts the map value's entries in parent[key], after config's;
+// where config has none, key is rendered only when value is not empty.
+func addEntries(p *placeholders, parent map[string]any, key, value string) {
+	if m, ok := parent[key].(map[string]any); ok && len(m) > 0 {
+		m[p.add(func(indent, _ string) string {
+			return fmt.Sprintf("{{- with %s }}\n%s{{- toYaml . | nindent %d }}\n{{- end }}", value, indent, len(indent))
+		})] = ""
+		return
+	}
+	delete(parent, key)
+	blk := block(value)
+	parent[p.add(func(indent, _ string) string { return blk(indent, key) })] = ""
+}
+
 // block is a value rendered as a YAML block under key, omitted when empty.
 func block(value string) func(indent, key string) string {
 	return func(indent, key string) string {
@@ -394,7 +495,7 @@ func block(value string) func(indent, key string) string {
 
 // templateOf turns one object into a template, recording config's values
 // of what becomes .Values in d.
-func templateOf(o map[string]any, ns string, d *chartDefaults) ([]byte, error) {
+func templateOf(o map[string]any, ns string, n *naming, d *chartDefaults) ([]byte, error) {
 	var p placeholders
 	meta := o["metadata"].(map[string]any)
 	labels, _ := meta["labels"].(map[string]any)
@@ -418,37 +519,22 @@ func templateOf(o map[string]any, ns string, d *chartDefaults) ([]byte, error) {
 		}
 	}
 
-	gate := ""
-	keep := false
+	gate, first, keep, err := templateKind(o, &p, n, d)
+	if err != nil {
+		return nil, err
+	}
 	if o[bucketEventsMark] == true {
 		delete(o, bucketEventsMark)
 		gate = gateBucketEvents
 	}
-	switch o["kind"] {
-	case kindNamespace:
-		meta["name"] = p.add(inNamespace)
-		gate, keep = gateNamespace, true
-	case kindCRD:
-		keep = true
-	case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
-		keep = true
-	case "PodDisruptionBudget":
-		spec := o["spec"].(map[string]any)
-		if v, ok := spec["minAvailable"]; ok {
-			d.PDB, d.PDBMinAvailable = true, fmt.Sprint(v)
-			spec["minAvailable"] = p.add(func(indent, key string) string {
-				return indent + key + ": {{ .Values.podDisruptionBudget.minAvailable }}"
-			})
-		}
-		gate = gatePDB
-	case "Deployment":
-		if err := templateDeployment(o, &p, d); err != nil {
+	if o[monitoringMark] == true {
+		delete(o, monitoringMark)
+		if gate, err = monitoringGate(o, n, d); err != nil {
 			return nil, err
 		}
-	case "ServiceMonitor":
-		gate, d.ServiceMonitor = gateServiceMonitor, true
-	case "PrometheusRule":
-		gate, d.PrometheusRule = gatePrometheusRule, true
+	}
+	if err := n.rename(o, &p); err != nil {
+		return nil, err
 	}
 	if keep {
 		ann, _ := meta["annotations"].(map[string]any)
@@ -472,11 +558,54 @@ func templateOf(o map[string]any, ns string, d *chartDefaults) ([]byte, error) {
 	if gate != "" {
 		fmt.Fprintf(&b, "{{- if %s }}\n", gate)
 	}
+	if first != "" {
+		b.WriteString(first + "\n")
+	}
 	b.WriteString(strings.TrimRight(text, "\n") + "\n")
 	if gate != "" {
 		b.WriteString("{{- end }}\n")
 	}
 	return []byte(b.String()), nil
+}
+
+// templateKind makes values of what an object of its kind offers, and
+// says whether it is rendered behind a gate (and what comes first within
+// it) and kept on uninstall.
+func templateKind(o map[string]any, p *placeholders, n *naming, d *chartDefaults) (gate, first string, keep bool, err error) {
+	meta := o["metadata"].(map[string]any)
+	switch o["kind"] {
+	case kindNamespace:
+		meta["name"] = p.add(func(indent, key string) string { return indent + key + ": {{ .Release.Namespace }}" })
+		return gateNamespace, "", true, nil
+	case kindCRD, kindVAP:
+		return "", "", true, nil
+	case kindVAPBinding:
+		return "", "", true, templateValidationActions(o, p, d)
+	case kindMAP, kindMAPBinding:
+		gate, first, err = mutatingPolicyGate(o, d)
+		return gate, first, false, err
+	case "PodDisruptionBudget":
+		spec := o["spec"].(map[string]any)
+		if v, ok := spec["minAvailable"]; ok {
+			d.PDB, d.PDBMinAvailable = true, fmt.Sprint(v)
+			spec["minAvailable"] = p.add(func(indent, key string) string {
+				return indent + key + ": {{ .Values.podDisruptionBudget.minAvailable }}"
+			})
+		}
+		return gatePDB, "", false, nil
+	case kindServiceAccount:
+		if str(o, "metadata", "name") == n.managerSA {
+			addEntries(p, meta, "annotations", ".Values.serviceAccount.annotations")
+			return gateServiceAccount, "", false, nil
+		}
+	case kindDeployment:
+		return "", "", false, templateDeployment(o, p, d)
+	case kindServiceMonitor:
+		return "", "", false, templateServiceMonitor(o, p, n, d)
+	case kindPrometheusRule:
+		labelsFrom(p, meta, ".Values.monitoring.prometheusRule.labels")
+	}
+	return "", "", false, nil
 }
 
 // escapeTemplates keeps "{{" and "}}" in config's text (alert templates,
@@ -564,12 +693,55 @@ func templateDeployment(o map[string]any, p *placeholders, d *chartDefaults) err
 	}
 	c["resources"] = p.add(block(".Values.resources"))
 
+	return templatePod(spec, pod, c, p, d)
+}
+
+// templatePod makes values of the manager pod's labels, annotations,
+// priority, placement, environment and volumes. Each adds to config's.
+func templatePod(spec, pod, c map[string]any, p *placeholders, d *chartDefaults) error {
+	meta := spec["template"].(map[string]any)["metadata"].(map[string]any)
+	labels, _ := meta["labels"].(map[string]any)
+	if len(labels) == 0 {
+		return errors.New("the manager's pods have no labels")
+	}
+	d.PodLabelKeys = sortedMapKeys(labels)
+	labels[p.add(func(indent, _ string) string {
+		// podLabels over commonLabels where both set one.
+		return fmt.Sprintf("{{- with merge (dict) .Values.podLabels .Values.commonLabels }}\n%s{{- toYaml . | nindent %d }}\n{{- end }}", indent, len(indent))
+	})] = ""
+	annotations, _ := meta["annotations"].(map[string]any)
+	d.PodAnnotationKeys = sortedMapKeys(annotations)
+	addEntries(p, meta, "annotations", ".Values.podAnnotations")
+
+	if v, ok := pod["priorityClassName"]; ok {
+		d.PriorityClassName = fmt.Sprint(v)
+		delete(pod, "priorityClassName")
+	}
+	pod[p.add(func(indent, _ string) string {
+		return fmt.Sprintf("{{- with .Values.priorityClassName }}\n%spriorityClassName: {{ . | quote }}\n{{- end }}", indent)
+	})] = ""
+
+	env, _ := c["env"].([]any)
+	for _, e := range env {
+		d.EnvNames = append(d.EnvNames, fmt.Sprint(e.(map[string]any)["name"]))
+	}
+	appendItems(p, c, "env", ".Values.extraEnv")
+	appendItems(p, c, "volumeMounts", ".Values.extraVolumeMounts")
+	appendItems(p, pod, "volumes", ".Values.extraVolumes")
+
+	selector, ok := spec["selector"].(map[string]any)["matchLabels"].(map[string]any)
+	if !ok || len(spec["selector"].(map[string]any)) != 1 {
+		return errors.New("the Deployment's selector is not matchLabels alone")
+	}
 	for _, name := range podBlocks {
 		def := " {}"
-		if name == "imagePullSecrets" || name == "tolerations" {
+		if name == "imagePullSecrets" || name == "tolerations" || name == spreadField {
 			def = " []"
 		}
 		if v, ok := pod[name]; ok {
+			if name == spreadField {
+				v = withoutSelector(v.([]any), selector)
+			}
 			y, err := yaml.Marshal(v)
 			if err != nil {
 				return err
@@ -579,9 +751,76 @@ func templateDeployment(o map[string]any, p *placeholders, d *chartDefaults) err
 		}
 		d.PodBlocks[name] = def
 		blk := block(".Values." + name)
+		if name == spreadField {
+			blk = spreadBlock(selector)
+		}
 		pod[p.add(func(indent, _ string) string { return blk(indent, name) })] = ""
 	}
 	return nil
+}
+
+// withoutSelector is constraints without the labelSelector of those that
+// select the Deployment's pods: spreadBlock puts it back, with the
+// release's app label (nameOverride), so the default in values.yaml needs
+// no name.
+func withoutSelector(constraints []any, selector map[string]any) []any {
+	for _, c := range constraints {
+		c := c.(map[string]any)
+		if reflect.DeepEqual(c["labelSelector"], map[string]any{"matchLabels": selector}) {
+			delete(c, "labelSelector")
+		}
+	}
+	return constraints
+}
+
+// spreadBlock renders topologySpreadConstraints, each item without a
+// labelSelector given the one of the Deployment's selector.
+func spreadBlock(selector map[string]any) func(indent, key string) string {
+	pairs := make([]string, 0, len(selector))
+	for _, k := range sortedMapKeys(selector) {
+		v := strconv.Quote(fmt.Sprint(selector[k]))
+		if k == nameLabel {
+			v = `(include "trellis.name" $)`
+		}
+		pairs = append(pairs, strconv.Quote(k)+" "+v)
+	}
+	return func(indent, key string) string {
+		return fmt.Sprintf(`{{- $spread := list }}
+{{- range .Values.topologySpreadConstraints }}
+{{- if hasKey . "labelSelector" }}
+{{- $spread = append $spread . }}
+{{- else }}
+{{- $spread = append $spread (set (deepCopy .) "labelSelector" (dict "matchLabels" (dict %s))) }}
+{{- end }}
+{{- end }}
+{{- with $spread }}
+%s%s:
+%s  {{- toYaml . | nindent %d }}
+{{- end }}`, strings.Join(pairs, " "), indent, key, indent, len(indent)+2)
+	}
+}
+
+// appendItems puts the list value's items in parent[key], after config's;
+// where config has none, key is rendered only when value is not empty.
+func appendItems(p *placeholders, parent map[string]any, key, value string) {
+	if list, ok := parent[key].([]any); ok && len(list) > 0 {
+		parent[key] = append(list, p.add(func(indent, _ string) string {
+			return fmt.Sprintf("{{- with %s }}\n%s{{- toYaml . | nindent %d }}\n{{- end }}", value, indent, len(indent))
+		}))
+		return
+	}
+	delete(parent, key)
+	blk := block(value)
+	parent[p.add(func(indent, _ string) string { return blk(indent, key) })] = ""
+}
+
+func sortedMapKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // gatedItems renders list items behind bucketEvents.enabled, in the

@@ -109,6 +109,55 @@ func TestRenderInstall(t *testing.T) {
 	}
 }
 
+// install-without-mutating-policies.yaml is install.yaml without its
+// MutatingAdmissionPolicies and their bindings, every other object the same.
+func TestRenderInstallWithoutMutatingPolicies(t *testing.T) {
+	k := kustomizeBinary(t)
+	full, err := renderInstall(k, "../../config/default", release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := renderInstall(k, "../../config/default-without-mutating-policies", release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(full), "kind: MutatingAdmissionPolicy\n") {
+		t.Fatal("install.yaml has no MutatingAdmissionPolicy to leave out")
+	}
+	if err := verifyWithoutMutatingPolicies(full, without); err != nil {
+		t.Error(err)
+	}
+}
+
+// A MutatingAdmissionPolicy left in, an object missing or one that differs
+// is refused.
+func TestVerifyWithoutMutatingPolicies(t *testing.T) {
+	pinned := strings.NewReplacer("MANAGER", managerRef.String(), "VIEWER", viewerRef.String()).Replace(deployment)
+	full := pinned + "---\n" + mutatingPolicy
+	if err := verifyWithoutMutatingPolicies([]byte(full), []byte(pinned)); err != nil {
+		t.Errorf("install.yaml without its policy: %v", err)
+	}
+	for name, tc := range map[string]struct{ without, wantErr string }{
+		"the policy left in": {full, "holds MutatingAdmissionPolicy trellis-tenant-finalizer"},
+		"the Deployment missing": {"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: trellis-system\n",
+			"want install.yaml's objects but its MutatingAdmissionPolicies"},
+		"the Deployment changed": {strings.Replace(pinned, "--leader-elect", "--leader-elect=false", 1),
+			"Deployment trellis-system/trellis-controller-manager differs from install.yaml's"},
+	} {
+		if err := verifyWithoutMutatingPolicies([]byte(full), []byte(tc.without)); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: error %v, want one saying %q", name, err, tc.wantErr)
+		}
+	}
+}
+
+const mutatingPolicy = `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: trellis-tenant-finalizer
+spec:
+  failurePolicy: Ignore
+`
+
 const deployment = `apiVersion: apps/v1
 kind: Deployment
 metadata:

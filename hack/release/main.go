@@ -7,8 +7,12 @@
 // install renders the kustomization with the manager's image and its
 // --viewer-image flag pinned to the digests of the images just built, by
 // kustomize itself (an overlay written to a temporary directory), and checks
-// the result; verify checks a whole dist/: the checksums, the archives'
-// digests and labels, and that install.yaml names exactly those images.
+// the result (make release renders config/default as install.yaml, and
+// config/default-without-mutating-policies as
+// install-without-mutating-policies.yaml); verify checks a whole dist/: the
+// checksums, the archives' digests and labels, that both install files name
+// exactly those images, and that the second is the first but for its
+// MutatingAdmissionPolicies.
 package main
 
 import (

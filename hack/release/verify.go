@@ -22,14 +22,18 @@ const (
 	checksumsFile = "checksums.txt"
 	imagesFile    = "images.txt"
 	installFile   = "install.yaml"
-	versionLabel  = "org.opencontainers.image.version"
+	// install.yaml for clusters that do not serve MutatingAdmissionPolicy
+	// (Kubernetes 1.33 to 1.35): config/default-without-mutating-policies.
+	installWithoutMutatingFile = "install-without-mutating-policies.yaml"
+	versionLabel               = "org.opencontainers.image.version"
 )
 
 // verifyDist checks a release directory as a user would, and more:
 // checksums.txt lists every other file with its sha256; each archive holds
 // the image images.txt pins, labelled with the release's version, every blob
 // matching its digest; install.yaml names exactly those images, by digest,
-// and so does the Helm chart's values.yaml.
+// and so do install-without-mutating-policies.yaml, which is install.yaml
+// but for the MutatingAdmissionPolicies, and the Helm chart's values.yaml.
 func verifyDist(dir string) error {
 	if err := verifyChecksums(dir); err != nil {
 		return err
@@ -43,14 +47,77 @@ func verifyDist(dir string) error {
 			return fmt.Errorf("%s: %w", i.archive, err)
 		}
 	}
-	manifests, err := os.ReadFile(filepath.Join(dir, installFile))
+	installs := map[string][]byte{}
+	for _, name := range []string{installFile, installWithoutMutatingFile} {
+		manifests, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if err := verifyInstall(manifests, images); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		installs[name] = manifests
+	}
+	if err := verifyWithoutMutatingPolicies(installs[installFile], installs[installWithoutMutatingFile]); err != nil {
+		return fmt.Errorf("%s: %w", installWithoutMutatingFile, err)
+	}
+	return verifyChart(dir, images)
+}
+
+// mutatingPolicyKinds are what a cluster below Kubernetes 1.36 does not serve.
+var mutatingPolicyKinds = map[string]bool{"MutatingAdmissionPolicy": true, "MutatingAdmissionPolicyBinding": true}
+
+// verifyWithoutMutatingPolicies checks that without is full but for its
+// MutatingAdmissionPolicies and their bindings: every other object, in the
+// same order, byte for byte.
+func verifyWithoutMutatingPolicies(full, without []byte) error {
+	objects := func(manifests []byte) ([]string, map[string][]byte, error) {
+		docs, err := splitDocuments(manifests)
+		if err != nil {
+			return nil, nil, err
+		}
+		var names []string
+		byName := map[string][]byte{}
+		for _, doc := range docs {
+			var obj map[string]any
+			if err := yaml.Unmarshal(doc, &obj); err != nil {
+				return nil, nil, err
+			}
+			name := objectName(obj)
+			names = append(names, name)
+			byName[name] = doc
+		}
+		return names, byName, nil
+	}
+	fullNames, fullDocs, err := objects(full)
 	if err != nil {
 		return err
 	}
-	if err := verifyInstall(manifests, images); err != nil {
-		return fmt.Errorf("%s: %w", installFile, err)
+	names, docs, err := objects(without)
+	if err != nil {
+		return err
 	}
-	return verifyChart(dir, images)
+	var want []string
+	for _, name := range fullNames {
+		if kind, _, _ := strings.Cut(name, " "); !mutatingPolicyKinds[kind] {
+			want = append(want, name)
+		}
+	}
+	for _, name := range names {
+		if kind, _, _ := strings.Cut(name, " "); mutatingPolicyKinds[kind] {
+			return fmt.Errorf("holds %s, which clusters below Kubernetes 1.36 do not serve", name)
+		}
+	}
+	if strings.Join(names, "\n") != strings.Join(want, "\n") {
+		return fmt.Errorf("holds\n  %s\nwant %s's objects but its MutatingAdmissionPolicies\n  %s",
+			strings.Join(names, "\n  "), installFile, strings.Join(want, "\n  "))
+	}
+	for _, name := range names {
+		if !bytes.Equal(docs[name], fullDocs[name]) {
+			return fmt.Errorf("%s differs from %s's", name, installFile)
+		}
+	}
+	return nil
 }
 
 var checksumLine = regexp.MustCompile(`^([0-9a-f]{64})  ([^/]+)$`)

@@ -91,11 +91,12 @@ func fakeDist(t *testing.T) string {
 	manager := "ghcr.io/trellis-dev/trellis-manager:v0.1.0@" + managerDigest
 	viewer := "ghcr.io/trellis-dev/trellis-viewer:v0.1.0@" + viewerDigest
 	for name, data := range map[string][]byte{
-		managerArchive:      managerTar,
-		viewerArchive:       viewerTar,
-		imagesFile:          []byte(managerArchive + " " + manager + "\n" + viewerArchive + " " + viewer + "\n"),
-		installFile:         []byte(strings.NewReplacer("MANAGER", manager, "VIEWER", viewer).Replace(deployment)),
-		"trellis-0.1.0.tgz": fakeChart(t, "0.1.0", "v0.1.0", managerDigest, viewerDigest),
+		managerArchive:             managerTar,
+		viewerArchive:              viewerTar,
+		imagesFile:                 []byte(managerArchive + " " + manager + "\n" + viewerArchive + " " + viewer + "\n"),
+		installFile:                []byte(strings.NewReplacer("MANAGER", manager, "VIEWER", viewer).Replace(deployment) + "---\n" + mutatingPolicy),
+		installWithoutMutatingFile: []byte(strings.NewReplacer("MANAGER", manager, "VIEWER", viewer).Replace(deployment)),
+		"trellis-0.1.0.tgz":        fakeChart(t, "0.1.0", "v0.1.0", managerDigest, viewerDigest),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
@@ -169,6 +170,18 @@ func TestVerifyDist(t *testing.T) {
 			_ = os.Remove(filepath.Join(dir, "trellis-0.1.0.tgz"))
 			writeChecksums(t, dir)
 		}, "0 Helm charts (trellis-*.tgz), want 1"},
+		"a MutatingAdmissionPolicy for clusters that do not serve it": {func(dir string) {
+			write(dir, installWithoutMutatingFile, must(os.ReadFile(filepath.Join(dir, installFile))))
+			writeChecksums(t, dir)
+		}, "install-without-mutating-policies.yaml: holds MutatingAdmissionPolicy trellis-tenant-finalizer"},
+		"no install-without-mutating-policies.yaml": {func(dir string) {
+			_ = os.Remove(filepath.Join(dir, installWithoutMutatingFile))
+			writeChecksums(t, dir)
+		}, "install-without-mutating-policies.yaml: no such file"},
+		"an install-without-mutating-policies.yaml by tag": {func(dir string) {
+			write(dir, installWithoutMutatingFile, []byte(strings.NewReplacer("MANAGER", "ghcr.io/trellis-dev/trellis-manager:v0.1.0", "VIEWER", "x").Replace(deployment)))
+			writeChecksums(t, dir)
+		}, "install-without-mutating-policies.yaml: Deployment trellis-system/trellis-controller-manager .spec.template.spec.containers[0].args[1]: x is not"},
 		"an install.yaml by tag": {func(dir string) {
 			write(dir, installFile, []byte(strings.NewReplacer("MANAGER", "ghcr.io/trellis-dev/trellis-manager:v0.1.0", "VIEWER", "x").Replace(deployment)))
 			writeChecksums(t, dir)

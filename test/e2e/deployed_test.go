@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // The manager as a user installs it (`make install`, `make deploy IMG=...`),
@@ -190,11 +192,25 @@ func TestDeployedManagerMetricsNeedTheReaderRole(t *testing.T) {
 		return strings.TrimSpace(out)
 	}
 
+	scrape := deployedMetrics(t)
+	scrapedWith(t, scrape, func() string { return token("e2e-scraper") })
+	if code, _ := scrape(token("e2e-stranger")); code != http.StatusForbidden {
+		t.Errorf("a ServiceAccount without the metrics-reader role got %d, want 403", code)
+	}
+	if code, _ := scrape(""); code != http.StatusUnauthorized {
+		t.Errorf("a scrape without a token got %d, want 401", code)
+	}
+}
+
+// deployedMetrics scrapes the deployed manager's metrics Service over HTTPS
+// with a bearer token ("" none): the status code and the body.
+func deployedMetrics(t *testing.T) func(token string) (int, string) {
+	t.Helper()
 	port := portForward(t, managerNS, "svc/trellis-controller-manager-metrics", 8443)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the manager's self-signed serving certificate
 	}}
-	scrape := func(token string) (int, string) {
+	return func(token string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", port), nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
@@ -210,27 +226,107 @@ func TestDeployedManagerMetricsNeedTheReaderRole(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
+}
 
-	// The scraper's binding may take a moment to reach the authorizer's cache.
+// scrapedWith waits until a scrape with token() gets the metrics: a new
+// binding may take a moment to reach the authorizer's cache.
+func scrapedWith(t *testing.T, scrape func(string) (int, string), token func() string) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		code, body := scrape(token("e2e-scraper"))
+		code, body := scrape(token())
 		// Either replica answers; both have Trellis' own and Go's metrics.
 		if code == http.StatusOK && strings.Contains(body, "trellis_storagebucket_check_duration_seconds") &&
 			strings.Contains(body, "go_goroutines") {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the metrics-reader's scrape got %d:\n%s", code, tail(body, 10))
+			t.Fatalf("the scrape got %d:\n%s", code, tail(body, 10))
 		}
 		time.Sleep(time.Second)
 	}
-	if code, _ := scrape(token("e2e-stranger")); code != http.StatusForbidden {
-		t.Errorf("a ServiceAccount without the metrics-reader role got %d, want 403", code)
+}
+
+// TestServiceMonitorTokenReadsTheMetrics: the token the chart's
+// ServiceMonitor sends (monitoring.serviceMonitor.enabled) reads the
+// deployed manager's metrics. The chart renders, beside the ServiceMonitor,
+// the scraper's ServiceAccount, its binding to trellis-metrics-reader and
+// its token Secret, which the cluster fills; the ServiceMonitor's endpoint
+// names that Secret's key. The e2e cluster runs no Prometheus Operator: the
+// test applies the rest and sends the key the ServiceMonitor names, as the
+// operator would have Prometheus do.
+func TestServiceMonitorTokenReadsTheMetrics(t *testing.T) {
+	useDeployedManager(t)
+	render := func(args ...string) map[string]string {
+		t.Helper()
+		out, err := exec.Command(filepath.Join(bin, "helm"), append([]string{"template", "trellis",
+			filepath.Join(root, "charts", "trellis"), "-n", managerNS}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("helm template %v: %v %s", args, err, exitStderr(err))
+		}
+		docs := map[string]string{}
+		for _, doc := range strings.Split(string(out), "\n---\n") {
+			var o struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+			}
+			if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+				t.Fatal(err)
+			}
+			if o.Kind != "" {
+				docs[o.Kind+"/"+o.Metadata.Name] = doc
+			}
+		}
+		return docs
 	}
-	if code, _ := scrape(""); code != http.StatusUnauthorized {
-		t.Errorf("a scrape without a token got %d, want 401", code)
+	plain, monitored := render(), render("--set", "monitoring.serviceMonitor.enabled=true")
+	var added []byte
+	var monitor string
+	for key, doc := range monitored {
+		switch {
+		case strings.HasPrefix(key, "ServiceMonitor/"):
+			monitor = doc
+		case plain[key] == "":
+			added = append(added, []byte("---\n"+doc+"\n")...)
+		}
 	}
+	var sm struct {
+		Spec struct {
+			Endpoints []struct {
+				Authorization struct {
+					Type        string `json:"type"`
+					Credentials struct {
+						Name string `json:"name"`
+						Key  string `json:"key"`
+					} `json:"credentials"`
+				} `json:"authorization"`
+				BearerTokenFile string `json:"bearerTokenFile"`
+			} `json:"endpoints"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(monitor), &sm); err != nil || len(sm.Spec.Endpoints) != 1 {
+		t.Fatalf("the ServiceMonitor (%v):\n%s", err, monitor)
+	}
+	e := sm.Spec.Endpoints[0]
+	if e.Authorization.Type != "Bearer" || e.Authorization.Credentials.Name == "" || e.BearerTokenFile != "" {
+		t.Fatalf("the ServiceMonitor's endpoint sends %+v", e)
+	}
+	if _, err := kubectlIn(added, "apply", "--server-side", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = kubectlIn(added, "delete", "--ignore-not-found", "-f", "-") })
+
+	token := func() string {
+		out, err := kubectl("-n", managerNS, "get", "secret", e.Authorization.Credentials.Name,
+			"-o", "go-template={{index .data \""+e.Authorization.Credentials.Key+"\" | base64decode}}")
+		if err != nil || out == "<no value>" {
+			return ""
+		}
+		return out
+	}
+	scrapedWith(t, deployedMetrics(t), token)
 }
 
 // TestRealNodePodsRunNonRootReadOnly checks every pod Trellis ships (the

@@ -889,6 +889,18 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 				g.Expect(f.writes).To(Equal([]string{"status BucketAccess", "apply Secret", "status BucketAccess"}))
 			},
 		},
+		// Where the admission policy is not installed (Kubernetes below 1.36).
+		"new, without its finalizer (no admission policy): the finalizer first, then the key": {
+			access: func() *storagev1.BucketAccess { a := rtAccessObj(); a.Finalizers = nil; return a }(),
+			world:  []client.Object{rtStoreObj(true), claimedBucket()},
+			want: exit{requeue: requeue{about: accessVerifyInterval}, ready: ReasonGranted, statusWrites: 2,
+				events: []string{"Normal Granted", "Normal KeyIssued"}},
+			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
+				g.Expect(f.writes).To(Equal([]string{"patch BucketAccess", "status BucketAccess", "apply Secret", "status BucketAccess"}))
+				g.Expect(a.Finalizers).To(ConsistOf(AccessFinalizer))
+				g.Expect(f.accounts.accounts).To(HaveKey(ownKey(a)))
+			},
+		},
 		"a forged grant in the bucket's policy: taken out with the grant, a Warning on the StorageBucket": {
 			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
 			setup: func(f *fixture) {
