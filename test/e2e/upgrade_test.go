@@ -300,13 +300,7 @@ func upgradeCheck(t *testing.T, from, to installation) {
 	waitManagerRunning(t, to)
 	replaces := from.viewersByUID != to.viewersByUID
 	if replaces && !to.viewersByUID {
-		// docs/operations.md, "Downgrade": the older manager cannot change
-		// the selector of a viewer Deployment this one made back, so the
-		// user deletes them, and it makes them again.
-		if _, err := kubectl("delete", "deployments", "-A", "-l",
-			"app.kubernetes.io/name=markdown-viewer,app.kubernetes.io/managed-by=trellis"); err != nil {
-			t.Fatal(err)
-		}
+		deleteViewerDeployments(t)
 	}
 
 	// What the two versions differ in, first.
@@ -337,28 +331,7 @@ func upgradeCheck(t *testing.T, from, to installation) {
 			t.Errorf("%s, new in %s, is not installed: %v", p, to.name, err)
 		}
 	}
-	// A view whose viewer image changes rolls its Deployment: RollingOut,
-	// not Ready, until the new pod is available; the old one serves till
-	// then. Across the change of selector the Deployment is replaced once:
-	// no pod is available from its deletion until the new one is ready
-	// (docs/operations.md), and going back it is first Stalled until the
-	// user deletes it.
-	rollout := "MarkdownView/markdownview-sample Ready=False RollingOut"
-	replaced := map[string]bool{
-		"Deployment/viewer-markdownview-sample available=":           true,
-		"MarkdownView/markdownview-sample Ready=False ChildRejected": !to.viewersByUID,
-	}
-	for _, seen := range notReady() {
-		if seen == rollout && (from.viewerImage != to.viewerImage || replaces) {
-			t.Logf("during the change, as the view's Deployment rolled: %s", seen)
-			continue
-		}
-		if replaces && replaced[seen] {
-			t.Logf("during the change, as the view's Deployment was replaced: %s", seen)
-			continue
-		}
-		t.Errorf("during the change: %s", seen)
-	}
+	checkSeenDuringChange(t, notReady(), from, to)
 
 	rewritten := compareChildren(t, before, after, from.viewerImage != to.viewerImage, rotates, replaces)
 	t.Logf("children written by the change: %v (of %d)", keys(rewritten), len(before))
@@ -404,6 +377,47 @@ func upgradeCheck(t *testing.T, from, to installation) {
 		if err := accessKey(t).read(bucket, object); err != nil {
 			t.Errorf("the Secret's key after the replaced one was revoked: %v", err)
 		}
+	}
+}
+
+// checkSeenDuringChange fails t for what was seen during a change other
+// than Ready=True with a pod available, but for what the change explains.
+// A view whose viewer image changes rolls its Deployment: RollingOut, not
+// Ready, until the new pod is available; the old one serves till then.
+// Across the change of selector the Deployment is replaced once: no pod is
+// available from its deletion until the new one is ready
+// (docs/operations.md), and going back it is first Stalled until the user
+// deletes it.
+func checkSeenDuringChange(t *testing.T, seen []string, from, to installation) {
+	t.Helper()
+	replaces := from.viewersByUID != to.viewersByUID
+	rollout := "MarkdownView/markdownview-sample Ready=False RollingOut"
+	replaced := map[string]bool{
+		"Deployment/viewer-markdownview-sample available=":           true,
+		"MarkdownView/markdownview-sample Ready=False ChildRejected": !to.viewersByUID,
+	}
+	for _, line := range seen {
+		if line == rollout && (from.viewerImage != to.viewerImage || replaces) {
+			t.Logf("during the change, as the view's Deployment rolled: %s", line)
+			continue
+		}
+		if replaces && replaced[line] {
+			t.Logf("during the change, as the view's Deployment was replaced: %s", line)
+			continue
+		}
+		t.Errorf("during the change: %s", line)
+	}
+}
+
+// deleteViewerDeployments is what docs/operations.md ("Downgrade") tells a
+// user going back to a version that selects viewer pods by the view's name:
+// the older manager cannot change the selector of a viewer Deployment this
+// one made, so the user deletes them, and it makes them again.
+func deleteViewerDeployments(t *testing.T) {
+	t.Helper()
+	if _, err := kubectl("delete", "deployments", "-A", "-l",
+		"app.kubernetes.io/name=markdown-viewer,app.kubernetes.io/managed-by=trellis"); err != nil {
+		t.Fatal(err)
 	}
 }
 
