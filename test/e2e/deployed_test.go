@@ -257,14 +257,18 @@ func scrapedWith(t *testing.T, scrape func(string) (int, string), token func() s
 // operator would have Prometheus do.
 func TestServiceMonitorTokenReadsTheMetrics(t *testing.T) {
 	useDeployedManager(t)
-	render := func(args ...string) map[string]string {
+	// render returns the chart's objects by "Kind/name", and their keys in
+	// the order Helm installs them (a ServiceAccount before its token
+	// Secret: the token controller deletes a token Secret whose
+	// ServiceAccount it cannot find).
+	render := func(args ...string) (map[string]string, []string) {
 		t.Helper()
 		out, err := exec.Command(filepath.Join(bin, "helm"), append([]string{"template", "trellis",
 			filepath.Join(root, "charts", "trellis"), "-n", managerNS}, args...)...).Output()
 		if err != nil {
 			t.Fatalf("helm template %v: %v %s", args, err, exitStderr(err))
 		}
-		docs := map[string]string{}
+		docs, order := map[string]string{}, []string(nil)
 		for _, doc := range strings.Split(string(out), "\n---\n") {
 			var o struct {
 				Kind     string `json:"kind"`
@@ -277,15 +281,17 @@ func TestServiceMonitorTokenReadsTheMetrics(t *testing.T) {
 			}
 			if o.Kind != "" {
 				docs[o.Kind+"/"+o.Metadata.Name] = doc
+				order = append(order, o.Kind+"/"+o.Metadata.Name)
 			}
 		}
-		return docs
+		return docs, order
 	}
-	plain, monitored := render(), render("--set", "monitoring.serviceMonitor.enabled=true")
+	plain, _ := render()
+	monitored, order := render("--set", "monitoring.serviceMonitor.enabled=true")
 	var added []byte
 	var monitor string
-	for key, doc := range monitored {
-		switch {
+	for _, key := range order {
+		switch doc := monitored[key]; {
 		case strings.HasPrefix(key, "ServiceMonitor/"):
 			monitor = doc
 		case plain[key] == "":
