@@ -55,6 +55,10 @@ type installation struct {
 	// the view's UID (since issue 34), not by its name. A Deployment's
 	// selector cannot change, so a change across it replaces them.
 	viewersByUID bool
+	// recordsNamespaceUIDs: its per-tenant ClusterRole records the UIDs of
+	// the tenant's namespaces (since issue 34), which a change across it
+	// writes once.
+	recordsNamespaceUIDs bool
 	// policies are the admission policies and bindings it installs, "Kind/name".
 	policies []string
 	// clusterScoped are the cluster-scoped objects it installs (CRDs, RBAC,
@@ -338,7 +342,12 @@ func upgradeCheck(t *testing.T, from, to installation) {
 	}
 	checkSeenDuringChange(t, notReady(), from, to)
 
-	rewritten := compareChildren(t, before, after, from.viewerImage != to.viewerImage, rotates, replaces)
+	rewritten := compareChildren(t, before, after, changes{
+		viewerImage:    from.viewerImage != to.viewerImage,
+		keys:           rotates,
+		viewerSelector: replaces,
+		namespaceUIDs:  from.recordsNamespaceUIDs != to.recordsNamespaceUIDs,
+	})
 	t.Logf("children written by the change: %v (of %d)", keys(rewritten), len(before))
 
 	// No bucket or key lost: the object written before reads back with the
@@ -464,10 +473,20 @@ func watchReady(t *testing.T) func() []string {
 // compareChildren checks that what Trellis wrote between before and after
 // is only what the change allows: the viewer Deployments' image when the
 // viewer image changes, the viewer Deployments and Services when the
-// selector of their pods changes, and BucketAccess Secrets when the keys
-// change.
+// selector of their pods changes, the per-tenant ClusterRoles when the
+// record of namespace UIDs comes or goes, and BucketAccess Secrets when the
+// keys change.
 // It returns what was written.
-func compareChildren(t *testing.T, before, after map[string]child, viewerChanges, rotates, viewersReplaced bool) map[string]bool {
+// changes are what differ between two versions, which the children show.
+type changes struct {
+	// viewerImage: the viewer image; viewerSelector: the selector of the
+	// viewer pods (the Deployments are replaced); keys: the form of the
+	// key ids (the Secrets are rewritten); namespaceUIDs: the per-tenant
+	// ClusterRole's record of the tenant's namespaces.
+	viewerImage, viewerSelector, keys, namespaceUIDs bool
+}
+
+func compareChildren(t *testing.T, before, after map[string]child, c changes) map[string]bool {
 	t.Helper()
 	accessSecrets := map[string]bool{}
 	out, _ := kubectl("get", "bucketaccesses", "-A", "-o", `jsonpath={range .items[*]}Secret/{.metadata.namespace}/{.spec.secretName}{"\n"}{end}`)
@@ -487,7 +506,7 @@ func compareChildren(t *testing.T, before, after map[string]child, viewerChanges
 		switch {
 		case !ok:
 			t.Errorf("%s is gone after the change", k)
-		case a.uid != b.uid && viewersReplaced && viewer(k):
+		case a.uid != b.uid && c.viewerSelector && viewer(k):
 			rewritten[k] = true
 		case a.uid != b.uid:
 			t.Errorf("%s was re-created", k)
@@ -498,18 +517,19 @@ func compareChildren(t *testing.T, before, after map[string]child, viewerChanges
 	for k := range rewritten {
 		kind, _, _ := strings.Cut(k, "/")
 		switch {
-		case viewersReplaced && viewer(k):
-		case kind == kindDeployment && viewerChanges:
+		case c.viewerSelector && viewer(k):
+		case c.namespaceUIDs && strings.HasPrefix(k, "ClusterRole//trellis:tenant:"):
+		case kind == kindDeployment && c.viewerImage:
 			if diff := otherThanImages(before[k], after[k]); diff != "" {
 				t.Errorf("%s: more than its viewer image changed: %s", k, diff)
 			}
-		case accessSecrets[k] && rotates:
+		case accessSecrets[k] && c.keys:
 		default:
 			t.Errorf("%s was written (resourceVersion %s, then %s)", k, before[k].rv, after[k].rv)
 		}
 	}
-	if rotates != rewritten["Secret/default/assets-s3"] {
-		t.Errorf("the form of key ids changes: %v; the sample's Secret was rewritten: %v", rotates, !rotates)
+	if c.keys != rewritten["Secret/default/assets-s3"] {
+		t.Errorf("the form of key ids changes: %v; the sample's Secret was rewritten: %v", c.keys, !c.keys)
 	}
 	return rewritten
 }
@@ -658,6 +678,8 @@ func buildPrevious(t *testing.T, r release) installation {
 	inst.marksKeys = err == nil
 	_, err = git("grep", "-q", "markdownview-uid", commit, "--", "internal/controller/view")
 	inst.viewersByUID = err == nil
+	_, err = git("grep", "-q", "namespace-uids", commit, "--", "internal/controller/tenancy")
+	inst.recordsNamespaceUIDs = err == nil
 	return inst
 }
 
@@ -754,7 +776,7 @@ func buildHeadRelease(t *testing.T) installation {
 		headRelease.dist = dist
 	}
 	inst := installedFrom(t, "HEAD (install.yaml)", headRelease.dist)
-	inst.marksKeys, inst.viewersByUID = true, true
+	inst.marksKeys, inst.viewersByUID, inst.recordsNamespaceUIDs = true, true, true
 	return inst
 }
 
