@@ -112,13 +112,14 @@ func layerTar(w io.Writer, files []file) error {
 
 // spec is what distinguishes one Trellis image from another.
 type spec struct {
-	binary     []byte // the static executable
-	entrypoint string // where it goes, e.g. /manager
+	platform   v1.Platform // e.g. linux/amd64; the binary is built for it
+	binary     []byte      // the static executable
+	entrypoint string      // where it goes, e.g. /manager
 	labels     map[string]string
 }
 
-// build returns the linux/amd64 OCI image of s: one layer, the non-root
-// user, the entrypoint and the labels.
+// build returns the OCI image of s for its platform: one layer, the
+// non-root user, the entrypoint and the labels.
 func build(s spec) (v1.Image, error) {
 	var layer bytes.Buffer
 	if err := layerTar(&layer, imageFiles(s.binary, s.entrypoint)); err != nil {
@@ -144,7 +145,7 @@ func build(s spec) (v1.Image, error) {
 		return nil, err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", "amd64"
+	cfg.OS, cfg.Architecture, cfg.Variant = s.platform.OS, s.platform.Architecture, s.platform.Variant
 	cfg.Created = v1.Time{Time: epoch}
 	cfg.Config.Entrypoint = []string{s.entrypoint}
 	cfg.Config.User = user
@@ -153,43 +154,101 @@ func build(s spec) (v1.Image, error) {
 	return mutate.ConfigFile(img, cfg)
 }
 
-// writeOCIArchive writes img as a tar of an OCI image layout (what
-// `ctr images import`, `crane push` and `docker load` read), its index naming
-// the image ref so that containerd imports it under that name.
-func writeOCIArchive(w io.Writer, img v1.Image, ref string) (v1.Hash, error) {
-	manifest, err := img.RawManifest()
+// buildAll returns the image of each spec: the image itself when there is
+// one, else an OCI image index of them, one manifest per platform, in the
+// order given (a multi-platform image: the runtime picks its own).
+func buildAll(specs []spec) (artifact, error) {
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("no platform to build for")
+	}
+	if len(specs) == 1 {
+		return build(specs[0])
+	}
+	var adds []mutate.IndexAddendum
+	seen := map[string]bool{}
+	for _, s := range specs {
+		if p := s.platform.String(); seen[p] {
+			return nil, fmt.Errorf("platform %s given twice", p)
+		} else {
+			seen[p] = true
+		}
+		img, err := build(s)
+		if err != nil {
+			return nil, err
+		}
+		platform := s.platform
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &platform}})
+	}
+	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...), nil
+}
+
+// artifact is what an archive holds and a push sends: a v1.Image or a
+// v1.ImageIndex.
+type artifact interface {
+	MediaType() (types.MediaType, error)
+	Digest() (v1.Hash, error)
+	RawManifest() ([]byte, error)
+}
+
+// writeOCIArchive writes a (an image, or an index of images) as a tar of an
+// OCI image layout (what `ctr images import`, `crane push` and `docker load`
+// read), its index naming a's ref so that containerd imports it under that
+// name.
+func writeOCIArchive(w io.Writer, a artifact, ref string) (v1.Hash, error) {
+	manifest, err := a.RawManifest()
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	digest, err := img.Digest()
+	digest, err := a.Digest()
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	config, err := img.RawConfigFile()
+	mediaType, err := a.MediaType()
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	configDigest, err := img.ConfigName()
-	if err != nil {
-		return v1.Hash{}, err
+	desc := v1.Descriptor{
+		MediaType: mediaType,
+		Size:      int64(len(manifest)),
+		Digest:    digest,
+		Annotations: map[string]string{
+			"io.containerd.image.name":          ref,
+			"org.opencontainers.image.ref.name": ref[strings.LastIndex(ref, ":")+1:],
+		},
 	}
-	mediaType, err := img.MediaType()
-	if err != nil {
-		return v1.Hash{}, err
+	blobs := map[v1.Hash][]byte{}
+	switch a := a.(type) {
+	case v1.ImageIndex:
+		blobs[digest] = manifest
+		im, err := a.IndexManifest()
+		if err != nil {
+			return v1.Hash{}, err
+		}
+		for _, m := range im.Manifests {
+			img, err := a.Image(m.Digest)
+			if err != nil {
+				return v1.Hash{}, err
+			}
+			if err := imageBlobs(img, blobs); err != nil {
+				return v1.Hash{}, err
+			}
+		}
+	case v1.Image:
+		cfg, err := a.ConfigFile()
+		if err != nil {
+			return v1.Hash{}, err
+		}
+		desc.Platform = cfg.Platform()
+		if err := imageBlobs(a, blobs); err != nil {
+			return v1.Hash{}, err
+		}
+	default:
+		return v1.Hash{}, fmt.Errorf("%T is neither an image nor an index", a)
 	}
 	index, err := json.Marshal(v1.IndexManifest{
 		SchemaVersion: 2,
 		MediaType:     types.OCIImageIndex,
-		Manifests: []v1.Descriptor{{
-			MediaType: mediaType,
-			Size:      int64(len(manifest)),
-			Digest:    digest,
-			Platform:  &v1.Platform{OS: "linux", Architecture: "amd64"},
-			Annotations: map[string]string{
-				"io.containerd.image.name":          ref,
-				"org.opencontainers.image.ref.name": ref[strings.LastIndex(ref, ":")+1:],
-			},
-		}},
+		Manifests:     []v1.Descriptor{desc},
 	})
 	if err != nil {
 		return v1.Hash{}, err
@@ -199,30 +258,53 @@ func writeOCIArchive(w io.Writer, img v1.Image, ref string) (v1.Hash, error) {
 		{name: "/blobs/sha256", mode: 0o755, dir: true},
 		{name: "/oci-layout", mode: 0o644, data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},
 		{name: "/index.json", mode: 0o644, data: index},
-		{name: blobPath(digest), mode: 0o644, data: manifest},
-		{name: blobPath(configDigest), mode: 0o644, data: config},
 	}
+	for h, data := range blobs {
+		files = append(files, file{name: blobPath(h), mode: 0o644, data: data})
+	}
+	return digest, layerTar(w, files)
+}
+
+// imageBlobs adds img's manifest, config and layers to blobs, by digest.
+func imageBlobs(img v1.Image, blobs map[v1.Hash][]byte) error {
+	manifest, err := img.RawManifest()
+	if err != nil {
+		return err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	config, err := img.RawConfigFile()
+	if err != nil {
+		return err
+	}
+	configDigest, err := img.ConfigName()
+	if err != nil {
+		return err
+	}
+	blobs[digest], blobs[configDigest] = manifest, config
 	layers, err := img.Layers()
 	if err != nil {
-		return v1.Hash{}, err
+		return err
 	}
 	for _, l := range layers {
 		d, err := l.Digest()
 		if err != nil {
-			return v1.Hash{}, err
+			return err
 		}
 		rc, err := l.Compressed()
 		if err != nil {
-			return v1.Hash{}, err
+			return err
 		}
 		data, err := io.ReadAll(rc)
 		_ = rc.Close()
 		if err != nil {
-			return v1.Hash{}, err
+			return err
 		}
-		files = append(files, file{name: blobPath(d), mode: 0o644, data: data})
+		blobs[d] = data
 	}
-	return digest, layerTar(w, files)
+	return nil
 }
 
 func blobPath(h v1.Hash) string { return path.Join("/blobs", h.Algorithm, h.Hex) }

@@ -15,8 +15,15 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-func testSpec(binary string) spec {
+func testSpec(binary string) spec { return platformSpec("linux/amd64", binary) }
+
+func platformSpec(platform, binary string) spec {
+	p, err := v1.ParsePlatform(platform)
+	if err != nil {
+		panic(err)
+	}
 	return spec{
+		platform:   *p,
 		binary:     []byte(binary),
 		entrypoint: "/manager",
 		labels:     map[string]string{"org.opencontainers.image.title": "trellis-manager", "org.opencontainers.image.revision": "abc"},
@@ -195,5 +202,76 @@ func TestArchiveIndex(t *testing.T) {
 			t.Errorf("index %+v", idx)
 		}
 		return
+	}
+}
+
+// Binaries for two platforms make one OCI index of two images, each
+// configured for its platform; the same inputs give the same bytes, and a
+// platform given twice is refused.
+func TestIndexOfPlatforms(t *testing.T) {
+	specs := []spec{platformSpec("linux/amd64", "amd64 binary"), platformSpec("linux/arm64", "arm64 binary")}
+	write := func() ([]byte, v1.Hash) {
+		a, err := buildAll(specs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		d, err := writeOCIArchive(&b, a, "docker.io/library/trellis-manager:dev")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes(), d
+	}
+	a1, d1 := write()
+	a2, d2 := write()
+	if d1 != d2 || !bytes.Equal(a1, a2) {
+		t.Errorf("two builds differ: %s vs %s", d1, d2)
+	}
+	got, named, err := readOCIArchive(a1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, ok := got.(v1.ImageIndex)
+	if !ok || named != "docker.io/library/trellis-manager:dev" {
+		t.Fatalf("the archive holds a %T named %q, want an index", got, named)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.MediaType != "application/vnd.oci.image.index.v1+json" || len(im.Manifests) != 2 {
+		t.Fatalf("index %s with %d manifests", im.MediaType, len(im.Manifests))
+	}
+	for i, m := range im.Manifests {
+		want := specs[i].platform
+		if m.Platform == nil || m.Platform.String() != want.String() {
+			t.Errorf("manifest %d is for %v, want %s", i, m.Platform, want)
+		}
+		img, err := idx.Image(m.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Platform().String() != want.String() || cfg.Config.User != user {
+			t.Errorf("image %d: config for %s as %q", i, cfg.Platform(), cfg.Config.User)
+		}
+	}
+	if _, err := buildAll([]spec{specs[0], specs[0]}); err == nil {
+		t.Error("built an index with linux/amd64 twice")
+	}
+}
+
+func TestBinaryFlag(t *testing.T) {
+	var b binaryFlags
+	for _, bad := range []string{"bin/manager", "linux/amd64=", "windows/amd64=x", "linux=x"} {
+		if err := b.Set(bad); err == nil {
+			t.Errorf("-binary %q accepted", bad)
+		}
+	}
+	if err := b.Set("linux/arm64=bin/linux-arm64/manager"); err != nil || b[0].platform.Architecture != "arm64" || b[0].path != "bin/linux-arm64/manager" {
+		t.Errorf("-binary linux/arm64=...: %v %+v", err, b)
 	}
 }

@@ -1,10 +1,12 @@
 // Command images builds Trellis' container images without a container
 // engine, with go-containerregistry: one layer holding a static binary and the
 // base files (user database, CA certificates), the non-root user 65532, OCI
-// labels, linux/amd64, every time stamp at the Unix epoch, so the same source
-// gives the same digest. `make images` runs it; docs/images.md explains it.
+// labels, every time stamp at the Unix epoch, so the same source gives the
+// same digest. Given binaries for several platforms it writes one OCI image
+// index of an image each. `make images` and `make release` run it;
+// docs/images.md explains it.
 //
-//	images image -binary bin/linux-amd64/manager -entrypoint /manager \
+//	images image -binary linux/amd64=bin/linux-amd64/manager -entrypoint /manager \
 //	  -ref trellis-manager:dev -label org.opencontainers.image.title=... -out bin/images/trellis-manager.tar
 //	images rootfs DIR   # the base files, for the Dockerfile's scratch stage
 //	images push -archive dist/trellis-manager.tar -ref ghcr.io/trellis-dev/trellis-manager:v0.1.0
@@ -19,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 func main() {
@@ -68,9 +71,42 @@ func (l labelFlags) Set(s string) error {
 	return nil
 }
 
+// binaryFlags collects repeated -binary os/arch=path flags, in order.
+type binaryFlags []platformBinary
+
+type platformBinary struct {
+	platform v1.Platform
+	path     string
+}
+
+func (b *binaryFlags) String() string {
+	s := make([]string, 0, len(*b))
+	for _, pb := range *b {
+		s = append(s, pb.platform.String()+"="+pb.path)
+	}
+	return strings.Join(s, ",")
+}
+
+func (b *binaryFlags) Set(s string) error {
+	p, path, ok := strings.Cut(s, "=")
+	if !ok || path == "" {
+		return fmt.Errorf("binary %q is not os/arch=path (e.g. linux/arm64=bin/linux-arm64/manager)", s)
+	}
+	platform, err := v1.ParsePlatform(p)
+	if err != nil {
+		return err
+	}
+	if platform.OS != "linux" || platform.Architecture == "" {
+		return fmt.Errorf("binary %q: want a linux/ARCH platform", s)
+	}
+	*b = append(*b, platformBinary{platform: *platform, path: path})
+	return nil
+}
+
 func image(args []string) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
-	binary := fs.String("binary", "", "static linux/amd64 executable to put in the image")
+	var binaries binaryFlags
+	fs.Var(&binaries, "binary", "os/arch=path: a static executable for that platform (repeatable: several make an image index)")
 	entrypoint := fs.String("entrypoint", "", "its path in the image, e.g. /manager")
 	ref := fs.String("ref", "", "image reference the archive names, e.g. trellis-manager:dev")
 	out := fs.String("out", "", "where to write the OCI archive (a tar of an OCI image layout)")
@@ -79,7 +115,7 @@ func image(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *binary == "" || *entrypoint == "" || *ref == "" || *out == "" {
+	if len(binaries) == 0 || *entrypoint == "" || *ref == "" || *out == "" {
 		return fmt.Errorf("-binary, -entrypoint, -ref and -out are required")
 	}
 	if !strings.HasPrefix(*entrypoint, "/") {
@@ -89,16 +125,20 @@ func image(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-ref: %w", err)
 	}
-	data, err := os.ReadFile(*binary)
-	if err != nil {
-		return err
+	specs := make([]spec, 0, len(binaries))
+	for _, b := range binaries {
+		data, err := os.ReadFile(b.path)
+		if err != nil {
+			return err
+		}
+		specs = append(specs, spec{platform: b.platform, binary: data, entrypoint: *entrypoint, labels: labels})
 	}
-	img, err := build(spec{binary: data, entrypoint: *entrypoint, labels: labels})
+	a, err := buildAll(specs)
 	if err != nil {
 		return err
 	}
 	var archive bytes.Buffer
-	digest, err := writeOCIArchive(&archive, img, containerdName(tag))
+	digest, err := writeOCIArchive(&archive, a, containerdName(tag))
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// pushCommand pushes the image of an OCI archive `images image` wrote to a
+// pushCommand pushes the image (or image index) of an OCI archive `images image` wrote to a
 // registry, with the credentials `docker login` (or a credential helper)
 // left in the Docker config, as crane and ko find them; no engine runs.
 func pushCommand(args []string) error {
@@ -39,7 +39,7 @@ func pushCommand(args []string) error {
 	if err != nil {
 		return err
 	}
-	img, named, err := readOCIArchive(data)
+	a, named, err := readOCIArchive(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *archivePath, err)
 	}
@@ -50,7 +50,7 @@ func pushCommand(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-ref: %w", err)
 	}
-	digest, err := push(context.Background(), img, tag, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	digest, err := push(context.Background(), a, tag, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 	if err != nil {
 		return err
 	}
@@ -58,15 +58,24 @@ func pushCommand(args []string) error {
 	return nil
 }
 
-// push writes img to tag and checks that the registry then serves the
-// same manifest under it; it returns the image's digest.
-func push(ctx context.Context, img v1.Image, tag name.Tag, opts ...remote.Option) (v1.Hash, error) {
+// push writes a (an image, or an index with its images) to tag and checks
+// that the registry then serves the same manifest under it; it returns a's
+// digest.
+func push(ctx context.Context, a artifact, tag name.Tag, opts ...remote.Option) (v1.Hash, error) {
 	opts = append(opts, remote.WithContext(ctx))
-	digest, err := img.Digest()
+	digest, err := a.Digest()
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	if err := remote.Write(tag, img, opts...); err != nil {
+	switch a := a.(type) {
+	case v1.ImageIndex:
+		err = remote.WriteIndex(tag, a, opts...)
+	case v1.Image:
+		err = remote.Write(tag, a, opts...)
+	default:
+		err = fmt.Errorf("%T is neither an image nor an index", a)
+	}
+	if err != nil {
 		return v1.Hash{}, fmt.Errorf("pushing %s: %w", tag, err)
 	}
 	desc, err := remote.Head(tag, opts...)
@@ -79,10 +88,11 @@ func push(ctx context.Context, img v1.Image, tag name.Tag, opts ...remote.Option
 	return digest, nil
 }
 
-// readOCIArchive reads the image of an OCI archive (a tar of an OCI image
-// layout holding one image, as writeOCIArchive writes it) and the name its
-// index gives it. Every blob read is checked against its digest.
-func readOCIArchive(data []byte) (v1.Image, string, error) {
+// readOCIArchive reads what an OCI archive holds (a tar of an OCI image
+// layout naming one image or one image index, as writeOCIArchive writes it)
+// and the name its index gives it. Every blob read is checked against its
+// digest.
+func readOCIArchive(data []byte) (artifact, string, error) {
 	files := map[string][]byte{}
 	tr := tar.NewReader(bytes.NewReader(data))
 	for {
@@ -114,50 +124,29 @@ func readOCIArchive(data []byte) (v1.Image, string, error) {
 		return nil, "", fmt.Errorf("index.json lists %d images, want 1", len(index.Manifests))
 	}
 	desc := index.Manifests[0]
-	a := &archiveImage{files: files, mediaType: desc.MediaType}
+	blobs := archiveBlobs(files)
+	var a artifact
 	var err error
-	if a.manifest, err = a.blob(desc.Digest); err != nil {
-		return nil, "", err
+	switch {
+	case desc.MediaType.IsIndex():
+		a, err = blobs.index(desc.Digest, desc.MediaType)
+	case desc.MediaType.IsImage():
+		a, err = blobs.image(desc.Digest, desc.MediaType)
+	default:
+		err = fmt.Errorf("index.json names a %s, want an image or an index", desc.MediaType)
 	}
-	if a.parsed, err = v1.ParseManifest(bytes.NewReader(a.manifest)); err != nil {
-		return nil, "", err
-	}
-	img, err := partial.CompressedToImage(a)
 	if err != nil {
 		return nil, "", err
 	}
-	return img, desc.Annotations["io.containerd.image.name"], nil
+	return a, desc.Annotations["io.containerd.image.name"], nil
 }
 
-// archiveImage is an image in an OCI archive read into memory, as
-// go-containerregistry's partial package wants one.
-type archiveImage struct {
-	files     map[string][]byte
-	mediaType types.MediaType
-	manifest  []byte
-	parsed    *v1.Manifest
-}
-
-func (a *archiveImage) RawManifest() ([]byte, error)        { return a.manifest, nil }
-func (a *archiveImage) MediaType() (types.MediaType, error) { return a.mediaType, nil }
-func (a *archiveImage) RawConfigFile() ([]byte, error)      { return a.blob(a.parsed.Config.Digest) }
-
-func (a *archiveImage) LayerByDigest(h v1.Hash) (partial.CompressedLayer, error) {
-	for _, l := range a.parsed.Layers {
-		if l.Digest == h {
-			data, err := a.blob(h)
-			if err != nil {
-				return nil, err
-			}
-			return static.NewLayer(data, l.MediaType), nil
-		}
-	}
-	return nil, fmt.Errorf("the manifest has no layer %s", h)
-}
+// archiveBlobs are the files of an OCI archive read into memory, by name.
+type archiveBlobs map[string][]byte
 
 // blob is the blob of digest h, checked against it.
-func (a *archiveImage) blob(h v1.Hash) ([]byte, error) {
-	data, ok := a.files[blobPath(h)[1:]]
+func (b archiveBlobs) blob(h v1.Hash) ([]byte, error) {
+	data, ok := b[blobPath(h)[1:]]
 	if !ok {
 		return nil, fmt.Errorf("blob %s is missing", h)
 	}
@@ -165,4 +154,83 @@ func (a *archiveImage) blob(h v1.Hash) ([]byte, error) {
 		return nil, fmt.Errorf("blob %s does not match its digest", h)
 	}
 	return data, nil
+}
+
+func (b archiveBlobs) image(h v1.Hash, mediaType types.MediaType) (v1.Image, error) {
+	a := &archiveImage{blobs: b, mediaType: mediaType}
+	var err error
+	if a.manifest, err = b.blob(h); err != nil {
+		return nil, err
+	}
+	if a.parsed, err = v1.ParseManifest(bytes.NewReader(a.manifest)); err != nil {
+		return nil, err
+	}
+	return partial.CompressedToImage(a)
+}
+
+func (b archiveBlobs) index(h v1.Hash, mediaType types.MediaType) (v1.ImageIndex, error) {
+	a := &archiveIndex{blobs: b, mediaType: mediaType, digest: h}
+	var err error
+	if a.manifest, err = b.blob(h); err != nil {
+		return nil, err
+	}
+	if a.parsed, err = v1.ParseIndexManifest(bytes.NewReader(a.manifest)); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// archiveIndex is an image index in an OCI archive read into memory, each
+// of its manifests an image in the same archive.
+type archiveIndex struct {
+	blobs     archiveBlobs
+	mediaType types.MediaType
+	digest    v1.Hash
+	manifest  []byte
+	parsed    *v1.IndexManifest
+}
+
+func (a *archiveIndex) MediaType() (types.MediaType, error)       { return a.mediaType, nil }
+func (a *archiveIndex) Digest() (v1.Hash, error)                  { return a.digest, nil }
+func (a *archiveIndex) Size() (int64, error)                      { return int64(len(a.manifest)), nil }
+func (a *archiveIndex) IndexManifest() (*v1.IndexManifest, error) { return a.parsed.DeepCopy(), nil }
+func (a *archiveIndex) RawManifest() ([]byte, error)              { return a.manifest, nil }
+
+func (a *archiveIndex) Image(h v1.Hash) (v1.Image, error) {
+	for _, m := range a.parsed.Manifests {
+		if m.Digest == h && m.MediaType.IsImage() {
+			return a.blobs.image(h, m.MediaType)
+		}
+	}
+	return nil, fmt.Errorf("the index has no image %s", h)
+}
+
+func (a *archiveIndex) ImageIndex(h v1.Hash) (v1.ImageIndex, error) {
+	return nil, fmt.Errorf("the index names index %s: Trellis archives hold images only", h)
+}
+
+// archiveImage is an image in an OCI archive read into memory, as
+// go-containerregistry's partial package wants one.
+type archiveImage struct {
+	blobs     archiveBlobs
+	mediaType types.MediaType
+	manifest  []byte
+	parsed    *v1.Manifest
+}
+
+func (a *archiveImage) RawManifest() ([]byte, error)        { return a.manifest, nil }
+func (a *archiveImage) MediaType() (types.MediaType, error) { return a.mediaType, nil }
+func (a *archiveImage) RawConfigFile() ([]byte, error)      { return a.blobs.blob(a.parsed.Config.Digest) }
+
+func (a *archiveImage) LayerByDigest(h v1.Hash) (partial.CompressedLayer, error) {
+	for _, l := range a.parsed.Layers {
+		if l.Digest == h {
+			data, err := a.blobs.blob(h)
+			if err != nil {
+				return nil, err
+			}
+			return static.NewLayer(data, l.MediaType), nil
+		}
+	}
+	return nil, fmt.Errorf("the manifest has no layer %s", h)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
@@ -128,11 +129,62 @@ func TestPushRefusesATamperedArchive(t *testing.T) {
 	}
 	tampered := append([]byte(nil), a...)
 	copy(tampered[i:], `"org.opencontainers.image.revision":"abd"`)
-	img, _, err := readOCIArchive(tampered)
+	got, _, err := readOCIArchive(tampered)
 	if err == nil {
-		_, err = img.RawConfigFile()
+		_, err = got.(v1.Image).RawConfigFile()
 	}
 	if err == nil || !strings.Contains(err.Error(), "does not match its digest") {
 		t.Errorf("error %v, want a digest mismatch", err)
+	}
+}
+
+// A two-platform archive reaches the registry as one index: the same
+// digest, and each platform's image under it, with its own binary.
+func TestPushIndexToRegistry(t *testing.T) {
+	host := registryHost(t)
+	idx, err := buildAll([]spec{platformSpec("linux/amd64", "amd64 manager"), platformSpec("linux/arm64", "arm64 manager")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	want, err := writeOCIArchive(&b, idx, "docker.io/library/trellis-manager:dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := readOCIArchive(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(host + "/trellis-dev/trellis-manager:v0.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := push(context.Background(), a, tag); err != nil || got != want {
+		t.Fatalf("pushed %s (%v), the archive holds %s", got, err, want)
+	}
+	pulled, err := remote.Index(tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := pulled.Digest(); d != want {
+		t.Errorf("the registry serves %s, want %s", d, want)
+	}
+	for _, arch := range []string{"amd64", "arm64"} {
+		img, err := remote.Image(tag, remote.WithPlatform(v1.Platform{OS: "linux", Architecture: arch}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers, err := img.Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := layers[0].Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, _ := io.ReadAll(rc); !bytes.Contains(data, []byte(arch+" manager")) {
+			t.Errorf("linux/%s pulls a layer without its own binary", arch)
+		}
+		_ = rc.Close()
 	}
 }
