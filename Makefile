@@ -26,6 +26,8 @@ KUBE_API_LINTER_VERSION ?= v0.0.0-20260716143926-092fe0c72997
 # promtool checks and unit-tests the alerting rules (make test-alerts);
 # Prometheus 3.x is tagged v0.3xx.y in its Go module.
 PROMTOOL_VERSION       ?= v0.316.0
+# The SBOM of each release image, from the module graph (make release).
+CYCLONEDX_GOMOD_VERSION ?= v1.10.0
 # Capsule, the peer make bench runs beside Trellis' Tenants. The module proxy
 # does not serve it: its released source is kept, unchanged, in PEERS.
 CAPSULE_VERSION        ?= v0.14.0
@@ -189,27 +191,30 @@ VERSION_PKG := github.com/trellis-dev/trellis/internal/version
 .PHONY: images
 images: ## Build the manager and viewer images into bin/images/ (OCI archives, linux/amd64; no container engine).
 	@mkdir -p $(IMAGE_DIR) $(LOCALBIN)/linux-amd64
-	$(call build-binaries,$(LOCALBIN)/linux-amd64,$(GIT_VERSION))
-	$(call build-image,manager,$(IMG),The Trellis operator,$(LOCALBIN)/linux-amd64,$(IMAGE_DIR),$(GIT_VERSION))
-	$(call build-image,viewer,$(VIEWER_IMG),Serves a MarkdownView as a website,$(LOCALBIN)/linux-amd64,$(IMAGE_DIR),$(GIT_VERSION))
+	$(call build-binaries,$(LOCALBIN)/linux-amd64,$(GIT_VERSION),amd64)
+	$(call build-image,manager,$(IMG),The Trellis operator,$(LOCALBIN),$(IMAGE_DIR),$(GIT_VERSION),linux/amd64)
+	$(call build-image,viewer,$(VIEWER_IMG),Serves a MarkdownView as a website,$(LOCALBIN),$(IMAGE_DIR),$(GIT_VERSION),linux/amd64)
 	cd hack/images && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/linux-amd64/pause ./pause
-	$(call build-image,pause,trellis-pause:dev,The real node's pod sandbox (make dev and e2e only),$(LOCALBIN)/linux-amd64,$(IMAGE_DIR),$(GIT_VERSION))
+	$(call build-image,pause,trellis-pause:dev,The real node's pod sandbox (make dev and e2e only),$(LOCALBIN),$(IMAGE_DIR),$(GIT_VERSION),linux/amd64)
 
-# build-binaries DIR,VERSION: the manager and viewer as static linux/amd64
-# binaries in DIR, stamped with VERSION and the commit (internal/version). The
-# commit goes in by -X rather than Go's VCS stamp, which this build turns off:
-# the stamp would also carry the commit's time and whether the tree is dirty,
-# and whether it is there at all depends on the builder's GOFLAGS.
+# build-binaries DIR,VERSION,ARCH: the manager and viewer as static
+# linux/ARCH binaries in DIR, stamped with VERSION and the commit
+# (internal/version). The commit goes in by -X rather than Go's VCS stamp,
+# which this build turns off: the stamp would also carry the commit's time
+# and whether the tree is dirty, and whether it is there at all depends on
+# the builder's GOFLAGS.
 define build-binaries
-CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -buildvcs=false \
+CGO_ENABLED=0 GOOS=linux GOARCH=$(3) $(GO) build -trimpath -buildvcs=false \
   -ldflags "-s -w -X $(VERSION_PKG).Version=$(2) -X $(VERSION_PKG).Revision=$(GIT_REVISION)" \
   -o $(1)/ ./cmd/manager ./cmd/viewer
 endef
 
-# build-image NAME,REF,DESCRIPTION,BINDIR,OUTDIR,VERSION: BINDIR/NAME as image
-# REF in OUTDIR/trellis-NAME.tar; prints "OUTDIR/trellis-NAME.tar REF@DIGEST".
+# build-image NAME,REF,DESCRIPTION,BINROOT,OUTDIR,VERSION,PLATFORMS: the
+# binaries BINROOT/OS-ARCH/NAME of PLATFORMS as image REF in
+# OUTDIR/trellis-NAME.tar, one image index when there are several
+# platforms; prints "OUTDIR/trellis-NAME.tar REF@DIGEST".
 define build-image
-cd hack/images && $(GO) run . image -binary $(4)/$(1) -entrypoint /$(1) -ref $(2) \
+cd hack/images && $(GO) run . image $(foreach p,$(7),-binary $(p)=$(4)/$(subst /,-,$(p))/$(1)) -entrypoint /$(1) -ref $(2) \
   -out $(5)/trellis-$(1).tar \
   -label org.opencontainers.image.title=trellis-$(1) -label "org.opencontainers.image.description=$(3)" \
   -label org.opencontainers.image.source=https://github.com/trellis-dev/trellis \
@@ -224,7 +229,8 @@ docker-build: ## Build the manager and viewer images (needs a container engine).
 ##@ Release
 
 # make release VERSION=vX.Y.Z writes dist/ (docs/operations.md): the images
-# as OCI archives, images.txt (their references pinned by digest),
+# as OCI archives (an index of RELEASE_PLATFORMS each), their SBOMs
+# (CycloneDX, from the module graph), images.txt (their references pinned by digest),
 # install.yaml (config/default with the manager's image and --viewer-image
 # pinned), the Helm chart trellis-X.Y.Z.tgz (images pinned in its values)
 # and checksums.txt. The images are REGISTRY/trellis-manager and
@@ -237,36 +243,48 @@ DIST     ?= $(CURDIR)/dist
 # A release is built from a commit: ALLOW_DIRTY=1 builds one from a modified
 # tree anyway (its images name the commit, not the changes), for a try.
 ALLOW_DIRTY ?=
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
 SEMVER_RE := ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$$
 
 .PHONY: release
-release: kustomize ## Build release VERSION=vX.Y.Z into dist/: image archives, install.yaml (and install-without-mutating-policies.yaml, below 1.36) pinned by digest, the Helm chart, checksums (PUSH=registry/prefix pushes the images).
+release: kustomize cyclonedx-gomod ## Build release VERSION=vX.Y.Z into dist/: image archives, install.yaml (and install-without-mutating-policies.yaml, below 1.36) pinned by digest, the Helm chart, checksums (PUSH=registry/prefix pushes the images).
 	@[[ "$(VERSION)" =~ $(SEMVER_RE) ]] || { echo "make release: VERSION=vX.Y.Z wanted, got '$(VERSION)'" >&2; exit 2; }
 	@[[ -z "$(PUSH)" || "$(PUSH)" == "$(REGISTRY)" ]] || { echo "make release: PUSH=$(PUSH) but REGISTRY=$(REGISTRY): install.yaml would name images that are not pushed" >&2; exit 2; }
 	@[[ -n "$(ALLOW_DIRTY)" || -z "$$(git status --porcelain)" ]] || { git status --short >&2; echo "make release: the tree has changes; commit them (or ALLOW_DIRTY=1 for a try)" >&2; exit 2; }
 	rm -rf $(DIST) && mkdir -p $(DIST)/.bin
-	$(call build-binaries,$(DIST)/.bin,$(VERSION))
-	@for b in manager viewer; do v=$$($(DIST)/.bin/$$b --version) && [[ "$$v" == "trellis-$$b $(VERSION) (revision $(GIT_REVISION), "* ]] || { echo "make release: $$b --version says '$$v'" >&2; exit 1; }; done
-	$(call build-image,manager,$(REGISTRY)/trellis-manager:$(VERSION),The Trellis operator,$(DIST)/.bin,$(DIST),$(VERSION)) | sed 's|^$(DIST)/||' >> $(DIST)/images.txt
-	$(call build-image,viewer,$(REGISTRY)/trellis-viewer:$(VERSION),Serves a MarkdownView as a website,$(DIST)/.bin,$(DIST),$(VERSION)) | sed 's|^$(DIST)/||' >> $(DIST)/images.txt
-	rm -rf $(DIST)/.bin
+	for p in $(RELEASE_PLATFORMS); do $(call build-binaries,$(DIST)/.bin/$${p/\//-},$(VERSION),$${p#*/}) || exit 1; done
+	@for b in manager viewer; do v=$$($(DIST)/.bin/linux-$$($(GO) env GOHOSTARCH)/$$b --version) && [[ "$$v" == "trellis-$$b $(VERSION) (revision $(GIT_REVISION), "* ]] || { echo "make release: $$b --version says '$$v'" >&2; exit 1; }; done
+	$(call build-image,manager,$(REGISTRY)/trellis-manager:$(VERSION),The Trellis operator,$(DIST)/.bin,$(DIST),$(VERSION),$(RELEASE_PLATFORMS)) | sed 's|^$(DIST)/||' >> $(DIST)/images.txt
+	$(call build-image,viewer,$(REGISTRY)/trellis-viewer:$(VERSION),Serves a MarkdownView as a website,$(DIST)/.bin,$(DIST),$(VERSION),$(RELEASE_PLATFORMS)) | sed 's|^$(DIST)/||' >> $(DIST)/images.txt
+	pids=(); for b in manager viewer; do for p in $(RELEASE_PLATFORMS); do \
+	  $(call sbom,$$b,$${p#*/},$(DIST)/trellis-$$b.$${p/\//-}.cdx.json) & pids+=($$!); done; done; \
+	  for p in "$${pids[@]}"; do wait $$p || { echo "make release: an SBOM failed" >&2; exit 1; }; done
 	$(GO) run ./hack/release install -kustomize $(KUSTOMIZE) -config config/default -images $(DIST)/images.txt -out $(DIST)/install.yaml
 	$(GO) run ./hack/release install -kustomize $(KUSTOMIZE) -config config/default-without-mutating-policies -images $(DIST)/images.txt -out $(DIST)/install-without-mutating-policies.yaml
 	$(GO) run ./hack/chart package -kustomize $(KUSTOMIZE) -config config -chart charts/trellis -version $(VERSION) -images $(DIST)/images.txt -out $(DIST) >/dev/null
 	cd $(DIST) && LC_ALL=C sha256sum $$(LC_ALL=C ls) > checksums.txt.tmp && mv checksums.txt.tmp checksums.txt
-	$(GO) run ./hack/release verify $(DIST)
+	$(GO) run ./hack/release verify -platforms "$(RELEASE_PLATFORMS)" -binaries $(DIST)/.bin $(DIST)
+	rm -rf $(DIST)/.bin
 	@cat $(DIST)/images.txt
 ifneq ($(PUSH),)
 	cd hack/images && $(GO) run . push -archive $(DIST)/trellis-manager.tar -ref $(PUSH)/trellis-manager:$(VERSION)
 	cd hack/images && $(GO) run . push -archive $(DIST)/trellis-viewer.tar -ref $(PUSH)/trellis-viewer:$(VERSION)
 endif
 
+# sbom NAME,ARCH,OUT: the CycloneDX SBOM of cmd/NAME as the release builds
+# it for linux/ARCH (every module it links, with its version, checksum and
+# license), from the module graph by cyclonedx-gomod; no serial number or
+# time stamp, so the same commit gives the same bytes.
+define sbom
+CGO_ENABLED=0 GOOS=linux GOARCH=$(2) $(CYCLONEDX_GOMOD) app -json -licenses -noserial -notimestamp -main cmd/$(1) -output $(3) .
+endef
+
 # What release-check builds: any version will do, the check is that two
 # builds of it are the same.
 CHECK_VERSION ?= v0.0.0-check
 
 .PHONY: release-check
-release-check: kustomize ## The same commit gives the same release: build CHECK_VERSION twice into temporary directories and compare them byte for byte.
+release-check: kustomize cyclonedx-gomod ## The same commit gives the same release: build CHECK_VERSION twice into temporary directories and compare them byte for byte.
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	for d in a b; do $(MAKE) --no-print-directory -s release VERSION=$(CHECK_VERSION) PUSH= ALLOW_DIRTY=1 DIST=$$tmp/$$d >/dev/null || exit 1; done && \
 	diff -r $$tmp/a $$tmp/b && \
@@ -279,9 +297,10 @@ KUSTOMIZE      ?= $(LOCALBIN)/kustomize
 GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint
 HELM           ?= $(LOCALBIN)/helm
 PROMTOOL       ?= $(LOCALBIN)/promtool
+CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod
 
 .PHONY: tools
-tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd gateway-api-crds ## Build every pinned tool into bin/.
+tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd cyclonedx-gomod gateway-api-crds ## Build every pinned tool into bin/.
 
 # The packages `go install`ed at their pins below (the Kubernetes and etcd
 # wrapper modules download through their go.mod).
@@ -292,7 +311,8 @@ GO_INSTALL_TOOLS := sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION) \
 	sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter@$(KUBE_API_LINTER_VERSION) \
 	helm.sh/helm/v4/cmd/helm@$(HELM_VERSION) \
 	github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION) \
-	github.com/containerd/containerd/v2/cmd/containerd@$(CONTAINERD_VERSION)
+	github.com/containerd/containerd/v2/cmd/containerd@$(CONTAINERD_VERSION) \
+	github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
 
 # tools-download fetches every module the tools and the project build from,
 # all at once, before any compile: on a new machine the builds below would
@@ -311,7 +331,7 @@ tools-download:
 	failed=0; for p in "$${pids[@]}"; do wait $$p || failed=1; done; \
 	[ $$failed = 0 ] || { echo "tools-download: a download failed; the builds below say which" >&2; }
 
-.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd
+.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd cyclonedx-gomod
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
@@ -322,6 +342,7 @@ kustomize: $(LOCALBIN)/kustomize
 golangci-lint: $(LOCALBIN)/golangci-lint
 helm: $(LOCALBIN)/helm
 promtool: $(LOCALBIN)/promtool
+cyclonedx-gomod: $(LOCALBIN)/cyclonedx-gomod
 
 .PHONY: capsule
 capsule: $(LOCALBIN)/capsule ## Build Capsule (CAPSULE_VERSION) from its released source in PEERS, for make bench.
@@ -382,6 +403,8 @@ $(LOCALBIN)/helm-$(HELM_VERSION):
 	$(call go-install-tool,helm,helm.sh/helm/v4/cmd/helm,$(HELM_VERSION),-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION) -X helm.sh/helm/v4/internal/version.gitTreeState=clean)
 $(LOCALBIN)/promtool-$(PROMTOOL_VERSION):
 	$(call go-install-tool,promtool,github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
+$(LOCALBIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION):
+	$(call go-install-tool,cyclonedx-gomod,github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION))
 
 # Capsule's source, unpacked beside its binary; its CRDs are applied from there.
 $(LOCALBIN)/capsule-$(CAPSULE_VERSION): $(PEERS)/capsule-$(CAPSULE_VERSION).tar.gz
@@ -406,6 +429,7 @@ $(eval $(call link-tool,kustomize,$(KUSTOMIZE_VERSION)))
 $(eval $(call link-tool,golangci-lint,$(KUBE_API_LINTER_VERSION)))
 $(eval $(call link-tool,helm,$(HELM_VERSION)))
 $(eval $(call link-tool,promtool,$(PROMTOOL_VERSION)))
+$(eval $(call link-tool,cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION)))
 $(eval $(call link-tool,capsule,$(CAPSULE_VERSION)))
 
 # The Gateway API's standard-channel CRDs (HTTPRoute and friends), copied from

@@ -2,7 +2,7 @@
 // not images (`make release`, docs/operations.md):
 //
 //	release install -kustomize bin/kustomize -config config/default -images dist/images.txt -out dist/install.yaml
-//	release verify dist
+//	release verify [-platforms "linux/amd64 linux/arm64"] [-binaries dist/.bin] dist
 //
 // install renders the kustomization with the manager's image and its
 // --viewer-image flag pinned to the digests of the images just built, by
@@ -12,13 +12,15 @@
 // install-without-mutating-policies.yaml); verify checks a whole dist/: the
 // checksums, the archives' digests and labels, that both install files name
 // exactly those images, and that the second is the first but for its
-// MutatingAdmissionPolicies.
+// MutatingAdmissionPolicies; that each image is an index of the platforms,
+// and each has an SBOM per platform listing the modules its binary links.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -55,10 +57,16 @@ func run(args []string) error {
 		}
 		return os.WriteFile(*out, manifests, 0o644)
 	case "verify":
-		if len(args) != 2 {
-			return fmt.Errorf("usage: release verify DIR")
+		fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+		platforms := fs.String("platforms", "linux/amd64 linux/arm64", "the platforms every image is built for, in its index's order")
+		binaries := fs.String("binaries", "", "where the release's binaries were built (OS-ARCH/NAME), to compare with the SBOMs")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
 		}
-		return verifyDist(args[1])
+		if fs.NArg() != 1 {
+			return fmt.Errorf("usage: release verify [-platforms LIST] [-binaries DIR] DIR")
+		}
+		return verifyDist(fs.Arg(0), strings.Fields(*platforms), *binaries)
 	default:
 		return fmt.Errorf("unknown command %q: want install or verify", args[0])
 	}

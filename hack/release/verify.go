@@ -5,13 +5,16 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"debug/buildinfo"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,15 +29,29 @@ const (
 	// (Kubernetes 1.33 to 1.35): config/default-without-mutating-policies.
 	installWithoutMutatingFile = "install-without-mutating-policies.yaml"
 	versionLabel               = "org.opencontainers.image.version"
+	// make release builds the binaries into dist/.bin and removes it once
+	// verify has compared them with their SBOMs.
+	buildDir = ".bin"
+	// The OCI media types verifyArchive tells apart.
+	ociIndexType    = "application/vnd.oci.image.index.v1+json"
+	ociManifestType = "application/vnd.oci.image.manifest.v1+json"
 )
+
+// sbomFile is the name of cmd's SBOM for platform: trellis-manager.linux-arm64.cdx.json.
+func sbomFile(cmd, platform string) string {
+	return "trellis-" + cmd + "." + strings.ReplaceAll(platform, "/", "-") + ".cdx.json"
+}
 
 // verifyDist checks a release directory as a user would, and more:
 // checksums.txt lists every other file with its sha256; each archive holds
-// the image images.txt pins, labelled with the release's version, every blob
-// matching its digest; install.yaml names exactly those images, by digest,
+// the image index images.txt pins, one image per platform, each labelled
+// with the release's version, every blob matching its digest; each image has
+// an SBOM per platform, of the module graph its binary was built from (the
+// same modules the binary names, when binaries gives the directory they were
+// built into); install.yaml names exactly those images, by digest,
 // and so do install-without-mutating-policies.yaml, which is install.yaml
 // but for the MutatingAdmissionPolicies, and the Helm chart's values.yaml.
-func verifyDist(dir string) error {
+func verifyDist(dir string, platforms []string, binaries string) error {
 	if err := verifyChecksums(dir); err != nil {
 		return err
 	}
@@ -43,8 +60,19 @@ func verifyDist(dir string) error {
 		return err
 	}
 	for _, i := range images {
-		if err := verifyArchive(filepath.Join(dir, i.archive), i.ref); err != nil {
+		if err := verifyArchive(filepath.Join(dir, i.archive), i.ref, platforms); err != nil {
 			return fmt.Errorf("%s: %w", i.archive, err)
+		}
+		cmd := strings.TrimSuffix(strings.TrimPrefix(i.archive, "trellis-"), ".tar")
+		for _, p := range platforms {
+			name := sbomFile(cmd, p)
+			binary := ""
+			if binaries != "" {
+				binary = filepath.Join(binaries, strings.ReplaceAll(p, "/", "-"), cmd)
+			}
+			if err := verifySBOM(filepath.Join(dir, name), cmd, p, binary); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
 		}
 	}
 	installs := map[string][]byte{}
@@ -155,7 +183,7 @@ func verifyChecksums(dir string) error {
 	}
 	var problems error // errors.Join of every problem found
 	for _, e := range entries {
-		if e.Name() == checksumsFile {
+		if e.Name() == checksumsFile || e.Name() == buildDir {
 			continue
 		}
 		if !e.Type().IsRegular() {
@@ -204,6 +232,11 @@ type (
 		Digest      string            `json:"digest"`
 		Size        int64             `json:"size"`
 		Annotations map[string]string `json:"annotations,omitempty"`
+		Platform    *platform         `json:"platform,omitempty"`
+	}
+	platform struct {
+		OS           string `json:"os"`
+		Architecture string `json:"architecture"`
 	}
 	ociIndex struct {
 		Manifests []descriptor `json:"manifests"`
@@ -213,6 +246,7 @@ type (
 		Layers []descriptor `json:"layers"`
 	}
 	imageConfig struct {
+		platform
 		Config struct {
 			Labels map[string]string `json:"Labels"`
 		} `json:"config"`
@@ -220,9 +254,11 @@ type (
 )
 
 // verifyArchive checks an OCI archive (a tar of an OCI image layout, as
-// hack/images writes it): one image, ref's digest, named ref for containerd,
-// labelled with ref's tag as its version, every blob its digest's.
-func verifyArchive(path string, ref reference) error {
+// hack/images writes it): ref's digest, named ref for containerd; an image
+// index of one image per platform, in that order (or the image itself, when
+// there is one platform), each built for its platform and labelled with
+// ref's tag as its version; every blob its digest's.
+func verifyArchive(path string, ref reference, platforms []string) error {
 	files, err := readTar(path)
 	if err != nil {
 		return err
@@ -250,21 +286,112 @@ func verifyArchive(path string, ref reference) error {
 	if got := m.Annotations["io.containerd.image.name"]; got != ref.named() {
 		return fmt.Errorf("names its image %q, want %q", got, ref.named())
 	}
-	var manifest ociManifest
-	if err := unmarshalFile(files, blobName(m.Digest), &manifest); err != nil {
-		return err
+	images := []descriptor{m}
+	if m.MediaType == ociIndexType {
+		var platformIndex ociIndex
+		if err := unmarshalFile(files, blobName(m.Digest), &platformIndex); err != nil {
+			return err
+		}
+		images = platformIndex.Manifests
 	}
-	for _, l := range manifest.Layers {
-		if _, ok := files[blobName(l.Digest)]; !ok {
-			return fmt.Errorf("layer %s is missing", l.Digest)
+	var built []string
+	for _, d := range images {
+		if d.MediaType != ociManifestType || d.Platform == nil {
+			return fmt.Errorf("names %s %s without a platform, want an image per platform", d.MediaType, d.Digest)
+		}
+		p := d.Platform.OS + "/" + d.Platform.Architecture
+		built = append(built, p)
+		var manifest ociManifest
+		if err := unmarshalFile(files, blobName(d.Digest), &manifest); err != nil {
+			return err
+		}
+		for _, l := range manifest.Layers {
+			if _, ok := files[blobName(l.Digest)]; !ok {
+				return fmt.Errorf("%s: layer %s is missing", p, l.Digest)
+			}
+		}
+		var config imageConfig
+		if err := unmarshalFile(files, blobName(manifest.Config.Digest), &config); err != nil {
+			return err
+		}
+		if config.platform != *d.Platform {
+			return fmt.Errorf("%s: the image is configured for %s/%s", p, config.OS, config.Architecture)
+		}
+		if got := config.Config.Labels[versionLabel]; got != ref.tag {
+			return fmt.Errorf("%s: label %s=%q, want the release's %q", p, versionLabel, got, ref.tag)
 		}
 	}
-	var config imageConfig
-	if err := unmarshalFile(files, blobName(manifest.Config.Digest), &config); err != nil {
+	if !slices.Equal(built, platforms) {
+		return fmt.Errorf("holds images for %s, want %s", strings.Join(built, " "), strings.Join(platforms, " "))
+	}
+	return nil
+}
+
+// cycloneDX is the part of a CycloneDX SBOM (as cyclonedx-gomod writes it)
+// verifySBOM reads.
+type cycloneDX struct {
+	BOMFormat string `json:"bomFormat"`
+	Metadata  struct {
+		Component struct {
+			PURL string `json:"purl"`
+		} `json:"component"`
+	} `json:"metadata"`
+	Components []struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+		Hashes  []struct {
+			Content string `json:"content"`
+		} `json:"hashes"`
+	} `json:"components"`
+}
+
+// verifySBOM checks that path is a CycloneDX SBOM of Trellis' cmd/<cmd> for
+// platform, naming each module it lists with a version and a checksum; with
+// binary, that those are the modules the binary was linked from (Go records
+// them in every binary), no more and no fewer.
+func verifySBOM(path, cmd, platform, binary string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
 		return err
 	}
-	if got := config.Config.Labels[versionLabel]; got != ref.tag {
-		return fmt.Errorf("label %s=%q, want the release's %q", versionLabel, got, ref.tag)
+	var bom cycloneDX
+	if err := json.Unmarshal(data, &bom); err != nil {
+		return err
+	}
+	goos, goarch, _ := strings.Cut(platform, "/")
+	purl := bom.Metadata.Component.PURL
+	if bom.BOMFormat != "CycloneDX" || !strings.HasPrefix(purl, "pkg:golang/github.com/trellis-dev/trellis@") ||
+		!strings.HasSuffix(purl, "#cmd/"+cmd) || !strings.Contains(purl, "goarch="+goarch) || !strings.Contains(purl, "goos="+goos) {
+		return fmt.Errorf("is not a CycloneDX SBOM of cmd/%s for %s (bomFormat %q, component %q)", cmd, platform, bom.BOMFormat, purl)
+	}
+	var listed []string
+	for _, c := range bom.Components {
+		if c.Version == "" || len(c.Hashes) == 0 {
+			return fmt.Errorf("lists %s without a version or a checksum", c.Name)
+		}
+		listed = append(listed, c.Name+"@"+c.Version)
+	}
+	if len(listed) == 0 {
+		return fmt.Errorf("lists no module")
+	}
+	if binary == "" {
+		return nil
+	}
+	info, err := buildinfo.ReadFile(binary)
+	if err != nil {
+		return err
+	}
+	var linked []string
+	for _, d := range info.Deps {
+		if d.Replace != nil {
+			d = d.Replace
+		}
+		linked = append(linked, d.Path+"@"+d.Version)
+	}
+	slices.Sort(listed)
+	slices.Sort(linked)
+	if !slices.Equal(listed, linked) {
+		return fmt.Errorf("lists %d modules, %s links %d: they differ", len(listed), binary, len(linked))
 	}
 	return nil
 }

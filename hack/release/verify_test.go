@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"debug/buildinfo"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -20,42 +21,75 @@ func digestOf(data []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// fakeArchive is an OCI archive of an image labelled version, as
-// hack/images writes one (a layer of a few bytes, its own), and its digest.
-func fakeArchive(t *testing.T, named, version string) ([]byte, string) {
+var testPlatforms = []string{"linux/amd64", "linux/arm64"}
+
+// fakeArchive is an OCI archive of an image index labelled version, one
+// image per platform, as hack/images writes one (a layer of a few bytes
+// each, its own), and the index's digest.
+func fakeArchive(t *testing.T, named, version string, platforms ...string) ([]byte, string) {
 	t.Helper()
-	layer := []byte("the layer of " + named)
-	config, _ := json.Marshal(map[string]any{"config": map[string]any{"Labels": map[string]string{versionLabel: version}}})
-	manifest, _ := json.Marshal(map[string]any{
-		"schemaVersion": 2,
-		"config":        descriptor{MediaType: "application/vnd.oci.image.config.v1+json", Digest: digestOf(config), Size: int64(len(config))},
-		"layers":        []descriptor{{MediaType: "application/vnd.oci.image.layer.v1.tar+gzip", Digest: digestOf(layer), Size: int64(len(layer))}},
-	})
-	index, _ := json.Marshal(map[string]any{"schemaVersion": 2, "manifests": []descriptor{{
-		MediaType: "application/vnd.oci.image.manifest.v1+json", Digest: digestOf(manifest), Size: int64(len(manifest)),
-		Annotations: map[string]string{"io.containerd.image.name": named},
-	}}})
+	if len(platforms) == 0 {
+		platforms = testPlatforms
+	}
+	blobs := map[string][]byte{}
+	add := func(data []byte) string { d := digestOf(data); blobs[blobName(d)] = data; return d }
+	var images []descriptor
+	for _, p := range platforms {
+		os, arch, _ := strings.Cut(p, "/")
+		layer := []byte("the layer of " + named + " for " + p)
+		config, _ := json.Marshal(map[string]any{"os": os, "architecture": arch, "config": map[string]any{"Labels": map[string]string{versionLabel: version}}})
+		manifest, _ := json.Marshal(map[string]any{
+			"schemaVersion": 2,
+			"config":        descriptor{MediaType: "application/vnd.oci.image.config.v1+json", Digest: add(config), Size: int64(len(config))},
+			"layers":        []descriptor{{MediaType: "application/vnd.oci.image.layer.v1.tar+gzip", Digest: add(layer), Size: int64(len(layer))}},
+		})
+		images = append(images, descriptor{MediaType: ociManifestType, Digest: add(manifest), Size: int64(len(manifest)), Platform: &platform{os, arch}})
+	}
+	platformIndex, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": ociIndexType, "manifests": images})
+	top := descriptor{MediaType: ociIndexType, Digest: add(platformIndex), Size: int64(len(platformIndex))}
+	if len(images) == 1 {
+		top = images[0]
+	}
+	top.Annotations = map[string]string{"io.containerd.image.name": named}
+	index, _ := json.Marshal(map[string]any{"schemaVersion": 2, "manifests": []descriptor{top}})
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{
-		{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)},
-		{"index.json", index},
-		{blobName(digestOf(manifest)), manifest},
-		{blobName(digestOf(config)), config},
-		{blobName(digestOf(layer)), layer},
-	} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), Typeflag: tar.TypeReg}); err != nil {
+	files := []string{"oci-layout", "index.json"}
+	blobs["oci-layout"], blobs["index.json"] = []byte(`{"imageLayoutVersion":"1.0.0"}`), index
+	for name := range blobs {
+		if strings.HasPrefix(name, "blobs/") {
+			files = append(files, name)
+		}
+	}
+	for _, name := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(blobs[name])), Typeflag: tar.TypeReg}); err != nil {
 			t.Fatal(err)
 		}
-		_, _ = tw.Write(f.data)
+		_, _ = tw.Write(blobs[name])
 	}
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return b.Bytes(), digestOf(manifest)
+	return b.Bytes(), top.Digest
+}
+
+// fakeSBOM is a CycloneDX SBOM of cmd/<cmd> for platform listing modules
+// ("path@version"), as cyclonedx-gomod writes one.
+func fakeSBOM(cmd, platform string, modules ...string) []byte {
+	goos, goarch, _ := strings.Cut(platform, "/")
+	var components []map[string]any
+	for _, m := range modules {
+		path, version, _ := strings.Cut(m, "@")
+		components = append(components, map[string]any{"name": path, "version": version,
+			"hashes": []map[string]string{{"alg": "SHA-256", "content": strings.Repeat("a", 64)}}})
+	}
+	b, _ := json.Marshal(map[string]any{
+		"bomFormat": "CycloneDX",
+		"metadata": map[string]any{"component": map[string]any{
+			"purl": fmt.Sprintf("pkg:golang/github.com/trellis-dev/trellis@v0.0.0-20261128000000-abcdefabcdef?goarch=%s&goos=%s&type=module#cmd/%s", goarch, goos, cmd)}},
+		"components": components,
+	})
+	return b
 }
 
 // writeChecksums writes checksums.txt as `sha256sum` does, over every other file of dir.
@@ -102,6 +136,13 @@ func fakeDist(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	for _, cmd := range []string{"manager", "viewer"} {
+		for _, p := range testPlatforms {
+			if err := os.WriteFile(filepath.Join(dir, sbomFile(cmd, p)), fakeSBOM(cmd, p, "sigs.k8s.io/yaml@v1.6.0"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	writeChecksums(t, dir)
 	return dir
 }
@@ -136,7 +177,7 @@ func fakeChart(t *testing.T, version, app, managerDigest, viewerDigest string) [
 }
 
 func TestVerifyDist(t *testing.T) {
-	if err := verifyDist(fakeDist(t)); err != nil {
+	if err := verifyDist(fakeDist(t), testPlatforms, ""); err != nil {
 		t.Fatalf("a good release: %v", err)
 	}
 	write := func(dir, name string, data []byte) {
@@ -166,6 +207,27 @@ func TestVerifyDist(t *testing.T) {
 			write(dir, "trellis-0.1.0.tgz", fakeChart(t, "0.1.0", "v0.1.0", digestOf([]byte("m")), digestOf([]byte("v"))))
 			writeChecksums(t, dir)
 		}, "trellis/values.yaml: image is ghcr.io/trellis-dev/trellis-manager:v0.1.0@" + digestOf([]byte("m")) + ", images.txt says"},
+		"an image for one platform": {func(dir string) {
+			amd64, _ := fakeArchive(t, "ghcr.io/trellis-dev/trellis-viewer:v0.1.0", "v0.1.0", "linux/amd64")
+			write(dir, viewerArchive, amd64)
+			writeChecksums(t, dir)
+		}, "trellis-viewer.tar: holds sha256:"},
+		"no SBOM for arm64": {func(dir string) {
+			_ = os.Remove(filepath.Join(dir, sbomFile("viewer", "linux/arm64")))
+			writeChecksums(t, dir)
+		}, "trellis-viewer.linux-arm64.cdx.json: open"},
+		"the manager's SBOM as the viewer's": {func(dir string) {
+			write(dir, sbomFile("viewer", "linux/amd64"), fakeSBOM("manager", "linux/amd64", "sigs.k8s.io/yaml@v1.6.0"))
+			writeChecksums(t, dir)
+		}, "is not a CycloneDX SBOM of cmd/viewer for linux/amd64"},
+		"the amd64 SBOM as the arm64 one": {func(dir string) {
+			write(dir, sbomFile("manager", "linux/arm64"), fakeSBOM("manager", "linux/amd64", "sigs.k8s.io/yaml@v1.6.0"))
+			writeChecksums(t, dir)
+		}, "is not a CycloneDX SBOM of cmd/manager for linux/arm64"},
+		"an SBOM of no module": {func(dir string) {
+			write(dir, sbomFile("manager", "linux/arm64"), fakeSBOM("manager", "linux/arm64"))
+			writeChecksums(t, dir)
+		}, "lists no module"},
 		"no chart": {func(dir string) {
 			_ = os.Remove(filepath.Join(dir, "trellis-0.1.0.tgz"))
 			writeChecksums(t, dir)
@@ -189,7 +251,7 @@ func TestVerifyDist(t *testing.T) {
 	} {
 		dir := fakeDist(t)
 		tc.tamper(dir)
-		if err := verifyDist(dir); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+		if err := verifyDist(dir, testPlatforms, ""); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s: error %v, want one saying %q", name, err, tc.wantErr)
 		}
 	}
@@ -203,7 +265,7 @@ func TestVerifyArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := reference{repository: "ghcr.io/trellis-dev/trellis-manager", tag: "v0.1.0", digest: digest}
-	if err := verifyArchive(path, ref); err != nil {
+	if err := verifyArchive(path, ref, testPlatforms); err != nil {
 		t.Fatal(err)
 	}
 	for name, tc := range map[string]struct {
@@ -214,7 +276,7 @@ func TestVerifyArchive(t *testing.T) {
 		"another version":  {reference{ref.repository, "v0.2.0", digest}, `names its image`},
 		"another digest":   {reference{ref.repository, ref.tag, "sha256:" + strings.Repeat("0", 64)}, "holds " + digest},
 	} {
-		if err := verifyArchive(path, tc.ref); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+		if err := verifyArchive(path, tc.ref, testPlatforms); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s: error %v, want one saying %q", name, err, tc.wantErr)
 		}
 	}
@@ -224,8 +286,66 @@ func TestVerifyArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref.digest = mislabelledDigest
-	if err := verifyArchive(path, ref); err == nil || !strings.Contains(err.Error(), `label org.opencontainers.image.version="dev"`) {
+	if err := verifyArchive(path, ref, testPlatforms); err == nil || !strings.Contains(err.Error(), `linux/amd64: label org.opencontainers.image.version="dev"`) {
 		t.Errorf("a dev label: error %v", err)
+	}
+	// The platforms, in order.
+	amd64, amd64Digest := fakeArchive(t, "ghcr.io/trellis-dev/trellis-manager:v0.1.0", "v0.1.0", "linux/amd64")
+	if err := os.WriteFile(path, amd64, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref.digest = amd64Digest
+	if err := verifyArchive(path, ref, []string{"linux/amd64"}); err != nil {
+		t.Errorf("a one-platform release: %v", err)
+	}
+	if err := verifyArchive(path, ref, testPlatforms); err == nil || !strings.Contains(err.Error(), "holds images for linux/amd64, want linux/amd64 linux/arm64") {
+		t.Errorf("an amd64 image where two platforms are wanted: error %v", err)
+	}
+	swapped, swappedDigest := fakeArchive(t, "ghcr.io/trellis-dev/trellis-manager:v0.1.0", "v0.1.0", "linux/arm64", "linux/amd64")
+	if err := os.WriteFile(path, swapped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref.digest = swappedDigest
+	if err := verifyArchive(path, ref, testPlatforms); err == nil || !strings.Contains(err.Error(), "holds images for linux/arm64 linux/amd64") {
+		t.Errorf("the platforms in another order: error %v", err)
+	}
+}
+
+// An SBOM lists exactly the modules its binary links: this test's own
+// binary, whose modules Go recorded in it, against SBOMs with and without one
+// of them.
+func TestVerifySBOMAgainstTheBinary(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := buildinfo.ReadFile(self)
+	if err != nil || len(info.Deps) == 0 {
+		t.Fatalf("the test binary records no modules (%v)", err)
+	}
+	var modules []string
+	for _, d := range info.Deps {
+		if d.Replace != nil {
+			d = d.Replace
+		}
+		modules = append(modules, d.Path+"@"+d.Version)
+	}
+	path := filepath.Join(t.TempDir(), "sbom.json")
+	for name, tc := range map[string]struct {
+		modules []string
+		wantErr string
+	}{
+		"every module":     {modules, ""},
+		"one module short": {modules[1:], "they differ"},
+		"one module more":  {append(append([]string(nil), modules...), "example.com/extra@v1.0.0"), "they differ"},
+	} {
+		if err := os.WriteFile(path, fakeSBOM("manager", "linux/amd64", tc.modules...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := verifySBOM(path, "manager", "linux/amd64", self)
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%s: error %v, want %q", name, err, tc.wantErr)
+		}
 	}
 }
 
