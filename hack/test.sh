@@ -120,6 +120,7 @@ oldest_tests=(
   TestNoOneGetsThroughAMarkdownViewWhatTheyCouldNotCreate TestMarkdownViewRightsOperationByOperation
   TestAViewNamedAfterAForeignServiceGetsNoneOfItsClients
   TestBucketIsCreatedTaggedAndHealthy TestBucketAccessGrantsExactlyOneBucket TestStorageAdmission TestDeletionPolicies
+  TestCreationWritesAreTheDesignMinimum TestANewBucketCostsTwoStatusWritesAndOneEvent
 )
 make --no-print-directory -s kube-oldest
 KUBEBUILDER_ASSETS=$PWD/bin/kube-oldest go test -count=1 -run "^($(IFS='|'; echo "${oldest_tests[*]}"))\$" \
@@ -140,7 +141,7 @@ step "images: unit tests of hack/images, and the images e2e loads into its real 
 make --no-print-directory -s images >/dev/null
 sha256sum bin/images/trellis-{manager,viewer,pause}.tar
 
-step "release: built twice, the same bytes (images, install.yaml pinned by digest, checksums)"
+step "release: built twice, the same bytes (amd64 and arm64 images, SBOMs, install.yaml pinned by digest, checksums)"
 make --no-print-directory -s release-check
 
 step "end-to-end on a local KWOK cluster with a real node (its containerd, Debian packages and Chromium first)"

@@ -63,16 +63,22 @@ func TestEveryWriteIsTrellis(t *testing.T) {
 // create, a new StorageBucket costs the manager two writes of it, both
 // status (the intent to create, written before the store is asked, and
 // Healthy), and one Event (BucketCreated, with no Healthy besides): its
-// finalizer came with the create (config/admission).
+// finalizer came with the create (config/admission, Kubernetes 1.36 and
+// later). Below 1.36 (make test runs this on 1.33 too) the controller adds
+// the finalizer itself, first: one patch more.
 func TestANewBucketCostsTwoStatusWritesAndOneEvent(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
+	mutating, err := testenv.ServesMutatingPolicies(k8s)
+	g.Expect(err).NotTo(HaveOccurred())
 	store := ensureStore(g)
 	ns := newNamespace(t)
 	mgrWrites.Reset()
 	b := newBucket(ns, "counted", store)
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
-	g.Expect(b.Finalizers).To(ConsistOf(BucketFinalizer), "in the answer to the create")
+	if mutating {
+		g.Expect(b.Finalizers).To(ConsistOf(BucketFinalizer), "in the answer to the create")
+	}
 	eventuallyReason(g, ns, "counted", ReasonHealthy)
 	reasons := func(g Gomega) []string {
 		list := &corev1.EventList{}
@@ -92,8 +98,12 @@ func TestANewBucketCostsTwoStatusWritesAndOneEvent(t *testing.T) {
 			mine = append(mine, p)
 		}
 	}
-	status := "PATCH /apis/storage.trellis.dev/v1/namespaces/" + ns + "/storagebuckets/counted/status"
-	g.Expect(mine).To(Equal([]string{status, status}))
+	bucket := "/apis/storage.trellis.dev/v1/namespaces/" + ns + "/storagebuckets/counted"
+	want := []string{"PATCH " + bucket + "/status", "PATCH " + bucket + "/status"}
+	if !mutating {
+		want = append([]string{"PATCH " + bucket}, want...) // the finalizer, before anything is made
+	}
+	g.Expect(mine).To(Equal(want))
 	g.Expect(reasons(g)).To(ConsistOf(ReasonBucketCreated))
 	deleteBucket(g, ns, "counted")
 }
