@@ -13,31 +13,43 @@ BUDGET_WARM_MIN=40
 BUDGET_NEW_MIN=70
 mkdir -p .dev
 times_file=.dev/test-times.txt
-step_names=() step_secs=()
-current="" started=$SECONDS step_started=$SECONDS new_machine=""
+step_names=() step_secs=() step_cpus=()
+current="" started=$SECONDS step_started=$SECONDS step_cpu_started=0 new_machine=""
+# read_cpu sets cpu_now to the CPU seconds (user + system) of every command
+# this script has waited for so far, from bash's `times` (run here, not in a
+# subshell, which would count its own children). Unlike wall time, it does
+# not grow when something else shares the cores.
+cpu_now=0
+read_cpu() {
+  times > "$times_file.cpu"
+  cpu_now=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); n += p[1] * 60 + p[2] }; printf "%d", n }' "$times_file.cpu")
+}
 end_step() {
   [ -n "$current" ] || return 0
-  step_names+=("$current") step_secs+=($((SECONDS - step_started)))
+  read_cpu
+  step_names+=("$current") step_secs+=($((SECONDS - step_started))) step_cpus+=($((cpu_now - step_cpu_started)))
   current=""
 }
 step() {
   end_step
-  current="$*" step_started=$SECONDS
+  read_cpu
+  current="$*" step_started=$SECONDS step_cpu_started=$cpu_now
   printf '\n==> %s\n' "$*"
 }
 report_times() {
   local rc=$? failed=""
   [ "$rc" = 0 ] || failed=$current
   end_step
+  read_cpu
   local total=$((SECONDS - started)) budget=$BUDGET_WARM_MIN i
   [ -z "$new_machine" ] || budget=$BUDGET_NEW_MIN
   {
     printf 'make test, %s, on %s cores\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc)"
-    printf '%8s  %s\n' seconds step
+    printf '%8s %8s  %s\n' seconds cpu-secs step
     for i in "${!step_names[@]}"; do
-      printf '%8d  %s%s\n' "${step_secs[$i]}" "${step_names[$i]}" "$([ "${step_names[$i]}" = "$failed" ] && echo '   <- failed')"
+      printf '%8d %8d  %s%s\n' "${step_secs[$i]}" "${step_cpus[$i]}" "${step_names[$i]}" "$([ "${step_names[$i]}" = "$failed" ] && echo '   <- failed')"
     done
-    printf '%8d  total (%d min; budget %d min%s): %s\n' "$total" $(((total + 59) / 60)) "$budget" \
+    printf '%8d %8d  total (%d min; budget %d min%s): %s\n' "$total" "$cpu_now" $(((total + 59) / 60)) "$budget" \
       "$([ -n "$new_machine" ] && echo ', a new machine: the tools were built' || echo ', the tools were built before')" \
       "$([ $((total)) -le $((budget * 60)) ] && echo within || echo OVER)"
     [ "$rc" = 0 ] || printf 'exit status %d\n' "$rc"
