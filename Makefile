@@ -271,12 +271,16 @@ ifneq ($(PUSH),)
 	cd hack/images && $(GO) run . push -archive $(DIST)/trellis-viewer.tar -ref $(PUSH)/trellis-viewer:$(VERSION)
 endif
 
-# sbom NAME,ARCH,OUT: the CycloneDX SBOM of cmd/NAME as the release builds
-# it for linux/ARCH (every module it links, with its version, checksum and
-# license), from the module graph by cyclonedx-gomod; no serial number or
-# time stamp, so the same commit gives the same bytes.
+# sbom NAME,ARCH,OUT: the CycloneDX SBOM of the release's linux/ARCH binary
+# cmd/NAME (every module it links, with its version, checksum and license;
+# the binary's own hashes; the release's version), by cyclonedx-gomod from
+# the module list Go records in the binary. Read from the binary, not the
+# checkout, it needs no git (its source mode cannot read a git worktree); with
+# GOPROXY=off it reads licenses from the module cache and asks no server. No
+# serial number or time stamp, so the same commit gives the same bytes.
 define sbom
-CGO_ENABLED=0 GOOS=linux GOARCH=$(2) $(CYCLONEDX_GOMOD) app -json -licenses -noserial -notimestamp -main cmd/$(1) -output $(3) .
+GOOS=linux GOARCH=$(2) GOPROXY=off $(CYCLONEDX_GOMOD) bin -json -licenses -noserial -notimestamp -version $(VERSION) \
+  -output $(3) $(DIST)/.bin/linux-$(2)/$(1) 2>$(DIST)/.bin/sbom-$(1)-$(2).log || { cat $(DIST)/.bin/sbom-$(1)-$(2).log >&2; exit 1; }
 endef
 
 # What release-check builds: any version will do, the check is that two

@@ -164,14 +164,14 @@ func buildAll(specs []spec) (artifact, error) {
 	if len(specs) == 1 {
 		return build(specs[0])
 	}
-	var adds []mutate.IndexAddendum
+	adds := make([]mutate.IndexAddendum, 0, len(specs))
 	seen := map[string]bool{}
 	for _, s := range specs {
-		if p := s.platform.String(); seen[p] {
+		p := s.platform.String()
+		if seen[p] {
 			return nil, fmt.Errorf("platform %s given twice", p)
-		} else {
-			seen[p] = true
 		}
+		seen[p] = true
 		img, err := build(s)
 		if err != nil {
 			return nil, err

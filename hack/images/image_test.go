@@ -15,6 +15,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
+const testRef = "docker.io/library/trellis-manager:dev"
+
 func testSpec(binary string) spec { return platformSpec("linux/amd64", binary) }
 
 func platformSpec(platform, binary string) spec {
@@ -37,7 +39,7 @@ func archive(t *testing.T, s spec) ([]byte, v1.Hash) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	d, err := writeOCIArchive(&b, img, "docker.io/library/trellis-manager:dev")
+	d, err := writeOCIArchive(&b, img, testRef)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +200,7 @@ func TestArchiveIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(idx.Manifests) != 1 || idx.Manifests[0].Digest != d ||
-			idx.Manifests[0].Annotations["io.containerd.image.name"] != "docker.io/library/trellis-manager:dev" {
+			idx.Manifests[0].Annotations["io.containerd.image.name"] != testRef {
 			t.Errorf("index %+v", idx)
 		}
 		return
@@ -216,7 +218,7 @@ func TestIndexOfPlatforms(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b bytes.Buffer
-		d, err := writeOCIArchive(&b, a, "docker.io/library/trellis-manager:dev")
+		d, err := writeOCIArchive(&b, a, testRef)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +234,7 @@ func TestIndexOfPlatforms(t *testing.T) {
 		t.Fatal(err)
 	}
 	idx, ok := got.(v1.ImageIndex)
-	if !ok || named != "docker.io/library/trellis-manager:dev" {
+	if !ok || named != testRef {
 		t.Fatalf("the archive holds a %T named %q, want an index", got, named)
 	}
 	im, err := idx.IndexManifest()

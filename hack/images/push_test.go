@@ -35,7 +35,7 @@ func TestPushToRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if named != "docker.io/library/trellis-manager:dev" {
+	if named != testRef {
 		t.Errorf("the archive names its image %q", named)
 	}
 	tag, err := name.NewTag(host + "/trellis-dev/trellis-manager:v0.1.0")
@@ -147,7 +147,7 @@ func TestPushIndexToRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	want, err := writeOCIArchive(&b, idx, "docker.io/library/trellis-manager:dev")
+	want, err := writeOCIArchive(&b, idx, testRef)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -294,7 +294,7 @@ func verifyArchive(path string, ref reference, platforms []string) error {
 		}
 		images = platformIndex.Manifests
 	}
-	var built []string
+	built := make([]string, 0, len(images))
 	for _, d := range images {
 		if d.MediaType != ociManifestType || d.Platform == nil {
 			return fmt.Errorf("names %s %s without a platform, want an image per platform", d.MediaType, d.Digest)
@@ -364,7 +364,7 @@ func verifySBOM(path, cmd, platform, binary string) error {
 		!strings.HasSuffix(purl, "#cmd/"+cmd) || !strings.Contains(purl, "goarch="+goarch) || !strings.Contains(purl, "goos="+goos) {
 		return fmt.Errorf("is not a CycloneDX SBOM of cmd/%s for %s (bomFormat %q, component %q)", cmd, platform, bom.BOMFormat, purl)
 	}
-	var listed []string
+	listed := make([]string, 0, len(bom.Components))
 	for _, c := range bom.Components {
 		if c.Version == "" || len(c.Hashes) == 0 {
 			return fmt.Errorf("lists %s without a version or a checksum", c.Name)
@@ -381,7 +381,7 @@ func verifySBOM(path, cmd, platform, binary string) error {
 	if err != nil {
 		return err
 	}
-	var linked []string
+	linked := make([]string, 0, len(info.Deps))
 	for _, d := range info.Deps {
 		if d.Replace != nil {
 			d = d.Replace

@@ -33,17 +33,17 @@ func fakeArchive(t *testing.T, named, version string, platforms ...string) ([]by
 	}
 	blobs := map[string][]byte{}
 	add := func(data []byte) string { d := digestOf(data); blobs[blobName(d)] = data; return d }
-	var images []descriptor
+	images := make([]descriptor, 0, len(platforms))
 	for _, p := range platforms {
-		os, arch, _ := strings.Cut(p, "/")
+		goos, arch, _ := strings.Cut(p, "/")
 		layer := []byte("the layer of " + named + " for " + p)
-		config, _ := json.Marshal(map[string]any{"os": os, "architecture": arch, "config": map[string]any{"Labels": map[string]string{versionLabel: version}}})
+		config, _ := json.Marshal(map[string]any{"os": goos, "architecture": arch, "config": map[string]any{"Labels": map[string]string{versionLabel: version}}})
 		manifest, _ := json.Marshal(map[string]any{
 			"schemaVersion": 2,
 			"config":        descriptor{MediaType: "application/vnd.oci.image.config.v1+json", Digest: add(config), Size: int64(len(config))},
 			"layers":        []descriptor{{MediaType: "application/vnd.oci.image.layer.v1.tar+gzip", Digest: add(layer), Size: int64(len(layer))}},
 		})
-		images = append(images, descriptor{MediaType: ociManifestType, Digest: add(manifest), Size: int64(len(manifest)), Platform: &platform{os, arch}})
+		images = append(images, descriptor{MediaType: ociManifestType, Digest: add(manifest), Size: int64(len(manifest)), Platform: &platform{goos, arch}})
 	}
 	platformIndex, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": ociIndexType, "manifests": images})
 	top := descriptor{MediaType: ociIndexType, Digest: add(platformIndex), Size: int64(len(platformIndex))}
@@ -77,7 +77,7 @@ func fakeArchive(t *testing.T, named, version string, platforms ...string) ([]by
 // ("path@version"), as cyclonedx-gomod writes one.
 func fakeSBOM(cmd, platform string, modules ...string) []byte {
 	goos, goarch, _ := strings.Cut(platform, "/")
-	var components []map[string]any
+	components := make([]map[string]any, 0, len(modules))
 	for _, m := range modules {
 		path, version, _ := strings.Cut(m, "@")
 		components = append(components, map[string]any{"name": path, "version": version,
@@ -323,7 +323,7 @@ func TestVerifySBOMAgainstTheBinary(t *testing.T) {
 	if err != nil || len(info.Deps) == 0 {
 		t.Fatalf("the test binary records no modules (%v)", err)
 	}
-	var modules []string
+	modules := make([]string, 0, len(info.Deps))
 	for _, d := range info.Deps {
 		if d.Replace != nil {
 			d = d.Replace
