@@ -147,12 +147,13 @@ type storeObservation struct {
 func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	store := &storagev1.ObjectStore{}
 	found, err := r.status.Get(ctx, req.NamespacedName, store)
-	if err != nil || !found {
-		if !found {
-			r.stores.Forget(req.Name)
-			forgetStoreMetrics(req.Name)
-		}
-		return ctrl.Result{}, err
+	if err != nil {
+		return ctrl.Result{}, err // a read that failed is no deletion
+	}
+	if !found {
+		r.stores.Forget(req.Name)
+		forgetStoreMetrics(req.Name)
+		return ctrl.Result{}, nil
 	}
 	obs := &storeObservation{}
 	defer finish(ctx, r.status, r.recorder, store, &obs.outcome, &result, &err,

@@ -369,8 +369,24 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 		want  exit
 		check func(Gomega, *fixture, *storagev1.ObjectStore)
 	}{
-		"not found: nothing to do": {
-			want: exit{gone: true},
+		"not found: nothing to do, its metrics forgotten": {
+			setup: func(*fixture) { storeUp.WithLabelValues(rtStore).Set(1) },
+			want:  exit{gone: true},
+			check: func(g Gomega, _ *fixture, _ *storagev1.ObjectStore) {
+				g.Expect(storeUp.DeleteLabelValues(rtStore)).To(BeFalse(), "the series was dropped")
+			},
+		},
+		"reading the ObjectStore fails: returned, nothing written, its metrics kept": {
+			store: rtStoreObj(true), world: []client.Object{storeCredentials()},
+			setup: func(f *fixture) {
+				storeUp.WithLabelValues(rtStore).Set(1)
+				f.fail["get ObjectStore"] = errUnavailable
+			},
+			want: exit{err: apierr.Transient, ready: ReasonReachable},
+			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) {
+				g.Expect(f.writes).To(BeEmpty())
+				g.Expect(storeUp.DeleteLabelValues(rtStore)).To(BeTrue(), "a read that failed is no deletion")
+			},
 		},
 		"new: finalizer, then checked and Reachable": {
 			store: func() *storagev1.ObjectStore {
@@ -528,8 +544,24 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		want   exit
 		check  func(Gomega, *fixture, *storagev1.StorageBucket)
 	}{
-		"not found: nothing to do": {
-			want: exit{gone: true},
+		"not found: nothing to do, its metrics, schedule and guard forgotten": {
+			setup: func(f *fixture) { knownBucket(f, claimedBucket()) },
+			want:  exit{gone: true},
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(bucketKnown(f, b)).To(Equal([]bool{false, false, false}), "metrics, schedule, guard")
+			},
+		},
+		"reading the StorageBucket fails: returned, nothing written, its metrics, schedule and guard kept": {
+			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) {
+				knownBucket(f, claimedBucket())
+				f.fail["get StorageBucket"] = errUnavailable
+			},
+			want: exit{err: apierr.Transient, ready: ReasonHealthy},
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(f.writes).To(BeEmpty())
+				g.Expect(bucketKnown(f, b)).To(Equal([]bool{true, true, true}), "a read that failed is no deletion: metrics, schedule, guard")
+			},
 		},
 		// Admitted with its finalizer (config/admission): two status writes,
 		// the intent and Healthy, and one Event, not "Healthy" besides.
@@ -857,6 +889,28 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// knownBucket gives b what a checked bucket has in the manager: its metrics
+// series, its next check on the schedule, and its public-access guard.
+func knownBucket(f *fixture, b *storagev1.StorageBucket) {
+	key := client.ObjectKeyFromObject(b)
+	healthyGauge.WithLabelValues(key.Namespace, key.Name).Set(1)
+	f.schedule.Checked(key, string(b.UID), defaultInterval)
+	f.guards.checked(key, keyOf(b, rtStoreObj(true), false))
+}
+
+// bucketKnown says which of what knownBucket gave b is still there (metrics,
+// schedule, guard), and drops its metrics series.
+func bucketKnown(f *fixture, b *storagev1.StorageBucket) []bool {
+	key := client.ObjectKeyFromObject(b)
+	f.schedule.mu.Lock()
+	_, scheduled := f.schedule.next[key]
+	f.schedule.mu.Unlock()
+	f.guards.mu.Lock()
+	_, guarded := f.guards.last[key]
+	f.guards.mu.Unlock()
+	return []bool{healthyGauge.DeleteLabelValues(key.Namespace, key.Name), scheduled, guarded}
 }
 
 func TestBucketAccessReconcileExits(t *testing.T) {

@@ -247,13 +247,14 @@ type bucketObservation struct {
 func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	b := &storagev1.StorageBucket{}
 	found, err := r.status.Get(ctx, req.NamespacedName, b)
-	if err != nil || !found {
-		if !found {
-			r.schedule.Forget(req.NamespacedName)
-			r.guards.forget(req.NamespacedName)
-			forgetBucketMetrics(req.NamespacedName)
-		}
-		return ctrl.Result{}, err
+	if err != nil {
+		return ctrl.Result{}, err // a read that failed is no deletion
+	}
+	if !found {
+		r.schedule.Forget(req.NamespacedName)
+		r.guards.forget(req.NamespacedName)
+		forgetBucketMetrics(req.NamespacedName)
+		return ctrl.Result{}, nil
 	}
 	obs := &bucketObservation{}
 	defer finish(ctx, r.status, r.recorder, b, &obs.outcome, &result, &err,

@@ -197,11 +197,12 @@ func deploymentConditionsEqual(a, b []appsv1.DeploymentCondition) bool {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mv := &viewv1.MarkdownView{}
 	found, err := r.status.Get(ctx, req.NamespacedName, mv)
-	if err != nil || !found {
-		if !found {
-			forgetMetrics(req.NamespacedName)
-		}
-		return ctrl.Result{}, err
+	if err != nil {
+		return ctrl.Result{}, err // a read that failed is no deletion
+	}
+	if !found {
+		forgetMetrics(req.NamespacedName)
+		return ctrl.Result{}, nil
 	}
 	if !mv.DeletionTimestamp.IsZero() {
 		// The children go with it through their owner references.

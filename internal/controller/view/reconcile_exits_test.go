@@ -60,7 +60,8 @@ import (
 //
 // The exits of Reconcile:
 //
-//	R1 reading the view from the cache fails: the error, nothing written
+//	R1 reading the view from the cache fails: the error, nothing written,
+//	   nothing forgotten (its metrics kept)
 //	R2 the view is not found: nothing, its metrics forgotten
 //	R3 the view is being deleted: nothing (its children go with it through
 //	   their owner references; Trellis puts no finalizer on a MarkdownView)
@@ -135,10 +136,18 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		check func(Gomega, *rxFixture, *viewv1.MarkdownView, error)
 	}{
 		// R1–R3
-		"R1 reading the view from the cache fails: the error, nothing written": {
-			view:  rxView(),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["cache MarkdownView"] = rxUnavailable },
-			want:  rxExit{err: apierr.Transient},
+		"R1 reading the view from the cache fails: the error, nothing written, its metrics kept": {
+			view: rxView(),
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) {
+				readyGauge.WithLabelValues(rxNS, rxName).Set(1)
+				availableGauge.WithLabelValues(rxNS, rxName).Set(1)
+				f.fail["cache MarkdownView"] = rxUnavailable
+			},
+			want: rxExit{err: apierr.Transient},
+			check: func(g Gomega, _ *rxFixture, _ *viewv1.MarkdownView, _ error) {
+				g.Expect(readyGauge.DeleteLabelValues(rxNS, rxName)).To(BeTrue(), "a read that failed is no deletion")
+				g.Expect(availableGauge.DeleteLabelValues(rxNS, rxName)).To(BeTrue(), "a read that failed is no deletion")
+			},
 		},
 		"R2 not found: nothing written, its metrics forgotten": {
 			setup: func(_ Gomega, _ *rxFixture, _ *Reconciler) { readyGauge.WithLabelValues(rxNS, rxName).Set(1) },
