@@ -79,6 +79,9 @@ type fixture struct {
 	fail map[string]error
 	// writes lists the writes that reached the fake API server.
 	writes []string
+	// conflicts is how many conflicts the last reconcile counted (at least:
+	// the manager of the envtest suite counts under the same names).
+	conflicts float64
 	// storeChecks and accessEvents receive what the reconciles send to
 	// the ObjectStore and BucketAccess controllers.
 	storeChecks  chan event.TypedGenericEvent[*storagev1.ObjectStore]
@@ -249,9 +252,18 @@ func (w requeue) check(g Gomega, got ctrl.Result) {
 // half an interval after a check.
 var checkWait = requeue{upTo: 2 * defaultInterval}
 
+// conflictsCounted is trellis_reconcile_conflicts_total of a controller.
+func conflictsCounted(g Gomega, controller string) float64 {
+	n, err := testenv.Counter("trellis_reconcile_conflicts_total", "controller", controller)
+	g.Expect(err).NotTo(HaveOccurred())
+	return n
+}
+
 // exit is what a row expects of one reconcile.
 type exit struct {
-	// err is the class of the error returned (None: no error).
+	// err is the class of what the reconcile ended with: the error returned
+	// (None: no error), or Conflict: no error, again after about
+	// apierr.ConflictRetry, counted in trellis_reconcile_conflicts_total.
 	err apierr.Class
 	requeue
 	// ready is Ready's reason afterwards; "" when the object has no Ready
@@ -268,8 +280,14 @@ type exit struct {
 }
 
 func (w exit) check(g Gomega, f *fixture, res ctrl.Result, err error, obj client.Object, conds func() []metav1.Condition) {
-	g.Expect(apierr.Classify(err)).To(Equal(w.err), "error %v", err)
-	w.requeue.check(g, res)
+	if w.err == apierr.Conflict {
+		g.Expect(err).NotTo(HaveOccurred(), "a conflict is no error")
+		g.Expect(res.RequeueAfter).To(BeNumerically("~", apierr.ConflictRetry, apierr.ConflictRetry/10), "again at once")
+		g.Expect(f.conflicts).To(BeNumerically(">=", 1), "counted")
+	} else {
+		g.Expect(apierr.Classify(err)).To(Equal(w.err), "error %v", err)
+		w.requeue.check(g, res)
+	}
 	g.Expect(f.statusWrites()).To(Equal(w.statusWrites), "status writes %v", f.writes)
 	g.Expect(f.events()).To(Equal(w.events))
 	if w.gone {
@@ -490,7 +508,9 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(f)
 			}
+			before := conflictsCounted(g, storeController)
 			res, err := f.storeReconciler().Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: rtStore}})
+			f.conflicts = conflictsCounted(g, storeController) - before
 			tc.want.check(g, f, res, err, obj, func() []metav1.Condition { return obj.Status.Conditions })
 			if tc.check != nil {
 				tc.check(g, f, obj)
@@ -882,7 +902,9 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(f)
 			}
+			before := conflictsCounted(g, bucketController)
 			res, err := f.bucketReconciler().Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			f.conflicts = conflictsCounted(g, bucketController) - before
 			tc.want.check(g, f, res, err, obj, func() []metav1.Condition { return obj.Status.Conditions })
 			if tc.check != nil {
 				tc.check(g, f, obj)
@@ -1086,7 +1108,9 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(f)
 			}
+			before := conflictsCounted(g, accessController)
 			res, err := f.accessReconciler().Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			f.conflicts = conflictsCounted(g, accessController) - before
 			tc.want.check(g, f, res, err, obj, func() []metav1.Condition { return obj.Status.Conditions })
 			if tc.check != nil {
 				tc.check(g, f, obj)
