@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // EventReasons drains a fake recorder and returns "<type> <reason>" of each
@@ -31,4 +32,28 @@ func StatusWrites(writes []string) int {
 		}
 	}
 	return n
+}
+
+// Counter is the value of the counter or gauge name in controller-runtime's
+// metrics registry (the one the manager serves), summed over the series whose
+// label is value; 0 when there is none.
+func Counter(name, label, value string) (float64, error) {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return 0, err
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return total, nil
 }

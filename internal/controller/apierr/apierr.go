@@ -8,8 +8,9 @@
 //     person can fix it: the reconcile records it as Stalled, with the API
 //     server's message, and looks again after setup.ForeignChildRetry (a
 //     policy or a quota can change without an event).
-//   - Conflict: the object changed since it was read. The reconcile returns
-//     the error, to be retried, and writes no status about it.
+//   - Conflict: the object changed since it was read. The reconcile writes
+//     no status about it and is run again at once, with no error
+//     (RequeueConflict): two writers meeting is no failure.
 //   - Transient: anything else (a timeout, an API server that did not
 //     answer, a cache read that failed). The reconcile returns it, the work
 //     queue backs off, and the status says Reconciling, ReconcileError.
@@ -35,8 +36,8 @@ type Class int
 const (
 	// None is the class of a nil error.
 	None Class = iota
-	// Conflict: the object changed since it was read; return it to be
-	// retried, without touching the status.
+	// Conflict: the object changed since it was read; run again at once
+	// (RequeueConflict), without touching the status.
 	Conflict
 	// Transient: return the error; the work queue retries with back-off and
 	// the status says ReconcileError.

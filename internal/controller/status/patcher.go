@@ -93,7 +93,8 @@ func NewPatcher[O Object, S any](c client.Client, rec recorder.EventRecorder, st
 
 // Get reads the object from the cache into obj and, if the cache has not yet
 // seen our last status write, puts that status on it; if it has, it forgets
-// the write. It reports false when the object is gone (and forgets it).
+// the write. It reports false when the object is gone (and forgets it). On
+// an error its false says nothing: a read that failed is no deletion.
 func (p *Patcher[O, S]) Get(ctx context.Context, key types.NamespacedName, obj O) (bool, error) {
 	if err := p.client.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -105,7 +105,7 @@ type AccessReconciler struct {
 // cluster-wide watch on Secrets; a periodic check stands in for it.
 func (r *AccessReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("bucketaccess").
+		Named(accessController).
 		For(&storagev1.BucketAccess{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfBucket), builder.WithPredicates(bucketStateChanged)).
 		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfStore), builder.WithPredicates(storeReadyChanged)).
@@ -157,6 +157,7 @@ func (r *AccessReconciler) listed(ctx context.Context, opts ...client.ListOption
 // keyVersion rises; revokes replaced keys after their grace period, and
 // everything when the BucketAccess is deleted.
 func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	defer apierr.RequeueConflict(accessController, &result, &err)
 	a := &storagev1.BucketAccess{}
 	found, err := r.status.Get(ctx, req.NamespacedName, a)
 	if err != nil || !found {

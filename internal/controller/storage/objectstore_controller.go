@@ -21,6 +21,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
@@ -78,7 +79,7 @@ type ObjectStoreReconciler struct {
 // access checks that found a store not answering.
 func (r *ObjectStoreReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("objectstore").
+		Named(storeController).
 		For(&storagev1.ObjectStore{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.whileDeleting(storeOfBucket)), builder.WithPredicates(bucketCreatedOrGone)).
 		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(r.whileDeleting(storeOfAccess)), builder.WithPredicates(accessGone)).
@@ -145,14 +146,16 @@ type storeObservation struct {
 
 // Reconcile checks one store and records the result for its buckets.
 func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	defer apierr.RequeueConflict(storeController, &result, &err)
 	store := &storagev1.ObjectStore{}
 	found, err := r.status.Get(ctx, req.NamespacedName, store)
-	if err != nil || !found {
-		if !found {
-			r.stores.Forget(req.Name)
-			forgetStoreMetrics(req.Name)
-		}
-		return ctrl.Result{}, err
+	if err != nil {
+		return ctrl.Result{}, err // a read that failed is no deletion
+	}
+	if !found {
+		r.stores.Forget(req.Name)
+		forgetStoreMetrics(req.Name)
+		return ctrl.Result{}, nil
 	}
 	obs := &storeObservation{}
 	defer finish(ctx, r.status, r.recorder, store, &obs.outcome, &result, &err,

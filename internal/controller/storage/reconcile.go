@@ -20,6 +20,14 @@ import (
 // object, so every exit, an error included, writes the status computed from
 // what it observed.
 
+// The names the three controllers are registered under: the controller
+// label of controller-runtime's metrics and trellis_reconcile_conflicts_total.
+const (
+	storeController  = "objectstore"
+	bucketController = "storagebucket"
+	accessController = "bucketaccess"
+)
+
 // ReasonReconcileError says the reconcile met an error it returns (an API
 // error); it is retried with back-off.
 const ReasonReconcileError = "ReconcileError"
@@ -69,9 +77,10 @@ func (o *outcome) summary(found *conditions.Summary) *conditions.Summary {
 // what was observed is written, only when it differs from the object's (the
 // error the reconcile ends with goes in as ReconcileError), and the Events
 // of the kind's EventRules are raised; then those about what was done in
-// the store. A conflict is returned as it is, to be retried without
-// a status about it. A reconcile that ends with an error asks for no
-// RequeueAfter: the work queue's back-off decides.
+// the store. A conflict is returned as it is, with no status about it, for
+// the reconcile's apierr.RequeueConflict to run it again. A reconcile that
+// ends with an error asks for no RequeueAfter: the work queue's back-off
+// decides.
 func finish[O status.Object, S any](ctx context.Context, p *status.Patcher[O, S], rec recorder.EventRecorder,
 	obj O, o *outcome, result *ctrl.Result, err *error, compute func() S) {
 	defer func() {

@@ -79,6 +79,9 @@ type fixture struct {
 	fail map[string]error
 	// writes lists the writes that reached the fake API server.
 	writes []string
+	// conflicts is how many conflicts the last reconcile counted (at least:
+	// the manager of the envtest suite counts under the same names).
+	conflicts float64
 	// storeChecks and accessEvents receive what the reconciles send to
 	// the ObjectStore and BucketAccess controllers.
 	storeChecks  chan event.TypedGenericEvent[*storagev1.ObjectStore]
@@ -249,9 +252,18 @@ func (w requeue) check(g Gomega, got ctrl.Result) {
 // half an interval after a check.
 var checkWait = requeue{upTo: 2 * defaultInterval}
 
+// conflictsCounted is trellis_reconcile_conflicts_total of a controller.
+func conflictsCounted(g Gomega, controller string) float64 {
+	n, err := testenv.Counter("trellis_reconcile_conflicts_total", "controller", controller)
+	g.Expect(err).NotTo(HaveOccurred())
+	return n
+}
+
 // exit is what a row expects of one reconcile.
 type exit struct {
-	// err is the class of the error returned (None: no error).
+	// err is the class of what the reconcile ended with: the error returned
+	// (None: no error), or Conflict: no error, again after about
+	// apierr.ConflictRetry, counted in trellis_reconcile_conflicts_total.
 	err apierr.Class
 	requeue
 	// ready is Ready's reason afterwards; "" when the object has no Ready
@@ -268,8 +280,14 @@ type exit struct {
 }
 
 func (w exit) check(g Gomega, f *fixture, res ctrl.Result, err error, obj client.Object, conds func() []metav1.Condition) {
-	g.Expect(apierr.Classify(err)).To(Equal(w.err), "error %v", err)
-	w.requeue.check(g, res)
+	if w.err == apierr.Conflict {
+		g.Expect(err).NotTo(HaveOccurred(), "a conflict is no error")
+		g.Expect(res.RequeueAfter).To(BeNumerically("~", apierr.ConflictRetry, apierr.ConflictRetry/10), "again at once")
+		g.Expect(f.conflicts).To(BeNumerically(">=", 1), "counted")
+	} else {
+		g.Expect(apierr.Classify(err)).To(Equal(w.err), "error %v", err)
+		w.requeue.check(g, res)
+	}
 	g.Expect(f.statusWrites()).To(Equal(w.statusWrites), "status writes %v", f.writes)
 	g.Expect(f.events()).To(Equal(w.events))
 	if w.gone {
@@ -369,8 +387,24 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 		want  exit
 		check func(Gomega, *fixture, *storagev1.ObjectStore)
 	}{
-		"not found: nothing to do": {
-			want: exit{gone: true},
+		"not found: nothing to do, its metrics forgotten": {
+			setup: func(*fixture) { storeUp.WithLabelValues(rtStore).Set(1) },
+			want:  exit{gone: true},
+			check: func(g Gomega, _ *fixture, _ *storagev1.ObjectStore) {
+				g.Expect(storeUp.DeleteLabelValues(rtStore)).To(BeFalse(), "the series was dropped")
+			},
+		},
+		"reading the ObjectStore fails: returned, nothing written, its metrics kept": {
+			store: rtStoreObj(true), world: []client.Object{storeCredentials()},
+			setup: func(f *fixture) {
+				storeUp.WithLabelValues(rtStore).Set(1)
+				f.fail["get ObjectStore"] = errUnavailable
+			},
+			want: exit{err: apierr.Transient, ready: ReasonReachable},
+			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) {
+				g.Expect(f.writes).To(BeEmpty())
+				g.Expect(storeUp.DeleteLabelValues(rtStore)).To(BeTrue(), "a read that failed is no deletion")
+			},
 		},
 		"new: finalizer, then checked and Reachable": {
 			store: func() *storagev1.ObjectStore {
@@ -474,7 +508,9 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(f)
 			}
+			before := conflictsCounted(g, storeController)
 			res, err := f.storeReconciler().Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: rtStore}})
+			f.conflicts = conflictsCounted(g, storeController) - before
 			tc.want.check(g, f, res, err, obj, func() []metav1.Condition { return obj.Status.Conditions })
 			if tc.check != nil {
 				tc.check(g, f, obj)
@@ -528,8 +564,24 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		want   exit
 		check  func(Gomega, *fixture, *storagev1.StorageBucket)
 	}{
-		"not found: nothing to do": {
-			want: exit{gone: true},
+		"not found: nothing to do, its metrics, schedule and guard forgotten": {
+			setup: func(f *fixture) { knownBucket(f, claimedBucket()) },
+			want:  exit{gone: true},
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(bucketKnown(f, b)).To(Equal([]bool{false, false, false}), "metrics, schedule, guard")
+			},
+		},
+		"reading the StorageBucket fails: returned, nothing written, its metrics, schedule and guard kept": {
+			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
+			setup: func(f *fixture) {
+				knownBucket(f, claimedBucket())
+				f.fail["get StorageBucket"] = errUnavailable
+			},
+			want: exit{err: apierr.Transient, ready: ReasonHealthy},
+			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
+				g.Expect(f.writes).To(BeEmpty())
+				g.Expect(bucketKnown(f, b)).To(Equal([]bool{true, true, true}), "a read that failed is no deletion: metrics, schedule, guard")
+			},
 		},
 		// Admitted with its finalizer (config/admission): two status writes,
 		// the intent and Healthy, and one Event, not "Healthy" besides.
@@ -850,13 +902,37 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(f)
 			}
+			before := conflictsCounted(g, bucketController)
 			res, err := f.bucketReconciler().Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			f.conflicts = conflictsCounted(g, bucketController) - before
 			tc.want.check(g, f, res, err, obj, func() []metav1.Condition { return obj.Status.Conditions })
 			if tc.check != nil {
 				tc.check(g, f, obj)
 			}
 		})
 	}
+}
+
+// knownBucket gives b what a checked bucket has in the manager: its metrics
+// series, its next check on the schedule, and its public-access guard.
+func knownBucket(f *fixture, b *storagev1.StorageBucket) {
+	key := client.ObjectKeyFromObject(b)
+	healthyGauge.WithLabelValues(key.Namespace, key.Name).Set(1)
+	f.schedule.Checked(key, string(b.UID), defaultInterval)
+	f.guards.checked(key, keyOf(b, rtStoreObj(true), false))
+}
+
+// bucketKnown says which of what knownBucket gave b is still there (metrics,
+// schedule, guard), and drops its metrics series.
+func bucketKnown(f *fixture, b *storagev1.StorageBucket) []bool {
+	key := client.ObjectKeyFromObject(b)
+	f.schedule.mu.Lock()
+	_, scheduled := f.schedule.next[key]
+	f.schedule.mu.Unlock()
+	f.guards.mu.Lock()
+	_, guarded := f.guards.last[key]
+	f.guards.mu.Unlock()
+	return []bool{healthyGauge.DeleteLabelValues(key.Namespace, key.Name), scheduled, guarded}
 }
 
 func TestBucketAccessReconcileExits(t *testing.T) {
@@ -1032,7 +1108,9 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(f)
 			}
+			before := conflictsCounted(g, accessController)
 			res, err := f.accessReconciler().Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			f.conflicts = conflictsCounted(g, accessController) - before
 			tc.want.check(g, f, res, err, obj, func() []metav1.Condition { return obj.Status.Conditions })
 			if tc.check != nil {
 				tc.check(g, f, obj)

@@ -23,6 +23,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
@@ -81,7 +82,7 @@ type BucketReconciler struct {
 // Periodic checks are RequeueAfter results.
 func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("storagebucket").
+		Named(bucketController).
 		For(&storagev1.StorageBucket{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.othersWantingBucket), builder.WithPredicates(claimantLeaving)).
 		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeReadyChanged)).
@@ -245,15 +246,17 @@ type bucketObservation struct {
 // Reconcile ensures one bucket exists and is ours, and checks its health
 // when a check is due or the bucket is not settled.
 func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	defer apierr.RequeueConflict(bucketController, &result, &err)
 	b := &storagev1.StorageBucket{}
 	found, err := r.status.Get(ctx, req.NamespacedName, b)
-	if err != nil || !found {
-		if !found {
-			r.schedule.Forget(req.NamespacedName)
-			r.guards.forget(req.NamespacedName)
-			forgetBucketMetrics(req.NamespacedName)
-		}
-		return ctrl.Result{}, err
+	if err != nil {
+		return ctrl.Result{}, err // a read that failed is no deletion
+	}
+	if !found {
+		r.schedule.Forget(req.NamespacedName)
+		r.guards.forget(req.NamespacedName)
+		forgetBucketMetrics(req.NamespacedName)
+		return ctrl.Result{}, nil
 	}
 	obs := &bucketObservation{}
 	defer finish(ctx, r.status, r.recorder, b, &obs.outcome, &result, &err,

@@ -66,7 +66,8 @@ import (
 //     conflicts or fails; released or deleted, let go ("deleted (Delete)",
 //     "deleted (Retain)").
 //   - adding the finalizer conflicts: quiet; fails: ReconcileError.
-//   - a write lost a race (409): returned at once, no status (the
+//   - a write lost a race (409): no error, no status, again at once and
+//     counted in trellis_reconcile_conflicts_total (the
 //     "conflicts" and "replaced since it was listed" rows: a namespace, a
 //     RoleBinding, the ClusterRole, a dropped namespace's delete or release).
 //   - the status write fails: returned, joined to a step's error if any
@@ -763,6 +764,9 @@ type exitFixture struct {
 
 	res ctrl.Result
 	err error
+	// conflicts is how many conflicts the last reconcile counted (at least:
+	// the manager of the envtest suite counts under the same name).
+	conflicts float64
 }
 
 func newExitFixture(objs ...client.Object) *exitFixture {
@@ -789,7 +793,16 @@ func newExitFixture(objs ...client.Object) *exitFixture {
 }
 
 func (f *exitFixture) reconcile() {
+	before := conflictsCounted()
 	f.res, f.err = f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "acme"}})
+	f.conflicts = conflictsCounted() - before
+}
+
+// conflictsCounted is trellis_reconcile_conflicts_total of the controller.
+func conflictsCounted() float64 {
+	n, err := testenv.Counter("trellis_reconcile_conflicts_total", "controller", ControllerName)
+	utilruntime.Must(err)
+	return n
 }
 
 // reset forgets the requests and Events so far.
@@ -984,7 +997,9 @@ func readySeries(g Gomega, tenant string) bool {
 
 // tenantExit is what a row expects of one reconcile.
 type tenantExit struct {
-	// err is the class of the error returned (None: no error).
+	// err is the class of what the reconcile ended with: the error returned
+	// (None: no error), or Conflict: no error, again after about
+	// apierr.ConflictRetry, counted in trellis_reconcile_conflicts_total.
 	err apierr.Class
 	// requeue is the RequeueAfter expected, ±10% (0: none).
 	requeue time.Duration
@@ -1003,10 +1018,18 @@ type tenantExit struct {
 }
 
 func (w tenantExit) check(g Gomega, f *exitFixture) {
-	g.Expect(apierr.Classify(f.err)).To(Equal(w.err), "error %v", f.err)
-	if w.requeue > 0 {
-		g.Expect(f.res.RequeueAfter).To(BeNumerically("~", w.requeue, w.requeue/10+time.Millisecond), "RequeueAfter")
+	if w.err == apierr.Conflict {
+		g.Expect(f.err).NotTo(HaveOccurred(), "a conflict is no error")
+		g.Expect(f.res.RequeueAfter).To(BeNumerically("~", apierr.ConflictRetry, apierr.ConflictRetry/10), "again at once")
+		g.Expect(f.conflicts).To(BeNumerically(">=", 1), "counted")
 	} else {
+		g.Expect(apierr.Classify(f.err)).To(Equal(w.err), "error %v", f.err)
+	}
+	switch {
+	case w.err == apierr.Conflict:
+	case w.requeue > 0:
+		g.Expect(f.res.RequeueAfter).To(BeNumerically("~", w.requeue, w.requeue/10+time.Millisecond), "RequeueAfter")
+	default:
 		g.Expect(f.res).To(Equal(ctrl.Result{}))
 	}
 	g.Expect(f.statusWrites()).To(Equal(w.statusWrites), "status writes %v", f.writes)

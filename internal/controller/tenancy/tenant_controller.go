@@ -252,7 +252,8 @@ func childToTenant(_ context.Context, o client.Object) []reconcile.Request {
 // Reconcile brings one Tenant's namespaces, bindings and guardrails to the
 // desired state: the Tenant read, its deletion or its finalizer, the steps
 // below in order, then the status computed from what they found.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	defer apierr.RequeueConflict(ControllerName, &result, &err)
 	t := &tenancyv1.Tenant{}
 	exists, err := r.status.Get(ctx, req.NamespacedName, t)
 	if err != nil {
@@ -277,8 +278,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	switch {
 	case err == nil && s.raced != nil:
-		// Someone wrote a child since our cache saw it: try again at once,
-		// without telling the world about it.
+		// Someone wrote a child since our cache saw it: no status, and
+		// again at once (RequeueConflict).
 		return ctrl.Result{}, s.raced
 	case apierr.Classify(err) == apierr.Conflict:
 		// The same, found as an error (the finalizer's patch, a release).

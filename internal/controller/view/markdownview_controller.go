@@ -194,14 +194,16 @@ func deploymentConditionsEqual(a, b []appsv1.DeploymentCondition) bool {
 // Reconcile brings one MarkdownView's children to the desired state and
 // records what it saw. mv is the cached copy: its files are not in it,
 // unless they are small (cachedContentKept).
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	defer apierr.RequeueConflict(ControllerName, &result, &err)
 	mv := &viewv1.MarkdownView{}
 	found, err := r.status.Get(ctx, req.NamespacedName, mv)
-	if err != nil || !found {
-		if !found {
-			forgetMetrics(req.NamespacedName)
-		}
-		return ctrl.Result{}, err
+	if err != nil {
+		return ctrl.Result{}, err // a read that failed is no deletion
+	}
+	if !found {
+		forgetMetrics(req.NamespacedName)
+		return ctrl.Result{}, nil
 	}
 	if !mv.DeletionTimestamp.IsZero() {
 		// The children go with it through their owner references.
@@ -210,7 +212,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	var obs observation
 	err = r.reconcileChildren(ctx, mv, &obs)
-	var result ctrl.Result
 	switch {
 	case errors.Is(err, errGone):
 		// Its deletion, or its successor, brings a reconcile of its own; a
@@ -223,8 +224,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case errors.Is(err, errBlocked):
 		err = nil // recorded in obs; only a person helps
 	case apierr.Classify(err) == apierr.Conflict:
-		// Someone wrote the child since our cache saw it: try again at once,
-		// without telling the world about it.
+		// Someone wrote the child since our cache saw it: no status, and
+		// again at once (RequeueConflict).
 		return ctrl.Result{}, err
 	case apierr.Classify(err) == apierr.Refused:
 		// The API server (or an admission policy, or a quota) refuses what

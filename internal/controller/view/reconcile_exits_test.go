@@ -60,11 +60,13 @@ import (
 //
 // The exits of Reconcile:
 //
-//	R1 reading the view from the cache fails: the error, nothing written
+//	R1 reading the view from the cache fails: the error, nothing written,
+//	   nothing forgotten (its metrics kept)
 //	R2 the view is not found: nothing, its metrics forgotten
 //	R3 the view is being deleted: nothing (its children go with it through
 //	   their owner references; Trellis puts no finalizer on a MarkdownView)
-//	R4 a child write conflicts: the error, at once, no status written
+//	R4 a child write conflicts: no error, no status written, again at once
+//	   and counted in trellis_reconcile_conflicts_total
 //	R5 the status write fails: the error (joined to the reconcile's own),
 //	   no requeue
 //	R6 the end: the status written when it changed, then
@@ -135,10 +137,18 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		check func(Gomega, *rxFixture, *viewv1.MarkdownView, error)
 	}{
 		// R1–R3
-		"R1 reading the view from the cache fails: the error, nothing written": {
-			view:  rxView(),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["cache MarkdownView"] = rxUnavailable },
-			want:  rxExit{err: apierr.Transient},
+		"R1 reading the view from the cache fails: the error, nothing written, its metrics kept": {
+			view: rxView(),
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) {
+				readyGauge.WithLabelValues(rxNS, rxName).Set(1)
+				availableGauge.WithLabelValues(rxNS, rxName).Set(1)
+				f.fail["cache MarkdownView"] = rxUnavailable
+			},
+			want: rxExit{err: apierr.Transient},
+			check: func(g Gomega, _ *rxFixture, _ *viewv1.MarkdownView, _ error) {
+				g.Expect(readyGauge.DeleteLabelValues(rxNS, rxName)).To(BeTrue(), "a read that failed is no deletion")
+				g.Expect(availableGauge.DeleteLabelValues(rxNS, rxName)).To(BeTrue(), "a read that failed is no deletion")
+			},
 		},
 		"R2 not found: nothing written, its metrics forgotten": {
 			setup: func(_ Gomega, _ *rxFixture, _ *Reconciler) { readyGauge.WithLabelValues(rxNS, rxName).Set(1) },
@@ -626,7 +636,9 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(g, f, r)
 			}
+			before := rxConflicts(g)
 			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: rxNS, Name: rxName}})
+			f.conflicts = rxConflicts(g) - before
 			mv := tc.want.check(g, f, res, err)
 			if tc.check != nil {
 				tc.check(g, f, mv, err)
@@ -730,9 +742,18 @@ func rxHolds(text string) func(Gomega, *rxFixture, *viewv1.MarkdownView, error) 
 	}
 }
 
+// rxConflicts is trellis_reconcile_conflicts_total of the controller.
+func rxConflicts(g Gomega) float64 {
+	n, err := testenv.Counter("trellis_reconcile_conflicts_total", "controller", ControllerName)
+	g.Expect(err).NotTo(HaveOccurred())
+	return n
+}
+
 // rxExit is what a row expects of one reconcile.
 type rxExit struct {
-	// err is the class of the error returned (None: no error).
+	// err is the class of what the reconcile ended with: the error returned
+	// (None: no error), or Conflict: no error, again after about
+	// apierr.ConflictRetry, counted in trellis_reconcile_conflicts_total.
 	err apierr.Class
 	// requeue: again in about setup.ForeignChildRetry; otherwise no requeue
 	// at all, unless held.
@@ -757,8 +778,15 @@ type rxExit struct {
 // check checks what a reconcile did and returns the view as the API server
 // now holds it (nil when there is none).
 func (w rxExit) check(g Gomega, f *rxFixture, res ctrl.Result, err error) *viewv1.MarkdownView {
-	g.Expect(apierr.Classify(err)).To(Equal(w.err), "error %v", err)
+	if w.err == apierr.Conflict {
+		g.Expect(err).NotTo(HaveOccurred(), "a conflict is no error")
+		g.Expect(f.conflicts).To(BeNumerically(">=", 1), "counted")
+	} else {
+		g.Expect(apierr.Classify(err)).To(Equal(w.err), "error %v", err)
+	}
 	switch {
+	case w.err == apierr.Conflict:
+		g.Expect(res.RequeueAfter).To(BeNumerically("~", apierr.ConflictRetry, apierr.ConflictRetry/10), "again at once")
 	case w.requeue:
 		g.Expect(res.RequeueAfter).To(BeNumerically("~", setup.ForeignChildRetry, setup.ForeignChildRetry/10))
 	case w.held > 0:
@@ -812,6 +840,10 @@ type rxFixture struct {
 	stale func(*viewv1.MarkdownView)
 	// staleChild, when set, edits the cache's copy of a child.
 	staleChild func(client.Object)
+
+	// conflicts is how many conflicts the reconcile counted (at least: the
+	// manager of the envtest suite counts under the same name).
+	conflicts float64
 
 	mu sync.Mutex // the Deployment and the Service are reconciled side by side
 	// writes lists the writes the API server carried out, reads the
