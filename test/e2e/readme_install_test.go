@@ -197,11 +197,10 @@ func TestREADMEInstall(t *testing.T) {
 	// are imported into it under the names the chart pins, repository and
 	// digest, so that the kubelet finds them and pulls nothing. That the
 	// push reached the registry, readmeRelease checked by digest.
-	release := installedFrom(t, "the README's release", dist)
+	installedFrom(t, "the README's release", dist).importImages(t)
 	for _, tc := range []struct{ version, helm string }{{"Helm 4", helm4}, {"Helm 3", helm3}} {
 		t.Run(strings.ReplaceAll(tc.version, " ", ""), func(t *testing.T) {
 			started := time.Now()
-			release.importImages(t)
 			readmeInstall(t, tc.version, tc.helm)
 			t.Logf("%s: the README's install, helm test twice, uninstall and clean-up in %.0fs", tc.version, time.Since(started).Seconds())
 		})
