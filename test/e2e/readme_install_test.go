@@ -234,11 +234,15 @@ func readmeInstall(t *testing.T, version, helmBinary string) {
 	defer removeTrellis(t)
 	out, err := readmeShell(t, env, strings.Join(script, "\n"))
 	if err != nil {
-		logs, _ := kubectl("-n", managerNS, "logs", "trellis-site-test", "--tail=20")
+		// The last container may have been stopped by the pod's deadline
+		// before it said anything: the one before says what it got.
+		logs, _ := kubectl("-n", managerNS, "logs", "trellis-site-test", "--previous", "--tail=20")
 		t.Fatalf("the README's %s commands: %v\n%s\nthe test pod's log:\n%s", version, err, tail(out, 60), logs)
 	}
-	if !regexp.MustCompile(`Phase:\s+Succeeded`).MatchString(out) {
-		t.Errorf("helm test did not report the test pod Succeeded:\n%s", tail(out, 30))
+	// helm test reports each hook: the MarkdownView, then the pod.
+	phases := regexp.MustCompile(`(?m)^Phase:\s+(\w+)$`).FindAllStringSubmatch(out, -1)
+	if len(phases) != 2 || phases[0][1] != "Succeeded" || phases[1][1] != "Succeeded" {
+		t.Errorf("helm test reported phases %q, want both hooks Succeeded:\n%s", phases, tail(out, 30))
 	}
 	// Again: the hooks of the first run are gone, and a second run passes.
 	if out, err := readmeShell(t, env, "helm test trellis --namespace trellis-system"); err != nil {
