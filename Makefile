@@ -20,6 +20,9 @@ CONTROLLER_GEN_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION      ?= v5.8.2
 CONTAINERD_VERSION     ?= v2.3.7
 HELM_VERSION           ?= v4.3.1
+# The newest Helm 3, for the e2e tests of the README's install: users still
+# run it. Built as bin/helm3 (bin/helm is Helm 4).
+HELM3_VERSION          ?= v3.22.0
 # golangci-lint v2 with kube-api-linter built in; kube-api-linter has no
 # releases yet, so it is pinned by pseudo-version.
 KUBE_API_LINTER_VERSION ?= v0.0.0-20260716143926-092fe0c72997
@@ -300,11 +303,12 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE      ?= $(LOCALBIN)/kustomize
 GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint
 HELM           ?= $(LOCALBIN)/helm
+HELM3          ?= $(LOCALBIN)/helm3
 PROMTOOL       ?= $(LOCALBIN)/promtool
 CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod
 
 .PHONY: tools
-tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd cyclonedx-gomod gateway-api-crds ## Build every pinned tool into bin/.
+tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod gateway-api-crds ## Build every pinned tool into bin/.
 
 # The packages `go install`ed at their pins below (the Kubernetes and etcd
 # wrapper modules download through their go.mod).
@@ -314,6 +318,7 @@ GO_INSTALL_TOOLS := sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION) \
 	sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION) \
 	sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter@$(KUBE_API_LINTER_VERSION) \
 	helm.sh/helm/v4/cmd/helm@$(HELM_VERSION) \
+	helm.sh/helm/v3/cmd/helm@$(HELM3_VERSION) \
 	github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION) \
 	github.com/containerd/containerd/v2/cmd/containerd@$(CONTAINERD_VERSION) \
 	github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
@@ -335,7 +340,7 @@ tools-download:
 	failed=0; for p in "$${pids[@]}"; do wait $$p || failed=1; done; \
 	[ $$failed = 0 ] || { echo "tools-download: a download failed; the builds below say which" >&2; }
 
-.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd cyclonedx-gomod
+.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
@@ -345,6 +350,7 @@ controller-gen: $(LOCALBIN)/controller-gen
 kustomize: $(LOCALBIN)/kustomize
 golangci-lint: $(LOCALBIN)/golangci-lint
 helm: $(LOCALBIN)/helm
+helm3: $(LOCALBIN)/helm3
 promtool: $(LOCALBIN)/promtool
 cyclonedx-gomod: $(LOCALBIN)/cyclonedx-gomod
 
@@ -405,6 +411,9 @@ $(LOCALBIN)/golangci-lint-$(KUBE_API_LINTER_VERSION):
 	$(call go-install-tool,golangci-lint,sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter,$(KUBE_API_LINTER_VERSION))
 $(LOCALBIN)/helm-$(HELM_VERSION):
 	$(call go-install-tool,helm,helm.sh/helm/v4/cmd/helm,$(HELM_VERSION),-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION) -X helm.sh/helm/v4/internal/version.gitTreeState=clean)
+# Helm 3's command is named helm too: go-install-tool renames it helm3-VERSION.
+$(LOCALBIN)/helm3-$(HELM3_VERSION):
+	$(call go-install-tool,helm3,helm.sh/helm/v3/cmd/helm,$(HELM3_VERSION),-X helm.sh/helm/v3/internal/version.version=$(HELM3_VERSION) -X helm.sh/helm/v3/internal/version.gitTreeState=clean)
 $(LOCALBIN)/promtool-$(PROMTOOL_VERSION):
 	$(call go-install-tool,promtool,github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
 $(LOCALBIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION):
@@ -432,6 +441,7 @@ $(eval $(call link-tool,controller-gen,$(CONTROLLER_GEN_VERSION)))
 $(eval $(call link-tool,kustomize,$(KUSTOMIZE_VERSION)))
 $(eval $(call link-tool,golangci-lint,$(KUBE_API_LINTER_VERSION)))
 $(eval $(call link-tool,helm,$(HELM_VERSION)))
+$(eval $(call link-tool,helm3,$(HELM3_VERSION)))
 $(eval $(call link-tool,promtool,$(PROMTOOL_VERSION)))
 $(eval $(call link-tool,cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION)))
 $(eval $(call link-tool,capsule,$(CAPSULE_VERSION)))

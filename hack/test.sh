@@ -72,7 +72,7 @@ step "tools: every module downloaded at once, then the tools of the checks and e
 # A new machine (no pinned Kubernetes in the Go module cache) downloads and
 # compiles them here; then the budget is the new machine's. CI's fresh clone
 # builds bin/ too, from the warm caches. Each step builds what only it needs
-# (the real node's containerd and Debian packages, Chromium: the e2e step).
+# (the real node's containerd and Debian packages, Chromium, Helm 3: the e2e step).
 kube_version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' hack/kube/go.mod)
 [ -f "$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$kube_version.zip" ] || new_machine=1
 make --no-print-directory -s tools-download
@@ -156,8 +156,8 @@ sha256sum bin/images/trellis-{manager,viewer,pause}.tar
 step "release: built twice, the same bytes (amd64 and arm64 images, SBOMs, install.yaml pinned by digest, checksums)"
 make --no-print-directory -s release-check
 
-step "end-to-end on a local KWOK cluster with a real node (its containerd, Debian packages and Chromium first)"
-make --no-print-directory -s containerd node-packages chromium
+step "end-to-end on a local KWOK cluster with a real node (its containerd, Debian packages, Chromium and Helm 3 first)"
+make --no-print-directory -s containerd node-packages chromium helm3
 # The whole log goes to .dev/e2e.log; on a failure, each failed test's own
 # lines are printed again last, below the managers' logs the suite dumps,
 # so that the end of the output (all a CI page may keep) says what failed.

@@ -1,7 +1,8 @@
 // Command viewer serves Markdown files as a rendered website. In a cluster it
 // serves the MarkdownView's ConfigMap, mounted at --dir; on a laptop it can
 // serve a MarkdownView straight from the API server (--markdownview ns/name),
-// following its edits live.
+// following its edits live. `viewer check` gets a page until it holds a
+// text (check.go): the chart's `helm test` hook.
 package main
 
 import (
@@ -22,6 +23,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "check" {
+		os.Exit(runCheck(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	var (
 		addr         = flag.String("addr", ":8080", "Address to serve on.")
 		dir          = flag.String("dir", "/markdown", "Directory of Markdown files and images (a mounted ConfigMap).")

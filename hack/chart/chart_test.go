@@ -34,8 +34,14 @@ func tool(t *testing.T, name string) string {
 }
 
 // helmTemplate renders chart (a directory or .tgz) as release "trellis"
-// in trellis-system and returns the objects by "Kind namespace/name".
+// in trellis-system and returns the objects by "Kind namespace/name": the
+// release's, not its `helm test` hooks (helmTestHooks).
 func helmTemplate(t *testing.T, chart string, args ...string) map[string]map[string]any {
+	t.Helper()
+	return render(t, chart, append([]string{"--skip-tests"}, args...)...)
+}
+
+func render(t *testing.T, chart string, args ...string) map[string]map[string]any {
 	t.Helper()
 	cmd := exec.Command(tool(t, "helm"), append([]string{"template", "trellis", chart, "--namespace", "trellis-system"}, args...)...)
 	var stderr bytes.Buffer
@@ -280,6 +286,7 @@ func TestSchemaRefusesMistakes(t *testing.T) {
 		"extraArgs={leader-elect}":   "/extraArgs/0",
 		"image.pullPolicy=Sometimes": "/image/pullPolicy",
 		"namespace.create=yes":       "/namespace/create",
+		"tests.enabled=yes":          "/tests/enabled",
 	} {
 		out, err := exec.Command(tool(t, "helm"), "template", "trellis", "../../charts/trellis", "--set", set).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), want) {

@@ -106,7 +106,7 @@ func contains(list []string, s string) bool {
 func TestNames(t *testing.T) {
 	config := keys(kustomizeDefault(t))
 	sort.Strings(config)
-	other := exec.Command(tool(t, "helm"), "template", "platform", chartDir, "--namespace", "trellis-system")
+	other := exec.Command(tool(t, "helm"), "template", "platform", chartDir, "--namespace", "trellis-system", "--skip-tests")
 	out, err := other.Output()
 	if err != nil {
 		t.Fatal(err)
