@@ -28,6 +28,8 @@ KUBE_API_LINTER_VERSION ?= v0.0.0-20260716143926-092fe0c72997
 PROMTOOL_VERSION       ?= v0.316.0
 # The SBOM of each release image, from the module graph (make release).
 CYCLONEDX_GOMOD_VERSION ?= v1.10.0
+# Signs the pushed images and checksums.txt (make release PUSH=… COSIGN_KEY=…).
+COSIGN_VERSION         ?= v3.1.3
 # Capsule, the peer make bench runs beside Trellis' Tenants. The module proxy
 # does not serve it: its released source is kept, unchanged, in PEERS.
 CAPSULE_VERSION        ?= v0.14.0
@@ -298,9 +300,10 @@ GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint
 HELM           ?= $(LOCALBIN)/helm
 PROMTOOL       ?= $(LOCALBIN)/promtool
 CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod
+COSIGN         ?= $(LOCALBIN)/cosign
 
 .PHONY: tools
-tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd cyclonedx-gomod gateway-api-crds ## Build every pinned tool into bin/.
+tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd cyclonedx-gomod cosign gateway-api-crds ## Build every pinned tool into bin/.
 
 # The packages `go install`ed at their pins below (the Kubernetes and etcd
 # wrapper modules download through their go.mod).
@@ -312,7 +315,8 @@ GO_INSTALL_TOOLS := sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION) \
 	helm.sh/helm/v4/cmd/helm@$(HELM_VERSION) \
 	github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION) \
 	github.com/containerd/containerd/v2/cmd/containerd@$(CONTAINERD_VERSION) \
-	github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
+	github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION) \
+	github.com/sigstore/cosign/v3/cmd/cosign@$(COSIGN_VERSION)
 
 # tools-download fetches every module the tools and the project build from,
 # all at once, before any compile: on a new machine the builds below would
@@ -331,7 +335,7 @@ tools-download:
 	failed=0; for p in "$${pids[@]}"; do wait $$p || failed=1; done; \
 	[ $$failed = 0 ] || { echo "tools-download: a download failed; the builds below say which" >&2; }
 
-.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd cyclonedx-gomod
+.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool containerd cyclonedx-gomod cosign
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
@@ -343,6 +347,7 @@ golangci-lint: $(LOCALBIN)/golangci-lint
 helm: $(LOCALBIN)/helm
 promtool: $(LOCALBIN)/promtool
 cyclonedx-gomod: $(LOCALBIN)/cyclonedx-gomod
+cosign: $(LOCALBIN)/cosign
 
 .PHONY: capsule
 capsule: $(LOCALBIN)/capsule ## Build Capsule (CAPSULE_VERSION) from its released source in PEERS, for make bench.
@@ -405,6 +410,8 @@ $(LOCALBIN)/promtool-$(PROMTOOL_VERSION):
 	$(call go-install-tool,promtool,github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
 $(LOCALBIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION):
 	$(call go-install-tool,cyclonedx-gomod,github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION))
+$(LOCALBIN)/cosign-$(COSIGN_VERSION):
+	$(call go-install-tool,cosign,github.com/sigstore/cosign/v3/cmd/cosign,$(COSIGN_VERSION),-X sigs.k8s.io/release-utils/version.gitVersion=$(COSIGN_VERSION) -X sigs.k8s.io/release-utils/version.gitTreeState=clean)
 
 # Capsule's source, unpacked beside its binary; its CRDs are applied from there.
 $(LOCALBIN)/capsule-$(CAPSULE_VERSION): $(PEERS)/capsule-$(CAPSULE_VERSION).tar.gz
@@ -430,6 +437,7 @@ $(eval $(call link-tool,golangci-lint,$(KUBE_API_LINTER_VERSION)))
 $(eval $(call link-tool,helm,$(HELM_VERSION)))
 $(eval $(call link-tool,promtool,$(PROMTOOL_VERSION)))
 $(eval $(call link-tool,cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION)))
+$(eval $(call link-tool,cosign,$(COSIGN_VERSION)))
 $(eval $(call link-tool,capsule,$(CAPSULE_VERSION)))
 
 # The Gateway API's standard-channel CRDs (HTTPRoute and friends), copied from
