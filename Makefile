@@ -238,8 +238,15 @@ docker-build: ## Build the manager and viewer images (needs a container engine).
 # and checksums.txt. The images are REGISTRY/trellis-manager and
 # REGISTRY/trellis-viewer; PUSH=registry/prefix pushes them there, and
 # REGISTRY defaults to it.
+# With PUSH, COSIGN_KEY=path-or-KMS-URI (a file's password in
+# COSIGN_PASSWORD) signs each pushed image by digest, its index and each
+# platform's image, and checksums.txt, which covers every other file
+# (checksums.txt.sigstore.json). COSIGN_SIGN_FLAGS keep cosign off the
+# public Sigstore services (Rekor, and the TUF root that names them).
 VERSION  ?=
 PUSH     ?=
+COSIGN_KEY ?=
+COSIGN_SIGN_FLAGS ?= --use-signing-config=false --tlog-upload=false
 REGISTRY ?= $(or $(PUSH),ghcr.io/trellis-dev)
 DIST     ?= $(CURDIR)/dist
 # A release is built from a commit: ALLOW_DIRTY=1 builds one from a modified
@@ -249,9 +256,10 @@ RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
 SEMVER_RE := ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$$
 
 .PHONY: release
-release: kustomize cyclonedx-gomod ## Build release VERSION=vX.Y.Z into dist/: image archives, install.yaml (and install-without-mutating-policies.yaml, below 1.36) pinned by digest, the Helm chart, checksums (PUSH=registry/prefix pushes the images).
+release: kustomize cyclonedx-gomod $(if $(COSIGN_KEY),cosign) ## Build release VERSION=vX.Y.Z into dist/: image archives, install.yaml (and install-without-mutating-policies.yaml, below 1.36) pinned by digest, the Helm chart, checksums (PUSH=registry/prefix pushes the images; COSIGN_KEY=… signs them and checksums.txt).
 	@[[ "$(VERSION)" =~ $(SEMVER_RE) ]] || { echo "make release: VERSION=vX.Y.Z wanted, got '$(VERSION)'" >&2; exit 2; }
 	@[[ -z "$(PUSH)" || "$(PUSH)" == "$(REGISTRY)" ]] || { echo "make release: PUSH=$(PUSH) but REGISTRY=$(REGISTRY): install.yaml would name images that are not pushed" >&2; exit 2; }
+	@[[ -z "$(COSIGN_KEY)" || -n "$(PUSH)" ]] || { echo "make release: COSIGN_KEY without PUSH: the images' signatures go to the registry, beside them" >&2; exit 2; }
 	@[[ -n "$(ALLOW_DIRTY)" || -z "$$(git status --porcelain)" ]] || { git status --short >&2; echo "make release: the tree has changes; commit them (or ALLOW_DIRTY=1 for a try)" >&2; exit 2; }
 	rm -rf $(DIST) && mkdir -p $(DIST)/.bin
 	for p in $(RELEASE_PLATFORMS); do $(call build-binaries,$(DIST)/.bin/$${p/\//-},$(VERSION),$${p#*/}) || exit 1; done
@@ -272,6 +280,13 @@ ifneq ($(PUSH),)
 	cd hack/images && $(GO) run . push -archive $(DIST)/trellis-manager.tar -ref $(PUSH)/trellis-manager:$(VERSION)
 	cd hack/images && $(GO) run . push -archive $(DIST)/trellis-viewer.tar -ref $(PUSH)/trellis-viewer:$(VERSION)
 endif
+ifneq ($(COSIGN_KEY),)
+	for ref in $$(awk '{print $$2}' $(DIST)/images.txt | sed -E 's/:[^:/@]+@/@/'); do \
+	  $(COSIGN) sign --yes --recursive $(COSIGN_SIGN_FLAGS) --key "$(COSIGN_KEY)" $$ref || exit 1; done
+	$(COSIGN) sign-blob --yes $(COSIGN_SIGN_FLAGS) --key "$(COSIGN_KEY)" --bundle $(DIST)/checksums.txt.sigstore.json $(DIST)/checksums.txt
+else
+	@echo "make release: not signed (no COSIGN_KEY)"
+endif
 
 # sbom NAME,ARCH,OUT: the CycloneDX SBOM of cmd/NAME as the release builds
 # it for linux/ARCH (every module it links, with its version, checksum and
@@ -288,7 +303,7 @@ CHECK_VERSION ?= v0.0.0-check
 .PHONY: release-check
 release-check: kustomize cyclonedx-gomod ## The same commit gives the same release: build CHECK_VERSION twice into temporary directories and compare them byte for byte.
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
-	for d in a b; do $(MAKE) --no-print-directory -s release VERSION=$(CHECK_VERSION) PUSH= ALLOW_DIRTY=1 DIST=$$tmp/$$d >/dev/null || exit 1; done && \
+	for d in a b; do $(MAKE) --no-print-directory -s release VERSION=$(CHECK_VERSION) PUSH= COSIGN_KEY= ALLOW_DIRTY=1 DIST=$$tmp/$$d >/dev/null || exit 1; done && \
 	diff -r $$tmp/a $$tmp/b && \
 	echo "two builds of $(CHECK_VERSION) are byte-identical:" && cat $$tmp/a/images.txt $$tmp/a/checksums.txt
 
