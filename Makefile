@@ -31,6 +31,8 @@ KUBE_API_LINTER_VERSION ?= v0.0.0-20260716143926-092fe0c72997
 PROMTOOL_VERSION       ?= v0.316.0
 # The SBOM of each release image, from the module graph (make release).
 CYCLONEDX_GOMOD_VERSION ?= v1.10.0
+# Signs the pushed images and checksums.txt (make release PUSH=… COSIGN_KEY=…).
+COSIGN_VERSION         ?= v3.1.3
 # Capsule, the peer make bench runs beside Trellis' Tenants. The module proxy
 # does not serve it: its released source is kept, unchanged, in PEERS.
 CAPSULE_VERSION        ?= v0.14.0
@@ -239,8 +241,15 @@ docker-build: ## Build the manager and viewer images (needs a container engine).
 # and checksums.txt. The images are REGISTRY/trellis-manager and
 # REGISTRY/trellis-viewer; PUSH=registry/prefix pushes them there, and
 # REGISTRY defaults to it.
+# With PUSH, COSIGN_KEY=path-or-KMS-URI (a file's password in
+# COSIGN_PASSWORD) signs each pushed image by digest, its index and each
+# platform's image, and checksums.txt, which covers every other file
+# (checksums.txt.sigstore.json). COSIGN_SIGN_FLAGS keep cosign off the
+# public Sigstore services (Rekor, and the TUF root that names them).
 VERSION  ?=
 PUSH     ?=
+COSIGN_KEY ?=
+COSIGN_SIGN_FLAGS ?= --use-signing-config=false --tlog-upload=false
 REGISTRY ?= $(or $(PUSH),ghcr.io/trellis-dev)
 DIST     ?= $(CURDIR)/dist
 # A release is built from a commit: ALLOW_DIRTY=1 builds one from a modified
@@ -250,9 +259,10 @@ RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
 SEMVER_RE := ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$$
 
 .PHONY: release
-release: kustomize cyclonedx-gomod ## Build release VERSION=vX.Y.Z into dist/: image archives, install.yaml (and install-without-mutating-policies.yaml, below 1.36) pinned by digest, the Helm chart, checksums (PUSH=registry/prefix pushes the images).
+release: kustomize cyclonedx-gomod $(if $(COSIGN_KEY),cosign) ## Build release VERSION=vX.Y.Z into dist/: image archives, install.yaml (and install-without-mutating-policies.yaml, below 1.36) pinned by digest, the Helm chart, checksums (PUSH=registry/prefix pushes the images; COSIGN_KEY=… signs them and checksums.txt).
 	@[[ "$(VERSION)" =~ $(SEMVER_RE) ]] || { echo "make release: VERSION=vX.Y.Z wanted, got '$(VERSION)'" >&2; exit 2; }
 	@[[ -z "$(PUSH)" || "$(PUSH)" == "$(REGISTRY)" ]] || { echo "make release: PUSH=$(PUSH) but REGISTRY=$(REGISTRY): install.yaml would name images that are not pushed" >&2; exit 2; }
+	@[[ -z "$(COSIGN_KEY)" || -n "$(PUSH)" ]] || { echo "make release: COSIGN_KEY without PUSH: the images' signatures go to the registry, beside them" >&2; exit 2; }
 	@[[ -n "$(ALLOW_DIRTY)" || -z "$$(git status --porcelain)" ]] || { git status --short >&2; echo "make release: the tree has changes; commit them (or ALLOW_DIRTY=1 for a try)" >&2; exit 2; }
 	rm -rf $(DIST) && mkdir -p $(DIST)/.bin
 	for p in $(RELEASE_PLATFORMS); do $(call build-binaries,$(DIST)/.bin/$${p/\//-},$(VERSION),$${p#*/}) || exit 1; done
@@ -272,6 +282,13 @@ release: kustomize cyclonedx-gomod ## Build release VERSION=vX.Y.Z into dist/: i
 ifneq ($(PUSH),)
 	cd hack/images && $(GO) run . push -archive $(DIST)/trellis-manager.tar -ref $(PUSH)/trellis-manager:$(VERSION)
 	cd hack/images && $(GO) run . push -archive $(DIST)/trellis-viewer.tar -ref $(PUSH)/trellis-viewer:$(VERSION)
+endif
+ifneq ($(COSIGN_KEY),)
+	for ref in $$(awk '{print $$2}' $(DIST)/images.txt | sed -E 's/:[^:/@]+@/@/'); do \
+	  $(COSIGN) sign --yes --recursive $(COSIGN_SIGN_FLAGS) --key "$(COSIGN_KEY)" $$ref || exit 1; done
+	$(COSIGN) sign-blob --yes $(COSIGN_SIGN_FLAGS) --key "$(COSIGN_KEY)" --bundle $(DIST)/checksums.txt.sigstore.json $(DIST)/checksums.txt
+else
+	@echo "make release: not signed (no COSIGN_KEY)"
 endif
 
 # sbom NAME,ARCH,OUT: the CycloneDX SBOM of the release's linux/ARCH binary
@@ -293,7 +310,7 @@ CHECK_VERSION ?= v0.0.0-check
 .PHONY: release-check
 release-check: kustomize cyclonedx-gomod ## The same commit gives the same release: build CHECK_VERSION twice into temporary directories and compare them byte for byte.
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
-	for d in a b; do $(MAKE) --no-print-directory -s release VERSION=$(CHECK_VERSION) PUSH= ALLOW_DIRTY=1 DIST=$$tmp/$$d >/dev/null || exit 1; done && \
+	for d in a b; do $(MAKE) --no-print-directory -s release VERSION=$(CHECK_VERSION) PUSH= COSIGN_KEY= ALLOW_DIRTY=1 DIST=$$tmp/$$d >/dev/null || exit 1; done && \
 	diff -r $$tmp/a $$tmp/b && \
 	echo "two builds of $(CHECK_VERSION) are byte-identical:" && cat $$tmp/a/images.txt $$tmp/a/checksums.txt
 
@@ -306,9 +323,10 @@ HELM           ?= $(LOCALBIN)/helm
 HELM3          ?= $(LOCALBIN)/helm3
 PROMTOOL       ?= $(LOCALBIN)/promtool
 CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod
+COSIGN         ?= $(LOCALBIN)/cosign
 
 .PHONY: tools
-tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod gateway-api-crds ## Build every pinned tool into bin/.
+tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign gateway-api-crds ## Build every pinned tool into bin/.
 
 # The packages `go install`ed at their pins below (the Kubernetes and etcd
 # wrapper modules download through their go.mod).
@@ -321,7 +339,8 @@ GO_INSTALL_TOOLS := sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION) \
 	helm.sh/helm/v3/cmd/helm@$(HELM3_VERSION) \
 	github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION) \
 	github.com/containerd/containerd/v2/cmd/containerd@$(CONTAINERD_VERSION) \
-	github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
+	github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION) \
+	github.com/sigstore/cosign/v3/cmd/cosign@$(COSIGN_VERSION)
 
 # tools-download fetches every module the tools and the project build from,
 # all at once, before any compile: on a new machine the builds below would
@@ -340,7 +359,7 @@ tools-download:
 	failed=0; for p in "$${pids[@]}"; do wait $$p || failed=1; done; \
 	[ $$failed = 0 ] || { echo "tools-download: a download failed; the builds below say which" >&2; }
 
-.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod
+.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
@@ -353,6 +372,7 @@ helm: $(LOCALBIN)/helm
 helm3: $(LOCALBIN)/helm3
 promtool: $(LOCALBIN)/promtool
 cyclonedx-gomod: $(LOCALBIN)/cyclonedx-gomod
+cosign: $(LOCALBIN)/cosign
 
 .PHONY: capsule
 capsule: $(LOCALBIN)/capsule ## Build Capsule (CAPSULE_VERSION) from its released source in PEERS, for make bench.
@@ -418,6 +438,8 @@ $(LOCALBIN)/promtool-$(PROMTOOL_VERSION):
 	$(call go-install-tool,promtool,github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
 $(LOCALBIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION):
 	$(call go-install-tool,cyclonedx-gomod,github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION))
+$(LOCALBIN)/cosign-$(COSIGN_VERSION):
+	$(call go-install-tool,cosign,github.com/sigstore/cosign/v3/cmd/cosign,$(COSIGN_VERSION),-X sigs.k8s.io/release-utils/version.gitVersion=$(COSIGN_VERSION) -X sigs.k8s.io/release-utils/version.gitTreeState=clean)
 
 # Capsule's source, unpacked beside its binary; its CRDs are applied from there.
 $(LOCALBIN)/capsule-$(CAPSULE_VERSION): $(PEERS)/capsule-$(CAPSULE_VERSION).tar.gz
@@ -444,6 +466,7 @@ $(eval $(call link-tool,helm,$(HELM_VERSION)))
 $(eval $(call link-tool,helm3,$(HELM3_VERSION)))
 $(eval $(call link-tool,promtool,$(PROMTOOL_VERSION)))
 $(eval $(call link-tool,cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION)))
+$(eval $(call link-tool,cosign,$(COSIGN_VERSION)))
 $(eval $(call link-tool,capsule,$(CAPSULE_VERSION)))
 
 # The Gateway API's standard-channel CRDs (HTTPRoute and friends), copied from

@@ -156,6 +156,12 @@ sha256sum bin/images/trellis-{manager,viewer,pause}.tar
 step "release: built twice, the same bytes (amd64 and arm64 images, SBOMs, install.yaml pinned by digest, checksums)"
 make --no-print-directory -s release-check
 
+step "signed release: pushed to an in-process registry, signed and verified with cosign"
+# make release PUSH=… COSIGN_KEY=… with a throwaway key, then what a user
+# runs to verify it, and what must not verify (docs/operations.md).
+make --no-print-directory -s cosign
+(cd hack/images && SIGNED_RELEASE_COSIGN=$PWD/../../bin/cosign go test -count=1 -run '^TestSignedRelease$' .)
+
 step "end-to-end on a local KWOK cluster with a real node (its containerd, Debian packages, Chromium and Helm 3 first)"
 make --no-print-directory -s containerd node-packages chromium helm3
 # The whole log goes to .dev/e2e.log; on a failure, each failed test's own

@@ -10,7 +10,8 @@
 // the result (make release renders config/default as install.yaml, and
 // config/default-without-mutating-policies as
 // install-without-mutating-policies.yaml); verify checks a whole dist/: the
-// checksums, the archives' digests and labels, that both install files name
+// checksums (and that checksums.txt's signature, if any, is of them), the
+// archives' digests and labels, that both install files name
 // exactly those images, and that the second is the first but for its
 // MutatingAdmissionPolicies; that each image is an index of the platforms,
 // and each has an SBOM per platform listing the modules its binary links.

@@ -25,6 +25,9 @@ const (
 	checksumsFile = "checksums.txt"
 	imagesFile    = "images.txt"
 	installFile   = "install.yaml"
+	// cosign's signature of checksums.txt (make release COSIGN_KEY=…): the
+	// one file checksums.txt cannot list, being written after it.
+	checksumsSignature = checksumsFile + ".sigstore.json"
 	// install.yaml for clusters that do not serve MutatingAdmissionPolicy
 	// (Kubernetes 1.33 to 1.35): config/default-without-mutating-policies.
 	installWithoutMutatingFile = "install-without-mutating-policies.yaml"
@@ -43,7 +46,8 @@ func sbomFile(cmd, platform string) string {
 }
 
 // verifyDist checks a release directory as a user would, and more:
-// checksums.txt lists every other file with its sha256; each archive holds
+// checksums.txt lists every other file with its sha256, but for its
+// signature, which must sign this checksums.txt; each archive holds
 // the image index images.txt pins, one image per platform, each labelled
 // with the release's version, every blob matching its digest; each image has
 // an SBOM per platform, of the module graph its binary was built from (the
@@ -54,6 +58,9 @@ func sbomFile(cmd, platform string) string {
 func verifyDist(dir string, platforms []string, binaries string) error {
 	if err := verifyChecksums(dir); err != nil {
 		return err
+	}
+	if err := verifySignatureDigest(dir); err != nil {
+		return fmt.Errorf("%s: %w", checksumsSignature, err)
 	}
 	images, err := readImages(filepath.Join(dir, imagesFile))
 	if err != nil {
@@ -183,7 +190,7 @@ func verifyChecksums(dir string) error {
 	}
 	var problems error // errors.Join of every problem found
 	for _, e := range entries {
-		if e.Name() == checksumsFile || e.Name() == buildDir {
+		if e.Name() == checksumsFile || e.Name() == checksumsSignature || e.Name() == buildDir {
 			continue
 		}
 		if !e.Type().IsRegular() {
@@ -210,6 +217,44 @@ func verifyChecksums(dir string) error {
 		}
 	}
 	return problems
+}
+
+// verifySignatureDigest checks that checksums.txt's signature, when the
+// release has one, is of this checksums.txt: its sigstore bundle names the
+// file's sha256. Whether the signature is good, and whose, is for `cosign
+// verify-blob` with the release's public key (make test runs it).
+func verifySignatureDigest(dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, checksumsSignature))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // an unsigned release
+	}
+	if err != nil {
+		return err
+	}
+	var bundle struct {
+		MediaType        string `json:"mediaType"`
+		MessageSignature struct {
+			MessageDigest struct {
+				Algorithm string `json:"algorithm"`
+				Digest    []byte `json:"digest"` // base64, as protobuf's JSON writes bytes
+			} `json:"messageDigest"`
+		} `json:"messageSignature"`
+	}
+	if err := json.Unmarshal(data, &bundle); err != nil {
+		return err
+	}
+	d := bundle.MessageSignature.MessageDigest
+	if !strings.HasPrefix(bundle.MediaType, "application/vnd.dev.sigstore.bundle") || d.Algorithm != "SHA2_256" {
+		return fmt.Errorf("not a sigstore bundle of a SHA2_256 message signature (mediaType %q, algorithm %q)", bundle.MediaType, d.Algorithm)
+	}
+	want, err := fileSHA256(filepath.Join(dir, checksumsFile))
+	if err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(d.Digest); got != want {
+		return fmt.Errorf("signs sha256 %s, %s is %s", got, checksumsFile, want)
+	}
+	return nil
 }
 
 func fileSHA256(path string) (string, error) {

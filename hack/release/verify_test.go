@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"debug/buildinfo"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -176,14 +177,28 @@ func fakeChart(t *testing.T, version, app, managerDigest, viewerDigest string) [
 	return b.Bytes()
 }
 
+// fakeSignature is a sigstore bundle as `cosign sign-blob --bundle` writes
+// one for a key, signing data (the signature itself is not checked here).
+func fakeSignature(data []byte) []byte {
+	sum := sha256.Sum256(data)
+	return fmt.Appendf(nil, `{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json", "verificationMaterial":{"publicKey":{"hint":"aGludA=="}}, `+
+		`"messageSignature":{"messageDigest":{"algorithm":"SHA2_256", "digest":%q}, "signature":"c2lnbmF0dXJl"}}`,
+		base64.StdEncoding.EncodeToString(sum[:]))
+}
+
 func TestVerifyDist(t *testing.T) {
-	if err := verifyDist(fakeDist(t), testPlatforms, ""); err != nil {
-		t.Fatalf("a good release: %v", err)
-	}
 	write := func(dir, name string, data []byte) {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := verifyDist(fakeDist(t), testPlatforms, ""); err != nil {
+		t.Fatalf("a good release: %v", err)
+	}
+	signed := fakeDist(t)
+	write(signed, checksumsSignature, fakeSignature(must(os.ReadFile(filepath.Join(signed, checksumsFile)))))
+	if err := verifyDist(signed, testPlatforms, ""); err != nil {
+		t.Fatalf("a good release with its signature: %v", err)
 	}
 	for name, tc := range map[string]struct {
 		tamper  func(dir string)
@@ -194,6 +209,14 @@ func TestVerifyDist(t *testing.T) {
 		}, "install.yaml: sha256"},
 		"a file not in checksums.txt": {func(dir string) { write(dir, "notes.txt", []byte("x")) }, "notes.txt is not in checksums.txt"},
 		"a file missing":              {func(dir string) { _ = os.Remove(filepath.Join(dir, viewerArchive)) }, "lists trellis-viewer.tar, which is missing"},
+		"a signature of the chart alone": {func(dir string) {
+			write(dir, "trellis-0.1.0.tgz.sigstore.json", fakeSignature(must(os.ReadFile(filepath.Join(dir, "trellis-0.1.0.tgz")))))
+		}, "trellis-0.1.0.tgz.sigstore.json is not in checksums.txt"},
+		"a signature of another checksums.txt": {func(dir string) {
+			write(dir, checksumsSignature, fakeSignature([]byte("an older checksums.txt\n")))
+		}, "checksums.txt.sigstore.json: signs sha256 "},
+		"a signature that is no sigstore bundle": {func(dir string) { write(dir, checksumsSignature, []byte(`{"signature":"x"}`)) },
+			"checksums.txt.sigstore.json: not a sigstore bundle"},
 		"another image in an archive": {func(dir string) {
 			other, _ := fakeArchive(t, "ghcr.io/trellis-dev/trellis-viewer:v0.1.0", "v0.1.0-other")
 			write(dir, viewerArchive, other)
