@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -118,7 +120,7 @@ spec:
 	asEditor(t, pod, ns)
 	var phase string
 	deadline := time.Now().Add(3 * time.Minute)
-	for phase != "Succeeded" && phase != "Failed" {
+	for phase != string(corev1.PodSucceeded) && phase != string(corev1.PodFailed) {
 		if time.Now().After(deadline) {
 			out, _ := kubectl("describe", "pod", name, "-n", ns)
 			t.Fatalf("pod %s did not end (phase %q):\n%s", name, phase, tail(out, 30))
@@ -218,7 +220,7 @@ spec:
 	}
 	start := time.Now()
 	phase, logs := runPod(t, ns, "writer", image, "")
-	if phase != "Succeeded" || !strings.Contains(logs, "wrote, read back and deleted "+data+"/") {
+	if phase != string(corev1.PodSucceeded) || !strings.Contains(logs, "wrote, read back and deleted "+data+"/") {
 		t.Fatalf("the pod could not use its key: %s\n%s", phase, logs)
 	}
 	t.Logf("pod on the real node: %s (%.1fs from creation to its end)", strings.TrimSpace(logs), time.Since(start).Seconds())

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The README's install ("Install on your cluster"), word for word, on a
@@ -241,7 +242,7 @@ func readmeInstall(t *testing.T, version, helmBinary string) {
 	}
 	// helm test reports each hook: the MarkdownView, then the pod.
 	phases := regexp.MustCompile(`(?m)^Phase:\s+(\w+)$`).FindAllStringSubmatch(out, -1)
-	if len(phases) != 2 || phases[0][1] != "Succeeded" || phases[1][1] != "Succeeded" {
+	if len(phases) != 2 || phases[0][1] != string(corev1.PodSucceeded) || phases[1][1] != string(corev1.PodSucceeded) {
 		t.Errorf("helm test reported phases %q, want both hooks Succeeded:\n%s", phases, tail(out, 30))
 	}
 	// Again: the hooks of the first run are gone, and a second run passes.
