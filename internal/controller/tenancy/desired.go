@@ -118,6 +118,10 @@ func allowanceAnnotations(a tenancyv1.TenantAllowances) map[string]string {
 	}
 	set(AllowedGatewaysAnnotation, gateways)
 	set(AllowedRegistriesAnnotation, stringsOf(a.Registries))
+	set(AllowedStorageClassesAnnotation, stringsOf(a.StorageClasses))
+	set(AllowedPriorityClassesAnnotation, stringsOf(a.PriorityClasses))
+	set(AllowedRuntimeClassesAnnotation, stringsOf(a.RuntimeClasses))
+	set(AllowedServiceTypesAnnotation, stringsOf(a.ServiceTypes))
 	return out
 }
 
