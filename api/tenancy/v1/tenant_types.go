@@ -108,8 +108,8 @@ type TenantSpec struct {
 	// shared infrastructure: the hostnames their Ingresses, routes and
 	// MarkdownViews serve, the IngressClasses and Gateways they use, the
 	// registries their images come from, the StorageClasses,
-	// PriorityClasses and RuntimeClasses they name, and the types of their
-	// Services. Each is written onto the tenant's
+	// PriorityClasses and RuntimeClasses they name, the types of their
+	// Services, and the nodes their pods select. Each is written onto the tenant's
 	// namespaces as a tenancy.trellis.dev/allowed-* annotation, and enforced
 	// there by the API server (config/admission, tenant-allowances) for
 	// everyone, the Trellis manager included. An allowance left unset
@@ -246,6 +246,18 @@ type TenantAllowances struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=4
 	ServiceTypes []ServiceType `json:"serviceTypes,omitempty"`
+
+	// nodeSelector are node labels every pod of the tenant (and every
+	// MarkdownView's pod.nodeSelector) must select, with these values: a pod
+	// whose spec.nodeSelector lacks one is refused, so the team's pods run
+	// only on the nodes set aside for it. The API server cannot add them to
+	// a pod (that needs a mutating admission policy): the team puts them in
+	// its pod templates.
+	// +optional
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$'))",message="node label keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 characters"
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 }
 
 // ServiceType is a Service's spec.type.

@@ -34,6 +34,7 @@ var classesAllowances = tenancyv1.TenantAllowances{
 	PriorityClasses: []tenancyv1.ObjectName{"team-low"},
 	RuntimeClasses:  []tenancyv1.ObjectName{"gvisor"},
 	ServiceTypes:    []tenancyv1.ServiceType{tenancyv1.ServiceType(corev1.ServiceTypeClusterIP)},
+	NodeSelector:    map[string]tenancyv1.LabelValue{"pool": "team"},
 }
 
 // The refusals' messages, after what they name, in tenant's namespaces.
@@ -104,6 +105,7 @@ func setClassesAllowances(g Gomega, name, ns string, alice client.Client) {
 		HaveKeyWithValue(AllowedPriorityClassesAnnotation, "team-low"),
 		HaveKeyWithValue(AllowedRuntimeClassesAnnotation, "gvisor"),
 		HaveKeyWithValue(AllowedServiceTypesAnnotation, "ClusterIP"),
+		HaveKeyWithValue(ForcedNodeSelectorAnnotation, "pool=team"),
 	))
 	g.Eventually(func() error {
 		return alice.Create(ctx, aClaim(ns, "probe", ptr.To("fast")), client.DryRunAll)
@@ -138,12 +140,17 @@ func aService(ns, name string, typ corev1.ServiceType) *corev1.Service {
 	return s
 }
 
-// classPod is restrictedPod with an allowed image.
+// classPod is restrictedPod with an allowed image, on the nodes
+// classesAllowances force.
 func classPod(ns, name string) *corev1.Pod {
 	p := restrictedPod(ns, name, false)
 	p.Spec.Containers = []corev1.Container{restrictedContainer("app", insideImage)}
+	p.Spec.NodeSelector = map[string]string{"pool": "team"}
 	return p
 }
+
+// forcedNodeSelector is the refusal of a pod without pool=team in clsops' namespace.
+const forcedNodeSelector = "spec.nodeSelector lacks pool=team, which the Tenant clsops's allowances.nodeSelector [pool=team] forces: add pool=team to it"
 
 // withEphemeralVolume adds a generic ephemeral volume whose claim is of
 // class (none when nil).
@@ -228,8 +235,8 @@ func TestEveryPodFieldThatNamesAClassIsRead(t *testing.T) {
 }
 
 // TestTenantClassAllowancesOperationByOperation: the tenant-allowances
-// policy's storageClasses, priorityClasses, runtimeClasses and
-// serviceTypes, for the CREATE and UPDATE of each field by a tenant admin
+// policy's storageClasses, priorityClasses, runtimeClasses, serviceTypes
+// and nodeSelector, for the CREATE and UPDATE of each field by a tenant admin
 // (the built-in admin role's rules, impersonated) and by a cluster admin
 // (the allowances bind everyone, as they bind the controllers that make
 // claims from StatefulSets' volumeClaimTemplates and pods from
@@ -247,6 +254,7 @@ func TestTenantClassAllowancesOperationByOperation(t *testing.T) {
 	legacyPod := classPod(ns, "legacy-pod")
 	legacyPod.Spec.PriorityClassName = outsidePriorityClass
 	legacyPod.Spec.RuntimeClassName = ptr.To("kata")
+	legacyPod.Spec.NodeSelector = nil
 	withEphemeralVolume(legacyPod, ptr.To("fast"))
 	g.Eventually(func() error { return alice.Create(ctx, legacyPod) }, timeout, interval).Should(Succeed())
 	g.Expect(alice.Create(ctx, aClaim(ns, "legacy-unset", nil))).To(Succeed())
@@ -360,6 +368,36 @@ func TestTenantClassAllowancesOperationByOperation(t *testing.T) {
 			return updatePod("plain", func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("kata") })
 		}, byValidation, "pod updates may not change fields other than", nothing},
 
+		// nodeSelector.
+		{"CREATE a pod without the forced node label", func() error {
+			p := classPod(ns, "anywhere")
+			p.Spec.NodeSelector = nil
+			return alice.Create(ctx, p)
+		}, byAllowance, forcedNodeSelector, absent(classPod(ns, "anywhere"))},
+		{"CREATE a pod selecting another value of the forced node label", func() error {
+			p := classPod(ns, "other-pool")
+			p.Spec.NodeSelector = map[string]string{"pool": "shared"}
+			return alice.Create(ctx, p)
+		}, byAllowance, forcedNodeSelector, absent(classPod(ns, "other-pool"))},
+		{"CREATE a pod with the forced node label and more", func() error {
+			p := classPod(ns, "pool-and-zone")
+			p.Spec.NodeSelector["zone"] = "a"
+			return alice.Create(ctx, p)
+		}, admitted, "", nothing},
+		{"CREATE a MarkdownView whose pod lacks the forced node label, as a cluster admin", func() error {
+			v := aView("anywhere", nil)
+			v.SetNamespace(ns)
+			return k8s.Create(ctx, v, client.DryRunAll)
+		}, byAllowance, "spec.pod.nodeSelector lacks pool=team", nothing},
+		{"CREATE a MarkdownView whose pod selects the forced node label", func() error {
+			v := aView("pooled", map[string]any{"pod": map[string]any{"nodeSelector": map[string]any{"pool": "team"}}})
+			v.SetNamespace(ns)
+			return k8s.Create(ctx, v, client.DryRunAll)
+		}, admitted, "", nothing},
+		{"UPDATE a pod's nodeSelector (the API server keeps it)", func() error {
+			return updatePod("plain", func(p *corev1.Pod) { p.Spec.NodeSelector = nil })
+		}, byValidation, "pod updates may not change fields other than", nothing},
+
 		// serviceTypes.
 		{"CREATE a NodePort Service", func() error { return alice.Create(ctx, aService(ns, "np", corev1.ServiceTypeNodePort)) },
 			byAllowance, "Service type NodePort" + outsideServiceTypes, absent(aService(ns, "np", ""))},
@@ -424,13 +462,14 @@ func TestTenantClassAllowancesOperationByOperation(t *testing.T) {
 		}, timeout, interval).Should(Succeed())
 		g.Eventually(func() map[string]string { return getNamespace(g, ns).Annotations }, timeout, interval).Should(And(
 			Not(HaveKey(AllowedStorageClassesAnnotation)), Not(HaveKey(AllowedPriorityClassesAnnotation)),
-			Not(HaveKey(AllowedRuntimeClassesAnnotation)), Not(HaveKey(AllowedServiceTypesAnnotation))))
+			Not(HaveKey(AllowedRuntimeClassesAnnotation)), Not(HaveKey(AllowedServiceTypesAnnotation)),
+			Not(HaveKey(ForcedNodeSelectorAnnotation))))
 		g.Eventually(func() error {
 			return alice.Create(ctx, aService(ns, "free-lb", corev1.ServiceTypeLoadBalancer), client.DryRunAll)
 		}, timeout, interval).Should(Succeed())
 		g.Expect(alice.Create(ctx, aClaim(ns, "free-unset", nil), client.DryRunAll)).To(Succeed())
 		p := classPod(ns, "free")
-		p.Spec.PriorityClassName, p.Spec.RuntimeClassName = outsidePriorityClass, ptr.To("kata")
+		p.Spec.PriorityClassName, p.Spec.RuntimeClassName, p.Spec.NodeSelector = outsidePriorityClass, ptr.To("kata"), nil
 		g.Expect(alice.Create(ctx, withEphemeralVolume(p, ptr.To("fast")), client.DryRunAll)).To(Succeed())
 	})
 }

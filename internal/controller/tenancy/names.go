@@ -75,6 +75,7 @@ const (
 	AllowedPriorityClassesAnnotation = "tenancy.trellis.dev/allowed-priority-classes"
 	AllowedRuntimeClassesAnnotation  = "tenancy.trellis.dev/allowed-runtime-classes"
 	AllowedServiceTypesAnnotation    = "tenancy.trellis.dev/allowed-service-types"
+	ForcedNodeSelectorAnnotation     = "tenancy.trellis.dev/forced-node-selector" // key=value
 )
 
 // The Pod Security Admission labels Trellis writes from spec.podSecurity.
@@ -202,7 +203,8 @@ func restrictionKey(key string) bool {
 	switch key {
 	case NetworkIsolationLabel, AllowedHostnamesAnnotation, AllowedIngressClassesAnnotation,
 		AllowedGatewaysAnnotation, AllowedRegistriesAnnotation, AllowedStorageClassesAnnotation,
-		AllowedPriorityClassesAnnotation, AllowedRuntimeClassesAnnotation, AllowedServiceTypesAnnotation:
+		AllowedPriorityClassesAnnotation, AllowedRuntimeClassesAnnotation, AllowedServiceTypesAnnotation,
+		ForcedNodeSelectorAnnotation:
 		return true
 	}
 	return podSecurityKey(key)
