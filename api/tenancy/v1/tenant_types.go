@@ -106,8 +106,10 @@ type TenantSpec struct {
 
 	// allowances narrow what the tenant's namespaces may ask of the cluster's
 	// shared infrastructure: the hostnames their Ingresses, routes and
-	// MarkdownViews serve, the IngressClasses and Gateways they use, and the
-	// registries their images come from. Each is written onto the tenant's
+	// MarkdownViews serve, the IngressClasses and Gateways they use, the
+	// registries their images come from, the StorageClasses,
+	// PriorityClasses and RuntimeClasses they name, the types of their
+	// Services, and the nodes their pods select. Each is written onto the tenant's
 	// namespaces as a tenancy.trellis.dev/allowed-* annotation, and enforced
 	// there by the API server (config/admission, tenant-allowances) for
 	// everyone, the Trellis manager included. An allowance left unset
@@ -202,7 +204,65 @@ type TenantAllowances struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
 	Registries []RegistryPrefix `json:"registries,omitempty"`
+
+	// storageClasses the tenant's PersistentVolumeClaims (a StatefulSet's
+	// volumeClaimTemplates and a pod's ephemeral volumes included) may name
+	// in storageClassName. With storageClasses set, a claim must name one:
+	// a claim without a class (or with the empty class) takes the cluster's
+	// default class, whichever that is when it is bound, or a volume of no
+	// class, and is refused. (Where a default class exists, the API server
+	// names it on the claim before the check: list it to allow it.)
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	StorageClasses []ObjectName `json:"storageClasses,omitempty"`
+
+	// priorityClasses the tenant's pods (and MarkdownViews' pod) may name in
+	// priorityClassName. A pod without one runs at the cluster's default
+	// priority, and is admitted. (Where a PriorityClass is the global
+	// default, the API server names it on the pod before the check: list it
+	// to allow it.)
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	PriorityClasses []ObjectName `json:"priorityClasses,omitempty"`
+
+	// runtimeClasses the tenant's pods may name in runtimeClassName. A pod
+	// without one runs with the node's default runtime, and is admitted.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	RuntimeClasses []ObjectName `json:"runtimeClasses,omitempty"`
+
+	// serviceTypes the tenant's Services may be of, on creation and on every
+	// change (a Service without a type is a ClusterIP one). With
+	// serviceTypes [ClusterIP], a NodePort, LoadBalancer or ExternalName
+	// Service is refused.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=4
+	ServiceTypes []ServiceType `json:"serviceTypes,omitempty"`
+
+	// nodeSelector are node labels every pod of the tenant (and every
+	// MarkdownView's pod.nodeSelector) must select, with these values: a pod
+	// whose spec.nodeSelector lacks one is refused, so the team's pods run
+	// only on the nodes set aside for it. The API server cannot add them to
+	// a pod (that needs a mutating admission policy): the team puts them in
+	// its pod templates.
+	// +optional
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$'))",message="node label keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 characters"
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 }
+
+// ServiceType is a Service's spec.type.
+// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer;ExternalName
+type ServiceType string
 
 // HostnamePattern is a DNS name in lower case, or *. followed by one.
 // +kubebuilder:validation:MinLength=1

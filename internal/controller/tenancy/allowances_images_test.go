@@ -177,7 +177,10 @@ var imageWords = []string{"image", "registry", "repository", "oci", "artifact", 
 // OCI artifact volume, an image digest); it also finds fields that name
 // something else (a pull policy, a Ceph image), which the test lists with
 // what they name.
-func imageFieldPaths(t reflect.Type) []string {
+func imageFieldPaths(t reflect.Type) []string { return fieldPathsNaming(t, imageWords) }
+
+// fieldPathsNaming is imageFieldPaths' walk, for any words.
+func fieldPathsNaming(t reflect.Type, words []string) []string {
 	var out []string
 	var walk func(t reflect.Type, path, holder string, onPath map[reflect.Type]bool)
 	walk = func(t reflect.Type, path, holder string, onPath map[reflect.Type]bool) {
@@ -190,7 +193,7 @@ func imageFieldPaths(t reflect.Type) []string {
 			walk(t.Elem(), path+"{}", holder, onPath)
 		case reflect.String:
 			where := strings.ToLower(path + " " + holder)
-			if slices.ContainsFunc(imageWords, func(w string) bool { return strings.Contains(where, w) }) {
+			if slices.ContainsFunc(words, func(w string) bool { return strings.Contains(where, w) }) {
 				out = append(out, path)
 			}
 		case reflect.Struct:

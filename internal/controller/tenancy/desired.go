@@ -118,6 +118,15 @@ func allowanceAnnotations(a tenancyv1.TenantAllowances) map[string]string {
 	}
 	set(AllowedGatewaysAnnotation, gateways)
 	set(AllowedRegistriesAnnotation, stringsOf(a.Registries))
+	set(AllowedStorageClassesAnnotation, stringsOf(a.StorageClasses))
+	set(AllowedPriorityClassesAnnotation, stringsOf(a.PriorityClasses))
+	set(AllowedRuntimeClassesAnnotation, stringsOf(a.RuntimeClasses))
+	set(AllowedServiceTypesAnnotation, stringsOf(a.ServiceTypes))
+	selector := make([]string, 0, len(a.NodeSelector))
+	for _, k := range slices.Sorted(maps.Keys(a.NodeSelector)) {
+		selector = append(selector, k+"="+string(a.NodeSelector[k]))
+	}
+	set(ForcedNodeSelectorAnnotation, selector)
 	return out
 }
 

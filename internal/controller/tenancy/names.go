@@ -67,10 +67,15 @@ const (
 // policy reads them. Tenant admins cannot write namespaces, so what they say
 // is what the Tenant says.
 const (
-	AllowedHostnamesAnnotation      = "tenancy.trellis.dev/allowed-hostnames"
-	AllowedIngressClassesAnnotation = "tenancy.trellis.dev/allowed-ingress-classes"
-	AllowedGatewaysAnnotation       = "tenancy.trellis.dev/allowed-gateways" // namespace/name
-	AllowedRegistriesAnnotation     = "tenancy.trellis.dev/allowed-registries"
+	AllowedHostnamesAnnotation       = "tenancy.trellis.dev/allowed-hostnames"
+	AllowedIngressClassesAnnotation  = "tenancy.trellis.dev/allowed-ingress-classes"
+	AllowedGatewaysAnnotation        = "tenancy.trellis.dev/allowed-gateways" // namespace/name
+	AllowedRegistriesAnnotation      = "tenancy.trellis.dev/allowed-registries"
+	AllowedStorageClassesAnnotation  = "tenancy.trellis.dev/allowed-storage-classes"
+	AllowedPriorityClassesAnnotation = "tenancy.trellis.dev/allowed-priority-classes"
+	AllowedRuntimeClassesAnnotation  = "tenancy.trellis.dev/allowed-runtime-classes"
+	AllowedServiceTypesAnnotation    = "tenancy.trellis.dev/allowed-service-types"
+	ForcedNodeSelectorAnnotation     = "tenancy.trellis.dev/forced-node-selector" // key=value
 )
 
 // The Pod Security Admission labels Trellis writes from spec.podSecurity.
@@ -197,7 +202,9 @@ func podSecurityKey(key string) bool {
 func restrictionKey(key string) bool {
 	switch key {
 	case NetworkIsolationLabel, AllowedHostnamesAnnotation, AllowedIngressClassesAnnotation,
-		AllowedGatewaysAnnotation, AllowedRegistriesAnnotation:
+		AllowedGatewaysAnnotation, AllowedRegistriesAnnotation, AllowedStorageClassesAnnotation,
+		AllowedPriorityClassesAnnotation, AllowedRuntimeClassesAnnotation, AllowedServiceTypesAnnotation,
+		ForcedNodeSelectorAnnotation:
 		return true
 	}
 	return podSecurityKey(key)

@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -256,4 +258,58 @@ func TestTheManagersChildrenAreHeldToTheTenantsAllowances(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("hostname b.docs.example.com is outside the Tenant docs's allowances.hostnames [*.other.example.com]"))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns.Name, "viewer-ingressed"), &networkingv1.Ingress{}))).To(BeTrue())
+}
+
+// TestTheViewersPodsAreHeldToTheTenantsPriorityClasses: a MarkdownView's
+// pod.priorityClassName is checked against the Tenant's
+// allowances.priorityClasses when the view is made, and the pods the
+// ReplicaSet controller makes from the viewer Deployment the manager
+// writes are checked again when they are made (this test plays that
+// controller, which envtest does not run): once the allowance narrows, the
+// viewer's pods are refused, with the allowance's message. (Namespace
+// labelled and annotated here as Trellis would for a Tenant.)
+func TestTheViewersPodsAreHeldToTheTenantsPriorityClasses(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	for _, name := range []string{"docs-low", "docs-high"} {
+		g.Expect(k8s.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: 10})).To(Succeed())
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:        "mdv-tenant-prio",
+		Labels:      map[string]string{"tenancy.trellis.dev/tenant": "prio"},
+		Annotations: map[string]string{"tenancy.trellis.dev/allowed-priority-classes": "docs-low"},
+	}}
+	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+	g.Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "default"}})).To(Succeed())
+	site := map[string]string{"a.md": "A"}
+
+	high := newMarkdownView(ns.Name, "high", site)
+	high.Spec.Pod.PriorityClassName = "docs-high"
+	refusedWith(g, high, func() error { return k8s.Create(ctx, high.DeepCopy()) },
+		"priority class docs-high is outside the Tenant prio's allowances.priorityClasses [docs-low]")
+
+	low := newMarkdownView(ns.Name, "low", site)
+	low.Spec.Pod.PriorityClassName = "docs-low"
+	g.Expect(k8s.Create(ctx, low)).To(Succeed())
+	viewerPod := func(g Gomega) *corev1.Pod {
+		d := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, key(ns.Name, "viewer-low"), d)).To(Succeed())
+		g.Expect(d.Spec.Template.Spec.PriorityClassName).To(Equal("docs-low"))
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, GenerateName: "viewer-low-", Labels: d.Spec.Template.Labels},
+			Spec:       d.Spec.Template.Spec,
+		}
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Create(ctx, viewerPod(g), client.DryRunAll)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ns), ns)).To(Succeed())
+	ns.Annotations["tenancy.trellis.dev/allowed-priority-classes"] = "docs-other"
+	g.Expect(k8s.Update(ctx, ns)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8s.Create(ctx, viewerPod(g), client.DryRunAll)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("priority class docs-low is outside the Tenant prio's allowances.priorityClasses [docs-other]"))
+	}, timeout, interval).Should(Succeed())
 }
