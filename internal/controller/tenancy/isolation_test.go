@@ -39,6 +39,11 @@ func letWritePolicies(g Gomega, ns, group string) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "test-networkpolicy-writer"},
 		Subjects:   []rbacv1.Subject{{Kind: "Group", Name: group, APIGroup: rbacv1.GroupName}},
 	})).To(Succeed())
+	// The API server's authorizer learns of a binding from its own watch, a
+	// moment after the create: until then the group is still refused.
+	g.Eventually(func() bool {
+		return canI(g, group, "create", "networkpolicies", "networking.k8s.io", ns, "")
+	}, timeout, interval).Should(BeTrue(), "the API server has not yet seen the binding")
 }
 
 func allowAll(ns, name string) *networkingv1.NetworkPolicy {
