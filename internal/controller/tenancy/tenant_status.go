@@ -10,6 +10,7 @@ import (
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/operate"
 )
 
 // Condition reasons of a Tenant, as documented in docs/tenant.md.
@@ -201,6 +202,8 @@ func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus
 	st := *t.Status.DeepCopy()
 	gen := t.Generation
 	st.ObservedGeneration = gen
+	st.LastHandledReconcileAt = operate.RequestedAt(t)
+	operate.Resume(&st.Conditions)
 	st.Namespaces = namespaceStates(t.Status.Namespaces, obs.namespaces)
 	for i, ns := range st.Namespaces {
 		if policies := obs.undone[ns.Name]; len(policies) > 0 && ns.State == tenancyv1.NamespaceReady {
