@@ -488,6 +488,15 @@ type TenantStatus struct {
 	// +kubebuilder:validation:MaxItems=128
 	Namespaces []TenantNamespaceStatus `json:"namespaces,omitempty"`
 
+	// namespaceNames are the names in namespaces, in the same order: what
+	// kubectl get shows (a column of a CRD prints one JSONPath result, so it
+	// cannot list namespaces[*].name).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:items:MaxLength=63
+	NamespaceNames []string `json:"namespaceNames,omitempty"`
+
 	// quota is the tenant-wide quota: the limits and the usage of its
 	// namespaces' ResourceQuotas, summed over the namespaces that are ready.
 	// +optional
@@ -523,7 +532,7 @@ type TenantQuotaStatus struct {
 // +kubebuilder:resource:scope=Cluster,categories=trellis,shortName=tn
 // +kubebuilder:printcolumn:name="Admins",type=string,JSONPath=`.spec.admins[*].name`
 // +kubebuilder:printcolumn:name="Prefix",type=string,JSONPath=`.spec.namespacePrefix`
-// +kubebuilder:printcolumn:name="Namespaces",type=string,JSONPath=`.status.namespaces[*].name`
+// +kubebuilder:printcolumn:name="Namespaces",type=string,JSONPath=`.status.namespaceNames`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -515,6 +515,11 @@ func (in *TenantStatus) DeepCopyInto(out *TenantStatus) {
 		*out = make([]TenantNamespaceStatus, len(*in))
 		copy(*out, *in)
 	}
+	if in.NamespaceNames != nil {
+		in, out := &in.NamespaceNames, &out.NamespaceNames
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	in.Quota.DeepCopyInto(&out.Quota)
 }
 

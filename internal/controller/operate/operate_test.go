@@ -49,7 +49,9 @@ func TestSuspendedReadsSettledToKStatus(t *testing.T) {
 		wantReady  metav1.ConditionStatus
 		wantReason string
 	}{
-		"ready":         {before: func(c *[]metav1.Condition) { conditions.Summarize(c, 1, conditions.Summary{Progress: conditions.Done, Reason: "Ready"}) }, want: kstatus.CurrentStatus, wantReady: metav1.ConditionTrue, wantReason: "Ready"},
+		"ready": {before: func(c *[]metav1.Condition) {
+			conditions.Summarize(c, 1, conditions.Summary{Progress: conditions.Done, Reason: "Ready"})
+		}, want: kstatus.CurrentStatus, wantReady: metav1.ConditionTrue, wantReason: "Ready"},
 		"still working": {before: working, want: kstatus.FailedStatus, wantReady: metav1.ConditionFalse, wantReason: "Creating"},
 		"stalled": {before: func(c *[]metav1.Condition) {
 			conditions.Summarize(c, 1, conditions.Summary{Progress: conditions.Blocked, Reason: "Conflict", Message: "m"})
