@@ -26,14 +26,24 @@ const (
 	// when suspend is what keeps the object from being Ready.
 	ReasonSuspended = "Suspended"
 
+	// MaxRequestedAt bounds the annotation values answered, as the CRDs
+	// bound status.lastHandledReconcileAt; a longer value asks for nothing.
+	MaxRequestedAt = 256
+
 	suspendedMessage = "spec.suspend is true: nothing is created, changed or deleted until it is false"
 )
 
 // IsSuspended reports whether spec.suspend is set and true.
 func IsSuspended(suspend *bool) bool { return suspend != nil && *suspend }
 
-// RequestedAt is the value of obj's reconcile-now annotation, "" without one.
-func RequestedAt(obj metav1.Object) string { return obj.GetAnnotations()[RequestedAtAnnotation] }
+// RequestedAt is the value of obj's reconcile-now annotation; "" without
+// one, or with one longer than MaxRequestedAt.
+func RequestedAt(obj metav1.Object) string {
+	if v := obj.GetAnnotations()[RequestedAtAnnotation]; len(v) <= MaxRequestedAt {
+		return v
+	}
+	return ""
+}
 
 // ReconcileRequested passes the updates that change the reconcile-now
 // annotation; every other event is left to the predicates it is or-ed with

@@ -2,9 +2,6 @@ package tenancy
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +12,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -146,37 +142,14 @@ func TestTenantColumns(t *testing.T) {
 	patchTenant(g, "cols", `{"spec":{"suspend":true}}`)
 	eventuallySuspended(g, "cols")
 
-	table := tenantTable(g, "cols")
-	cells := map[string]any{}
-	priority := map[string]int32{}
-	for i, c := range table.ColumnDefinitions {
-		cells[c.Name] = table.Rows[0].Cells[i]
-		priority[c.Name] = c.Priority
-	}
+	rows, priority, err := testenv.Table(adminCfg, "/apis/tenancy.trellis.dev/v1/tenants?fieldSelector=metadata.name%3Dcols")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rows).To(HaveLen(1))
+	cells := rows[0]
 	g.Expect(cells).To(HaveKeyWithValue("Reason", "Ready"))
 	g.Expect(cells).To(HaveKeyWithValue("Namespaces", `["cols-a","cols-b"]`))
 	g.Expect(cells).To(HaveKeyWithValue("Suspended", true))
 	g.Expect(priority).To(HaveKeyWithValue("Suspended", int32(1)), "only with -o wide")
 	g.Expect(priority).To(HaveKeyWithValue("Reason", int32(0)))
 	deleteTenant(g, "cols")
-}
-
-// tenantTable gets one Tenant as the Table kubectl get asks for.
-func tenantTable(g Gomega, name string) *metav1.Table {
-	hc, err := rest.HTTPClientFor(adminCfg)
-	g.Expect(err).NotTo(HaveOccurred())
-	req, err := http.NewRequest(http.MethodGet,
-		strings.TrimSuffix(adminCfg.Host, "/")+"/apis/tenancy.trellis.dev/v1/tenants?fieldSelector=metadata.name%3D"+name, nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	req.Header.Set("Accept", "application/json;as=Table;g=meta.k8s.io;v=v1")
-	resp, err := hc.Do(req)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "%s", body)
-	table := &metav1.Table{}
-	g.Expect(json.Unmarshal(body, table)).To(Succeed())
-	g.Expect(table.Rows).To(HaveLen(1))
-	return table
 }
