@@ -66,6 +66,13 @@ type BucketAccessSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=604800
 	RotationGracePeriodSeconds *int32 `json:"rotationGracePeriodSeconds,omitempty"`
+
+	// suspend stops the controller acting on this object: what exists is
+	// kept as it is, nothing is created, changed or deleted, and the status
+	// says Suspended. Deleting the object still runs its deletion policy.
+	// Setting it back to false reconciles at once.
+	// +optional
+	Suspend *bool `json:"suspend,omitempty"`
 }
 
 // RetiringKey is a replaced key that still works until its grace period ends.
@@ -128,6 +135,12 @@ type BucketAccessStatus struct {
 	// +listMapKey=accessKeyID
 	// +kubebuilder:validation:MaxItems=16
 	RetiringKeys []RetiringKey `json:"retiringKeys,omitempty"`
+
+	// lastHandledReconcileAt is the value of the reconcile.fluxcd.io/requestedAt
+	// annotation the controller last answered with a reconcile.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
 // BucketAccess gives a workload a key of its own to one bucket: Trellis
@@ -143,6 +156,7 @@ type BucketAccessStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,priority=1
 type BucketAccess struct {
 	metav1.TypeMeta `json:",inline"`
 	// metadata is the object's metadata.

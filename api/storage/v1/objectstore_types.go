@@ -137,6 +137,13 @@ type ObjectStoreSpec struct {
 	// Blocked, so that one field closes every bucket of the store.
 	// +optional
 	PublicAccessNamespaceSelector *metav1.LabelSelector `json:"publicAccessNamespaceSelector,omitempty"`
+
+	// suspend stops the controller acting on this object: what exists is
+	// kept as it is, nothing is created, changed or deleted, and the status
+	// says Suspended. Deleting the object still runs its deletion policy.
+	// Setting it back to false reconciles at once.
+	// +optional
+	Suspend *bool `json:"suspend,omitempty"`
 }
 
 // ObjectStoreStatus is what the controller observed.
@@ -156,18 +163,25 @@ type ObjectStoreStatus struct {
 	// +default=0
 	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// lastHandledReconcileAt is the value of the reconcile.fluxcd.io/requestedAt
+	// annotation the controller last answered with a reconcile.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
 // ObjectStore is an S3-compatible object store outside the cluster, set up by
 // the platform team for StorageBuckets to use.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,categories=trellis
+// +kubebuilder:resource:scope=Cluster,categories=trellis,shortName=ostore
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.spec.endpoint`
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,priority=1
 type ObjectStore struct {
 	metav1.TypeMeta `json:",inline"`
 	// metadata is the object's metadata.

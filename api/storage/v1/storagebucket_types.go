@@ -117,6 +117,13 @@ type StorageBucketSpec struct {
 	// condition says so, and the bucket is Stalled until the field is removed.
 	// +optional
 	Lifecycle *BucketLifecycle `json:"lifecycle,omitempty"`
+
+	// suspend stops the controller acting on this object: what exists is
+	// kept as it is, nothing is created, changed or deleted, and the status
+	// says Suspended. Deleting the object still runs its deletion policy.
+	// Setting it back to false reconciles at once.
+	// +optional
+	Suspend *bool `json:"suspend,omitempty"`
 }
 
 // BucketVersioning is the versioning state of a bucket.
@@ -263,6 +270,12 @@ type StorageBucketStatus struct {
 	// only a HeadBucket).
 	// +optional
 	Claim BucketClaim `json:"claim,omitempty"`
+
+	// lastHandledReconcileAt is the value of the reconcile.fluxcd.io/requestedAt
+	// annotation the controller last answered with a reconcile.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
 // StorageBucket is a bucket in an ObjectStore outside the cluster, created and
@@ -275,6 +288,7 @@ type StorageBucketStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,priority=1
 type StorageBucket struct {
 	metav1.TypeMeta `json:",inline"`
 	// metadata is the object's metadata.

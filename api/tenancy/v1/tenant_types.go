@@ -124,6 +124,13 @@ type TenantSpec struct {
 	// their requests are deleted). Needs a namespacePrefix.
 	// +optional
 	SelfService SelfService `json:"selfService,omitzero"`
+
+	// suspend stops the controller acting on this object: what exists is
+	// kept as it is, nothing is created, changed or deleted, and the status
+	// says Suspended. Deleting the object still runs its deletion policy.
+	// Setting it back to false reconciles at once.
+	// +optional
+	Suspend *bool `json:"suspend,omitempty"`
 }
 
 // SelfService bounds the namespaces a tenant's admins may add themselves.
@@ -541,10 +548,25 @@ type TenantStatus struct {
 	// +kubebuilder:validation:MaxItems=128
 	Namespaces []TenantNamespaceStatus `json:"namespaces,omitempty"`
 
+	// namespaceNames are the names in namespaces, in the same order: what
+	// kubectl get shows (a column of a CRD prints one JSONPath result, so it
+	// cannot list namespaces[*].name).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:items:MaxLength=63
+	NamespaceNames []string `json:"namespaceNames,omitempty"`
+
 	// quota is the tenant-wide quota: the limits and the usage of its
 	// namespaces' ResourceQuotas, summed over the namespaces that are ready.
 	// +optional
 	Quota TenantQuotaStatus `json:"quota,omitzero"`
+
+	// lastHandledReconcileAt is the value of the reconcile.fluxcd.io/requestedAt
+	// annotation the controller last answered with a reconcile.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
 // TenantQuotaStatus is a tenant's quota summed over its namespaces.
@@ -567,12 +589,14 @@ type TenantQuotaStatus struct {
 // guardrails every one of them gets.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,categories=trellis
+// +kubebuilder:resource:scope=Cluster,categories=trellis,shortName=tn
 // +kubebuilder:printcolumn:name="Admins",type=string,JSONPath=`.spec.admins[*].name`
 // +kubebuilder:printcolumn:name="Prefix",type=string,JSONPath=`.spec.namespacePrefix`
-// +kubebuilder:printcolumn:name="Namespaces",type=string,JSONPath=`.spec.namespaces`
+// +kubebuilder:printcolumn:name="Namespaces",type=string,JSONPath=`.status.namespaceNames`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,priority=1
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="a Tenant name must be a DNS label of at most 40 characters (it names the tenant's ClusterRole and labels its namespaces)"
 type Tenant struct {
 	metav1.TypeMeta `json:",inline"`

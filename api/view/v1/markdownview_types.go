@@ -59,6 +59,13 @@ type MarkdownViewSpec struct {
 	// removes that object.
 	// +optional
 	Expose Expose `json:"expose,omitzero"`
+
+	// suspend stops the controller acting on this object: what exists is
+	// kept as it is, nothing is created, changed or deleted, and the status
+	// says Suspended. Deleting the object still runs its deletion policy.
+	// Setting it back to false reconciles at once.
+	// +optional
+	Suspend *bool `json:"suspend,omitempty"`
 }
 
 // MarkdownText is the content of one Markdown file.
@@ -283,6 +290,12 @@ type MarkdownViewStatus struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	URL string `json:"url,omitempty"`
+
+	// lastHandledReconcileAt is the value of the reconcile.fluxcd.io/requestedAt
+	// annotation the controller last answered with a reconcile.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
 // MarkdownView serves Markdown held in the resource as a rendered website.
@@ -292,8 +305,10 @@ type MarkdownViewStatus struct {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,priority=1
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 56 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="a MarkdownView name must be a DNS label (lower-case letters, digits, '-', starting with a letter) of at most 56 characters, so that its Service viewer-<name> is valid"
 type MarkdownView struct {
 	metav1.TypeMeta `json:",inline"`

@@ -27,6 +27,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
+	"github.com/trellis-dev/trellis/internal/controller/operate"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/s3"
@@ -106,7 +107,7 @@ type AccessReconciler struct {
 func (r *AccessReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(accessController).
-		For(&storagev1.BucketAccess{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&storagev1.BucketAccess{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, operate.ReconcileRequested))).
 		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfBucket), builder.WithPredicates(bucketStateChanged)).
 		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfStore), builder.WithPredicates(storeReadyChanged)).
 		WatchesRawSource(source.Channel(r.accessEvents, &handler.TypedEnqueueRequestForObject[*storagev1.BucketAccess]{})).
@@ -161,6 +162,15 @@ func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	a := &storagev1.BucketAccess{}
 	found, err := r.status.Get(ctx, req.NamespacedName, a)
 	if err != nil || !found {
+		return ctrl.Result{}, err
+	}
+	if a.DeletionTimestamp.IsZero() && operate.IsSuspended(a.Spec.Suspend) {
+		// Deletion does not come here: deleting is exactly what a user
+		// asked for, and the deletion policy runs as always.
+		next := *a.Status.DeepCopy()
+		next.ObservedGeneration = a.Generation
+		operate.Suspend(&next.Conditions, a.Generation)
+		_, err := r.status.Patch(ctx, a, next)
 		return ctrl.Result{}, err
 	}
 	obs := &accessObservation{}

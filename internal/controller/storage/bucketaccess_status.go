@@ -10,6 +10,7 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/children"
+	"github.com/trellis-dev/trellis/internal/controller/operate"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 )
 
@@ -42,6 +43,8 @@ func computeAccessStatus(a *storagev1.BucketAccess, obs *accessObservation) stor
 		return st
 	}
 	st.ObservedGeneration = a.Generation
+	st.LastHandledReconcileAt = operate.RequestedAt(a)
+	operate.Resume(&st.Conditions)
 	if t := obs.target; t != nil {
 		st.StoreName, st.BucketName = t.store, t.bucket
 	}

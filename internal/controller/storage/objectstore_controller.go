@@ -23,6 +23,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
+	"github.com/trellis-dev/trellis/internal/controller/operate"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 )
@@ -80,7 +81,7 @@ type ObjectStoreReconciler struct {
 func (r *ObjectStoreReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(storeController).
-		For(&storagev1.ObjectStore{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&storagev1.ObjectStore{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, operate.ReconcileRequested))).
 		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.whileDeleting(storeOfBucket)), builder.WithPredicates(bucketCreatedOrGone)).
 		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(r.whileDeleting(storeOfAccess)), builder.WithPredicates(accessGone)).
 		WatchesRawSource(source.Channel(r.storeEvents, &handler.TypedEnqueueRequestForObject[*storagev1.ObjectStore]{})).
@@ -157,6 +158,15 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		forgetStoreMetrics(req.Name)
 		return ctrl.Result{}, nil
 	}
+	if store.DeletionTimestamp.IsZero() && operate.IsSuspended(store.Spec.Suspend) {
+		// Deletion does not come here: deleting is exactly what a user
+		// asked for, and the deletion policy runs as always.
+		next := *store.Status.DeepCopy()
+		next.ObservedGeneration = store.Generation
+		operate.Suspend(&next.Conditions, store.Generation)
+		_, err := r.status.Patch(ctx, store, next)
+		return ctrl.Result{}, err
+	}
 	obs := &storeObservation{}
 	defer finish(ctx, r.status, r.recorder, store, &obs.outcome, &result, &err,
 		func() storagev1.ObjectStoreStatus { return computeStoreStatus(store, obs) })
@@ -212,6 +222,8 @@ func computeStoreStatus(store *storagev1.ObjectStore, obs *storeObservation) sto
 		return st
 	}
 	st.ObservedGeneration = store.Generation
+	st.LastHandledReconcileAt = operate.RequestedAt(store)
+	operate.Resume(&st.Conditions)
 	conditions.Summarize(&st.Conditions, store.Generation, *summary)
 	return st
 }

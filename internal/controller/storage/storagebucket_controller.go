@@ -25,6 +25,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
+	"github.com/trellis-dev/trellis/internal/controller/operate"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/s3"
@@ -83,7 +84,7 @@ type BucketReconciler struct {
 func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(bucketController).
-		For(&storagev1.StorageBucket{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&storagev1.StorageBucket{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, operate.ReconcileRequested))).
 		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.othersWantingBucket), builder.WithPredicates(claimantLeaving)).
 		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeReadyChanged)).
 		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(bucketOfAccess), builder.WithPredicates(accessGone)).
@@ -258,6 +259,17 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		forgetBucketMetrics(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
+	if b.DeletionTimestamp.IsZero() && operate.IsSuspended(b.Spec.Suspend) {
+		// No check is due while suspended: none is scheduled.
+		r.schedule.Forget(req.NamespacedName)
+		// Deletion does not come here: deleting is exactly what a user
+		// asked for, and the deletion policy runs as always.
+		next := *b.Status.DeepCopy()
+		next.ObservedGeneration = b.Generation
+		operate.Suspend(&next.Conditions, b.Generation)
+		_, err := r.status.Patch(ctx, b, next)
+		return ctrl.Result{}, err
+	}
 	obs := &bucketObservation{}
 	defer finish(ctx, r.status, r.recorder, b, &obs.outcome, &result, &err,
 		func() storagev1.StorageBucketStatus { return computeBucketStatus(b, obs) })
@@ -270,7 +282,8 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 
 	key, uid, every := req.NamespacedName, string(b.UID), interval(b)
 	settled := b.Status.ObservedGeneration == b.Generation && b.Status.BucketName != "" &&
-		conditions.IsTrue(b.Status.Conditions, conditions.Ready)
+		conditions.IsTrue(b.Status.Conditions, conditions.Ready) &&
+		b.Status.LastHandledReconcileAt == operate.RequestedAt(b)
 	if wait := r.schedule.Wait(key, uid, every); settled && wait > 0 && !r.publicAccessChanged(ctx, b) {
 		// A healthy bucket seen by a start-up listing, a resync or a store
 		// event: its check is not due, and one now would bunch checks

@@ -5,6 +5,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/operate"
 )
 
 // computeBucketStatus derives the status from what one reconcile observed.
@@ -23,6 +24,8 @@ func computeBucketStatus(b *storagev1.StorageBucket, obs *bucketObservation) sto
 	}
 	gen := b.Generation
 	st.ObservedGeneration = gen
+	st.LastHandledReconcileAt = operate.RequestedAt(b)
+	operate.Resume(&st.Conditions)
 	if res := obs.checked; res != nil {
 		if name := bucketName(b); st.BucketName != name {
 			st.BucketName, st.Claim = name, ""

@@ -17,6 +17,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/operate"
 	"github.com/trellis-dev/trellis/internal/jitter"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
@@ -303,7 +304,8 @@ func (s *Sweeper) orphans(ctx context.Context, store *storagev1.ObjectStore, ids
 
 // claimedBuckets returns the StorageBuckets that claim a bucket in the
 // store, but those of namespaces the store is no longer open to (Trellis
-// no longer acts for them there).
+// no longer acts for them there) and suspended ones (their bucket is left
+// as it is, its policy unread, until they resume; accounts are still swept).
 func (s *Sweeper) claimedBuckets(ctx context.Context, store *storagev1.ObjectStore) ([]*storagev1.StorageBucket, error) {
 	list := &storagev1.StorageBucketList{}
 	if err := s.client.List(ctx, list, client.MatchingFields{bucketStoreIndex: store.Name}); err != nil {
@@ -313,7 +315,8 @@ func (s *Sweeper) claimedBuckets(ctx context.Context, store *storagev1.ObjectSto
 	for i := range list.Items {
 		sb := &list.Items[i]
 		ready := conditions.Get(sb.Status.Conditions, conditions.Ready)
-		if sb.Status.Claim != storagev1.BucketClaimed || sb.Status.BucketName == "" || ready != nil && ready.Reason == ReasonNamespaceNotAllowed {
+		if sb.Status.Claim != storagev1.BucketClaimed || sb.Status.BucketName == "" || ready != nil && ready.Reason == ReasonNamespaceNotAllowed ||
+			operate.IsSuspended(sb.Spec.Suspend) {
 			continue
 		}
 		out = append(out, sb)

@@ -32,6 +32,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
+	"github.com/trellis-dev/trellis/internal/controller/operate"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 )
@@ -179,7 +180,7 @@ func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts contr
 	toTenant := handler.EnqueueRequestsFromMapFunc(childToTenant)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&tenancyv1.Tenant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&tenancyv1.Tenant{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, operate.ReconcileRequested))).
 		Watches(&corev1.Namespace{}, toTenant, builder.WithPredicates(namespaceChanged)).
 		// A request made or deleted; its status is the controller's own.
 		Watches(&tenancyv1.NamespaceRequest{}, handler.EnqueueRequestsFromMapFunc(requestToTenant(mgr.GetClient())),
@@ -264,7 +265,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 	if !t.DeletionTimestamp.IsZero() {
+		// Suspended or not: deleting is exactly what a user asked for.
 		return ctrl.Result{}, r.finalize(ctx, t)
+	}
+	if operate.IsSuspended(t.Spec.Suspend) {
+		return ctrl.Result{}, r.suspend(ctx, t)
 	}
 
 	s := r.newScope(t)
@@ -306,6 +311,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return setup.RequeueAfter(r.reverify), nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// suspend writes, once, that the tenant is suspended, and nothing else: its
+// namespaces and everything in them stay as they are, requests wait, and no
+// periodic look is scheduled. Resuming is a generation change.
+func (r *Reconciler) suspend(ctx context.Context, t *tenancyv1.Tenant) error {
+	next := *t.Status.DeepCopy()
+	next.ObservedGeneration = t.Generation
+	operate.Suspend(&next.Conditions, t.Generation)
+	_, err := r.status.Patch(ctx, t, next)
+	return err
 }
 
 // runSteps runs the sub-reconcilers in order: the namespaces

@@ -10,6 +10,7 @@ import (
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/operate"
 )
 
 // Condition reasons of a Tenant, as documented in docs/tenant.md.
@@ -201,7 +202,13 @@ func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus
 	st := *t.Status.DeepCopy()
 	gen := t.Generation
 	st.ObservedGeneration = gen
+	st.LastHandledReconcileAt = operate.RequestedAt(t)
+	operate.Resume(&st.Conditions)
 	st.Namespaces = namespaceStates(t.Status.Namespaces, obs.namespaces)
+	st.NamespaceNames = nil
+	for _, ns := range st.Namespaces {
+		st.NamespaceNames = append(st.NamespaceNames, ns.Name)
+	}
 	for i, ns := range st.Namespaces {
 		if policies := obs.undone[ns.Name]; len(policies) > 0 && ns.State == tenancyv1.NamespaceReady {
 			st.Namespaces[i].State, st.Namespaces[i].Message = tenancyv1.NamespaceConflict, isolationNamespaceMessage(policies)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
+	"github.com/trellis-dev/trellis/internal/controller/operate"
 )
 
 // The manager's memory must not grow with what MarkdownViews hold: a
@@ -132,7 +133,8 @@ func contentSize(data map[string]string, binaryData map[string][]byte) int {
 // when it is over its bound, and drops the labels, annotations, finalizers
 // and owner references (up to 256 KiB each for the first two, bounded only
 // by the object's size for the others; never read by the controller, and
-// the status patch never sends metadata).
+// the status patch never sends metadata), but the reconcile-now annotation,
+// which is bounded (operate.RequestedAt).
 func trimMarkdownView(in any) (any, error) {
 	mv, ok := in.(*viewv1.MarkdownView)
 	if !ok {
@@ -155,6 +157,9 @@ func trimMarkdownView(in any) (any, error) {
 		annotations[cachedContentKept] = "true"
 	} else {
 		mv.Spec.Markdowns, mv.Spec.Assets = nil, nil
+	}
+	if v := operate.RequestedAt(mv); v != "" {
+		annotations[operate.RequestedAtAnnotation] = v
 	}
 	mv.Annotations, mv.Labels = annotations, nil
 	mv.Finalizers, mv.OwnerReferences = nil, nil

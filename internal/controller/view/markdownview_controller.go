@@ -34,6 +34,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
+	"github.com/trellis-dev/trellis/internal/controller/operate"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/imagepolicy"
@@ -146,7 +147,7 @@ func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts contr
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&viewv1.MarkdownView{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&viewv1.MarkdownView{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, operate.ReconcileRequested))).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&appsv1.Deployment{}, builder.WithPredicates(deploymentChanged)).
 		Owns(&corev1.Service{}).
@@ -206,8 +207,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 	if !mv.DeletionTimestamp.IsZero() {
-		// The children go with it through their owner references.
+		// The children go with it through their owner references, suspended
+		// or not: deleting is exactly what a user asked for.
 		return ctrl.Result{}, nil
+	}
+	if operate.IsSuspended(mv.Spec.Suspend) {
+		// Its children stay as they are; only the status says so, once.
+		next := *mv.Status.DeepCopy()
+		next.ObservedGeneration = mv.Generation
+		operate.Suspend(&next.Conditions, mv.Generation)
+		_, err := r.status.Patch(ctx, mv, next)
+		return ctrl.Result{}, err
 	}
 
 	var obs observation

@@ -10,6 +10,7 @@ import (
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/operate"
 )
 
 // Condition reasons of a MarkdownView, as documented in docs/markdownview.md.
@@ -56,6 +57,8 @@ func computeStatus(mv *viewv1.MarkdownView, obs observation) viewv1.MarkdownView
 	st := *mv.Status.DeepCopy()
 	gen := mv.Generation
 	st.ObservedGeneration = gen
+	st.LastHandledReconcileAt = operate.RequestedAt(mv)
+	operate.Resume(&st.Conditions)
 	st.URL = siteURL(mv)
 
 	d := obs.deployment
