@@ -296,10 +296,11 @@ endif
 # the binary's own hashes; the release's version), by cyclonedx-gomod from
 # the module list Go records in the binary. Read from the binary, not the
 # checkout, it needs no git (its source mode cannot read a git worktree); with
-# GOPROXY=off it reads licenses from the module cache and asks no server. No
+# GOPROXY=off and GOSUMDB=off it reads licenses from the module cache (its
+# modules were checked against go.sum when downloaded) and asks no server. No
 # serial number or time stamp, so the same commit gives the same bytes.
 define sbom
-GOOS=linux GOARCH=$(2) GOPROXY=off $(CYCLONEDX_GOMOD) bin -json -licenses -noserial -notimestamp -version $(VERSION) \
+GOOS=linux GOARCH=$(2) GOPROXY=off GOSUMDB=off $(CYCLONEDX_GOMOD) bin -json -licenses -noserial -notimestamp -version $(VERSION) \
   -output $(3) $(DIST)/.bin/linux-$(2)/$(1) 2>$(DIST)/.bin/sbom-$(1)-$(2).log || { cat $(DIST)/.bin/sbom-$(1)-$(2).log >&2; exit 1; }
 endef
 
