@@ -6,7 +6,7 @@ export KUBEBUILDER_ASSETS=$PWD/bin
 export GOTOOLCHAIN=local
 
 # Every step is timed; the table is printed at the end, pass or fail, and
-# kept in .dev/test-times.txt. The budget (README, "Tests"): 40 minutes on
+# kept in .dev/test-times.txt. The budget (README, under `make test`): 40 minutes on
 # two idle cores with the Go caches warm (CI's case), 70 on a new machine,
 # where the tools step builds bin/ first.
 BUDGET_WARM_MIN=40
