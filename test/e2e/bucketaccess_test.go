@@ -85,7 +85,7 @@ func buildWorkload(t *testing.T) (string, string) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the workload: %v\n%s", err, out)
 	}
-	img := exec.Command("go", "run", ".", "image", "-binary", binary, "-entrypoint", "/s3client", "-ref", image, "-out", archive)
+	img := exec.Command("go", "run", ".", "image", "-binary", "linux/amd64="+binary, "-entrypoint", "/s3client", "-ref", image, "-out", archive)
 	img.Dir = filepath.Join(root, "hack", "images")
 	if out, err := img.CombinedOutput(); err != nil {
 		t.Fatalf("building the workload's image: %v\n%s", err, out)
