@@ -103,18 +103,9 @@ func TestLayerContents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layers, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = rc.Close() }()
 	got := map[string]*tar.Header{}
 	var names []string
-	tr := tar.NewReader(rc)
+	tr := tar.NewReader(bytes.NewReader(layerOf(t, img)))
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -276,4 +267,23 @@ func TestBinaryFlag(t *testing.T) {
 	if err := b.Set("linux/arm64=bin/linux-arm64/manager"); err != nil || b[0].platform.Architecture != "arm64" || b[0].path != "bin/linux-arm64/manager" {
 		t.Errorf("-binary linux/arm64=...: %v %+v", err, b)
 	}
+}
+
+// layerOf is the uncompressed tar of img's only layer.
+func layerOf(t *testing.T, img v1.Image) []byte {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("%d layers, %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rc.Close() }()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
