@@ -69,7 +69,19 @@ help: ## Show the targets.
 
 .PHONY: manifests
 manifests: controller-gen ## Generate CRDs and RBAC from the API types and markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./internal/..." output:crd:artifacts:config=config/crd/bases
+	@mkdir -p .dev && tmp=$$(mktemp -d .dev/manifests.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./internal/..." \
+	  output:crd:artifacts:config=$$tmp/crd output:rbac:artifacts:config=$$tmp/rbac && \
+	$(call move-changed,$$tmp/crd,config/crd/bases) && $(call move-changed,$$tmp/rbac,config/rbac)
+
+# move-changed SRC,DEST: each file of SRC whose content DEST lacks, moved
+# into DEST by rename. What a generator writes this way is never seen half
+# written by a reader beside it (make test runs the e2e suite, whose
+# `make deploy` generates, beside suites that read config/), and an
+# unchanged file keeps its time.
+define move-changed
+for f in $(1)/*; do cmp -s "$$f" $(2)/"$${f##*/}" || mv "$$f" $(2)/ || exit 1; done
+endef
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.
@@ -180,7 +192,9 @@ DEPLOY_CONFIG = config/$(if $(BUCKET_EVENTS),default-with-bucket-events,default)
 
 .PHONY: deploy
 deploy: manifests kustomize ## Deploy the manager image IMG (and viewer image VIEWER_IMG) into the current cluster; BUCKET_EVENTS=1 adds the bucket-event receiver.
-	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	@mkdir -p .dev && tmp=$$(mktemp -d .dev/deploy.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+	cp config/manager/kustomization.yaml $$tmp/ && (cd $$tmp && $(KUSTOMIZE) edit set image controller=$(IMG)) && \
+	$(call move-changed,$$tmp,config/manager)
 	$(KUSTOMIZE) build $(DEPLOY_CONFIG) | sed 's|--viewer-image=.*|--viewer-image=$(VIEWER_IMG)|' | kubectl apply --server-side -f -
 
 .PHONY: undeploy

@@ -22,7 +22,24 @@ current="" started=$SECONDS step_started=$SECONDS step_cpu_started=0 new_machine
 cpu_now=0
 read_cpu() {
   times > "$times_file.cpu"
-  cpu_now=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); n += p[1] * 60 + p[2] }; printf "%d", n }' "$times_file.cpu")
+  cpu_now=$(children_cpu "$times_file.cpu")
+}
+# children_cpu prints the children's CPU seconds from the output of `times`.
+children_cpu() {
+  awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); n += p[1] * 60 + p[2] }; printf "%d", n }' "$1"
+}
+# The e2e suite runs in the background beside the later steps (below):
+# wait_e2e waits for it and gives it a row of its own, its wall time from
+# its start and its own CPU time, which the step that waited does not count.
+e2e_pid="" e2e_started=0
+wait_e2e() {
+  [ -n "$e2e_pid" ] || return 0
+  wait "$e2e_pid" || true
+  e2e_pid=""
+  local cpu
+  cpu=$(children_cpu .dev/e2e.cpu)
+  step_cpu_started=$((step_cpu_started + cpu))
+  step_names+=("end-to-end suite, from its start (beside the steps after it)") step_secs+=($((SECONDS - e2e_started))) step_cpus+=("$cpu")
 }
 end_step() {
   [ -n "$current" ] || return 0
@@ -39,13 +56,20 @@ step() {
 report_times() {
   local rc=$? failed=""
   [ "$rc" = 0 ] || failed=$current
+  if [ -n "$e2e_pid" ]; then
+    # A step beside the e2e suite failed: the suite stops what it started
+    # (its cluster, node and servers) only when it ends.
+    printf '\n%s failed; waiting for the e2e suite beside it to finish (its log: .dev/e2e.log)\n' "$current"
+    wait_e2e
+    grep -E '^(--- FAIL|FAIL|ok)' .dev/e2e.log || true
+  fi
   end_step
   read_cpu
   local total=$((SECONDS - started)) budget=$BUDGET_WARM_MIN i
   [ -z "$new_machine" ] || budget=$BUDGET_NEW_MIN
   {
     printf 'make test, %s, on %s cores\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc)"
-    printf '%8s %8s  %s\n' seconds cpu-secs step
+    printf '%8s %8s  %s\n' seconds cpu-secs 'step (the e2e suite runs beside the steps after its start: their seconds overlap)'
     for i in "${!step_names[@]}"; do
       printf '%8d %8d  %s%s\n' "${step_secs[$i]}" "${step_cpus[$i]}" "${step_names[$i]}" "$([ "${step_names[$i]}" = "$failed" ] && echo '   <- failed')"
     done
@@ -68,26 +92,22 @@ report_times() {
 trap report_times EXIT
 touch "$times_file.start" # the logs newer than this are this run's
 
-step "tools: every module downloaded at once, then the tools of the checks and envtest built into bin/"
+step "tools: every module downloaded at once, then every tool of make test built into bin/, three at a time"
 # A new machine (no pinned Kubernetes in the Go module cache) downloads and
 # compiles them here; then the budget is the new machine's. CI's fresh clone
-# builds bin/ too, from the warm caches. Each step builds what only it needs
-# (the real node's containerd and Debian packages, Chromium, Helm 3: the e2e step).
+# builds bin/ too, from the warm caches. Three builds at a time keep both
+# cores busy: one go build alone leaves one idle while it links. The e2e
+# suite's tools are built here because it starts early (below); the oldest
+# kube-apiserver and cosign are built by the steps that use them.
 kube_version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' hack/kube/go.mod)
 [ -f "$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$kube_version.zip" ] || new_machine=1
 make --no-print-directory -s tools-download
-make --no-print-directory -s kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool gateway-api-crds
+make --no-print-directory -s -j3 --output-sync=target kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool \
+  gateway-api-crds containerd helm3 cyclonedx-gomod
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; exit 1; fi
-
-step "go vet"
-go vet ./...
-go vet -tags e2e ./test/e2e/
-
-step "lint (golangci-lint with kube-api-linter; .golangci.yml)"
-bin/golangci-lint run ./...
 
 step "generated code, manifests and the Helm chart are current"
 snapshot() { find api config charts -type f -print0 | sort -z | xargs -0 sha256sum; }
@@ -109,9 +129,47 @@ fi
 step "alerts: promtool check and unit tests of the rules, a runbook for each (make test-alerts)"
 make --no-print-directory -s test-alerts
 
-step "unit and envtest suites"
-go test -count=1 ./... 2>&1 | tee .dev/unit.log
+step "fuzz smoke (every target for a few seconds; make fuzz runs them long)"
+# Before the e2e suite starts: a target given seconds must have the cores.
+FUZZTIME=${FUZZTIME:-3s} FUZZ_FRESH=1 hack/fuzz.sh
 
+step "images: unit tests of hack/images, and the images e2e loads into its real node (make build images)"
+(cd hack/images && go vet ./... && ../../bin/golangci-lint run ./... && go test -count=1 ./...)
+# That the same source gives the same bytes is the release step's check: a
+# release is these images, built twice and compared.
+make --no-print-directory -s build images >/dev/null
+sha256sum bin/images/trellis-{manager,viewer,pause}.tar
+
+step "end-to-end: the real node's Debian packages and Chromium, then the suite started beside the steps below"
+# The e2e suite mostly waits (for pods, leases, rollouts: a third of a core
+# on average), so it runs beside the steps below rather than after them.
+# Those steps only read the tree, at lower priority than the suite's
+# cluster; the suite's `make deploy` writes config/ only when a file
+# changes, and by rename (Makefile: manifests, deploy). Its whole log goes
+# to .dev/e2e.log and is printed at the end.
+make --no-print-directory -s node-packages chromium
+rm -f .dev/e2e.rc
+e2e_started=$SECONDS
+(
+  set +e
+  go test -tags e2e -count=1 -timeout 50m -v ./test/e2e/ > .dev/e2e.log 2>&1
+  echo $? > .dev/e2e.rc
+  times > .dev/e2e.cpu
+) &
+e2e_pid=$!
+
+# Beside the e2e suite, niced below it.
+niced() { nice -n 10 "$@"; }
+
+step "go vet"
+niced go vet ./...
+niced go vet -tags e2e ./test/e2e/
+
+step "lint (golangci-lint with kube-api-linter; .golangci.yml)"
+niced bin/golangci-lint run ./...
+
+step "unit and envtest suites"
+niced go test -count=1 ./... 2>&1 | tee .dev/unit.log
 step "admission and attack suites on the oldest supported Kubernetes ($(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' hack/kube-oldest/go.mod))"
 # The same envtest suites on an older kube-apiserver: the policies' CEL
 # (its libraries differ by version), the controllers' own finalizers where
@@ -136,41 +194,30 @@ oldest_tests=(
   TestBucketIsCreatedTaggedAndHealthy TestBucketAccessGrantsExactlyOneBucket TestStorageAdmission TestDeletionPolicies
   TestCreationWritesAreTheDesignMinimum TestANewBucketCostsTwoStatusWritesAndOneEvent
 )
-make --no-print-directory -s kube-oldest
-KUBEBUILDER_ASSETS=$PWD/bin/kube-oldest go test -count=1 -run "^($(IFS='|'; echo "${oldest_tests[*]}"))\$" \
+niced make --no-print-directory -s kube-oldest
+KUBEBUILDER_ASSETS=$PWD/bin/kube-oldest niced go test -count=1 -run "^($(IFS='|'; echo "${oldest_tests[*]}"))\$" \
   ./internal/controller/tenancy/ ./internal/controller/view/ ./internal/controller/storage/ 2>&1 | tee .dev/unit-oldest.log
 
-step "fuzz smoke (every target for a few seconds; make fuzz runs them long)"
-FUZZTIME=${FUZZTIME:-3s} FUZZ_FRESH=1 hack/fuzz.sh
-
 step "bench smoke run (small sizes: proves make bench runs, not its figures)"
-make --no-print-directory -s build
-go test -run='^$' -bench=. -benchtime=1x ./internal/... >/dev/null
-go run ./test/bench --smoke --out "$(mktemp -d)" 2>&1 | sed '/^\[/d'
-
-step "images: unit tests of hack/images, and the images e2e loads into its real node (make images)"
-(cd hack/images && go vet ./... && ../../bin/golangci-lint run ./... && go test -count=1 ./...)
-# That the same source gives the same bytes is the next step's check: a
-# release is these images, built twice and compared.
-make --no-print-directory -s images >/dev/null
-sha256sum bin/images/trellis-{manager,viewer,pause}.tar
+niced go test -run='^$' -bench=. -benchtime=1x ./internal/... >/dev/null
+niced go run ./test/bench --smoke --out "$(mktemp -d)" 2>&1 | sed '/^\[/d'
 
 step "release: built twice, the same bytes (amd64 and arm64 images, SBOMs, install.yaml pinned by digest, checksums)"
-make --no-print-directory -s release-check
+niced make --no-print-directory -s release-check
 
 step "signed release: pushed to an in-process registry, signed and verified with cosign"
 # make release PUSH=… COSIGN_KEY=… with a throwaway key, then what a user
 # runs to verify it, and what must not verify (docs/operations.md).
-make --no-print-directory -s cosign
-(cd hack/images && SIGNED_RELEASE_COSIGN=$PWD/../../bin/cosign go test -count=1 -run '^TestSignedRelease$' .)
+niced make --no-print-directory -s cosign
+(cd hack/images && SIGNED_RELEASE_COSIGN=$PWD/../../bin/cosign niced go test -count=1 -run '^TestSignedRelease$' .)
 
-step "end-to-end on a local KWOK cluster with a real node (its containerd, Debian packages, Chromium and Helm 3 first)"
-make --no-print-directory -s containerd node-packages chromium helm3
-# The whole log goes to .dev/e2e.log; on a failure, each failed test's own
-# lines are printed again last, below the managers' logs the suite dumps,
-# so that the end of the output (all a CI page may keep) says what failed.
-mkdir -p .dev
-if ! go test -tags e2e -count=1 -timeout 50m -v ./test/e2e/ 2>&1 | tee .dev/e2e.log | grep -vE '^=== (RUN|PAUSE|CONT)'; then
+step "end-to-end: the rest of the suite, after the steps beside it"
+wait_e2e
+# On a failure, each failed test's own lines are printed again last, below
+# the managers' logs the suite dumps, so that the end of the output (all a
+# CI page may keep) says what failed.
+grep -vE '^=== (RUN|PAUSE|CONT)' .dev/e2e.log
+if [ "$(cat .dev/e2e.rc)" != 0 ]; then
   step "e2e: the failed tests again (the whole log: .dev/e2e.log)"
   awk '/^=== RUN/ {buf = ""} {buf = buf $0 "\n"} /^ *--- FAIL/ {printf "%s", buf; buf = ""}' .dev/e2e.log | tail -n 150
   exit 1
