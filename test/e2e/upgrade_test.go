@@ -408,6 +408,7 @@ func checkSeenDuringChange(t *testing.T, seen []string, from, to installation) {
 	rollout := "MarkdownView/markdownview-sample Ready=False RollingOut"
 	replaced := map[string]bool{
 		"Deployment/viewer-markdownview-sample available=":           true,
+		viewerDeploymentAbsent:                                       true,
 		"MarkdownView/markdownview-sample Ready=False ChildRejected": !to.viewersByUID,
 	}
 	for _, line := range seen {
@@ -435,6 +436,10 @@ func deleteViewerDeployments(t *testing.T) {
 	}
 }
 
+// viewerDeploymentAbsent is what watchReady records when the sample view
+// has no viewer Deployment.
+const viewerDeploymentAbsent = "Deployment/viewer-markdownview-sample absent"
+
 // watchReady polls the samples' Ready condition, and how many pods the
 // sample view's Deployment has available, every second until the function
 // it returns is called, which returns what it saw other than Ready=True
@@ -447,11 +452,17 @@ func watchReady(t *testing.T) func() []string {
 			`{.status.conditions[?(@.type=="Ready")].reason}{"\n"}{end}`)
 	available := []string{"get", "deployment", "-n", "default", "-l", instanceLabel("markdownview-sample"), "-o",
 		`jsonpath={range .items[*]}{.kind}/{.metadata.name} available={.status.availableReplicas}{"\n"}{end}`}
+	// What an answer of no objects at all is recorded as: the Deployment is
+	// absent for a moment while a change replaces it.
+	absent := map[string]string{ready[1]: "no samples", available[1]: viewerDeploymentAbsent}
 	go func() {
 		var seen []string
 		for {
 			for _, args := range [][]string{ready, available} {
 				out, err := kubectl(args...)
+				if err == nil && strings.TrimSpace(out) == "" {
+					out = absent[args[1]]
+				}
 				for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 					ok := strings.Contains(line, " Ready=True ") || strings.Contains(line, " available=") && !strings.HasSuffix(line, "available=")
 					if err == nil && !ok && !slices.Contains(seen, line) {
