@@ -21,6 +21,9 @@ const (
 	// acts (a name taken by someone else, input that cannot be served, a
 	// delete that would lose data). kstatus reports such an object Failed.
 	Stalled = "Stalled"
+	// Suspended is True while the object's spec.suspend is: Trellis leaves
+	// it as it is (internal/controller/operate).
+	Suspended = "Suspended"
 	// Available is True when a MarkdownView's site is served.
 	Available = "Available"
 	// SettingsApplied is True when the store holds the bucket settings a

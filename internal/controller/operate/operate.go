@@ -21,7 +21,7 @@ const (
 	RequestedAtAnnotation = "reconcile.fluxcd.io/requestedAt"
 
 	// ConditionSuspended is True while spec.suspend is.
-	ConditionSuspended = "Suspended"
+	ConditionSuspended = conditions.Suspended
 	// ReasonSuspended is the reason of Suspended, and of Ready and Stalled
 	// when suspend is what keeps the object from being Ready.
 	ReasonSuspended = "Suspended"

@@ -11,20 +11,23 @@ import (
 
 // objectsGauge counts the objects of each kind in the cache by the one of
 // Ready, Reconciling and Stalled that is True (conditions.Summarize sets
-// exactly one). It follows the cache, not the writes: it counts the statuses
-// the API server holds, on every replica alike, the standby's too.
+// exactly one), or as Suspended while spec.suspend is true: a person chose
+// that, and a suspended object that was never Ready (Stalled, reason
+// Suspended) is no case for the TrellisObjectsStalled alert. It follows the
+// cache, not the writes: it counts the statuses the API server holds, on
+// every replica alike, the standby's too.
 var objectsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "trellis_objects",
-	Help: "Objects of a kind in the manager's cache, by which of their conditions Ready, Reconciling and Stalled is True (an object with none True, no status written yet, is not counted).",
+	Help: "Objects of a kind in the manager's cache, by which of their conditions Ready, Reconciling and Stalled is True, or Suspended while spec.suspend is true (an object with none True, no status written yet, is not counted).",
 }, []string{"kind", "condition"})
 
 func init() {
 	metrics.Registry.MustRegister(objectsGauge)
 }
 
-// summaries are the conditions objectsGauge counts by, Stalled first: the
-// first True one is an object's.
-var summaries = []string{conditions.Stalled, conditions.Reconciling, conditions.Ready}
+// summaries are the conditions objectsGauge counts by, Suspended first,
+// then Stalled: the first True one is an object's.
+var summaries = []string{conditions.Suspended, conditions.Stalled, conditions.Reconciling, conditions.Ready}
 
 // objectCounter keeps objectsGauge for one kind from cache events.
 type objectCounter struct {

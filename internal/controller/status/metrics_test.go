@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -20,7 +21,15 @@ func tenantIn(name string, p conditions.Progress) *tenancyv1.Tenant {
 	return t
 }
 
-// counts reads the kind's three series from gauge.
+// suspended is t with spec.suspend's condition, as operate sets it.
+func suspended(t *tenancyv1.Tenant) *tenancyv1.Tenant {
+	t = t.DeepCopy()
+	meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{
+		Type: conditions.Suspended, Status: metav1.ConditionTrue, Reason: "Suspended", ObservedGeneration: 1})
+	return t
+}
+
+// counts reads the kind's four series from gauge.
 func counts(gauge *prometheus.GaugeVec, kind string) map[string]float64 {
 	out := map[string]float64{}
 	for _, c := range summaries {
@@ -35,11 +44,12 @@ func TestObjectCounterFollowsTheCache(t *testing.T) {
 	g := NewWithT(t)
 	gauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "objects"}, []string{"kind", "condition"})
 	c := newObjectCounter(gauge, "Tenant")
-	g.Expect(testutil.CollectAndCount(gauge)).To(Equal(3), "Ready, Reconciling and Stalled start at 0")
-	want := func(ready, reconciling, stalled float64) {
+	g.Expect(testutil.CollectAndCount(gauge)).To(Equal(4), "Ready, Reconciling, Stalled and Suspended start at 0")
+	want := func(ready, reconciling, stalled float64, suspendedToo ...float64) {
 		t.Helper()
 		g.Expect(counts(gauge, "Tenant")).To(Equal(map[string]float64{
-			conditions.Ready: ready, conditions.Reconciling: reconciling, conditions.Stalled: stalled}))
+			conditions.Ready: ready, conditions.Reconciling: reconciling, conditions.Stalled: stalled,
+			conditions.Suspended: append(suspendedToo, 0)[0]}))
 	}
 
 	fresh := &tenancyv1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
@@ -61,6 +71,18 @@ func TestObjectCounterFollowsTheCache(t *testing.T) {
 	want(0, 0, 0)
 	c.changed(nil, "not an object")
 	want(0, 0, 0)
+
+	// A suspended object counts as Suspended, whatever else it says: one
+	// that was never Ready reads Stalled (reason Suspended), which is a
+	// person's choice, not a case for TrellisObjectsStalled.
+	neverReady := suspended(tenantIn("c", conditions.Blocked))
+	c.changed(nil, neverReady)
+	want(0, 0, 0, 1)
+	wasReady := suspended(tenantIn("d", conditions.Done))
+	c.changed(nil, wasReady)
+	want(0, 0, 0, 2)
+	c.changed(neverReady, tenantIn("c", conditions.Working)) // resumed
+	want(0, 1, 0, 1)
 }
 
 // FollowCache keeps trellis_objects for its kind from the informer's events,
@@ -84,7 +106,7 @@ func TestFollowCacheCountsObjects(t *testing.T) {
 	g.Expect(delta()).To(HaveKeyWithValue(conditions.Stalled, 1.0))
 	ready := tenantIn("x", conditions.Done)
 	inf.Update(stalled, ready)
-	g.Expect(delta()).To(Equal(map[string]float64{conditions.Ready: 1, conditions.Reconciling: 0, conditions.Stalled: 0}))
+	g.Expect(delta()).To(Equal(map[string]float64{conditions.Ready: 1, conditions.Reconciling: 0, conditions.Stalled: 0, conditions.Suspended: 0}))
 	inf.handler.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "x", Obj: ready})
-	g.Expect(delta()).To(Equal(map[string]float64{conditions.Ready: 0, conditions.Reconciling: 0, conditions.Stalled: 0}))
+	g.Expect(delta()).To(Equal(map[string]float64{conditions.Ready: 0, conditions.Reconciling: 0, conditions.Stalled: 0, conditions.Suspended: 0}))
 }
