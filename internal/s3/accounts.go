@@ -64,7 +64,7 @@ func NewVersitygwAccounts(cfg Config, adminEndpoint string) (Accounts, error) {
 	transport.ResponseHeaderTimeout = timeout
 	return &versitygw{
 		base: strings.TrimRight(u.String(), "/"), region: region, timeout: timeout,
-		access: cfg.AccessKey, secret: cfg.SecretKey,
+		access: cfg.AccessKey, secret: cfg.SecretKey, onRequest: cfg.OnRequest,
 		http: &http.Client{Transport: transport, Timeout: timeout,
 			// The admin API answers, it never redirects; a redirect would
 			// carry a signed request somewhere else.
@@ -77,6 +77,15 @@ type versitygw struct {
 	access, secret string
 	timeout        time.Duration
 	http           *http.Client
+	onRequest      func(op string)
+}
+
+// count counts one operation of the account driver (Config.OnRequest),
+// however many calls of the admin API it takes.
+func (v *versitygw) count(op string) {
+	if v.onRequest != nil {
+		v.onRequest(op)
+	}
 }
 
 // The bodies of the admin API, as versitygw's auth.Account and
@@ -105,6 +114,7 @@ type vgwAccounts struct {
 const roleUser = "user"
 
 func (v *versitygw) PutAccount(ctx context.Context, accessKeyID, secretKey string) error {
+	v.count("PutAccount")
 	if err := validAccessKeyID(accessKeyID); err != nil {
 		return err
 	}
@@ -128,6 +138,7 @@ func (v *versitygw) PutAccount(ctx context.Context, accessKeyID, secretKey strin
 }
 
 func (v *versitygw) DeleteAccount(ctx context.Context, accessKeyID string) error {
+	v.count("DeleteAccount")
 	if err := validAccessKeyID(accessKeyID); err != nil {
 		return err
 	}
@@ -136,6 +147,7 @@ func (v *versitygw) DeleteAccount(ctx context.Context, accessKeyID string) error
 }
 
 func (v *versitygw) ListAccounts(ctx context.Context) ([]string, error) {
+	v.count("ListAccounts")
 	body, err := v.call(ctx, "/list-users", nil, nil)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -97,101 +96,8 @@ func forgetBucketMetrics(key types.NamespacedName) {
 	healthyGauge.DeleteLabelValues(key.Namespace, key.Name)
 }
 
-// countingClient counts every request sent to a store, so "one request per
-// check" can be measured.
-type countingClient struct {
-	store string
-	next  s3.Client
-}
-
-func counted(store string, c s3.Client) s3.Client { return &countingClient{store: store, next: c} }
-
-func (c *countingClient) inc(op string) { storeRequests.WithLabelValues(c.store, op).Inc() }
-
-func (c *countingClient) Ping(ctx context.Context) error {
-	c.inc("ListBuckets")
-	return c.next.Ping(ctx)
-}
-func (c *countingClient) BucketExists(ctx context.Context, b string) (bool, error) {
-	c.inc("HeadBucket")
-	return c.next.BucketExists(ctx, b)
-}
-func (c *countingClient) CreateBucket(ctx context.Context, b string) error {
-	c.inc("CreateBucket")
-	return c.next.CreateBucket(ctx, b)
-}
-func (c *countingClient) DeleteBucket(ctx context.Context, b string) error {
-	c.inc("DeleteBucket")
-	return c.next.DeleteBucket(ctx, b)
-}
-func (c *countingClient) Owner(ctx context.Context, b string) (s3.Owner, error) {
-	c.inc("GetBucketTagging")
-	return c.next.Owner(ctx, b)
-}
-func (c *countingClient) SetOwner(ctx context.Context, b string, owner s3.Owner) error {
-	c.inc("PutBucketTagging")
-	return c.next.SetOwner(ctx, b, owner)
-}
-func (c *countingClient) CountObjects(ctx context.Context, b string, limit int) (int, error) {
-	c.inc("ListObjects")
-	return c.next.CountObjects(ctx, b, limit)
-}
-func (c *countingClient) Probe(ctx context.Context, b string) error {
-	c.inc("Probe")
-	return c.next.Probe(ctx, b)
-}
-func (c *countingClient) Versioning(ctx context.Context, b string) (string, error) {
-	c.inc("GetBucketVersioning")
-	return c.next.Versioning(ctx, b)
-}
-func (c *countingClient) SetVersioning(ctx context.Context, b, status string) error {
-	c.inc("PutBucketVersioning")
-	return c.next.SetVersioning(ctx, b, status)
-}
-func (c *countingClient) Policy(ctx context.Context, b string) (string, error) {
-	c.inc("GetBucketPolicy")
-	return c.next.Policy(ctx, b)
-}
-func (c *countingClient) SetPolicy(ctx context.Context, b, policy string) error {
-	c.inc("PutBucketPolicy")
-	return c.next.SetPolicy(ctx, b, policy)
-}
-func (c *countingClient) CORS(ctx context.Context, b string) ([]s3.CORSRule, error) {
-	c.inc("GetBucketCors")
-	return c.next.CORS(ctx, b)
-}
-func (c *countingClient) SetCORS(ctx context.Context, b string, rules []s3.CORSRule) error {
-	c.inc("PutBucketCors")
-	return c.next.SetCORS(ctx, b, rules)
-}
-func (c *countingClient) Lifecycle(ctx context.Context, b string) ([]s3.ExpirationRule, error) {
-	c.inc("GetBucketLifecycle")
-	return c.next.Lifecycle(ctx, b)
-}
-func (c *countingClient) SetLifecycle(ctx context.Context, b string, rules []s3.ExpirationRule) error {
-	c.inc("PutBucketLifecycle")
-	return c.next.SetLifecycle(ctx, b, rules)
-}
-
-// countingAccounts counts the requests sent to a store's account driver.
-type countingAccounts struct {
-	store string
-	next  s3.Accounts
-}
-
-func countedAccounts(store string, a s3.Accounts) s3.Accounts {
-	return &countingAccounts{store: store, next: a}
-}
-
-func (c *countingAccounts) PutAccount(ctx context.Context, id, secret string) error {
-	storeRequests.WithLabelValues(c.store, "PutAccount").Inc()
-	return c.next.PutAccount(ctx, id, secret)
-}
-func (c *countingAccounts) DeleteAccount(ctx context.Context, id string) error {
-	storeRequests.WithLabelValues(c.store, "DeleteAccount").Inc()
-	return c.next.DeleteAccount(ctx, id)
-}
-func (c *countingAccounts) ListAccounts(ctx context.Context) ([]string, error) {
-	storeRequests.WithLabelValues(c.store, "ListAccounts").Inc()
-	return c.next.ListAccounts(ctx)
+// countRequests counts the requests sent to a store: its clients call it
+// once per operation (s3.Config.OnRequest).
+func countRequests(store string) func(op string) {
+	return func(op string) { storeRequests.WithLabelValues(store, op).Inc() }
 }

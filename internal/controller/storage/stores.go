@@ -110,13 +110,13 @@ func (s *Stores) refresh(ctx context.Context, store *storagev1.ObjectStore) (sto
 	if err != nil {
 		return storeClient{}, err
 	}
-	built := storeClient{client: counted(store.Name, c), configSum: sum}
+	built := storeClient{client: c, configSum: sum}
 	if store.Spec.Type == storagev1.StoreTypeVersitygw {
 		a, err := s.backends.Accounts(cfg, adminEndpoint)
 		if err != nil {
 			return storeClient{}, err
 		}
-		built.accounts = countedAccounts(store.Name, a)
+		built.accounts = a
 	}
 	s.clients[store.Name] = built
 	return built, nil
@@ -223,6 +223,7 @@ func (s *Stores) config(ctx context.Context, store *storagev1.ObjectStore) (s3.C
 		PathStyle: ptr.Deref(store.Spec.PathStyle, false),
 		AccessKey: string(secret.Data[AccessKeyIDKey]),
 		SecretKey: string(secret.Data[SecretAccessKeyKey]),
+		OnRequest: countRequests(store.Name),
 	}, nil
 }
 

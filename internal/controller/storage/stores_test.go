@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +30,9 @@ type stubClient struct {
 // countingBuilder builds stubClients (and stub account drivers) and counts
 // how often it was asked.
 type countingBuilder struct {
-	calls         int
+	calls int
+	// hooks are the request counters of the configs built, by store endpoint.
+	hooks         []func(op string)
 	fail          error
 	last          s3.Config
 	accountCalls  int
@@ -44,17 +47,25 @@ type stubAccounts struct {
 
 func (b *countingBuilder) accounts(cfg s3.Config, adminEndpoint string) (s3.Accounts, error) {
 	b.accountCalls++
-	b.last, b.adminEndpoint = cfg, adminEndpoint
+	b.last, b.adminEndpoint = withoutHook(cfg), adminEndpoint
 	return &stubAccounts{id: b.accountCalls}, nil
 }
 
 func (b *countingBuilder) build(cfg s3.Config) (s3.Client, error) {
 	b.calls++
-	b.last = cfg
+	b.last = withoutHook(cfg)
+	b.hooks = append(b.hooks, cfg.OnRequest)
 	if b.fail != nil {
 		return nil, b.fail
 	}
 	return &stubClient{id: b.calls}, nil
+}
+
+// withoutHook is cfg without its request counter, which every config of a
+// store has (TestStoresCountEveryRequest), so that configs compare.
+func withoutHook(cfg s3.Config) s3.Config {
+	cfg.OnRequest = nil
+	return cfg
 }
 
 // secretsReader serves Secrets from a map, or an error, and counts reads.
@@ -162,6 +173,26 @@ func TestStoresClientBuildsWhenNoCheckHasYet(t *testing.T) {
 	_, err = s.Client(ctx, testStore("a"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(b.calls).To(Equal(3), "a forgotten store is built again")
+}
+
+// TestStoresCountEveryRequest: the clients of a store count what they send
+// under its name in trellis_objectstore_requests_total.
+func TestStoresCountEveryRequest(t *testing.T) {
+	g := NewWithT(t)
+	secrets := &secretsReader{secrets: map[client.ObjectKey]map[string][]byte{credsKey: keys("access", "secret")}}
+	b := &countingBuilder{}
+	s := newTestStores(secrets, b)
+	_, err := s.Client(context.Background(), testStore("counted-a"))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = s.Client(context.Background(), testStore("counted-b"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(b.hooks).To(HaveLen(2))
+	before := testutil.ToFloat64(storeRequests.WithLabelValues("counted-a", "HeadBucket"))
+	b.hooks[0]("HeadBucket")
+	g.Expect(testutil.ToFloat64(storeRequests.WithLabelValues("counted-a", "HeadBucket"))).To(Equal(before + 1))
+	g.Expect(testutil.ToFloat64(storeRequests.WithLabelValues("counted-b", "HeadBucket"))).To(BeZero())
+	forgetStoreMetrics("counted-a")
+	forgetStoreMetrics("counted-b")
 }
 
 func TestStoresAccountDrivers(t *testing.T) {
