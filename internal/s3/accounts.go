@@ -13,7 +13,7 @@ import (
 // Each store type with accounts has a driver of its own, in a file of its
 // own (accounts_versitygw.go), that counts each of these calls once through
 // Config.OnRequest; the storage controllers pick it by the ObjectStore's
-// type (the storage controllers' Backends).
+// type (internal/controller/storage/stores: Backends, hasAccounts).
 type Accounts interface {
 	// PutAccount creates the account, or, when it exists already, gives it
 	// the new secret key (the old one stops working).

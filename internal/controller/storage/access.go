@@ -2,108 +2,19 @@ package storage
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/big"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
-
-// Every store account of a BucketAccess has an access key id derived from
-// the ObjectStore's UID, the BucketAccess's UID and the key's version:
-// "TRELLIS", the store's mark (10 hex digits of its UID's hash), 20 hex
-// digits of the access UID's hash, "V" and the version. Nothing needs
-// remembering to find them again: an account created just before a crash,
-// or a store that failed half-way, is recognised by its name, deleting a
-// BucketAccess deletes every account with its prefix, and the sweep
-// (sweep.go) revokes those of this store's mark whose BucketAccess is gone.
-// The mark is the store object's, not the endpoint's: two ObjectStores on
-// one store (in one cluster or in two) never take each other's accounts
-// for their own.
-
-// keyIDPrefix starts every access key id Trellis makes.
-const keyIDPrefix = "TRELLIS"
-
-// storeMark is the mark of one ObjectStore in the access key ids it issues.
-func storeMark(storeUID types.UID) string {
-	sum := sha256.Sum256([]byte(storeUID))
-	return strings.ToUpper(hex.EncodeToString(sum[:5]))
-}
-
-// storeKeyPrefix is the start of every access key id issued through one ObjectStore.
-func storeKeyPrefix(storeUID types.UID) string { return keyIDPrefix + storeMark(storeUID) }
-
-// accessKeyIDPrefix is the start of the access key ids of one BucketAccess
-// in one ObjectStore.
-func accessKeyIDPrefix(storeUID, uid types.UID) string {
-	return storeKeyPrefix(storeUID) + strings.ToUpper(grantID(uid)) + "V"
-}
-
-// accessKeyID is the access key id of version v of a BucketAccess's key.
-func accessKeyID(storeUID, uid types.UID, v int32) string {
-	return accessKeyIDPrefix(storeUID, uid) + strconv.Itoa(int(v))
-}
-
-// grantIDLength is the length of a grant id (and of its part of a key id).
-const grantIDLength = 20
-
-// keyOwner returns the grant id of the BucketAccess an access key id was
-// issued to through the store of the given prefix (storeKeyPrefix), and
-// false for any id not of exactly that form: someone else's account, or one
-// of another ObjectStore.
-func keyOwner(storePrefix, id string) (string, bool) {
-	rest, ok := strings.CutPrefix(id, storePrefix)
-	if !ok || len(rest) < grantIDLength+2 || rest[grantIDLength] != 'V' {
-		return "", false
-	}
-	owner, version := rest[:grantIDLength], rest[grantIDLength+1:]
-	for _, r := range owner {
-		if (r < '0' || r > '9') && (r < 'A' || r > 'F') {
-			return "", false
-		}
-	}
-	if v, err := strconv.Atoi(version); err != nil || v < 0 || strconv.Itoa(v) != version {
-		return "", false
-	}
-	return strings.ToLower(owner), true
-}
-
-// grantID names the bucket-policy statement of a BucketAccess.
-func grantID(uid types.UID) string {
-	sum := sha256.Sum256([]byte(uid))
-	return hex.EncodeToString(sum[:grantIDLength/2])
-}
-
-// secretKeyLength is the length of generated secret keys (AWS uses 40).
-const secretKeyLength = 40
-
-const secretKeyAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-// newSecretKey returns a random secret key: 40 letters and digits, 238 bits.
-func newSecretKey() (string, error) {
-	var b strings.Builder
-	max := big.NewInt(int64(len(secretKeyAlphabet)))
-	for range secretKeyLength {
-		n, err := rand.Int(rand.Reader, max)
-		if err != nil {
-			return "", fmt.Errorf("generating a secret key: %w", err)
-		}
-		b.WriteByte(secretKeyAlphabet[n.Int64()])
-	}
-	return b.String(), nil
-}
 
 // maxRetiringKeys bounds how many replaced keys wait for their grace period
 // (the status field's bound): a rotation beyond it revokes the oldest early.
@@ -171,7 +82,7 @@ func (s accessSync) run(ctx context.Context) accessResult {
 // issue makes the account of want with a new secret key and grants it,
 // keeping the replaced key working until its grace period ends.
 func (s accessSync) issue(ctx context.Context) accessResult {
-	secret, err := newSecretKey()
+	secret, err := stores.NewSecretKey()
 	if err != nil {
 		return accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonIssuing, Message: err.Error()}}
 	}
@@ -255,7 +166,7 @@ func (s accessSync) storeFailed(what string, err error) accessResult {
 }
 
 func storeProblem(store, what string, err error) conditions.Summary {
-	reason, msg := classifyStoreError(err)
+	reason, msg := stores.ClassifyError(err)
 	var invalid *invalidPolicyError
 	progress := conditions.Working
 	switch {
@@ -263,14 +174,14 @@ func storeProblem(store, what string, err error) conditions.Summary {
 		reason, msg, progress = ReasonInvalidPolicy, invalid.Error(), conditions.Blocked
 	case reason == s3.ReasonInvalidRequest:
 		reason, progress = ReasonInvalidPolicy, conditions.Blocked
-	case needsPerson(reason) || reason == s3.ReasonNotSupported:
+	case stores.NeedsPerson(reason) || reason == s3.ReasonNotSupported:
 		progress = conditions.Blocked
 	}
 	return conditions.Summary{Progress: progress, Reason: string(reason), Message: fmt.Sprintf("ObjectStore %s: %s: %s", store, what, msg)}
 }
 
 func isUnreachable(err error) bool {
-	reason, _ := classifyStoreError(err)
+	reason, _ := stores.ClassifyError(err)
 	return reason == s3.ReasonStoreUnreachable
 }
 
@@ -331,7 +242,7 @@ func (r accessRevocation) run(ctx context.Context) revocationResult {
 		g.Principals = nil
 		edit, err := bucketPolicy{s3: r.s3, lock: r.lockPolicy, bucket: r.bucket, grants: r.grants}.edit(ctx,
 			func(current string) (string, error) { return s3.WithGrant(current, r.bucket, g) })
-		if reason, _ := classifyStoreError(err); err != nil && reason != s3.ReasonBucketMissing {
+		if reason, _ := stores.ClassifyError(err); err != nil && reason != s3.ReasonBucketMissing {
 			return r.wait("taking the grant out of the bucket policy", err)
 		}
 		fixes = withoutSid(edit.fixes, g.Sid())

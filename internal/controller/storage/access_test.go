@@ -14,6 +14,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -300,7 +301,7 @@ func TestAccessSync(t *testing.T) {
 			g.Expect(res.issued != nil).To(Equal(tc.wantIssued), tc.reason)
 			if res.issued != nil {
 				g.Expect(res.issued.accessKeyID).To(Equal(tc.want))
-				g.Expect(res.issued.secretKey).To(HaveLen(secretKeyLength))
+				g.Expect(res.issued.secretKey).To(HaveLen(stores.SecretKeyLength))
 				g.Expect(accounts.accounts[tc.want]).To(Equal(res.issued.secretKey), "the account has the secret the Secret gets")
 				g.Expect(res.summary.Message).NotTo(ContainSubstring(res.issued.secretKey))
 			}
@@ -340,11 +341,11 @@ func TestAccessSyncCapsRetiringKeys(t *testing.T) {
 	retiring := make([]storagev1.RetiringKey, 0, maxRetiringKeys)
 	accounts := fakeAccounts{accounts: map[string]string{}}
 	for i := range maxRetiringKeys {
-		id := accessKeyID("store", "uid", int32(i+1))
+		id := stores.AccessKeyID("store", "uid", int32(i+1))
 		accounts.accounts[id] = "s"
 		retiring = append(retiring, retiringAt(id, syncNow.Add(time.Duration(i+1)*time.Minute)))
 	}
-	current, want := accessKeyID("store", "uid", 100), accessKeyID("store", "uid", 101)
+	current, want := stores.AccessKeyID("store", "uid", 100), stores.AccessKeyID("store", "uid", 101)
 	accounts.accounts[current] = "s"
 	fake := fakeS3{}
 	res := accessSync{accounts: &accounts, s3: &fake, lockPolicy: noLock, store: "store-a", bucket: testBucket,
@@ -456,53 +457,5 @@ func TestAccessRevocation(t *testing.T) {
 			g.Expect(res.summary.Reason).To(Equal(tc.wantReason))
 			g.Expect(res.summary.Message).To(ContainSubstring("removing the finalizer by hand leaves the account to the store sweep"), "the way out is named")
 		})
-	}
-}
-
-func TestAccessKeyNames(t *testing.T) {
-	g := NewWithT(t)
-	a, b := accessKeyID("store-1", "uid-1", 1), accessKeyID("store-1", "uid-1", 2)
-	g.Expect(a).To(HavePrefix(accessKeyIDPrefix("store-1", "uid-1")))
-	g.Expect(b).To(HavePrefix(accessKeyIDPrefix("store-1", "uid-1")))
-	g.Expect(a).To(HavePrefix(storeKeyPrefix("store-1")))
-	g.Expect(a).NotTo(Equal(b))
-	g.Expect(accessKeyID("store-1", "uid-1", 10)).NotTo(HavePrefix(accessKeyID("store-1", "uid-1", 1)+"V"), "version 1's prefix is not version 10's")
-	g.Expect(accessKeyIDPrefix("store-1", "uid-2")).NotTo(Equal(accessKeyIDPrefix("store-1", "uid-1")))
-	g.Expect(a).To(MatchRegexp(`^[A-Z0-9]{16,128}$`), "letters and digits only: valid in SigV4 scopes and policies")
-	g.Expect(accessKeyID("store-1", "uid-1", 1)).To(Equal(a), "derived, not random: found again after a crash")
-
-	// Another ObjectStore (of this cluster or another, maybe on the same
-	// store) issues the same access other ids, with another mark.
-	other := accessKeyID("store-2", "uid-1", 1)
-	g.Expect(other).NotTo(Equal(a))
-	g.Expect(other).NotTo(HavePrefix(storeKeyPrefix("store-1")))
-	g.Expect(storeKeyPrefix("store-2")).NotTo(Equal(storeKeyPrefix("store-1")))
-
-	// keyOwner reads back whose key an id is, for its own store's ids only.
-	for id, want := range map[string]string{
-		a:                                     grantID("uid-1"),
-		accessKeyID("store-1", "uid-9", 1234): grantID("uid-9"),
-		other:                                 "",
-		accessKeyIDPrefix("store-1", "uid-1"): "",
-		accessKeyIDPrefix("store-1", "uid-1") + "1x":                         "",
-		accessKeyIDPrefix("store-1", "uid-1") + "01":                         "",
-		accessKeyIDPrefix("store-1", "uid-1") + "-1":                         "",
-		storeKeyPrefix("store-1") + "ABCDEFGHIJKLMNOPQRSTV1":                 "",
-		storeKeyPrefix("store-1") + strings.ToLower(grantID("uid-1")) + "V1": "",
-		"TRELLIS" + strings.ToUpper(grantID("uid-1")) + "V1":                 "",
-		"SOMEONEELSE0000000": "",
-	} {
-		owner, ok := keyOwner(storeKeyPrefix("store-1"), id)
-		g.Expect(ok).To(Equal(want != ""), id)
-		g.Expect(owner).To(Equal(want), id)
-	}
-
-	seen := map[string]bool{}
-	for range 100 {
-		k, err := newSecretKey()
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(k).To(MatchRegexp(`^[A-Za-z0-9]{40}$`))
-		g.Expect(seen[k]).To(BeFalse())
-		seen[k] = true
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -183,7 +184,7 @@ func notApplied(err error) bool {
 	if err == nil {
 		return false
 	}
-	reason, _ := classifyStoreError(err)
+	reason, _ := stores.ClassifyError(err)
 	return reason == s3.ReasonInvalidRequest
 }
 
@@ -333,11 +334,11 @@ func settingProblemOf(setting string, err error) settingProblem {
 	if errors.As(err, &refused) {
 		return settingProblem{setting: setting, reason: ReasonPolicyRefused, blocked: true, message: "policy: " + refused.Error()}
 	}
-	var ce *cacheError
+	var ce *stores.CacheError
 	if errors.As(err, &ce) {
-		return settingProblem{setting: setting, reason: ReasonReconcileError, message: setting + ": " + ce.Error()}
+		return settingProblem{setting: setting, reason: stores.ReasonReconcileError, message: setting + ": " + ce.Error()}
 	}
-	reason, msg := classifyStoreError(err)
+	reason, msg := stores.ClassifyError(err)
 	p := settingProblem{setting: setting, reason: string(reason), message: setting + ": " + msg}
 	switch reason {
 	case s3.ReasonNotSupported:

@@ -8,6 +8,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -102,7 +103,7 @@ func TestBucketSettings(t *testing.T) {
 			spec:         func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
 			s3:           fakeS3{policy: withGrant},
 			grantsErr:    errUnavailable,
-			wantProgress: conditions.Working, wantReason: ReasonReconcileError,
+			wantProgress: conditions.Working, wantReason: stores.ReasonReconcileError,
 		},
 		"policy that is not JSON": {
 			reason:       "refused before the store is asked",

@@ -30,6 +30,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/operate"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -85,8 +86,8 @@ type AccessReconciler struct {
 	recorder   recorder.EventRecorder
 	children   children.Clients
 	status     *status.Patcher[*storagev1.BucketAccess, storagev1.BucketAccessStatus]
-	stores     *Stores
-	namespaces *namespaceLabels
+	stores     *stores.Clients
+	namespaces *stores.NamespaceLabels
 	// storeChecks asks the ObjectStore controller to check a store an access found down.
 	storeChecks storeChecks
 	// accessEvents carries requests to look now (a bucket policy rewritten).
@@ -132,11 +133,11 @@ var bucketStateChanged = predicate.Funcs{
 }
 
 func (r *AccessReconciler) accessesOfBucket(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.listed(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{accessBucketIndex: o.GetName()})
+	return r.listed(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{stores.AccessBucketIndex: o.GetName()})
 }
 
 func (r *AccessReconciler) accessesOfStore(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.listed(ctx, client.MatchingFields{accessStoreIndex: o.GetName()})
+	return r.listed(ctx, client.MatchingFields{stores.AccessStoreIndex: o.GetName()})
 }
 
 func (r *AccessReconciler) listed(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
@@ -240,7 +241,7 @@ func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess, 
 	if err != nil {
 		return accessResult{}, err
 	}
-	if access, err := accessOf(store, nsLabels); err != nil || !access.use {
+	if access, err := stores.AccessOf(store, nsLabels); err != nil || !access.Use {
 		return accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonNamespaceNotAllowed,
 			Message: fmt.Sprintf("ObjectStore %s is not open to namespace %s (its namespaceSelector); ask the platform team", store.Name, a.Namespace)}}, nil
 	}
@@ -283,8 +284,8 @@ func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess, 
 		accounts: accounts, s3: c, store: store.Name, bucket: bucket,
 		lockPolicy: func() func() { return r.stores.LockPolicy(store.Name, bucket) },
 		grants:     grantsOf(r.client, store, bucket),
-		grant:      s3.Grant{ID: grantID(a.UID), Mode: string(a.Spec.Mode)},
-		current:    a.Status.AccessKeyID, want: accessKeyID(store.UID, a.UID, a.Spec.KeyVersion),
+		grant:      s3.Grant{ID: stores.GrantID(a.UID), Mode: string(a.Spec.Mode)},
+		current:    a.Status.AccessKeyID, want: stores.AccessKeyID(store.UID, a.UID, a.Spec.KeyVersion),
 		haveSecret: secretKey != "", retiring: a.Status.RetiringKeys,
 		now: r.now(), grace: gracePeriod(a),
 	}
@@ -441,11 +442,11 @@ func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess
 	}
 	bucket := a.Status.BucketName
 	res := accessRevocation{
-		accounts: accounts, s3: c, store: store.Name, bucket: bucket, prefix: accessKeyIDPrefix(store.UID, a.UID),
+		accounts: accounts, s3: c, store: store.Name, bucket: bucket, prefix: stores.AccessKeyIDPrefix(store.UID, a.UID),
 		recorded:   append(keyIDs(a.Status.RetiringKeys), a.Status.AccessKeyID),
 		lockPolicy: func() func() { return r.stores.LockPolicy(store.Name, bucket) },
 		grants:     grantsOf(r.client, store, bucket),
-		grant:      s3.Grant{ID: grantID(a.UID), Mode: string(a.Spec.Mode)},
+		grant:      s3.Grant{ID: stores.GrantID(a.UID), Mode: string(a.Spec.Mode)},
 	}.run(ctx)
 	res.store = store
 	if len(res.grantFixes) > 0 {
@@ -453,7 +454,7 @@ func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess
 		// else on the store.
 		var about client.Object = store
 		claims := &storagev1.StorageBucketList{}
-		if err := r.client.List(ctx, claims, client.MatchingFields{bucketClaimIndex: storeBucketKey(store.Name, bucket)}); err == nil && len(claims.Items) > 0 {
+		if err := r.client.List(ctx, claims, client.MatchingFields{stores.BucketClaimIndex: stores.StoreBucketKey(store.Name, bucket)}); err == nil && len(claims.Items) > 0 {
 			about = &claims.Items[0]
 		}
 		raise(r.recorder, about, grantFixActions(bucket, res.grantFixes))

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 )
 
 // TokenKey is the key of the bucket-events Secret that holds the shared token.
@@ -110,7 +111,7 @@ func (e *EventReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		seen[name] = true
 		list := &storagev1.StorageBucketList{}
-		if err := e.Cache.List(r.Context(), list, client.MatchingFields{bucketNameIndex: name}); err != nil {
+		if err := e.Cache.List(r.Context(), list, client.MatchingFields{stores.BucketNameIndex: name}); err != nil {
 			http.Error(w, "cannot look up buckets", http.StatusInternalServerError)
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -43,22 +44,22 @@ type liveGrant struct {
 // an access that granted something before the lock was taken had been read
 // from this cache before, so the cache has it too, or it is gone.
 func liveGrants(ctx context.Context, c client.Reader, store *storagev1.ObjectStore, bucket string) ([]liveGrant, error) {
-	key := storeBucketKey(store.Name, bucket)
+	key := stores.StoreBucketKey(store.Name, bucket)
 	found := map[types.UID]*storagev1.BucketAccess{}
 	recorded := &storagev1.BucketAccessList{}
-	if err := c.List(ctx, recorded, client.MatchingFields{accessTargetIndex: key}); err != nil {
+	if err := c.List(ctx, recorded, client.MatchingFields{stores.AccessTargetIndex: key}); err != nil {
 		return nil, fmt.Errorf("listing the BucketAccesses of bucket %s: %w", bucket, err)
 	}
 	for i := range recorded.Items {
 		found[recorded.Items[i].UID] = &recorded.Items[i]
 	}
 	claims := &storagev1.StorageBucketList{}
-	if err := c.List(ctx, claims, client.MatchingFields{bucketClaimIndex: key}); err != nil {
+	if err := c.List(ctx, claims, client.MatchingFields{stores.BucketClaimIndex: key}); err != nil {
 		return nil, fmt.Errorf("listing the StorageBuckets of bucket %s: %w", bucket, err)
 	}
 	for _, sb := range claims.Items {
 		list := &storagev1.BucketAccessList{}
-		if err := c.List(ctx, list, client.InNamespace(sb.Namespace), client.MatchingFields{accessBucketIndex: sb.Name}); err != nil {
+		if err := c.List(ctx, list, client.InNamespace(sb.Namespace), client.MatchingFields{stores.AccessBucketIndex: sb.Name}); err != nil {
 			return nil, fmt.Errorf("listing the BucketAccesses of StorageBucket %s/%s: %w", sb.Namespace, sb.Name, err)
 		}
 		for i := range list.Items {
@@ -67,13 +68,13 @@ func liveGrants(ctx context.Context, c client.Reader, store *storagev1.ObjectSto
 	}
 	out := make([]liveGrant, 0, len(found))
 	for _, a := range found {
-		keys := []string{accessKeyID(store.UID, a.UID, a.Spec.KeyVersion)}
+		keys := []string{stores.AccessKeyID(store.UID, a.UID, a.Spec.KeyVersion)}
 		if a.Status.AccessKeyID != "" {
 			keys = append(keys, a.Status.AccessKeyID)
 		}
 		keys = append(keys, keyIDs(a.Status.RetiringKeys)...)
 		out = append(out, liveGrant{
-			Grant:  s3.Grant{ID: grantID(a.UID), Principals: keys, Mode: string(a.Spec.Mode)},
+			Grant:  s3.Grant{ID: stores.GrantID(a.UID), Principals: keys, Mode: string(a.Spec.Mode)},
 			access: types.NamespacedName{Namespace: a.Namespace, Name: a.Name},
 		})
 	}
@@ -85,13 +86,6 @@ func liveGrants(ctx context.Context, c client.Reader, store *storagev1.ObjectSto
 func grantsOf(c client.Reader, store *storagev1.ObjectStore, bucket string) func(context.Context) ([]liveGrant, error) {
 	return func(ctx context.Context) ([]liveGrant, error) { return liveGrants(ctx, c, store, bucket) }
 }
-
-// cacheError is an error of the manager's cache met while editing a
-// bucket's policy: not the store's, and nothing was written.
-type cacheError struct{ err error }
-
-func (e *cacheError) Error() string { return e.err.Error() }
-func (e *cacheError) Unwrap() error { return e.err }
 
 // bucketPolicy is the means to edit one bucket's policy.
 type bucketPolicy struct {
@@ -136,7 +130,7 @@ func (p bucketPolicy) edit(ctx context.Context, fn func(current string) (string,
 	if p.grants != nil {
 		var err error
 		if live, err = p.grants(ctx); err != nil {
-			return policyEdit{}, &cacheError{err: err}
+			return policyEdit{}, &stores.CacheError{Err: err}
 		}
 	}
 	current, err := p.s3.Policy(ctx, p.bucket)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -28,10 +29,6 @@ var (
 		Help:    "How long StorageBucket health checks take, store requests included.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 8),
 	})
-	storeRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "trellis_objectstore_requests_total",
-		Help: "Requests Trellis sent to an object store, by operation.",
-	}, []string{"store", "op"})
 	storeUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "trellis_objectstore_up",
 		Help: "1 when the ObjectStore answered its last check with the credentials accepted, else 0.",
@@ -47,7 +44,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(checksTotal, lastCheck, healthyGauge, checkLatency, storeRequests, storeUp, sweepsTotal, sweepRevoked)
+	metrics.Registry.MustRegister(checksTotal, lastCheck, healthyGauge, checkLatency, storeUp, sweepsTotal, sweepRevoked)
 }
 
 func recordCheck(key types.NamespacedName, result string, healthy bool, took time.Duration) {
@@ -69,7 +66,7 @@ var sweepResults = []string{
 	SweepClean, SweepRevoked, SweepCapped, ReasonStoreNotReady,
 	string(s3.ReasonStoreUnreachable), string(s3.ReasonAccessDenied), string(s3.ReasonCredentialsMissing),
 	string(s3.ReasonStoreError), string(s3.ReasonInvalidRequest), string(s3.ReasonNotSupported),
-	ReasonInvalidPolicy, ReasonReconcileError,
+	ReasonInvalidPolicy, stores.ReasonReconcileError,
 }
 
 // startSweepSeries puts the store's sweep series at 0 where they are not yet.
@@ -85,7 +82,7 @@ func startSweepSeries(store string) {
 // forgetStoreMetrics drops the series of a deleted ObjectStore.
 func forgetStoreMetrics(store string) {
 	storeUp.DeleteLabelValues(store)
-	storeRequests.DeletePartialMatch(prometheus.Labels{"store": store})
+	stores.Requests.DeletePartialMatch(prometheus.Labels{"store": store})
 	sweepsTotal.DeletePartialMatch(prometheus.Labels{"store": store})
 	sweepRevoked.DeletePartialMatch(prometheus.Labels{"store": store})
 }
@@ -94,10 +91,4 @@ func forgetBucketMetrics(key types.NamespacedName) {
 	checksTotal.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "name": key.Name})
 	lastCheck.DeleteLabelValues(key.Namespace, key.Name)
 	healthyGauge.DeleteLabelValues(key.Namespace, key.Name)
-}
-
-// countRequests counts the requests sent to a store: its clients call it
-// once per operation (s3.Config.OnRequest).
-func countRequests(store string) func(op string) {
-	return func(op string) { storeRequests.WithLabelValues(store, op).Inc() }
 }

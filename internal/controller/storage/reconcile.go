@@ -13,6 +13,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/status"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 )
 
 // The end every storage reconcile shares: the ObjectStore, StorageBucket and
@@ -27,10 +28,6 @@ const (
 	bucketController = "storagebucket"
 	accessController = "bucketaccess"
 )
-
-// ReasonReconcileError says the reconcile met an error it returns (an API
-// error); it is retried with back-off.
-const ReasonReconcileError = "ReconcileError"
 
 // outcome is what every storage reconcile records beside its kind's own
 // observation.
@@ -67,7 +64,7 @@ func (o *outcome) did(typ, reason, action, format string, args ...any) {
 // summary is the summary of a reconcile that failed, or the one it found.
 func (o *outcome) summary(found *conditions.Summary) *conditions.Summary {
 	if o.failed != nil {
-		return &conditions.Summary{Progress: conditions.Working, Reason: ReasonReconcileError, Message: o.failed.Error()}
+		return &conditions.Summary{Progress: conditions.Working, Reason: stores.ReasonReconcileError, Message: o.failed.Error()}
 	}
 	return found
 }

@@ -16,6 +16,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -79,7 +80,7 @@ func TestStoreIsOpenOnlyToSelectedNamespaces(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		b := getBucket(g, teamB, "assets")
 		g.Expect(conditions.IsTrue(b.Status.Conditions, conditions.Ready)).To(BeTrue(), readyMessage(b))
-	}, namespaceLabelsTTL+timeout, poll).Should(Succeed())
+	}, stores.NamespaceLabelsTTL+timeout, poll).Should(Succeed())
 	t.Logf("bucket Ready %.1fs after its namespace was labelled into the store", time.Since(start).Seconds())
 
 	for _, b := range []struct{ ns, name string }{{teamA, "assets"}, {teamB, "assets"}, {teamB, "nothing"}} {

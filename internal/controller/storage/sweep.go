@@ -18,6 +18,7 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/jitter"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
@@ -28,7 +29,7 @@ import (
 // it. Every interval, in each store, it revokes what carries Trellis' marks
 // and belongs to no live BucketAccess:
 //
-//   - accounts whose access key id has the store's mark (storeKeyPrefix)
+//   - accounts whose access key id has the store's mark (stores.StoreKeyPrefix)
 //     and the hash of the UID of no BucketAccess in the cache;
 //   - in the policy of every bucket a StorageBucket claims there,
 //     statements with Trellis' Sid prefix that are no recorded grant
@@ -63,7 +64,7 @@ type Sweeper struct {
 
 	client   client.Reader // the manager's cache
 	cache    interface{ WaitForCacheSync(context.Context) bool }
-	stores   *Stores
+	stores   *stores.Clients
 	recorder recorder.EventRecorder
 	// storeChecks asks the ObjectStore controller to check a store a sweep
 	// found not answering.
@@ -155,7 +156,7 @@ func (s *Sweeper) revokedAccounts(store *storagev1.ObjectStore, ids []string) {
 func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) sweepResult {
 	usable, _, err := usableStore(ctx, s.client, store.Name)
 	if err != nil {
-		return sweepResult{result: ReasonReconcileError}
+		return sweepResult{result: stores.ReasonReconcileError}
 	}
 	if usable == nil {
 		// Down, not checked yet or gone: nothing is sent to it.
@@ -165,7 +166,7 @@ func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) swe
 	res := sweepResult{}
 	budget := maxSweepRevocations
 	stop := func(err error) sweepResult {
-		reason, _ := classifyStoreError(err)
+		reason, _ := stores.ClassifyError(err)
 		res.result = string(reason)
 		if invalid := (*invalidPolicyError)(nil); errors.As(err, &invalid) {
 			res.result = ReasonInvalidPolicy // a policy Trellis cannot read is left as it is
@@ -197,7 +198,7 @@ func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) swe
 	}
 	buckets, err := s.claimedBuckets(ctx, store)
 	if err != nil {
-		return stop(&cacheError{err: err})
+		return stop(&stores.CacheError{Err: err})
 	}
 	var failed error
 	for _, sb := range buckets {
@@ -208,7 +209,7 @@ func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) swe
 		bucket := sb.Status.BucketName
 		edit, err := bucketPolicy{s3: c, bucket: bucket, grants: grantsOf(s.client, store, bucket),
 			lock: func() func() { return s.stores.LockPolicy(store.Name, bucket) }}.edit(ctx, nil)
-		reason, _ := classifyStoreError(err)
+		reason, _ := stores.ClassifyError(err)
 		switch {
 		case err == nil:
 			raise(s.recorder, sb, grantFixActions(bucket, edit.fixes))
@@ -219,7 +220,7 @@ func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) swe
 			}
 		case reason == s3.ReasonBucketMissing:
 			// Its own check says so.
-		case reason == s3.ReasonStoreUnreachable || reason == ReasonReconcileError:
+		case reason == s3.ReasonStoreUnreachable || reason == stores.ReasonReconcileError:
 			return stop(err)
 		default:
 			// This bucket's policy cannot be read or written (refused, or
@@ -249,7 +250,7 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, store *storagev1.ObjectStor
 	}
 	// First the store's accounts, then the cache: see above.
 	ids, err := accounts.ListAccounts(ctx)
-	if reason, _ := classifyStoreError(err); reason == s3.ReasonNotSupported {
+	if reason, _ := stores.ClassifyError(err); reason == s3.ReasonNotSupported {
 		return nil, nil // no IAM, no accounts; grants may still be forged
 	}
 	if err != nil {
@@ -257,7 +258,7 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, store *storagev1.ObjectStor
 	}
 	orphans, err := s.orphans(ctx, store, ids)
 	if err != nil {
-		return nil, &cacheError{err: err}
+		return nil, &stores.CacheError{Err: err}
 	}
 	due := orphans[:min(len(orphans), budget)]
 	revoked := make([]string, 0, len(due))
@@ -274,10 +275,10 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, store *storagev1.ObjectStor
 // and the hash of no BucketAccess in the cache. ids must have been listed
 // before this is called.
 func (s *Sweeper) orphans(ctx context.Context, store *storagev1.ObjectStore, ids []string) ([]string, error) {
-	prefix := storeKeyPrefix(store.UID)
+	prefix := stores.StoreKeyPrefix(store.UID)
 	owners := map[string]string{}
 	for _, id := range ids {
-		if owner, ok := keyOwner(prefix, id); ok {
+		if owner, ok := stores.KeyOwner(prefix, id); ok {
 			owners[id] = owner
 		}
 	}
@@ -290,7 +291,7 @@ func (s *Sweeper) orphans(ctx context.Context, store *storagev1.ObjectStore, ids
 	}
 	live := make(map[string]bool, len(list.Items))
 	for i := range list.Items {
-		live[grantID(list.Items[i].UID)] = true
+		live[stores.GrantID(list.Items[i].UID)] = true
 	}
 	var out []string
 	for id, owner := range owners {
@@ -308,7 +309,7 @@ func (s *Sweeper) orphans(ctx context.Context, store *storagev1.ObjectStore, ids
 // as it is, its policy unread, until they resume; accounts are still swept).
 func (s *Sweeper) claimedBuckets(ctx context.Context, store *storagev1.ObjectStore) ([]*storagev1.StorageBucket, error) {
 	list := &storagev1.StorageBucketList{}
-	if err := s.client.List(ctx, list, client.MatchingFields{bucketStoreIndex: store.Name}); err != nil {
+	if err := s.client.List(ctx, list, client.MatchingFields{stores.BucketStoreIndex: store.Name}); err != nil {
 		return nil, fmt.Errorf("listing the StorageBuckets of ObjectStore %s: %w", store.Name, err)
 	}
 	out := make([]*storagev1.StorageBucket, 0, len(list.Items))

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -150,7 +151,7 @@ func TestSweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T) {
 	keep := eventuallyAccessReason(g, ns, "keep", ReasonGranted)
 	key, kept := credsOf(g, ns, "w-creds"), credsOf(g, ns, "keep-creds")
 	g.Expect(key.put(g, bucket, "before.txt")).To(Succeed())
-	sid := s3.GrantSidPrefix + grantID(w.UID)
+	sid := s3.GrantSidPrefix + stores.GrantID(w.UID)
 	g.Expect(statementsOf(g, policyOf(g, bucket))).To(HaveKey(sid))
 	revokedBefore := testutil.ToFloat64(sweepRevoked.WithLabelValues(store, "account"))
 
@@ -168,7 +169,7 @@ func TestSweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T) {
 	g.Eventually(func() int { return httpStatus(key.put(g, bucket, "after.txt")) }, withinASweep, poll).
 		Should(Equal(http.StatusForbidden), "the key of a deleted access is refused within a sweep")
 	t.Logf("key refused %.1fs after its BucketAccess went (sweep every %s)", time.Since(deleted).Seconds(), sweepInterval)
-	g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), w.UID))).To(BeEmpty())
+	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), w.UID))).To(BeEmpty())
 	g.Expect(testutil.ToFloat64(sweepRevoked.WithLabelValues(store, "account"))).To(BeNumerically(">", revokedBefore))
 	g.Eventually(func(g Gomega) {
 		msgs := eventsAbout(g, store, "OrphanKeysRevoked")
@@ -186,8 +187,8 @@ func TestSweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T) {
 	got, err := kept.get(g, bucket, "before.txt")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal("hello"))
-	g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), keep.UID))).To(Equal([]string{kept.accessKey}))
-	g.Expect(statementsOf(g, policyOf(g, bucket))).To(HaveKey(s3.GrantSidPrefix + grantID(keep.UID)))
+	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), keep.UID))).To(Equal([]string{kept.accessKey}))
+	g.Expect(statementsOf(g, policyOf(g, bucket))).To(HaveKey(s3.GrantSidPrefix + stores.GrantID(keep.UID)))
 	// No Event names a secret.
 	for _, m := range append(eventsAbout(g, store, "OrphanKeysRevoked"), eventsAbout(g, "data", "GrantRemoved")...) {
 		g.Expect(m).NotTo(ContainSubstring(key.secretKey))
@@ -226,7 +227,7 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 		g.Expect(k8s.Create(ctx, newAccess(ns, name+"-reader", name, name+"-reader-creds", storagev1.AccessReadOnly))).To(Succeed())
 		a := eventuallyAccessReason(g, ns, name+"-reader", ReasonGranted)
 		reader = credsOf(g, ns, name+"-reader-creds")
-		forgedSid, widenedSid = s3.GrantSidPrefix+"forged0123456789", s3.GrantSidPrefix+grantID(a.UID)
+		forgedSid, widenedSid = s3.GrantSidPrefix+"forged0123456789", s3.GrantSidPrefix+stores.GrantID(a.UID)
 		g.Expect(statementsOf(g, policyOf(g, bucket))).To(HaveKey(widenedSid))
 		// One write, so no writer of the policy comes in between: the live
 		// grant widened to the attacker's key and to writing, and a grant
@@ -364,7 +365,7 @@ func TestSweepLeavesOtherStoresAlone(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	// Another cluster's ObjectStore issued this one, for an access this
 	// cluster never had; and someone made an account by hand.
-	theirs := accessKeyID("uid-of-another-clusters-store", "uid-of-their-access", 1)
+	theirs := stores.AccessKeyID("uid-of-another-clusters-store", "uid-of-their-access", 1)
 	byHand := "SOMEONEELSE0123456789"
 	for _, id := range []string{theirs, byHand} {
 		g.Expect(admin.PutAccount(ctx, id, "secret0123456789secret0123456789")).To(Succeed())
@@ -427,7 +428,7 @@ func TestSweepThroughStoreFailures(t *testing.T) {
 	g.Eventually(func() int { return httpStatus(orphan.put(g, bucket, "late.txt")) }, withinASweep, poll).
 		Should(Equal(http.StatusForbidden), "revoked once the store answers")
 	g.Expect(live.put(g, bucket, "live.txt")).To(Succeed())
-	g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), gone.UID))).To(BeEmpty())
+	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), gone.UID))).To(BeEmpty())
 
 	deleteAccess(g, ns, "live")
 	g.Expect(k8s.Delete(ctx, &corev1.Secret{ObjectMeta: secretOf(g, ns, "gone-creds").ObjectMeta})).To(Succeed())

@@ -13,6 +13,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -22,11 +23,11 @@ func (f *fixture) sweeper() *Sweeper {
 }
 
 // sweepKeys are access key ids of the sweep's rows, issued through rtStoreObj.
-func sweepKey(uid types.UID, v int32) string { return accessKeyID(rtStoreUID, uid, v) }
+func sweepKey(uid types.UID, v int32) string { return stores.AccessKeyID(rtStoreUID, uid, v) }
 
 // grantOf is the statement the grant of an access would have in testBucket.
 func grantOf(uid types.UID, mode string, keys ...string) s3.Grant {
-	return s3.Grant{ID: grantID(uid), Principals: keys, Mode: mode}
+	return s3.Grant{ID: stores.GrantID(uid), Principals: keys, Mode: mode}
 }
 
 func policyWith(t *testing.T, grants ...s3.Grant) string {
@@ -55,8 +56,8 @@ func TestSweepStore(t *testing.T) {
 	// Accounts that are not this store's to sweep: another ObjectStore's
 	// (of this cluster or another, on the same store) for an access that
 	// does not exist here, someone else's, and ones that only look alike.
-	foreign := []string{accessKeyID("uid-other-store", gone, 1), "SOMEONEELSE000000", "TRELLISNOTAKEYATALL",
-		accessKeyIDPrefix(rtStoreUID, gone) + "x1", storeKeyPrefix(rtStoreUID) + "0123V1"}
+	foreign := []string{stores.AccessKeyID("uid-other-store", gone, 1), "SOMEONEELSE000000", "TRELLISNOTAKEYATALL",
+		stores.AccessKeyIDPrefix(rtStoreUID, gone) + "x1", stores.StoreKeyPrefix(rtStoreUID) + "0123V1"}
 	accountsOf := func(ids ...[]string) map[string]string {
 		out := map[string]string{}
 		for _, list := range ids {
@@ -155,7 +156,7 @@ func TestSweepStore(t *testing.T) {
 				f.accounts.accounts = accountsOf(liveKeys, goneKeys)
 				f.fail["list BucketAccess"] = errUnavailable
 			},
-			wantResult: ReasonReconcileError, wantS3Calls: []string{},
+			wantResult: stores.ReasonReconcileError, wantS3Calls: []string{},
 		},
 		"the store fails half-way: what was revoked is told, the rest waits": {
 			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
@@ -369,7 +370,7 @@ func TestSweepAllStores(t *testing.T) {
 	down := rtStoreObj(false)
 	down.Name, down.UID = "sweep-down", "uid-store-down"
 	f := newFixture(openNamespace(), storeCredentials(), one, two, down)
-	mine, theirs, downs := accessKeyID(one.UID, "uid-gone", 1), accessKeyID(two.UID, "uid-gone", 1), accessKeyID(down.UID, "uid-gone", 1)
+	mine, theirs, downs := stores.AccessKeyID(one.UID, "uid-gone", 1), stores.AccessKeyID(two.UID, "uid-gone", 1), stores.AccessKeyID(down.UID, "uid-gone", 1)
 	f.accounts.accounts = map[string]string{mine: "s", theirs: "s", downs: "s"}
 	f.sweeper().sweep(context.Background())
 	g.Expect(f.accounts.accounts).To(Equal(map[string]string{downs: "s"}), "each store its own; none in a store that is down")

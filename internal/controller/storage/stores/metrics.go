@@ -1,0 +1,31 @@
+package stores
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// ReasonReconcileError says the reconcile met an error it returns (an API
+// error); it is retried with back-off.
+const ReasonReconcileError = "ReconcileError"
+
+// CacheError is an error of the manager's cache met while editing a
+// bucket's policy: not the store's, and nothing was written (ClassifyError).
+type CacheError struct{ Err error }
+
+func (e *CacheError) Error() string { return e.Err.Error() }
+func (e *CacheError) Unwrap() error { return e.Err }
+
+// Requests counts the requests sent to each store, by operation.
+var Requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "trellis_objectstore_requests_total",
+	Help: "Requests Trellis sent to an object store, by operation.",
+}, []string{"store", "op"})
+
+func init() { metrics.Registry.MustRegister(Requests) }
+
+// countRequests counts the requests sent to a store: its clients call it
+// once per operation (s3.Config.OnRequest).
+func countRequests(store string) func(op string) {
+	return func(op string) { Requests.WithLabelValues(store, op).Inc() }
+}
