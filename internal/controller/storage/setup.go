@@ -19,6 +19,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
+	"github.com/trellis-dev/trellis/internal/controller/storage/bucketevents"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 )
 
@@ -125,10 +126,28 @@ func setupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 		if opts.BucketEventsSecret == "" {
 			return fmt.Errorf("--bucket-events-bind-address needs --bucket-events-token-secret")
 		}
-		return mgr.Add(&EventReceiver{
+		return mgr.Add(&bucketevents.Receiver{
 			Addr: opts.BucketEventsAddr, Secret: client.ObjectKey{Namespace: opts.Namespace, Name: opts.BucketEventsSecret},
-			APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Schedule: schedule, Events: bucketEvents,
+			APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Checks: bucketChecks{schedule: schedule, events: bucketEvents},
 		})
 	}
 	return nil
+}
+
+// bucketChecks is how the bucket-event receiver asks the StorageBucket
+// controller for a check now: the bucket is made due at once in the
+// schedule, and queued.
+type bucketChecks struct {
+	schedule *Schedule
+	events   chan<- event.TypedGenericEvent[*storagev1.StorageBucket]
+}
+
+func (c bucketChecks) CheckNow(ctx context.Context, b *storagev1.StorageBucket) bool {
+	c.schedule.CheckNow(client.ObjectKeyFromObject(b))
+	select {
+	case c.events <- event.TypedGenericEvent[*storagev1.StorageBucket]{Object: b}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/controller/storage/bucketevents"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/manager"
 	"github.com/trellis-dev/trellis/internal/s3"
@@ -83,7 +84,7 @@ func run(m *testing.M) int {
 			}
 			return s.Client.Create(ctx, &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: tokenSecret},
-				Data:       map[string][]byte{TokenKey: []byte(eventsToken)},
+				Data:       map[string][]byte{bucketevents.TokenKey: []byte(eventsToken)},
 			})
 		},
 		Options: func(opts *manager.Options) {
