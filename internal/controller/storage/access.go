@@ -32,7 +32,7 @@ type accessSync struct {
 	lockPolicy func() (unlock func())
 	// grants lists the grants of the bucket's live BucketAccesses, which
 	// may stand in its policy beside this one's (nil: none).
-	grants func(context.Context) ([]liveGrant, error)
+	grants func(context.Context) ([]stores.LiveGrant, error)
 	store  string
 	bucket string
 	grant  s3.Grant // ID and mode; principals are computed
@@ -64,7 +64,7 @@ type accessResult struct {
 	storeDown bool
 	// grantFixes are other statements with Trellis' Sid prefix that
 	// rewriting the policy took out or put back to what was recorded.
-	grantFixes []grantFix
+	grantFixes []stores.GrantFix
 }
 
 type issuedKey struct {
@@ -103,7 +103,7 @@ func (s accessSync) issue(ctx context.Context) accessResult {
 	}
 	// The replaced key stays granted: workloads switch to the new one
 	// within the grace period.
-	fixes, err := s.setGrant(ctx, append([]string{s.want}, keyIDs(retiring)...))
+	fixes, err := s.setGrant(ctx, append([]string{s.want}, stores.KeyIDs(retiring)...))
 	if err != nil {
 		return s.storeFailed("granting the key on the bucket", err)
 	}
@@ -122,7 +122,7 @@ func (s accessSync) keep(ctx context.Context) accessResult {
 			kept = append(kept, k)
 		}
 	}
-	fixes, err := s.setGrant(ctx, append([]string{s.current}, keyIDs(kept)...))
+	fixes, err := s.setGrant(ctx, append([]string{s.current}, stores.KeyIDs(kept)...))
 	if err != nil {
 		return s.storeFailed("granting the key on the bucket", err)
 	}
@@ -142,12 +142,12 @@ func (s accessSync) keep(ctx context.Context) accessResult {
 
 // setGrant makes the access's grant name exactly principals; the other
 // grants of the policy are held to what is recorded, as in every rewrite.
-func (s accessSync) setGrant(ctx context.Context, principals []string) ([]grantFix, error) {
+func (s accessSync) setGrant(ctx context.Context, principals []string) ([]stores.GrantFix, error) {
 	g := s.grant
 	g.Principals = principals
-	edit, err := bucketPolicy{s3: s.s3, lock: s.lockPolicy, bucket: s.bucket, grants: s.grants}.edit(ctx,
+	edit, err := stores.BucketPolicy{S3: s.s3, Lock: s.lockPolicy, Bucket: s.bucket, Grants: s.grants}.Edit(ctx,
 		func(current string) (string, error) { return s3.WithGrant(current, s.bucket, g) })
-	return withoutSid(edit.fixes, g.Sid()), err
+	return stores.WithoutSid(edit.Fixes, g.Sid()), err
 }
 
 func (s accessSync) granted(retiring []storagev1.RetiringKey) conditions.Summary {
@@ -167,13 +167,13 @@ func (s accessSync) storeFailed(what string, err error) accessResult {
 
 func storeProblem(store, what string, err error) conditions.Summary {
 	reason, msg := stores.ClassifyError(err)
-	var invalid *invalidPolicyError
+	var invalid *stores.InvalidPolicyError
 	progress := conditions.Working
 	switch {
 	case errors.As(err, &invalid):
-		reason, msg, progress = ReasonInvalidPolicy, invalid.Error(), conditions.Blocked
+		reason, msg, progress = stores.ReasonInvalidPolicy, invalid.Error(), conditions.Blocked
 	case reason == s3.ReasonInvalidRequest:
-		reason, progress = ReasonInvalidPolicy, conditions.Blocked
+		reason, progress = stores.ReasonInvalidPolicy, conditions.Blocked
 	case stores.NeedsPerson(reason) || reason == s3.ReasonNotSupported:
 		progress = conditions.Blocked
 	}
@@ -183,14 +183,6 @@ func storeProblem(store, what string, err error) conditions.Summary {
 func isUnreachable(err error) bool {
 	reason, _ := stores.ClassifyError(err)
 	return reason == s3.ReasonStoreUnreachable
-}
-
-func keyIDs(keys []storagev1.RetiringKey) []string {
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, k.AccessKeyID)
-	}
-	return out
 }
 
 func nextRevocation(keys []storagev1.RetiringKey) time.Time {
@@ -211,7 +203,7 @@ type accessRevocation struct {
 	accounts   s3.Accounts
 	s3         s3.Client
 	lockPolicy func() (unlock func())
-	grants     func(context.Context) ([]liveGrant, error)
+	grants     func(context.Context) ([]stores.LiveGrant, error)
 	store      string
 	bucket     string // "" when no bucket was ever granted
 	grant      s3.Grant
@@ -232,20 +224,20 @@ type revocationResult struct {
 	store *storagev1.ObjectStore
 	// grantFixes are other statements with Trellis' Sid prefix that
 	// taking the grant out took out or put back to what was recorded.
-	grantFixes []grantFix
+	grantFixes []stores.GrantFix
 }
 
 func (r accessRevocation) run(ctx context.Context) revocationResult {
-	var fixes []grantFix
+	var fixes []stores.GrantFix
 	if r.bucket != "" {
 		g := r.grant
 		g.Principals = nil
-		edit, err := bucketPolicy{s3: r.s3, lock: r.lockPolicy, bucket: r.bucket, grants: r.grants}.edit(ctx,
+		edit, err := stores.BucketPolicy{S3: r.s3, Lock: r.lockPolicy, Bucket: r.bucket, Grants: r.grants}.Edit(ctx,
 			func(current string) (string, error) { return s3.WithGrant(current, r.bucket, g) })
 		if reason, _ := stores.ClassifyError(err); err != nil && reason != s3.ReasonBucketMissing {
 			return r.wait("taking the grant out of the bucket policy", err)
 		}
-		fixes = withoutSid(edit.fixes, g.Sid())
+		fixes = stores.WithoutSid(edit.Fixes, g.Sid())
 	}
 	ids, err := r.accounts.ListAccounts(ctx)
 	if err != nil {

@@ -135,7 +135,7 @@ func TestAccessSync(t *testing.T) {
 		have     bool
 		retiring []storagev1.RetiringKey
 		// live are the grants of the bucket's live accesses (beside its own).
-		live []liveGrant
+		live []stores.LiveGrant
 
 		wantProgress  conditions.Progress
 		wantFixes     []s3.GrantFix
@@ -220,7 +220,7 @@ func TestAccessSync(t *testing.T) {
 				`{"Sid":"TrellisAccessother","Effect":"Allow","Principal":{"AWS":["OTHERKEY000000001"]},"Action":["s3:GetObject","s3:GetObjectAttributes","s3:GetObjectTagging","s3:GetObjectVersion","s3:ListBucket","s3:ListBucketVersions","s3:GetBucketLocation"],"Resource":["arn:aws:s3:::` + testBucket + `","arn:aws:s3:::` + testBucket + `/*"]},` +
 				`{"Sid":"TrellisAccesswide","Effect":"Allow","Principal":{"AWS":["WIDEKEY0000000001","FORGEDKEY00000001"]},"Action":"s3:*","Resource":"*"},` +
 				`{"Sid":"TrellisAccessforged","Effect":"Allow","Principal":{"AWS":["FORGEDKEY00000001"]},"Action":"s3:*","Resource":"*"}]}`},
-			live: []liveGrant{
+			live: []stores.LiveGrant{
 				{Grant: s3.Grant{ID: "other", Principals: []string{"OTHERKEY000000001"}, Mode: s3.ReadOnly}},
 				{Grant: s3.Grant{ID: "wide", Principals: []string{"WIDEKEY0000000001"}, Mode: s3.ReadOnly}},
 			},
@@ -248,12 +248,12 @@ func TestAccessSync(t *testing.T) {
 		},
 		"store refuses the policy": {
 			mode: s3.ReadWrite, want: keyV1, s3: fakeS3{setPolicyErr: errBadPolicy},
-			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy, wantAccounts: []string{keyV1}, wantPolicyPut: true,
+			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy, wantAccounts: []string{keyV1}, wantPolicyPut: true,
 		},
 		"current policy is not one": {
 			reason: "a policy Trellis cannot read is reported, never overwritten",
 			mode:   s3.ReadWrite, want: keyV1, s3: fakeS3{policy: "garbage"},
-			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy, wantAccounts: []string{keyV1},
+			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy, wantAccounts: []string{keyV1},
 		},
 		"revocation fails": {
 			reason:   "the due key is out of the policy, stays on record, and is tried again",
@@ -270,13 +270,15 @@ func TestAccessSync(t *testing.T) {
 			accounts, fake := tc.accounts, tc.s3
 			// The grants already in place for the settled cases.
 			if tc.current != "" && fake.policy == "" {
-				granted := append([]string{tc.current}, keyIDs(tc.retiring)...)
+				granted := append([]string{tc.current}, stores.KeyIDs(tc.retiring)...)
 				fake.policy, _ = s3.WithGrant("", testBucket, s3.Grant{ID: "g", Principals: granted, Mode: s3.ReadWrite})
 			}
 			before := fake.policy
 			// Its own grant is live too, naming every key it may have granted.
-			own := liveGrant{Grant: s3.Grant{ID: "g", Principals: append([]string{tc.want, tc.current}, keyIDs(tc.retiring)...), Mode: tc.mode}}
-			live := func(context.Context) ([]liveGrant, error) { return append([]liveGrant{own}, tc.live...), nil }
+			own := stores.LiveGrant{Grant: s3.Grant{ID: "g", Principals: append([]string{tc.want, tc.current}, stores.KeyIDs(tc.retiring)...), Mode: tc.mode}}
+			live := func(context.Context) ([]stores.LiveGrant, error) {
+				return append([]stores.LiveGrant{own}, tc.live...), nil
+			}
 			sync := accessSync{accounts: &accounts, s3: &fake, lockPolicy: noLock, grants: live, store: "store-a", bucket: testBucket,
 				grant: s3.Grant{ID: "g", Mode: tc.mode}, current: tc.current, want: tc.want, haveSecret: tc.have,
 				retiring: tc.retiring, now: syncNow, grace: time.Hour}
@@ -321,7 +323,7 @@ func TestAccessSync(t *testing.T) {
 				g.Expect(fake.policy).To(ContainSubstring(`"Sid":"Mine"`), "the user's statements stay")
 			}
 			g.Expect(slices.Contains(fake.calls, "SetPolicy")).To(Equal(tc.wantPolicyPut), "policy written only when it changes: %v", fake.calls)
-			g.Expect(keyIDs(res.retiring)).To(ConsistOf(tc.wantRetiring))
+			g.Expect(stores.KeyIDs(res.retiring)).To(ConsistOf(tc.wantRetiring))
 			g.Expect(res.revoked).To(Equal(tc.wantRevoked))
 			for _, k := range res.retiring {
 				g.Expect(k.RevokeAt).NotTo(BeNil())
@@ -431,8 +433,8 @@ func TestAccessRevocation(t *testing.T) {
 			g := NewWithT(t)
 			accounts, fake := tc.accounts, tc.s3
 			// The access being deleted is still in the cache: its grant is live.
-			live := func(context.Context) ([]liveGrant, error) {
-				return []liveGrant{{Grant: s3.Grant{ID: "g", Principals: []string{keyV1, keyV2}, Mode: s3.ReadWrite}}}, nil
+			live := func(context.Context) ([]stores.LiveGrant, error) {
+				return []stores.LiveGrant{{Grant: s3.Grant{ID: "g", Principals: []string{keyV1, keyV2}, Mode: s3.ReadWrite}}}, nil
 			}
 			res := accessRevocation{accounts: &accounts, s3: &fake, lockPolicy: noLock, grants: live, store: "store-a", bucket: tc.bucket,
 				grant: s3.Grant{ID: "g", Mode: s3.ReadWrite}, prefix: prefix, recorded: tc.recorded}.run(context.Background())

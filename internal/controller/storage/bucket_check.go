@@ -19,13 +19,8 @@ const (
 	ReasonHealthy       = "Healthy"
 	ReasonCreating      = "Creating"
 	ReasonConflict      = "Conflict"
-	ReasonStoreNotFound = "StoreNotFound"
-	ReasonStoreNotReady = "StoreNotReady"
 	ReasonDeleteBlocked = "DeleteBlocked"
 	ReasonDeleting      = "Deleting"
-	// ReasonNamespaceNotAllowed: the store's namespaceSelector does not
-	// select the bucket's namespace.
-	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
 	// ReasonAdoptionNotAllowed: the bucket exists, was not created for this
 	// namespace, and the store does not let the namespace adopt it.
 	ReasonAdoptionNotAllowed = "AdoptionNotAllowed"

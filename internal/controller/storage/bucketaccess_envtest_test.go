@@ -527,7 +527,7 @@ func TestDeletionWaitsForAccesses(t *testing.T) {
 	key := credsOf(g, ns, "held-creds")
 
 	g.Expect(k8s.Delete(ctx, b)).To(Succeed())
-	got := eventuallyReason(g, ns, "held", ReasonInUse)
+	got := eventuallyReason(g, ns, "held", stores.ReasonInUse)
 	g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Stalled)).To(BeTrue(), "the access is not being deleted: a person must act")
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("BucketAccesses user still use this bucket"))
 	exists, err := c.BucketExists(ctx, ns+"-held")

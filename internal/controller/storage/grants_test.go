@@ -48,12 +48,12 @@ func TestLiveGrants(t *testing.T) {
 	moved.Spec.BucketRef.Name = "gone"
 	f := newFixture(openNamespace(), store, claimedBucket(), recorded, fresh, leaving, other, theirs, moved)
 
-	got, err := liveGrants(context.Background(), f.c, store, testBucket)
+	got, err := stores.LiveGrants(context.Background(), f.c, store, testBucket)
 	g.Expect(err).NotTo(HaveOccurred())
 	byName := map[string]s3.Grant{}
 	for _, lg := range got {
-		byName[lg.access.Name] = lg.Grant
-		g.Expect(lg.access.Namespace).To(Equal(testNS))
+		byName[lg.Access.Name] = lg.Grant
+		g.Expect(lg.Access.Namespace).To(Equal(testNS))
 	}
 	g.Expect(byName).To(HaveLen(3), "the bucket's three accesses, no other")
 	key := func(uid types.UID, v int32) string { return stores.AccessKeyID(rtStoreUID, uid, v) }
@@ -65,6 +65,6 @@ func TestLiveGrants(t *testing.T) {
 
 	// The cache failing is an error, never "no grant is live".
 	f.fail["list BucketAccess"] = errUnavailable
-	_, err = liveGrants(context.Background(), f.c, store, testBucket)
+	_, err = stores.LiveGrants(context.Background(), f.c, store, testBucket)
 	g.Expect(err).To(HaveOccurred())
 }

@@ -63,10 +63,10 @@ func recordCheck(key types.NamespacedName, result string, healthy bool, took tim
 // start at 0 for all of them, so that increase() sees a result's first
 // occurrence too; a result not listed is counted all the same, from 1.
 var sweepResults = []string{
-	SweepClean, SweepRevoked, SweepCapped, ReasonStoreNotReady,
+	SweepClean, SweepRevoked, SweepCapped, stores.ReasonStoreNotReady,
 	string(s3.ReasonStoreUnreachable), string(s3.ReasonAccessDenied), string(s3.ReasonCredentialsMissing),
 	string(s3.ReasonStoreError), string(s3.ReasonInvalidRequest), string(s3.ReasonNotSupported),
-	ReasonInvalidPolicy, stores.ReasonReconcileError,
+	stores.ReasonInvalidPolicy, stores.ReasonReconcileError,
 }
 
 // startSweepSeries puts the store's sweep series at 0 where they are not yet.

@@ -36,9 +36,6 @@ const StoreFinalizer = "storage.trellis.dev/in-use"
 // Reasons of an ObjectStore's conditions besides those of s3.Classify.
 const (
 	ReasonReachable = "Reachable"
-	// ReasonInUse: a deletion waits for what uses the object (StorageBuckets
-	// of a store, BucketAccesses of a bucket or of a store).
-	ReasonInUse = "InUse"
 	// ReasonInvalidSelector: a namespace selector of the store cannot be used.
 	ReasonInvalidSelector = "InvalidSelector"
 )
@@ -250,7 +247,7 @@ func (r *ObjectStoreReconciler) finalize(ctx context.Context, store *storagev1.O
 	}
 	if msg != "" {
 		// Each of them going is an event (whileDeleting).
-		obs.found = &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse, Message: msg}
+		obs.found = &conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonInUse, Message: msg}
 		return nil
 	}
 	if err := finalizer.Remove(ctx, r.client, store, StoreFinalizer); err != nil {

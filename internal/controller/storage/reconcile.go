@@ -39,26 +39,15 @@ type outcome struct {
 	// no status is written.
 	released bool
 	// done are Events about what was done in the store.
-	done []storeAction
+	done []stores.Action
 	// told are conditions whose status Events this reconcile's own Events
 	// already tell (status.Patcher.Patch).
 	told []string
 }
 
-// storeAction is an Event about something done in the store: a bucket
-// created, adopted, deleted or given its settings; a key issued or revoked.
-// These are not status.EventRules, which fire when a condition changes:
-// they are raised when no condition changes (a bucket created again, or a
-// key rotated, while Ready stays True; settings put back after drift) or
-// when no status is written any more (a bucket deleted or kept, and the
-// finalizer gone).
-type storeAction struct {
-	typ, reason, action, message string
-}
-
 // did records an Event about something done in the store.
 func (o *outcome) did(typ, reason, action, format string, args ...any) {
-	o.done = append(o.done, storeAction{typ: typ, reason: reason, action: action, message: fmt.Sprintf(format, args...)})
+	o.done = append(o.done, stores.Action{Type: typ, Reason: reason, Action: action, Message: fmt.Sprintf(format, args...)})
 }
 
 // summary is the summary of a reconcile that failed, or the one it found.
@@ -81,9 +70,7 @@ func (o *outcome) summary(found *conditions.Summary) *conditions.Summary {
 func finish[O status.Object, S any](ctx context.Context, p *status.Patcher[O, S], rec recorder.EventRecorder,
 	obj O, o *outcome, result *ctrl.Result, err *error, compute func() S) {
 	defer func() {
-		for _, a := range o.done {
-			rec.Eventf(obj, nil, a.typ, a.reason, a.action, "%s", a.message)
-		}
+		stores.Raise(rec, obj, o.done)
 		if *err != nil {
 			*result = ctrl.Result{}
 		}

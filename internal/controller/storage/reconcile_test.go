@@ -472,7 +472,7 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 		},
 		"deleted while a bucket uses it: InUse, the finalizer stays": {
 			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore), world: []client.Object{rtBucket()},
-			want: exit{ready: ReasonInUse, also: conditions.Stalled, statusWrites: 1, events: []string{"Warning InUse"}},
+			want: exit{ready: stores.ReasonInUse, also: conditions.Stalled, statusWrites: 1, events: []string{"Warning InUse"}},
 			check: func(g Gomega, _ *fixture, s *storagev1.ObjectStore) {
 				g.Expect(s.Finalizers).To(ConsistOf(StoreFinalizer))
 				g.Expect(conditions.Get(s.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("team/assets"))
@@ -480,7 +480,7 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 		},
 		"deleted while an access has accounts in it: InUse": {
 			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore), world: []client.Object{grantedAccess()},
-			want: exit{ready: ReasonInUse, also: conditions.Stalled, statusWrites: 1, events: []string{"Warning InUse"}},
+			want: exit{ready: stores.ReasonInUse, also: conditions.Stalled, statusWrites: 1, events: []string{"Warning InUse"}},
 		},
 		"deleted, nothing uses it: the finalizer goes, no status": {
 			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore),
@@ -737,7 +737,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"no such store: Stalled": {
 			bucket: rtBucket(),
-			want: exit{requeue: checkWait, ready: ReasonStoreNotFound, also: conditions.Stalled, statusWrites: 1,
+			want: exit{requeue: checkWait, ready: stores.ReasonStoreNotFound, also: conditions.Stalled, statusWrites: 1,
 				events: []string{"Warning StoreNotFound"}},
 		},
 		"the store is down: its state, no request": {
@@ -748,7 +748,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"the store is not open to the namespace: Stalled, no request": {
 			bucket: rtBucket(), world: []client.Object{rtStoreObj(true)}, closed: true,
-			want: exit{requeue: checkWait, ready: ReasonNamespaceNotAllowed, also: conditions.Stalled, statusWrites: 1,
+			want: exit{requeue: checkWait, ready: stores.ReasonNamespaceNotAllowed, also: conditions.Stalled, statusWrites: 1,
 				events: []string{"Warning NamespaceNotAllowed"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.s3.calls).To(BeEmpty()) },
 		},
@@ -846,7 +846,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"deleted while accesses use it: InUse, Stalled": {
 			bucket: deleting(claimedBucket()).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true), grantedAccess()},
-			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonInUse, also: conditions.Stalled, statusWrites: 1,
+			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: stores.ReasonInUse, also: conditions.Stalled, statusWrites: 1,
 				events: []string{"Warning InUse"}},
 		},
 		"deleted (Delete) holding objects: DeleteBlocked": {

@@ -131,7 +131,7 @@ func TestBucketSettingsAgainstVersitygw(t *testing.T) {
 
 	// A policy that is not JSON: refused with the reason, nothing sent.
 	g.Expect(k8s.Patch(ctx, getBucket(g, ns, "set"), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"policy":"allow everyone please"}}`)))).To(Succeed())
-	got = eventuallyReason(g, ns, "set", ReasonInvalidPolicy)
+	got = eventuallyReason(g, ns, "set", stores.ReasonInvalidPolicy)
 	g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Stalled)).To(BeTrue())
 	g.Expect(readyMessage(got)).To(ContainSubstring("not a JSON object"))
 	p, err = c.Policy(ctx, bucket)

@@ -135,7 +135,7 @@ func checked(res checkResult) *bucketObservation { return &bucketObservation{che
 func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 	errAPI := errors.New("listing the BucketAccesses: timed out")
 	created := checkResult{summary: healthy("team-assets", "store-a"), claim: storagev1.BucketClaimed}
-	inUse := conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse, Message: "delete them first"}
+	inUse := conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonInUse, Message: "delete them first"}
 	tests := map[string]struct {
 		prior storagev1.StorageBucketStatus
 		obs   *bucketObservation
@@ -156,7 +156,7 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 		},
 		"a deletion waiting for its accesses": {
 			prior: wasReady, obs: &bucketObservation{waits: &inUse},
-			wantReason: ReasonInUse, alsoTrue: conditions.Stalled, wantClaim: storagev1.BucketClaimed,
+			wantReason: stores.ReasonInUse, alsoTrue: conditions.Stalled, wantClaim: storagev1.BucketClaimed,
 		},
 	}
 	for name, tt := range tests {
@@ -230,7 +230,7 @@ func TestComputeAccessStatus(t *testing.T) {
 		keysKnown: true, retiring: []storagev1.RetiringKey{retiringAt(keyV1, syncNow)}}))
 	g.Expect(st.AccessKeyID).To(Equal(keyV2))
 	g.Expect(st.KeyVersion).To(Equal(int32(2)))
-	g.Expect(keyIDs(st.RetiringKeys)).To(Equal([]string{keyV1}))
+	g.Expect(stores.KeyIDs(st.RetiringKeys)).To(Equal([]string{keyV1}))
 	g.Expect(st.StoreName).To(Equal("s"))
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Ready)).To(BeTrue())
 

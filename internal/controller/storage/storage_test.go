@@ -338,7 +338,7 @@ func TestStoreInUseIsProtected(t *testing.T) {
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "guarded"}, st)).To(Succeed())
 		c := meta.FindStatusCondition(st.Status.Conditions, conditions.Ready)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(ReasonInUse))
+		g.Expect(c.Reason).To(Equal(stores.ReasonInUse))
 		g.Expect(c.Message).To(ContainSubstring("1 StorageBuckets"))
 	}, timeout, poll).Should(Succeed())
 

@@ -44,7 +44,7 @@ var bucketStatusEvents = []status.EventRule{
 	{Condition: conditions.Ready, Status: metav1.ConditionTrue, Type: corev1.EventTypeNormal},
 	{Condition: conditions.Stalled, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning},
 	{Condition: conditions.Reconciling, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning,
-		Except: []string{ReasonCreating, ReasonStoreNotReady, ReasonDeleting}},
+		Except: []string{ReasonCreating, stores.ReasonStoreNotReady, ReasonDeleting}},
 }
 
 // BucketReconciler reconciles StorageBuckets.
@@ -157,7 +157,7 @@ var accessKeysChanged = predicate.Funcs{
 		o, ok1 := e.ObjectOld.(*storagev1.BucketAccess)
 		n, ok2 := e.ObjectNew.(*storagev1.BucketAccess)
 		return ok1 && ok2 && (o.Status.AccessKeyID != n.Status.AccessKeyID ||
-			!slices.Equal(keyIDs(o.Status.RetiringKeys), keyIDs(n.Status.RetiringKeys)))
+			!slices.Equal(stores.KeyIDs(o.Status.RetiringKeys), stores.KeyIDs(n.Status.RetiringKeys)))
 	},
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
@@ -297,7 +297,7 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		}
 	}
 	if res.settings != nil {
-		obs.done = append(obs.done, grantFixActions(stores.BucketName(b), res.settings.grantFixes)...)
+		obs.done = append(obs.done, stores.GrantFixActions(stores.BucketName(b), res.settings.grantFixes)...)
 		if r := res.settings.restricted; len(r) > 0 {
 			obs.did(corev1.EventTypeWarning, ReasonPublicAccessRemoved, "Revoke",
 				"took %s out of the policy of bucket %s: ObjectStore %s blocks public access for this namespace, and they granted beyond its BucketAccesses' keys",
@@ -327,9 +327,9 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	if other != nil {
 		return blocked(ReasonConflict, claimedBy(name, other)), nil
 	}
-	store, res, err := usableStore(ctx, r.client, b.Spec.StoreRef.Name)
+	store, state, err := stores.UsableStore(ctx, r.client, b.Spec.StoreRef.Name)
 	if store == nil || err != nil {
-		return res, err
+		return checkResult{summary: state}, err
 	}
 	access, res, err := r.storeAccessOf(ctx, store, b)
 	if err != nil || !access.Use {
@@ -378,7 +378,7 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	if res.summary.Progress == conditions.Done && (len(settings.declared()) > 0 || settings.restrictOnly) {
 		settings.s3, settings.store, settings.bucket, settings.principals = c, store.Name, name, principals
 		settings.lockPolicy = func() func() { return r.stores.LockPolicy(store.Name, name) }
-		settings.grants = grantsOf(r.client, store, name)
+		settings.grants = stores.GrantsOf(r.client, store, name)
 		applied := settings.apply(ctx)
 		res.settings = &applied
 		res.storeDown = applied.storeDown
@@ -406,10 +406,10 @@ func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.O
 	}
 	access, err := stores.AccessOf(store, nsLabels)
 	if err != nil {
-		return stores.Access{}, blocked(ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s has an invalid %v; ask the platform team", store.Name, err)), nil
+		return stores.Access{}, blocked(stores.ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s has an invalid %v; ask the platform team", store.Name, err)), nil
 	}
 	if !access.Use {
-		return access, blocked(ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s is not open to namespace %s (its namespaceSelector does not select it); ask the platform team to open it, or use another store", store.Name, b.Namespace)), nil
+		return access, blocked(stores.ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s is not open to namespace %s (its namespaceSelector does not select it); ask the platform team to open it, or use another store", store.Name, b.Namespace)), nil
 	}
 	return access, checkResult{}, nil
 }
@@ -573,11 +573,11 @@ func (r *BucketReconciler) markRetained(ctx context.Context, b *storagev1.Storag
 	if b.Status.Claim != storagev1.BucketClaimed || b.Status.BucketName != name {
 		return nil
 	}
-	store, state, err := usableStore(ctx, r.client, b.Spec.StoreRef.Name)
+	store, state, err := stores.UsableStore(ctx, r.client, b.Spec.StoreRef.Name)
 	if err != nil {
 		return err
 	}
-	problem := state.summary.Message
+	problem := state.Message
 	if store != nil {
 		problem = ""
 		nsUID, err := r.namespaces.UID(ctx, b.Namespace)
@@ -643,10 +643,10 @@ func (r *BucketReconciler) accessesRemain(ctx context.Context, b *storagev1.Stor
 		names = append(names[:5], fmt.Sprintf("and %d more", len(list.Items)-5))
 	}
 	if leaving {
-		return &conditions.Summary{Progress: conditions.Working, Reason: ReasonInUse,
+		return &conditions.Summary{Progress: conditions.Working, Reason: stores.ReasonInUse,
 			Message: fmt.Sprintf("deletion waits for BucketAccesses %s to revoke their keys", strings.Join(names, ", "))}, nil
 	}
-	return &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse,
+	return &conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonInUse,
 		Message: fmt.Sprintf("deletion waits: BucketAccesses %s still use this bucket; delete them first (their keys are revoked with them)", strings.Join(names, ", "))}, nil
 }
 
@@ -659,17 +659,17 @@ func (r *BucketReconciler) deleteBucket(ctx context.Context, b *storagev1.Storag
 		// Never created nor claimed by this StorageBucket: nothing of ours to delete.
 		return deletionResult{done: true}, nil
 	}
-	store, res, err := usableStore(ctx, r.client, b.Spec.StoreRef.Name)
+	store, state, err := stores.UsableStore(ctx, r.client, b.Spec.StoreRef.Name)
 	if err != nil {
 		return deletionResult{}, err
 	}
 	if store == nil {
-		if res.summary.Reason == ReasonStoreNotFound {
+		if state.Reason == stores.ReasonStoreNotFound {
 			// The store is gone, and its buckets with it as far as Trellis can tell.
 			return deletionResult{done: true}, nil
 		}
-		res.summary.Message += fmt.Sprintf("; bucket %s will be deleted once the store answers, or set deletionPolicy: Retain to let the StorageBucket go", name)
-		return deletionResult{summary: res.summary, retry: time.Minute}, nil
+		state.Message += fmt.Sprintf("; bucket %s will be deleted once the store answers, or set deletionPolicy: Retain to let the StorageBucket go", name)
+		return deletionResult{summary: state, retry: time.Minute}, nil
 	}
 	c, err := r.stores.Client(ctx, store)
 	if err != nil {

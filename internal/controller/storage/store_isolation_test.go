@@ -48,7 +48,7 @@ func TestStoreIsOpenOnlyToSelectedNamespaces(t *testing.T) {
 	g.Expect(bob.Create(ctx, newBucket(teamB, "assets", "team-a-only"))).To(Succeed())
 	g.Expect(bob.Create(ctx, newBucket(teamB, "nothing", "closed"))).To(Succeed())
 	for _, name := range []string{"assets", "nothing"} {
-		b := eventuallyReason(g, teamB, name, ReasonNamespaceNotAllowed)
+		b := eventuallyReason(g, teamB, name, stores.ReasonNamespaceNotAllowed)
 		g.Expect(conditions.IsTrue(b.Status.Conditions, conditions.Stalled)).To(BeTrue())
 		g.Expect(readyMessage(b)).To(ContainSubstring("is not open to namespace " + teamB))
 		g.Expect(b.Status.Claim).To(BeEmpty())
@@ -64,7 +64,7 @@ func TestStoreIsOpenOnlyToSelectedNamespaces(t *testing.T) {
 		for _, e := range events.Items {
 			reasons = append(reasons, e.Reason)
 		}
-		g.Expect(reasons).To(ContainElement(ReasonNamespaceNotAllowed))
+		g.Expect(reasons).To(ContainElement(stores.ReasonNamespaceNotAllowed))
 	}, timeout, poll).Should(Succeed())
 
 	// Bob cannot open the store himself, nor label his namespace into it.

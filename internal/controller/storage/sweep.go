@@ -33,7 +33,7 @@ import (
 //     and the hash of the UID of no BucketAccess in the cache;
 //   - in the policy of every bucket a StorageBucket claims there,
 //     statements with Trellis' Sid prefix that are no recorded grant
-//     (liveGrants, s3.KeepGrants), as every rewrite of a policy does.
+//     (stores.LiveGrants, s3.KeepGrants), as every rewrite of a policy does.
 //
 // Order of events: the store's accounts are listed first, then the cache's
 // BucketAccesses. An account exists only once a reconcile read its
@@ -132,7 +132,7 @@ func (s *Sweeper) sweepStore(ctx context.Context, store *storagev1.ObjectStore) 
 		// controller dropped them once the cache showed it gone.
 		forgetStoreMetrics(store.Name)
 	}
-	if len(res.accounts) > 0 || res.grants > 0 || res.result != SweepClean && res.result != ReasonStoreNotReady {
+	if len(res.accounts) > 0 || res.grants > 0 || res.result != SweepClean && res.result != stores.ReasonStoreNotReady {
 		log.FromContext(ctx).Info("storage sweep", "store", store.Name, "result", res.result, "accounts", len(res.accounts), "grants", res.grants)
 	}
 	return res
@@ -154,13 +154,13 @@ func (s *Sweeper) revokedAccounts(store *storagev1.ObjectStore, ids []string) {
 }
 
 func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) sweepResult {
-	usable, _, err := usableStore(ctx, s.client, store.Name)
+	usable, _, err := stores.UsableStore(ctx, s.client, store.Name)
 	if err != nil {
 		return sweepResult{result: stores.ReasonReconcileError}
 	}
 	if usable == nil {
 		// Down, not checked yet or gone: nothing is sent to it.
-		return sweepResult{result: ReasonStoreNotReady}
+		return sweepResult{result: stores.ReasonStoreNotReady}
 	}
 	store = usable
 	res := sweepResult{}
@@ -168,8 +168,8 @@ func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) swe
 	stop := func(err error) sweepResult {
 		reason, _ := stores.ClassifyError(err)
 		res.result = string(reason)
-		if invalid := (*invalidPolicyError)(nil); errors.As(err, &invalid) {
-			res.result = ReasonInvalidPolicy // a policy Trellis cannot read is left as it is
+		if invalid := (*stores.InvalidPolicyError)(nil); errors.As(err, &invalid) {
+			res.result = stores.ReasonInvalidPolicy // a policy Trellis cannot read is left as it is
 		}
 		if reason == s3.ReasonStoreUnreachable && s.storeChecks != nil {
 			s.storeChecks.request(ctx, store)
@@ -207,13 +207,13 @@ func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) swe
 			return res
 		}
 		bucket := sb.Status.BucketName
-		edit, err := bucketPolicy{s3: c, bucket: bucket, grants: grantsOf(s.client, store, bucket),
-			lock: func() func() { return s.stores.LockPolicy(store.Name, bucket) }}.edit(ctx, nil)
+		edit, err := stores.BucketPolicy{S3: c, Bucket: bucket, Grants: stores.GrantsOf(s.client, store, bucket),
+			Lock: func() func() { return s.stores.LockPolicy(store.Name, bucket) }}.Edit(ctx, nil)
 		reason, _ := stores.ClassifyError(err)
 		switch {
 		case err == nil:
-			raise(s.recorder, sb, grantFixActions(bucket, edit.fixes))
-			if n := len(edit.fixes); n > 0 {
+			stores.Raise(s.recorder, sb, stores.GrantFixActions(bucket, edit.Fixes))
+			if n := len(edit.Fixes); n > 0 {
 				sweepRevoked.WithLabelValues(store.Name, "grant").Add(float64(n))
 				res.grants += n
 				budget -= n
@@ -316,7 +316,7 @@ func (s *Sweeper) claimedBuckets(ctx context.Context, store *storagev1.ObjectSto
 	for i := range list.Items {
 		sb := &list.Items[i]
 		ready := conditions.Get(sb.Status.Conditions, conditions.Ready)
-		if sb.Status.Claim != storagev1.BucketClaimed || sb.Status.BucketName == "" || ready != nil && ready.Reason == ReasonNamespaceNotAllowed ||
+		if sb.Status.Claim != storagev1.BucketClaimed || sb.Status.BucketName == "" || ready != nil && ready.Reason == stores.ReasonNamespaceNotAllowed ||
 			operate.IsSuspended(sb.Spec.Suspend) {
 			continue
 		}

@@ -75,7 +75,7 @@ func TestSweepStore(t *testing.T) {
 	}
 	closed := func() *storagev1.StorageBucket {
 		b := claimedBucket()
-		conditions.Summarize(&b.Status.Conditions, 1, conditions.Summary{Progress: conditions.Blocked, Reason: ReasonNamespaceNotAllowed, Message: "closed"})
+		conditions.Summarize(&b.Status.Conditions, 1, conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonNamespaceNotAllowed, Message: "closed"})
 		return b
 	}
 	s3Store := func() *storagev1.ObjectStore { s := rtStoreObj(true); s.Spec.Type = storagev1.StoreTypeS3; return s }
@@ -137,7 +137,7 @@ func TestSweepStore(t *testing.T) {
 		"the store is not Ready: nothing sent": {
 			store: rtStoreObj(false), world: []client.Object{claimedBucket()},
 			setup:      func(f *fixture) { f.accounts.accounts = accountsOf(goneKeys) },
-			wantResult: ReasonStoreNotReady, wantS3Calls: []string{},
+			wantResult: stores.ReasonStoreNotReady, wantS3Calls: []string{},
 		},
 		"the store's accounts cannot be listed: nothing revoked": {
 			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
@@ -228,7 +228,7 @@ func TestSweepStore(t *testing.T) {
 		"a policy Trellis cannot read: left as it is": {
 			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
 			setup:      func(f *fixture) { f.s3.policy = "garbage" },
-			wantResult: ReasonInvalidPolicy, wantS3Calls: []string{"Policy"},
+			wantResult: stores.ReasonInvalidPolicy, wantS3Calls: []string{"Policy"},
 		},
 		"a store without IAM: its grants are still swept": {
 			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
@@ -302,7 +302,7 @@ func TestSweepStore(t *testing.T) {
 			default:
 				g.Expect(f.s3.calls).To(Equal(tc.wantS3Calls))
 			}
-			if tc.wantResult == ReasonStoreNotReady || tc.store.Spec.Type == storagev1.StoreTypeS3 {
+			if tc.wantResult == stores.ReasonStoreNotReady || tc.store.Spec.Type == storagev1.StoreTypeS3 {
 				g.Expect(f.accounts.calls).To(BeEmpty(), "no account request")
 			}
 			if !tc.forgedLeft {

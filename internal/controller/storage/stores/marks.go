@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 )
 
 // Every store account of a BucketAccess has an access key id derived from
@@ -94,4 +96,13 @@ func NewSecretKey() (string, error) {
 		b.WriteByte(secretKeyAlphabet[n.Int64()])
 	}
 	return b.String(), nil
+}
+
+// KeyIDs are the access key ids of keys on record.
+func KeyIDs(keys []storagev1.RetiringKey) []string {
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k.AccessKeyID)
+	}
+	return out
 }

@@ -5,6 +5,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
+// Reasons that more than one storage kind (and the sweep) give.
+const (
+	// ReasonStoreNotFound: the ObjectStore named does not exist.
+	ReasonStoreNotFound = "StoreNotFound"
+	// ReasonStoreNotReady: the ObjectStore has not been checked yet, or its
+	// last check failed; nothing is sent to it.
+	ReasonStoreNotReady = "StoreNotReady"
+	// ReasonInUse: a deletion waits for what uses the object (StorageBuckets
+	// of a store, BucketAccesses of a bucket or of a store).
+	ReasonInUse = "InUse"
+	// ReasonNamespaceNotAllowed: the store's namespaceSelector does not
+	// select the bucket's namespace.
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	// ReasonInvalidPolicy: spec.policy is not a policy, or the store refused it.
+	ReasonInvalidPolicy = "InvalidPolicy"
+)
+
 // ReasonReconcileError says the reconcile met an error it returns (an API
 // error); it is retried with back-off.
 const ReasonReconcileError = "ReconcileError"

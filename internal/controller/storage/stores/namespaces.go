@@ -153,7 +153,7 @@ func (n *NamespaceLabels) Get(ctx context.Context, obj client.Object) (map[strin
 // UID reads the namespace's UID from the API server, never from what was
 // read before: a namespace deleted and made again under its name within
 // the ttl is another namespace, and whose a kept bucket is, is decided by
-// it (bucketCheck).
+// it (the StorageBucket check).
 func (n *NamespaceLabels) UID(ctx context.Context, namespace string) (types.UID, error) {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
