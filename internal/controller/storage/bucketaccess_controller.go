@@ -89,7 +89,7 @@ type AccessReconciler struct {
 	stores     *stores.Clients
 	namespaces *stores.NamespaceLabels
 	// storeChecks asks the ObjectStore controller to check a store an access found down.
-	storeChecks storeChecks
+	storeChecks stores.StoreChecks
 	// accessEvents carries requests to look now (a bucket policy rewritten).
 	accessEvents <-chan event.TypedGenericEvent[*storagev1.BucketAccess]
 	now          func() time.Time
@@ -293,7 +293,7 @@ func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess, 
 	// Other grants of the bucket's policy put right concern the bucket.
 	stores.Raise(r.recorder, sb, stores.GrantFixActions(bucket, res.grantFixes))
 	if res.storeDown {
-		r.storeChecks.request(ctx, store)
+		r.storeChecks.Request(ctx, store)
 	}
 	var secretErr error
 	switch {
@@ -382,7 +382,7 @@ func (r *AccessReconciler) finalize(ctx context.Context, a *storagev1.BucketAcce
 			return ctrl.Result{}, err
 		}
 		if res.storeDown && res.store != nil {
-			r.storeChecks.request(ctx, res.store)
+			r.storeChecks.Request(ctx, res.store)
 		}
 		for _, id := range res.revoked {
 			obs.did(corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked key %s", id)

@@ -22,6 +22,7 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
+	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 	"github.com/trellis-dev/trellis/internal/s3"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
@@ -151,7 +152,7 @@ func TestManagerMemoryFollowsLiveBuckets(t *testing.T) {
 			"policy locks":     mgrShared.stores.PolicyLocksIn(store),
 			"namespace labels": mgrShared.namespaces.HeldIn(mine),
 			"check schedule":   mgrShared.schedule.countIn(mine),
-			"store series":     seriesOf(store, stores.Requests, storeUp, sweepsTotal, sweepRevoked),
+			"store series":     seriesOf(store, stores.Requests, stores.Up, sweep.Sweeps, sweep.RevokedTotal),
 		}
 	}
 	t.Logf("held right after %d buckets and their store were deleted: %v", n, held())

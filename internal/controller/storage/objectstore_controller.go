@@ -27,6 +27,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
+	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 	"github.com/trellis-dev/trellis/internal/jitter"
 )
 
@@ -62,7 +63,7 @@ type ObjectStoreReconciler struct {
 	// that found the store not answering.
 	storeEvents <-chan event.TypedGenericEvent[*storagev1.ObjectStore]
 	now         func() time.Time
-	// sweeps: the Sweeper runs, so each store's sweep series start at 0.
+	// sweeps: the sweep.Sweeper runs, so each store's sweep series start at 0.
 	sweeps bool
 }
 
@@ -183,7 +184,7 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // does not answer is checked again on a back-off.
 func (r *ObjectStoreReconciler) check(ctx context.Context, store *storagev1.ObjectStore, obs *storeObservation) ctrl.Result {
 	if r.sweeps {
-		startSweepSeries(store.Name)
+		sweep.StartSeries(store.Name)
 	}
 	if err := stores.ValidateSelectors(store); err != nil {
 		// Nothing a store check could change: no request is sent.
@@ -195,7 +196,7 @@ func (r *ObjectStoreReconciler) check(ctx context.Context, store *storagev1.Obje
 	if checkErr == nil {
 		checkErr = c.Ping(ctx)
 	}
-	storeUp.WithLabelValues(store.Name).Set(boolGauge(checkErr == nil))
+	stores.Up.WithLabelValues(store.Name).Set(boolGauge(checkErr == nil))
 	if checkErr == nil {
 		obs.found = &conditions.Summary{Progress: conditions.Done, Reason: ReasonReachable, Message: "the store answers and accepts the credentials"}
 		return setup.RequeueAfter(storeCheckInterval)

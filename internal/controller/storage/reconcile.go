@@ -6,10 +6,8 @@ import (
 	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
-	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/status"
@@ -87,18 +85,5 @@ func finish[O status.Object, S any](ctx context.Context, p *status.Patcher[O, S]
 	}
 	if _, perr := p.Patch(ctx, obj, compute(), o.told...); perr != nil {
 		*err = errors.Join(*err, perr)
-	}
-}
-
-// storeChecks asks the ObjectStore controller to check a store now: a
-// bucket or access check found it not answering while its status still
-// says Ready. When the store is back, its Ready condition re-queues what
-// waits for it.
-type storeChecks chan<- event.TypedGenericEvent[*storagev1.ObjectStore]
-
-func (c storeChecks) request(ctx context.Context, store *storagev1.ObjectStore) {
-	select {
-	case c <- event.TypedGenericEvent[*storagev1.ObjectStore]{Object: store}:
-	case <-ctx.Done():
 	}
 }

@@ -389,22 +389,22 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 		check func(Gomega, *fixture, *storagev1.ObjectStore)
 	}{
 		"not found: nothing to do, its metrics forgotten": {
-			setup: func(*fixture) { storeUp.WithLabelValues(rtStore).Set(1) },
+			setup: func(*fixture) { stores.Up.WithLabelValues(rtStore).Set(1) },
 			want:  exit{gone: true},
 			check: func(g Gomega, _ *fixture, _ *storagev1.ObjectStore) {
-				g.Expect(storeUp.DeleteLabelValues(rtStore)).To(BeFalse(), "the series was dropped")
+				g.Expect(stores.Up.DeleteLabelValues(rtStore)).To(BeFalse(), "the series was dropped")
 			},
 		},
 		"reading the ObjectStore fails: returned, nothing written, its metrics kept": {
 			store: rtStoreObj(true), world: []client.Object{storeCredentials()},
 			setup: func(f *fixture) {
-				storeUp.WithLabelValues(rtStore).Set(1)
+				stores.Up.WithLabelValues(rtStore).Set(1)
 				f.fail["get ObjectStore"] = errUnavailable
 			},
 			want: exit{err: apierr.Transient, ready: ReasonReachable},
 			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) {
 				g.Expect(f.writes).To(BeEmpty())
-				g.Expect(storeUp.DeleteLabelValues(rtStore)).To(BeTrue(), "a read that failed is no deletion")
+				g.Expect(stores.Up.DeleteLabelValues(rtStore)).To(BeTrue(), "a read that failed is no deletion")
 			},
 		},
 		"new: finalizer, then checked and Reachable": {

@@ -21,6 +21,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/controller/storage/bucketevents"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
+	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 )
 
 // ControllerName names the pair in --controllers and --max-concurrent-reconciles.
@@ -51,7 +52,7 @@ type shared struct {
 	stores     *stores.Clients
 	namespaces *stores.NamespaceLabels
 	schedule   *Schedule
-	sweeper    *Sweeper
+	sweeper    *sweep.Sweeper
 	patchers   []interface {
 		FollowCache(ctx context.Context, informers status.Informers) error
 		Remembered() int
@@ -114,9 +115,9 @@ func setupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 	}
 	if opts.StorageSweepInterval > 0 {
 		// Keys and grants of no live BucketAccess, whatever became of its finalizer.
-		sh.sweeper = &Sweeper{
-			Interval: opts.StorageSweepInterval, client: mgr.GetClient(), cache: mgr.GetCache(),
-			stores: clients, recorder: mgr.GetEventRecorder("storage-sweep"), storeChecks: storeEvents,
+		sh.sweeper = &sweep.Sweeper{
+			Interval: opts.StorageSweepInterval, Cache: mgr.GetClient(), Synced: mgr.GetCache(),
+			Clients: clients, Recorder: mgr.GetEventRecorder("storage-sweep"), StoreChecks: storeEvents,
 		}
 		if err := mgr.Add(sh.sweeper); err != nil {
 			return err

@@ -59,7 +59,7 @@ type BucketReconciler struct {
 	// was last checked (public_access.go).
 	guards *publicAccessGuards
 	// storeChecks asks the ObjectStore controller to check a store a bucket found down.
-	storeChecks storeChecks
+	storeChecks stores.StoreChecks
 	// bucketEvents carries requests for an immediate check (the bucket-event receiver).
 	bucketEvents <-chan event.TypedGenericEvent[*storagev1.StorageBucket]
 	// accessEvents asks the BucketAccess controller to look at the accesses
@@ -392,7 +392,7 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 		r.guards.checked(client.ObjectKeyFromObject(b), guard)
 	}
 	if res.storeDown {
-		r.storeChecks.request(ctx, store)
+		r.storeChecks.Request(ctx, store)
 	}
 	return res, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
+	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -38,13 +39,7 @@ func holdSweeps(t *testing.T) (release func()) {
 	if s == nil {
 		t.Fatal("the suite's manager runs no sweep")
 	}
-	s.mu.Lock()
-	var once atomic.Bool
-	release = func() {
-		if once.CompareAndSwap(false, true) {
-			s.mu.Unlock()
-		}
-	}
+	release = s.Hold()
 	t.Cleanup(release)
 	return release
 }
@@ -153,7 +148,7 @@ func TestSweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T) {
 	g.Expect(key.put(g, bucket, "before.txt")).To(Succeed())
 	sid := s3.GrantSidPrefix + stores.GrantID(w.UID)
 	g.Expect(statementsOf(g, policyOf(g, bucket))).To(HaveKey(sid))
-	revokedBefore := testutil.ToFloat64(sweepRevoked.WithLabelValues(store, "account"))
+	revokedBefore := testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store, "account"))
 
 	// As the issue tells it: the finalizer off, then deleted.
 	g.Expect(editor.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
@@ -170,7 +165,7 @@ func TestSweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T) {
 		Should(Equal(http.StatusForbidden), "the key of a deleted access is refused within a sweep")
 	t.Logf("key refused %.1fs after its BucketAccess went (sweep every %s)", time.Since(deleted).Seconds(), sweepInterval)
 	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), w.UID))).To(BeEmpty())
-	g.Expect(testutil.ToFloat64(sweepRevoked.WithLabelValues(store, "account"))).To(BeNumerically(">", revokedBefore))
+	g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store, "account"))).To(BeNumerically(">", revokedBefore))
 	g.Eventually(func(g Gomega) {
 		msgs := eventsAbout(g, store, "OrphanKeysRevoked")
 		g.Expect(slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, key.accessKey) })).To(BeTrue(), "%v", msgs)
@@ -371,7 +366,7 @@ func TestSweepLeavesOtherStoresAlone(t *testing.T) {
 		g.Expect(admin.PutAccount(ctx, id, "secret0123456789secret0123456789")).To(Succeed())
 	}
 	runs := func(store string) float64 {
-		return testutil.ToFloat64(sweepsTotal.WithLabelValues(store, SweepClean)) + testutil.ToFloat64(sweepsTotal.WithLabelValues(store, SweepRevoked))
+		return testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store, sweep.Clean)) + testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store, sweep.Revoked))
 	}
 	before, beforeTwin := runs(store), runs("twin-s3")
 	g.Eventually(func() bool { return runs(store) >= before+2 && runs("twin-s3") >= beforeTwin+2 }, 4*withinASweep, poll).
@@ -415,11 +410,11 @@ func TestSweepThroughStoreFailures(t *testing.T) {
 		return failing.Load() && r.Method == http.MethodPatch && r.URL.Path == "/list-users"
 	}, http.StatusServiceUnavailable, 1<<30)
 	defer failing.Store(false)
-	failed := testutil.ToFloat64(sweepsTotal.WithLabelValues(store, string(s3.ReasonStoreUnreachable)))
+	failed := testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store, string(s3.ReasonStoreUnreachable)))
 	g.Expect(k8s.Patch(ctx, gone, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
 	g.Expect(k8s.Delete(ctx, gone)).To(Succeed())
 	g.Eventually(func() float64 {
-		return testutil.ToFloat64(sweepsTotal.WithLabelValues(store, string(s3.ReasonStoreUnreachable)))
+		return testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store, string(s3.ReasonStoreUnreachable)))
 	}, 3*withinASweep, poll).Should(BeNumerically(">=", failed+2), "two sweeps met the failing store")
 	g.Expect(orphan.put(g, bucket, "still.txt")).To(Succeed(), "nothing revoked while the store fails")
 	g.Expect(live.put(g, bucket, "live.txt")).To(Succeed(), "nor anything live")

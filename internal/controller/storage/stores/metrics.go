@@ -39,7 +39,20 @@ var Requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Requests Trellis sent to an object store, by operation.",
 }, []string{"store", "op"})
 
-func init() { metrics.Registry.MustRegister(Requests) }
+// Up is 1 for a store that answered its last check with the credentials
+// accepted, else 0.
+var Up = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "trellis_objectstore_up",
+	Help: "1 when the ObjectStore answered its last check with the credentials accepted, else 0.",
+}, []string{"store"})
+
+func init() { metrics.Registry.MustRegister(Requests, Up) }
+
+// ForgetMetrics drops a deleted store's series of Requests and Up.
+func ForgetMetrics(store string) {
+	Up.DeleteLabelValues(store)
+	Requests.DeletePartialMatch(prometheus.Labels{"store": store})
+}
 
 // countRequests counts the requests sent to a store: its clients call it
 // once per operation (s3.Config.OnRequest).
