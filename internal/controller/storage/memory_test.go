@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -32,18 +31,6 @@ import (
 // before and after: it must come back to within testenv.HeapSlack. Each runs
 // in a test binary of its own, away from the suite's manager.
 
-const memoryObjects = 10_000
-
-// memoryNames are the names of the objects the memory tests use, built
-// before the first heap figure.
-func memoryNames(prefix string) []string {
-	names := make([]string, memoryObjects)
-	for i := range names {
-		names[i] = fmt.Sprintf("%s-%05d", prefix, i)
-	}
-	return names
-}
-
 func TestMemoryScheduleFollowsBuckets(t *testing.T) {
 	if !testenv.InOwnProcess(t) {
 		return
@@ -51,8 +38,8 @@ func TestMemoryScheduleFollowsBuckets(t *testing.T) {
 	g := NewWithT(t)
 	clock := newTestClock()
 	s := newTestSchedule(clock)
-	names := memoryNames("bucket")
-	keys := make([]types.NamespacedName, memoryObjects)
+	names := testenv.MemoryNames("bucket")
+	keys := make([]types.NamespacedName, testenv.MemoryObjects)
 	for i, name := range names {
 		keys[i] = types.NamespacedName{Namespace: "team", Name: name}
 	}
@@ -72,7 +59,7 @@ func TestMemoryScheduleFollowsBuckets(t *testing.T) {
 	runtime.KeepAlive(keys)
 
 	t.Logf("heap: %d KiB at the start, %+d KiB after %d buckets were scheduled and deleted (%d left)",
-		start>>10, (end-start)>>10, memoryObjects, left)
+		start>>10, (end-start)>>10, testenv.MemoryObjects, left)
 	g.Expect(left).To(BeZero())
 	g.Expect(end - start).To(BeNumerically("<=", testenv.HeapSlack(start)))
 }

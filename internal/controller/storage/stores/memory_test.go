@@ -20,18 +20,6 @@ import (
 // before and after: it must come back to within testenv.HeapSlack. Each runs
 // in a test binary of its own, away from the suite's manager.
 
-const memoryObjects = 10_000
-
-// memoryNames are the names of the objects the memory tests use, built
-// before the first heap figure.
-func memoryNames(prefix string) []string {
-	names := make([]string, memoryObjects)
-	for i := range names {
-		names[i] = fmt.Sprintf("%s-%05d", prefix, i)
-	}
-	return names
-}
-
 func TestMemoryPolicyLocksFollowEditsUnderWay(t *testing.T) {
 	if !testenv.InOwnProcess(t) {
 		return
@@ -39,8 +27,8 @@ func TestMemoryPolicyLocksFollowEditsUnderWay(t *testing.T) {
 	const held = 100 // edits under way at once
 	g := NewWithT(t)
 	s := newTestStores(&secretsReader{}, &countingBuilder{})
-	buckets := memoryNames("bucket")
-	unlocks := make([]func(), memoryObjects)
+	buckets := testenv.MemoryNames("bucket")
+	unlocks := make([]func(), testenv.MemoryObjects)
 
 	start := testenv.LiveHeap()
 	for i, bucket := range buckets {
@@ -51,7 +39,7 @@ func TestMemoryPolicyLocksFollowEditsUnderWay(t *testing.T) {
 		}
 	}
 	during := s.policyLocksHeld()
-	for i := memoryObjects - held; i < memoryObjects; i++ {
+	for i := testenv.MemoryObjects - held; i < testenv.MemoryObjects; i++ {
 		unlocks[i]()
 		unlocks[i] = nil
 	}
@@ -61,7 +49,7 @@ func TestMemoryPolicyLocksFollowEditsUnderWay(t *testing.T) {
 	runtime.KeepAlive(unlocks)
 
 	t.Logf("heap: %d KiB at the start, %+d KiB after %d buckets' policies were edited (%d locks left)",
-		start>>10, (end-start)>>10, memoryObjects, after)
+		start>>10, (end-start)>>10, testenv.MemoryObjects, after)
 	g.Expect(during).To(Equal(held), "a lock for each edit under way")
 	g.Expect(after).To(BeZero(), "no lock once no edit is under way")
 	g.Expect(end - start).To(BeNumerically("<=", testenv.HeapSlack(start)))
@@ -136,7 +124,7 @@ func TestMemoryNamespaceLabelsExpire(t *testing.T) {
 	sw := &sweeps{}
 	n := NewNamespaceLabels(&namespacesReader{})
 	n.now, n.after = clock.now, sw.after
-	namespaces := memoryNames("team")
+	namespaces := testenv.MemoryNames("team")
 
 	start := testenv.LiveHeap()
 	for _, ns := range namespaces {
@@ -151,8 +139,8 @@ func TestMemoryNamespaceLabelsExpire(t *testing.T) {
 	runtime.KeepAlive(namespaces) // the test's own inputs are in every figure
 
 	t.Logf("heap: %d KiB at the start, %+d KiB a TTL after %d namespaces were read (%d entries left)",
-		start>>10, (end-start)>>10, memoryObjects, left)
-	g.Expect(read).To(Equal(memoryObjects))
+		start>>10, (end-start)>>10, testenv.MemoryObjects, left)
+	g.Expect(read).To(Equal(testenv.MemoryObjects))
 	g.Expect(left).To(BeZero(), "expired labels are dropped")
 	g.Expect(pending).To(BeZero(), "no sweep is due when nothing is left")
 	g.Expect(end - start).To(BeNumerically("<=", testenv.HeapSlack(start)))
