@@ -9,12 +9,13 @@ import (
 )
 
 // StoreChecks asks the ObjectStore controller to check a store now: a
-// bucket or access check found it not answering while its status still
-// says Ready (a typed call into the ObjectStore controller, which reads the
-// channel as an event source). When the store is back, its Ready condition re-queues what
-// waits for it.
+// bucket or access check, or the sweep, found it not answering while its
+// status still says Ready. The controller reads the channel as an event
+// source. When the store is back, its Ready condition re-queues what waits
+// for it.
 type StoreChecks chan<- event.TypedGenericEvent[*storagev1.ObjectStore]
 
+// Request queues the store's check, or gives up when ctx ends first.
 func (c StoreChecks) Request(ctx context.Context, store *storagev1.ObjectStore) {
 	select {
 	case c <- event.TypedGenericEvent[*storagev1.ObjectStore]{Object: store}:
