@@ -54,6 +54,11 @@ type Config struct {
 	SecretKey string
 	// Timeout bounds every request; a store that does not answer in time is unreachable.
 	Timeout time.Duration
+	// OnRequest, when set, is called once for every operation a client
+	// built from this config sends, with the operation's name
+	// ("HeadBucket", "PutAccount", ...): the one place where the requests
+	// to a store are counted.
+	OnRequest func(op string)
 }
 
 // Client is what the controllers need from a store.
@@ -138,46 +143,52 @@ func New(cfg Config) (Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{mc: mc, region: cfg.Region, timeout: timeout}, nil
+	return &client{mc: mc, region: cfg.Region, timeout: timeout, onRequest: cfg.OnRequest}, nil
 }
 
 type client struct {
-	mc      *minio.Client
-	region  string
-	timeout time.Duration
+	mc        *minio.Client
+	region    string
+	timeout   time.Duration
+	onRequest func(op string)
 }
 
-func (c *client) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+// ctx starts operation op: it is counted (Config.OnRequest) and bounded by
+// the timeout.
+func (c *client) ctx(ctx context.Context, op string) (context.Context, context.CancelFunc) {
+	if c.onRequest != nil {
+		c.onRequest(op)
+	}
 	return context.WithTimeout(ctx, c.timeout)
 }
 
 func (c *client) Ping(ctx context.Context) error {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "ListBuckets")
 	defer cancel()
 	_, err := c.mc.ListBuckets(ctx)
 	return err
 }
 
 func (c *client) BucketExists(ctx context.Context, bucket string) (bool, error) {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "HeadBucket")
 	defer cancel()
 	return c.mc.BucketExists(ctx, bucket)
 }
 
 func (c *client) CreateBucket(ctx context.Context, bucket string) error {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "CreateBucket")
 	defer cancel()
 	return c.mc.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: c.region})
 }
 
 func (c *client) DeleteBucket(ctx context.Context, bucket string) error {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "DeleteBucket")
 	defer cancel()
 	return c.mc.RemoveBucket(ctx, bucket)
 }
 
 func (c *client) Owner(ctx context.Context, bucket string) (Owner, error) {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "GetBucketTagging")
 	defer cancel()
 	t, err := c.mc.GetBucketTagging(ctx, bucket)
 	if err != nil {
@@ -201,7 +212,7 @@ func isNoTagSet(err error) bool {
 // replaces a bucket's whole tag set at once, so the others are read first;
 // if they cannot be read, nothing is written rather than someone's tags lost.
 func (c *client) SetOwner(ctx context.Context, bucket string, owner Owner) error {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "PutBucketTagging")
 	defer cancel()
 	existing := map[string]string{}
 	t, err := c.mc.GetBucketTagging(ctx, bucket)
@@ -226,11 +237,11 @@ func (c *client) SetOwner(ctx context.Context, bucket string, owner Owner) error
 }
 
 func (c *client) CountObjects(ctx context.Context, bucket string, limit int) (int, error) {
+	ctx, cancel := c.ctx(ctx, "ListObjects")
+	defer cancel()
 	if limit <= 0 {
 		return 0, fmt.Errorf("count limit must be positive, got %d", limit)
 	}
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
 	n := 0
 	// Versions too: a versioned bucket holding only old versions or delete
 	// markers is not empty, and the store refuses to delete it.
@@ -248,7 +259,7 @@ func (c *client) CountObjects(ctx context.Context, bucket string, limit int) (in
 }
 
 func (c *client) Probe(ctx context.Context, bucket string) error {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "Probe")
 	defer cancel()
 	payload := []byte("trellis health probe " + time.Now().UTC().Format(time.RFC3339Nano))
 	if _, err := c.mc.PutObject(ctx, bucket, probeKey, bytes.NewReader(payload), int64(len(payload)),

@@ -34,7 +34,7 @@ type ExpirationRule struct {
 }
 
 func (c *client) Versioning(ctx context.Context, bucket string) (string, error) {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "GetBucketVersioning")
 	defer cancel()
 	v, err := c.mc.GetBucketVersioning(ctx, bucket)
 	if err != nil {
@@ -44,13 +44,13 @@ func (c *client) Versioning(ctx context.Context, bucket string) (string, error) 
 }
 
 func (c *client) SetVersioning(ctx context.Context, bucket, status string) error {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "PutBucketVersioning")
 	defer cancel()
 	return c.mc.SetBucketVersioning(ctx, bucket, minio.BucketVersioningConfiguration{Status: status})
 }
 
 func (c *client) Policy(ctx context.Context, bucket string) (string, error) {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "GetBucketPolicy")
 	defer cancel()
 	p, err := c.mc.GetBucketPolicy(ctx, bucket)
 	if err != nil && minio.ToErrorResponse(err).Code == "NoSuchBucketPolicy" {
@@ -60,13 +60,13 @@ func (c *client) Policy(ctx context.Context, bucket string) (string, error) {
 }
 
 func (c *client) SetPolicy(ctx context.Context, bucket, policy string) error {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "PutBucketPolicy")
 	defer cancel()
 	return c.mc.SetBucketPolicy(ctx, bucket, policy)
 }
 
 func (c *client) CORS(ctx context.Context, bucket string) ([]CORSRule, error) {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "GetBucketCors")
 	defer cancel()
 	cfg, err := c.mc.GetBucketCors(ctx, bucket)
 	if err != nil {
@@ -89,7 +89,7 @@ func (c *client) CORS(ctx context.Context, bucket string) ([]CORSRule, error) {
 }
 
 func (c *client) SetCORS(ctx context.Context, bucket string, rules []CORSRule) error {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "PutBucketCors")
 	defer cancel()
 	if len(rules) == 0 {
 		return c.mc.SetBucketCors(ctx, bucket, nil)
@@ -105,7 +105,7 @@ func (c *client) SetCORS(ctx context.Context, bucket string, rules []CORSRule) e
 }
 
 func (c *client) Lifecycle(ctx context.Context, bucket string) ([]ExpirationRule, error) {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "GetBucketLifecycle")
 	defer cancel()
 	cfg, err := c.mc.GetBucketLifecycle(ctx, bucket)
 	if err != nil {
@@ -140,7 +140,7 @@ func expirationRuleOf(r lifecycle.Rule) ExpirationRule {
 }
 
 func (c *client) SetLifecycle(ctx context.Context, bucket string, rules []ExpirationRule) error {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel := c.ctx(ctx, "PutBucketLifecycle")
 	defer cancel()
 	cfg := lifecycle.NewConfiguration()
 	for _, r := range rules {

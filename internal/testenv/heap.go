@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -16,6 +17,19 @@ func LiveHeap() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
+}
+
+// MemoryObjects is how many objects a memory test drives a helper with.
+const MemoryObjects = 10_000
+
+// MemoryNames are MemoryObjects names, "<prefix>-00000" on; a memory test
+// builds them before its first heap figure.
+func MemoryNames(prefix string) []string {
+	names := make([]string, MemoryObjects)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%05d", prefix, i)
+	}
+	return names
 }
 
 // HeapSlack is how far the live heap may end above where it started for a

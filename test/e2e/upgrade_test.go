@@ -49,7 +49,7 @@ type installation struct {
 	// and --viewer-image name.
 	managerImage, viewerImage string
 	// marksKeys: its manager puts the ObjectStore's mark in the access key
-	// ids it issues (internal/controller/storage/access.go, since issue 23).
+	// ids it issues (internal/controller/storage/stores/marks.go; since issue 23).
 	marksKeys bool
 	// viewersByUID: its viewer Deployments and Services select the pods by
 	// the view's UID (since issue 34), not by its name. A Deployment's
@@ -1217,7 +1217,7 @@ func keys(m map[string]bool) []string {
 }
 
 // storeMark is the mark of an ObjectStore in the key ids issued through it
-// since issue 23 (internal/controller/storage/access.go).
+// since issue 23 (internal/controller/storage/stores/marks.go).
 func storeMark(uid string) string {
 	sum := sha256.Sum256([]byte(uid))
 	return strings.ToUpper(hex.EncodeToString(sum[:5]))

@@ -2,108 +2,19 @@ package storage
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/big"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
-
-// Every store account of a BucketAccess has an access key id derived from
-// the ObjectStore's UID, the BucketAccess's UID and the key's version:
-// "TRELLIS", the store's mark (10 hex digits of its UID's hash), 20 hex
-// digits of the access UID's hash, "V" and the version. Nothing needs
-// remembering to find them again: an account created just before a crash,
-// or a store that failed half-way, is recognised by its name, deleting a
-// BucketAccess deletes every account with its prefix, and the sweep
-// (sweep.go) revokes those of this store's mark whose BucketAccess is gone.
-// The mark is the store object's, not the endpoint's: two ObjectStores on
-// one store (in one cluster or in two) never take each other's accounts
-// for their own.
-
-// keyIDPrefix starts every access key id Trellis makes.
-const keyIDPrefix = "TRELLIS"
-
-// storeMark is the mark of one ObjectStore in the access key ids it issues.
-func storeMark(storeUID types.UID) string {
-	sum := sha256.Sum256([]byte(storeUID))
-	return strings.ToUpper(hex.EncodeToString(sum[:5]))
-}
-
-// storeKeyPrefix is the start of every access key id issued through one ObjectStore.
-func storeKeyPrefix(storeUID types.UID) string { return keyIDPrefix + storeMark(storeUID) }
-
-// accessKeyIDPrefix is the start of the access key ids of one BucketAccess
-// in one ObjectStore.
-func accessKeyIDPrefix(storeUID, uid types.UID) string {
-	return storeKeyPrefix(storeUID) + strings.ToUpper(grantID(uid)) + "V"
-}
-
-// accessKeyID is the access key id of version v of a BucketAccess's key.
-func accessKeyID(storeUID, uid types.UID, v int32) string {
-	return accessKeyIDPrefix(storeUID, uid) + strconv.Itoa(int(v))
-}
-
-// grantIDLength is the length of a grant id (and of its part of a key id).
-const grantIDLength = 20
-
-// keyOwner returns the grant id of the BucketAccess an access key id was
-// issued to through the store of the given prefix (storeKeyPrefix), and
-// false for any id not of exactly that form: someone else's account, or one
-// of another ObjectStore.
-func keyOwner(storePrefix, id string) (string, bool) {
-	rest, ok := strings.CutPrefix(id, storePrefix)
-	if !ok || len(rest) < grantIDLength+2 || rest[grantIDLength] != 'V' {
-		return "", false
-	}
-	owner, version := rest[:grantIDLength], rest[grantIDLength+1:]
-	for _, r := range owner {
-		if (r < '0' || r > '9') && (r < 'A' || r > 'F') {
-			return "", false
-		}
-	}
-	if v, err := strconv.Atoi(version); err != nil || v < 0 || strconv.Itoa(v) != version {
-		return "", false
-	}
-	return strings.ToLower(owner), true
-}
-
-// grantID names the bucket-policy statement of a BucketAccess.
-func grantID(uid types.UID) string {
-	sum := sha256.Sum256([]byte(uid))
-	return hex.EncodeToString(sum[:grantIDLength/2])
-}
-
-// secretKeyLength is the length of generated secret keys (AWS uses 40).
-const secretKeyLength = 40
-
-const secretKeyAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-// newSecretKey returns a random secret key: 40 letters and digits, 238 bits.
-func newSecretKey() (string, error) {
-	var b strings.Builder
-	max := big.NewInt(int64(len(secretKeyAlphabet)))
-	for range secretKeyLength {
-		n, err := rand.Int(rand.Reader, max)
-		if err != nil {
-			return "", fmt.Errorf("generating a secret key: %w", err)
-		}
-		b.WriteByte(secretKeyAlphabet[n.Int64()])
-	}
-	return b.String(), nil
-}
 
 // maxRetiringKeys bounds how many replaced keys wait for their grace period
 // (the status field's bound): a rotation beyond it revokes the oldest early.
@@ -121,7 +32,7 @@ type accessSync struct {
 	lockPolicy func() (unlock func())
 	// grants lists the grants of the bucket's live BucketAccesses, which
 	// may stand in its policy beside this one's (nil: none).
-	grants func(context.Context) ([]liveGrant, error)
+	grants func(context.Context) ([]stores.LiveGrant, error)
 	store  string
 	bucket string
 	grant  s3.Grant // ID and mode; principals are computed
@@ -153,7 +64,7 @@ type accessResult struct {
 	storeDown bool
 	// grantFixes are other statements with Trellis' Sid prefix that
 	// rewriting the policy took out or put back to what was recorded.
-	grantFixes []grantFix
+	grantFixes []stores.GrantFix
 }
 
 type issuedKey struct {
@@ -171,7 +82,7 @@ func (s accessSync) run(ctx context.Context) accessResult {
 // issue makes the account of want with a new secret key and grants it,
 // keeping the replaced key working until its grace period ends.
 func (s accessSync) issue(ctx context.Context) accessResult {
-	secret, err := newSecretKey()
+	secret, err := stores.NewSecretKey()
 	if err != nil {
 		return accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonIssuing, Message: err.Error()}}
 	}
@@ -192,7 +103,7 @@ func (s accessSync) issue(ctx context.Context) accessResult {
 	}
 	// The replaced key stays granted: workloads switch to the new one
 	// within the grace period.
-	fixes, err := s.setGrant(ctx, append([]string{s.want}, keyIDs(retiring)...))
+	fixes, err := s.setGrant(ctx, append([]string{s.want}, stores.KeyIDs(retiring)...))
 	if err != nil {
 		return s.storeFailed("granting the key on the bucket", err)
 	}
@@ -211,7 +122,7 @@ func (s accessSync) keep(ctx context.Context) accessResult {
 			kept = append(kept, k)
 		}
 	}
-	fixes, err := s.setGrant(ctx, append([]string{s.current}, keyIDs(kept)...))
+	fixes, err := s.setGrant(ctx, append([]string{s.current}, stores.KeyIDs(kept)...))
 	if err != nil {
 		return s.storeFailed("granting the key on the bucket", err)
 	}
@@ -231,12 +142,12 @@ func (s accessSync) keep(ctx context.Context) accessResult {
 
 // setGrant makes the access's grant name exactly principals; the other
 // grants of the policy are held to what is recorded, as in every rewrite.
-func (s accessSync) setGrant(ctx context.Context, principals []string) ([]grantFix, error) {
+func (s accessSync) setGrant(ctx context.Context, principals []string) ([]stores.GrantFix, error) {
 	g := s.grant
 	g.Principals = principals
-	edit, err := bucketPolicy{s3: s.s3, lock: s.lockPolicy, bucket: s.bucket, grants: s.grants}.edit(ctx,
+	edit, err := stores.BucketPolicy{S3: s.s3, Lock: s.lockPolicy, Bucket: s.bucket, Grants: s.grants}.Edit(ctx,
 		func(current string) (string, error) { return s3.WithGrant(current, s.bucket, g) })
-	return withoutSid(edit.fixes, g.Sid()), err
+	return stores.WithoutSid(edit.Fixes, g.Sid()), err
 }
 
 func (s accessSync) granted(retiring []storagev1.RetiringKey) conditions.Summary {
@@ -255,31 +166,23 @@ func (s accessSync) storeFailed(what string, err error) accessResult {
 }
 
 func storeProblem(store, what string, err error) conditions.Summary {
-	reason, msg := classifyStoreError(err)
-	var invalid *invalidPolicyError
+	reason, msg := stores.ClassifyError(err)
+	var invalid *stores.InvalidPolicyError
 	progress := conditions.Working
 	switch {
 	case errors.As(err, &invalid):
-		reason, msg, progress = ReasonInvalidPolicy, invalid.Error(), conditions.Blocked
+		reason, msg, progress = stores.ReasonInvalidPolicy, invalid.Error(), conditions.Blocked
 	case reason == s3.ReasonInvalidRequest:
-		reason, progress = ReasonInvalidPolicy, conditions.Blocked
-	case needsPerson(reason) || reason == s3.ReasonNotSupported:
+		reason, progress = stores.ReasonInvalidPolicy, conditions.Blocked
+	case stores.NeedsPerson(reason) || reason == s3.ReasonNotSupported:
 		progress = conditions.Blocked
 	}
 	return conditions.Summary{Progress: progress, Reason: string(reason), Message: fmt.Sprintf("ObjectStore %s: %s: %s", store, what, msg)}
 }
 
 func isUnreachable(err error) bool {
-	reason, _ := classifyStoreError(err)
+	reason, _ := stores.ClassifyError(err)
 	return reason == s3.ReasonStoreUnreachable
-}
-
-func keyIDs(keys []storagev1.RetiringKey) []string {
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, k.AccessKeyID)
-	}
-	return out
 }
 
 func nextRevocation(keys []storagev1.RetiringKey) time.Time {
@@ -300,7 +203,7 @@ type accessRevocation struct {
 	accounts   s3.Accounts
 	s3         s3.Client
 	lockPolicy func() (unlock func())
-	grants     func(context.Context) ([]liveGrant, error)
+	grants     func(context.Context) ([]stores.LiveGrant, error)
 	store      string
 	bucket     string // "" when no bucket was ever granted
 	grant      s3.Grant
@@ -321,20 +224,20 @@ type revocationResult struct {
 	store *storagev1.ObjectStore
 	// grantFixes are other statements with Trellis' Sid prefix that
 	// taking the grant out took out or put back to what was recorded.
-	grantFixes []grantFix
+	grantFixes []stores.GrantFix
 }
 
 func (r accessRevocation) run(ctx context.Context) revocationResult {
-	var fixes []grantFix
+	var fixes []stores.GrantFix
 	if r.bucket != "" {
 		g := r.grant
 		g.Principals = nil
-		edit, err := bucketPolicy{s3: r.s3, lock: r.lockPolicy, bucket: r.bucket, grants: r.grants}.edit(ctx,
+		edit, err := stores.BucketPolicy{S3: r.s3, Lock: r.lockPolicy, Bucket: r.bucket, Grants: r.grants}.Edit(ctx,
 			func(current string) (string, error) { return s3.WithGrant(current, r.bucket, g) })
-		if reason, _ := classifyStoreError(err); err != nil && reason != s3.ReasonBucketMissing {
+		if reason, _ := stores.ClassifyError(err); err != nil && reason != s3.ReasonBucketMissing {
 			return r.wait("taking the grant out of the bucket policy", err)
 		}
-		fixes = withoutSid(edit.fixes, g.Sid())
+		fixes = stores.WithoutSid(edit.Fixes, g.Sid())
 	}
 	ids, err := r.accounts.ListAccounts(ctx)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -134,7 +135,7 @@ func TestAccessSync(t *testing.T) {
 		have     bool
 		retiring []storagev1.RetiringKey
 		// live are the grants of the bucket's live accesses (beside its own).
-		live []liveGrant
+		live []stores.LiveGrant
 
 		wantProgress  conditions.Progress
 		wantFixes     []s3.GrantFix
@@ -219,7 +220,7 @@ func TestAccessSync(t *testing.T) {
 				`{"Sid":"TrellisAccessother","Effect":"Allow","Principal":{"AWS":["OTHERKEY000000001"]},"Action":["s3:GetObject","s3:GetObjectAttributes","s3:GetObjectTagging","s3:GetObjectVersion","s3:ListBucket","s3:ListBucketVersions","s3:GetBucketLocation"],"Resource":["arn:aws:s3:::` + testBucket + `","arn:aws:s3:::` + testBucket + `/*"]},` +
 				`{"Sid":"TrellisAccesswide","Effect":"Allow","Principal":{"AWS":["WIDEKEY0000000001","FORGEDKEY00000001"]},"Action":"s3:*","Resource":"*"},` +
 				`{"Sid":"TrellisAccessforged","Effect":"Allow","Principal":{"AWS":["FORGEDKEY00000001"]},"Action":"s3:*","Resource":"*"}]}`},
-			live: []liveGrant{
+			live: []stores.LiveGrant{
 				{Grant: s3.Grant{ID: "other", Principals: []string{"OTHERKEY000000001"}, Mode: s3.ReadOnly}},
 				{Grant: s3.Grant{ID: "wide", Principals: []string{"WIDEKEY0000000001"}, Mode: s3.ReadOnly}},
 			},
@@ -247,12 +248,12 @@ func TestAccessSync(t *testing.T) {
 		},
 		"store refuses the policy": {
 			mode: s3.ReadWrite, want: keyV1, s3: fakeS3{setPolicyErr: errBadPolicy},
-			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy, wantAccounts: []string{keyV1}, wantPolicyPut: true,
+			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy, wantAccounts: []string{keyV1}, wantPolicyPut: true,
 		},
 		"current policy is not one": {
 			reason: "a policy Trellis cannot read is reported, never overwritten",
 			mode:   s3.ReadWrite, want: keyV1, s3: fakeS3{policy: "garbage"},
-			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy, wantAccounts: []string{keyV1},
+			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy, wantAccounts: []string{keyV1},
 		},
 		"revocation fails": {
 			reason:   "the due key is out of the policy, stays on record, and is tried again",
@@ -269,13 +270,15 @@ func TestAccessSync(t *testing.T) {
 			accounts, fake := tc.accounts, tc.s3
 			// The grants already in place for the settled cases.
 			if tc.current != "" && fake.policy == "" {
-				granted := append([]string{tc.current}, keyIDs(tc.retiring)...)
+				granted := append([]string{tc.current}, stores.KeyIDs(tc.retiring)...)
 				fake.policy, _ = s3.WithGrant("", testBucket, s3.Grant{ID: "g", Principals: granted, Mode: s3.ReadWrite})
 			}
 			before := fake.policy
 			// Its own grant is live too, naming every key it may have granted.
-			own := liveGrant{Grant: s3.Grant{ID: "g", Principals: append([]string{tc.want, tc.current}, keyIDs(tc.retiring)...), Mode: tc.mode}}
-			live := func(context.Context) ([]liveGrant, error) { return append([]liveGrant{own}, tc.live...), nil }
+			own := stores.LiveGrant{Grant: s3.Grant{ID: "g", Principals: append([]string{tc.want, tc.current}, stores.KeyIDs(tc.retiring)...), Mode: tc.mode}}
+			live := func(context.Context) ([]stores.LiveGrant, error) {
+				return append([]stores.LiveGrant{own}, tc.live...), nil
+			}
 			sync := accessSync{accounts: &accounts, s3: &fake, lockPolicy: noLock, grants: live, store: "store-a", bucket: testBucket,
 				grant: s3.Grant{ID: "g", Mode: tc.mode}, current: tc.current, want: tc.want, haveSecret: tc.have,
 				retiring: tc.retiring, now: syncNow, grace: time.Hour}
@@ -300,7 +303,7 @@ func TestAccessSync(t *testing.T) {
 			g.Expect(res.issued != nil).To(Equal(tc.wantIssued), tc.reason)
 			if res.issued != nil {
 				g.Expect(res.issued.accessKeyID).To(Equal(tc.want))
-				g.Expect(res.issued.secretKey).To(HaveLen(secretKeyLength))
+				g.Expect(res.issued.secretKey).To(HaveLen(stores.SecretKeyLength))
 				g.Expect(accounts.accounts[tc.want]).To(Equal(res.issued.secretKey), "the account has the secret the Secret gets")
 				g.Expect(res.summary.Message).NotTo(ContainSubstring(res.issued.secretKey))
 			}
@@ -320,7 +323,7 @@ func TestAccessSync(t *testing.T) {
 				g.Expect(fake.policy).To(ContainSubstring(`"Sid":"Mine"`), "the user's statements stay")
 			}
 			g.Expect(slices.Contains(fake.calls, "SetPolicy")).To(Equal(tc.wantPolicyPut), "policy written only when it changes: %v", fake.calls)
-			g.Expect(keyIDs(res.retiring)).To(ConsistOf(tc.wantRetiring))
+			g.Expect(stores.KeyIDs(res.retiring)).To(ConsistOf(tc.wantRetiring))
 			g.Expect(res.revoked).To(Equal(tc.wantRevoked))
 			for _, k := range res.retiring {
 				g.Expect(k.RevokeAt).NotTo(BeNil())
@@ -340,11 +343,11 @@ func TestAccessSyncCapsRetiringKeys(t *testing.T) {
 	retiring := make([]storagev1.RetiringKey, 0, maxRetiringKeys)
 	accounts := fakeAccounts{accounts: map[string]string{}}
 	for i := range maxRetiringKeys {
-		id := accessKeyID("store", "uid", int32(i+1))
+		id := stores.AccessKeyID("store", "uid", int32(i+1))
 		accounts.accounts[id] = "s"
 		retiring = append(retiring, retiringAt(id, syncNow.Add(time.Duration(i+1)*time.Minute)))
 	}
-	current, want := accessKeyID("store", "uid", 100), accessKeyID("store", "uid", 101)
+	current, want := stores.AccessKeyID("store", "uid", 100), stores.AccessKeyID("store", "uid", 101)
 	accounts.accounts[current] = "s"
 	fake := fakeS3{}
 	res := accessSync{accounts: &accounts, s3: &fake, lockPolicy: noLock, store: "store-a", bucket: testBucket,
@@ -430,8 +433,8 @@ func TestAccessRevocation(t *testing.T) {
 			g := NewWithT(t)
 			accounts, fake := tc.accounts, tc.s3
 			// The access being deleted is still in the cache: its grant is live.
-			live := func(context.Context) ([]liveGrant, error) {
-				return []liveGrant{{Grant: s3.Grant{ID: "g", Principals: []string{keyV1, keyV2}, Mode: s3.ReadWrite}}}, nil
+			live := func(context.Context) ([]stores.LiveGrant, error) {
+				return []stores.LiveGrant{{Grant: s3.Grant{ID: "g", Principals: []string{keyV1, keyV2}, Mode: s3.ReadWrite}}}, nil
 			}
 			res := accessRevocation{accounts: &accounts, s3: &fake, lockPolicy: noLock, grants: live, store: "store-a", bucket: tc.bucket,
 				grant: s3.Grant{ID: "g", Mode: s3.ReadWrite}, prefix: prefix, recorded: tc.recorded}.run(context.Background())
@@ -456,53 +459,5 @@ func TestAccessRevocation(t *testing.T) {
 			g.Expect(res.summary.Reason).To(Equal(tc.wantReason))
 			g.Expect(res.summary.Message).To(ContainSubstring("removing the finalizer by hand leaves the account to the store sweep"), "the way out is named")
 		})
-	}
-}
-
-func TestAccessKeyNames(t *testing.T) {
-	g := NewWithT(t)
-	a, b := accessKeyID("store-1", "uid-1", 1), accessKeyID("store-1", "uid-1", 2)
-	g.Expect(a).To(HavePrefix(accessKeyIDPrefix("store-1", "uid-1")))
-	g.Expect(b).To(HavePrefix(accessKeyIDPrefix("store-1", "uid-1")))
-	g.Expect(a).To(HavePrefix(storeKeyPrefix("store-1")))
-	g.Expect(a).NotTo(Equal(b))
-	g.Expect(accessKeyID("store-1", "uid-1", 10)).NotTo(HavePrefix(accessKeyID("store-1", "uid-1", 1)+"V"), "version 1's prefix is not version 10's")
-	g.Expect(accessKeyIDPrefix("store-1", "uid-2")).NotTo(Equal(accessKeyIDPrefix("store-1", "uid-1")))
-	g.Expect(a).To(MatchRegexp(`^[A-Z0-9]{16,128}$`), "letters and digits only: valid in SigV4 scopes and policies")
-	g.Expect(accessKeyID("store-1", "uid-1", 1)).To(Equal(a), "derived, not random: found again after a crash")
-
-	// Another ObjectStore (of this cluster or another, maybe on the same
-	// store) issues the same access other ids, with another mark.
-	other := accessKeyID("store-2", "uid-1", 1)
-	g.Expect(other).NotTo(Equal(a))
-	g.Expect(other).NotTo(HavePrefix(storeKeyPrefix("store-1")))
-	g.Expect(storeKeyPrefix("store-2")).NotTo(Equal(storeKeyPrefix("store-1")))
-
-	// keyOwner reads back whose key an id is, for its own store's ids only.
-	for id, want := range map[string]string{
-		a:                                     grantID("uid-1"),
-		accessKeyID("store-1", "uid-9", 1234): grantID("uid-9"),
-		other:                                 "",
-		accessKeyIDPrefix("store-1", "uid-1"): "",
-		accessKeyIDPrefix("store-1", "uid-1") + "1x":                         "",
-		accessKeyIDPrefix("store-1", "uid-1") + "01":                         "",
-		accessKeyIDPrefix("store-1", "uid-1") + "-1":                         "",
-		storeKeyPrefix("store-1") + "ABCDEFGHIJKLMNOPQRSTV1":                 "",
-		storeKeyPrefix("store-1") + strings.ToLower(grantID("uid-1")) + "V1": "",
-		"TRELLIS" + strings.ToUpper(grantID("uid-1")) + "V1":                 "",
-		"SOMEONEELSE0000000": "",
-	} {
-		owner, ok := keyOwner(storeKeyPrefix("store-1"), id)
-		g.Expect(ok).To(Equal(want != ""), id)
-		g.Expect(owner).To(Equal(want), id)
-	}
-
-	seen := map[string]bool{}
-	for range 100 {
-		k, err := newSecretKey()
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(k).To(MatchRegexp(`^[A-Za-z0-9]{40}$`))
-		g.Expect(seen[k]).To(BeFalse())
-		seen[k] = true
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -58,11 +59,11 @@ func TestARecreatedAccessKeepsNoKeyOfTheOldOne(t *testing.T) {
 	g.Eventually(func() int { return httpStatus(oldKey.put(g, bucket, "after.txt")) }, withinASweep, poll).
 		Should(Equal(http.StatusForbidden), "the old access's key, whatever the name of the live one")
 	g.Eventually(func() []string {
-		return storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), old.UID))
+		return storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), old.UID))
 	}, withinASweep, poll).Should(BeEmpty())
 	statements := statementsOf(g, policyOf(g, bucket))
-	g.Expect(statements).NotTo(HaveKey(s3.GrantSidPrefix + grantID(old.UID)))
-	g.Expect(statements).To(HaveKey(s3.GrantSidPrefix + grantID(recreated.UID)))
+	g.Expect(statements).NotTo(HaveKey(s3.GrantSidPrefix + stores.GrantID(old.UID)))
+	g.Expect(statements).To(HaveKey(s3.GrantSidPrefix + stores.GrantID(recreated.UID)))
 	g.Expect(newKey.put(g, bucket, "new.txt")).To(Succeed())
 
 	deleteAccess(g, ns, "app")

@@ -8,6 +8,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -18,13 +19,8 @@ const (
 	ReasonHealthy       = "Healthy"
 	ReasonCreating      = "Creating"
 	ReasonConflict      = "Conflict"
-	ReasonStoreNotFound = "StoreNotFound"
-	ReasonStoreNotReady = "StoreNotReady"
 	ReasonDeleteBlocked = "DeleteBlocked"
 	ReasonDeleting      = "Deleting"
-	// ReasonNamespaceNotAllowed: the store's namespaceSelector does not
-	// select the bucket's namespace.
-	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
 	// ReasonAdoptionNotAllowed: the bucket exists, was not created for this
 	// namespace, and the store does not let the namespace adopt it.
 	ReasonAdoptionNotAllowed = "AdoptionNotAllowed"
@@ -254,7 +250,7 @@ func (c bucketCheck) keptFor(owner s3.Owner) string {
 func (c bucketCheck) storeFailed(err error) checkResult {
 	reason, msg := s3.Classify(err)
 	progress := conditions.Working
-	if needsPerson(reason) || reason == s3.ReasonBucketNameTaken || reason == s3.ReasonInvalidBucketName {
+	if stores.NeedsPerson(reason) || reason == s3.ReasonBucketNameTaken || reason == s3.ReasonInvalidBucketName {
 		progress = conditions.Blocked
 	}
 	return checkResult{
@@ -325,7 +321,7 @@ func (d bucketDeletion) run(ctx context.Context) deletionResult {
 func (d bucketDeletion) waitForStore(what string, err error) deletionResult {
 	reason, msg := s3.Classify(err)
 	progress := conditions.Working
-	if needsPerson(reason) {
+	if stores.NeedsPerson(reason) {
 		progress = conditions.Blocked
 	}
 	return deletionResult{retry: time.Minute, summary: conditions.Summary{Progress: progress, Reason: string(reason),

@@ -8,6 +8,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -15,8 +16,6 @@ import (
 // what keeps a bucket from being Ready).
 const (
 	ReasonApplied = "Applied"
-	// ReasonInvalidPolicy: spec.policy is not a policy, or the store refused it.
-	ReasonInvalidPolicy = "InvalidPolicy"
 	// ReasonSettingNotSupported: the store does not implement a setting.
 	ReasonSettingNotSupported = "SettingNotSupported"
 	// ReasonPolicyRefused: spec.policy grants beyond what the store's
@@ -44,7 +43,7 @@ type bucketSettings struct {
 	lockPolicy func() (unlock func())
 	// grants lists the grants of live BucketAccesses that may stand in the
 	// policy (read with the lock held); nil: none.
-	grants func(context.Context) ([]liveGrant, error)
+	grants func(context.Context) ([]stores.LiveGrant, error)
 
 	versioning string // "" when not managed
 	policy     string // "" when not managed
@@ -112,7 +111,7 @@ type settingsResult struct {
 	storeDown bool
 	// grantFixes are the statements with Trellis' Sid prefix that writing
 	// the policy took out or put back to what was recorded.
-	grantFixes []grantFix
+	grantFixes []stores.GrantFix
 	// restricted names the statements taken out of the policy in the store
 	// as they granted beyond what the store lets the namespace grant.
 	restricted []string
@@ -159,7 +158,7 @@ func (s bucketSettings) apply(ctx context.Context) settingsResult {
 	}
 	if restrict && !res.storeDown {
 		edit, err := s.restrict(ctx)
-		res.grantFixes, res.restricted = append(res.grantFixes, edit.fixes...), edit.restricted
+		res.grantFixes, res.restricted = append(res.grantFixes, edit.Fixes...), edit.Restricted
 		if err != nil {
 			res.restrictFailed = true
 			p := settingProblemOf(settingPolicy, err)
@@ -176,29 +175,29 @@ func (s bucketSettings) apply(ctx context.Context) settingsResult {
 // the store could not use; not one the store or the cache failed to take.
 func notApplied(err error) bool {
 	var refused *policyRefusedError
-	var invalid *invalidPolicyError
+	var invalid *stores.InvalidPolicyError
 	if errors.As(err, &refused) || errors.As(err, &invalid) {
 		return true
 	}
 	if err == nil {
 		return false
 	}
-	reason, _ := classifyStoreError(err)
+	reason, _ := stores.ClassifyError(err)
 	return reason == s3.ReasonInvalidRequest
 }
 
-func (s bucketSettings) applyOne(ctx context.Context, name string) (bool, []grantFix, error) {
+func (s bucketSettings) applyOne(ctx context.Context, name string) (bool, []stores.GrantFix, error) {
 	if name == settingPolicy {
 		if err := s3.ValidateUserPolicy(s.policy); err != nil {
-			return false, nil, &invalidPolicyError{err: err}
+			return false, nil, &stores.InvalidPolicyError{Err: err}
 		}
 		if err := s.principals.check(s.policy); err != nil {
 			// Not sent (apply holds the store's policy to the rule).
 			return false, nil, err
 		}
-		edit, err := bucketPolicy{s3: s.s3, lock: s.lockPolicy, bucket: s.bucket, grants: s.grants}.edit(ctx,
+		edit, err := stores.BucketPolicy{S3: s.s3, Lock: s.lockPolicy, Bucket: s.bucket, Grants: s.grants}.Edit(ctx,
 			func(current string) (string, error) { return s3.WithUserPolicy(current, s.policy) })
-		return edit.written, edit.fixes, err
+		return edit.Written, edit.Fixes, err
 	}
 	changed, err := s.applyOther(ctx, name)
 	return changed, nil, err
@@ -242,10 +241,10 @@ func (s bucketSettings) applyOther(ctx context.Context, name string) (bool, erro
 // beyond s.principals, keeping the recorded grants. A policy Trellis cannot
 // read (two spellings of "Statement", say) cannot be held to anything: it is
 // replaced by the recorded grants alone.
-func (s bucketSettings) restrict(ctx context.Context) (policyEdit, error) {
+func (s bucketSettings) restrict(ctx context.Context) (stores.PolicyEdit, error) {
 	var removed []string
-	edit, err := bucketPolicy{s3: s.s3, lock: s.lockPolicy, bucket: s.bucket, grants: s.grants,
-		unreadable: func(grants []s3.Grant, why error) (string, error) {
+	edit, err := stores.BucketPolicy{S3: s.s3, Lock: s.lockPolicy, Bucket: s.bucket, Grants: s.grants,
+		Unreadable: func(grants []s3.Grant, why error) (string, error) {
 			removed = []string{fmt.Sprintf("every statement but the BucketAccesses' grants (the policy cannot be read: %v)", why)}
 			doc := ""
 			for _, g := range grants {
@@ -255,23 +254,17 @@ func (s bucketSettings) restrict(ctx context.Context) (policyEdit, error) {
 				}
 			}
 			return doc, nil
-		}}.edit(ctx,
+		}}.Edit(ctx,
 		func(current string) (string, error) {
 			next, out, err := s.principals.restrict(current)
 			removed = out
 			return next, err
 		})
-	if edit.written && err == nil {
-		edit.restricted = removed
+	if edit.Written && err == nil {
+		edit.Restricted = removed
 	}
 	return edit, err
 }
-
-// invalidPolicyError is a spec.policy Trellis refuses before asking the store.
-type invalidPolicyError struct{ err error }
-
-func (e *invalidPolicyError) Error() string { return e.err.Error() }
-func (e *invalidPolicyError) Unwrap() error { return e.err }
 
 // principalRule is whom a bucket policy may grant to while the store blocks
 // public access for the namespace: the access keys of the namespace's
@@ -325,26 +318,26 @@ func (e *policyRefusedError) Error() string {
 func (e *policyRefusedError) Unwrap() error { return e.err }
 
 func settingProblemOf(setting string, err error) settingProblem {
-	var ip *invalidPolicyError
+	var ip *stores.InvalidPolicyError
 	if errors.As(err, &ip) {
-		return settingProblem{setting: setting, reason: ReasonInvalidPolicy, blocked: true, message: "policy: " + ip.Error()}
+		return settingProblem{setting: setting, reason: stores.ReasonInvalidPolicy, blocked: true, message: "policy: " + ip.Error()}
 	}
 	var refused *policyRefusedError
 	if errors.As(err, &refused) {
 		return settingProblem{setting: setting, reason: ReasonPolicyRefused, blocked: true, message: "policy: " + refused.Error()}
 	}
-	var ce *cacheError
+	var ce *stores.CacheError
 	if errors.As(err, &ce) {
-		return settingProblem{setting: setting, reason: ReasonReconcileError, message: setting + ": " + ce.Error()}
+		return settingProblem{setting: setting, reason: stores.ReasonReconcileError, message: setting + ": " + ce.Error()}
 	}
-	reason, msg := classifyStoreError(err)
+	reason, msg := stores.ClassifyError(err)
 	p := settingProblem{setting: setting, reason: string(reason), message: setting + ": " + msg}
 	switch reason {
 	case s3.ReasonNotSupported:
 		p.reason, p.blocked = ReasonSettingNotSupported, true
 		p.message = fmt.Sprintf("%s: the store does not implement it (%s); remove it from the spec", setting, msg)
 	case s3.ReasonInvalidRequest:
-		p.reason, p.blocked = ReasonInvalidPolicy, true
+		p.reason, p.blocked = stores.ReasonInvalidPolicy, true
 	case s3.ReasonAccessDenied, s3.ReasonCredentialsMissing:
 		p.blocked = true
 	}

@@ -8,6 +8,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -102,23 +103,23 @@ func TestBucketSettings(t *testing.T) {
 			spec:         func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
 			s3:           fakeS3{policy: withGrant},
 			grantsErr:    errUnavailable,
-			wantProgress: conditions.Working, wantReason: ReasonReconcileError,
+			wantProgress: conditions.Working, wantReason: stores.ReasonReconcileError,
 		},
 		"policy that is not JSON": {
 			reason:       "refused before the store is asked",
 			spec:         func(s *storagev1.StorageBucketSpec) { s.Policy = "allow everyone" },
-			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy,
+			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy,
 		},
 		"policy using the reserved Sid": {
 			spec: func(s *storagev1.StorageBucketSpec) {
 				s.Policy = `{"Statement":[{"Sid":"TrellisAccessX","Effect":"Allow"}]}`
 			},
-			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy,
+			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy,
 		},
 		"policy the store refuses": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
 			s3:   fakeS3{setPolicyErr: errBadPolicy}, wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
-			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy,
+			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy,
 		},
 		"a public policy where the store blocks it": {
 			reason: "refused: the store's policy is read, and with nothing to take out it stays as it was",
@@ -140,7 +141,7 @@ func TestBucketSettings(t *testing.T) {
 			spec:       func(s *storagev1.StorageBucketSpec) { s.Policy = "{}" },
 			principals: blocked, s3: fakeS3{policy: withBoth},
 			wantCalls:    []string{"Policy", "SetPolicy"},
-			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy,
+			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy,
 			check: func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withGrant)).To(BeTrue(), f.policy) },
 		},
 		"no spec.policy, the store's policy unreadable where the store blocks: replaced by the grants": {
@@ -154,7 +155,7 @@ func TestBucketSettings(t *testing.T) {
 			spec: func(*storagev1.StorageBucketSpec) {}, principals: blocked, restrictOnly: true,
 			s3:           fakeS3{policy: withBoth, setPolicyErr: errBadPolicy},
 			wantCalls:    []string{"Policy", "SetPolicy"},
-			wantProgress: conditions.Blocked, wantReason: ReasonInvalidPolicy,
+			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy,
 		},
 		"no spec.policy, the store down while holding its policy: not Done": {
 			spec: func(*storagev1.StorageBucketSpec) {}, principals: blocked, restrictOnly: true,
@@ -233,8 +234,8 @@ func TestBucketSettings(t *testing.T) {
 			settings.s3, settings.store, settings.bucket, settings.lockPolicy = &fake, "store-a", testBucket, noLock
 			settings.principals, settings.restrictOnly = tc.principals, tc.restrictOnly
 			// The grant of the bucket's one live access.
-			settings.grants = func(context.Context) ([]liveGrant, error) {
-				return []liveGrant{{Grant: s3.Grant{ID: "g", Principals: []string{keyV1}, Mode: s3.ReadOnly}}}, tc.grantsErr
+			settings.grants = func(context.Context) ([]stores.LiveGrant, error) {
+				return []stores.LiveGrant{{Grant: s3.Grant{ID: "g", Principals: []string{keyV1}, Mode: s3.ReadOnly}}}, tc.grantsErr
 			}
 
 			res := settings.apply(context.Background())

@@ -30,6 +30,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/operate"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -76,7 +77,7 @@ var accessStatusEvents = []status.EventRule{
 	{Condition: conditions.Ready, Status: metav1.ConditionTrue, Type: corev1.EventTypeNormal},
 	{Condition: conditions.Stalled, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning},
 	{Condition: conditions.Reconciling, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning,
-		Except: []string{ReasonIssuing, ReasonBucketNotReady, ReasonStoreNotReady, ReasonRevoking}},
+		Except: []string{ReasonIssuing, ReasonBucketNotReady, stores.ReasonStoreNotReady, ReasonRevoking}},
 }
 
 // AccessReconciler reconciles BucketAccesses.
@@ -85,10 +86,10 @@ type AccessReconciler struct {
 	recorder   recorder.EventRecorder
 	children   children.Clients
 	status     *status.Patcher[*storagev1.BucketAccess, storagev1.BucketAccessStatus]
-	stores     *Stores
-	namespaces *namespaceLabels
+	stores     *stores.Clients
+	namespaces *stores.NamespaceLabels
 	// storeChecks asks the ObjectStore controller to check a store an access found down.
-	storeChecks storeChecks
+	storeChecks stores.StoreChecks
 	// accessEvents carries requests to look now (a bucket policy rewritten).
 	accessEvents <-chan event.TypedGenericEvent[*storagev1.BucketAccess]
 	now          func() time.Time
@@ -132,11 +133,11 @@ var bucketStateChanged = predicate.Funcs{
 }
 
 func (r *AccessReconciler) accessesOfBucket(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.listed(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{accessBucketIndex: o.GetName()})
+	return r.listed(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{stores.AccessBucketIndex: o.GetName()})
 }
 
 func (r *AccessReconciler) accessesOfStore(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.listed(ctx, client.MatchingFields{accessStoreIndex: o.GetName()})
+	return r.listed(ctx, client.MatchingFields{stores.AccessStoreIndex: o.GetName()})
 }
 
 func (r *AccessReconciler) listed(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
@@ -232,16 +233,16 @@ func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess, 
 		return res, err
 	}
 	bucket := sb.Status.BucketName
-	store, checked, err := usableStore(ctx, r.client, sb.Spec.StoreRef.Name)
+	store, checked, err := stores.UsableStore(ctx, r.client, sb.Spec.StoreRef.Name)
 	if err != nil || store == nil {
-		return accessResult{summary: checked.summary}, err
+		return accessResult{summary: checked}, err
 	}
 	nsLabels, err := r.namespaces.Get(ctx, a)
 	if err != nil {
 		return accessResult{}, err
 	}
-	if access, err := accessOf(store, nsLabels); err != nil || !access.use {
-		return accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonNamespaceNotAllowed,
+	if access, err := stores.AccessOf(store, nsLabels); err != nil || !access.Use {
+		return accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonNamespaceNotAllowed,
 			Message: fmt.Sprintf("ObjectStore %s is not open to namespace %s (its namespaceSelector); ask the platform team", store.Name, a.Namespace)}}, nil
 	}
 	accounts, err := r.stores.Accounts(ctx, store)
@@ -282,17 +283,17 @@ func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess, 
 	sync := accessSync{
 		accounts: accounts, s3: c, store: store.Name, bucket: bucket,
 		lockPolicy: func() func() { return r.stores.LockPolicy(store.Name, bucket) },
-		grants:     grantsOf(r.client, store, bucket),
-		grant:      s3.Grant{ID: grantID(a.UID), Mode: string(a.Spec.Mode)},
-		current:    a.Status.AccessKeyID, want: accessKeyID(store.UID, a.UID, a.Spec.KeyVersion),
+		grants:     stores.GrantsOf(r.client, store, bucket),
+		grant:      s3.Grant{ID: stores.GrantID(a.UID), Mode: string(a.Spec.Mode)},
+		current:    a.Status.AccessKeyID, want: stores.AccessKeyID(store.UID, a.UID, a.Spec.KeyVersion),
 		haveSecret: secretKey != "", retiring: a.Status.RetiringKeys,
 		now: r.now(), grace: gracePeriod(a),
 	}
 	res = sync.run(ctx)
 	// Other grants of the bucket's policy put right concern the bucket.
-	raise(r.recorder, sb, grantFixActions(bucket, res.grantFixes))
+	stores.Raise(r.recorder, sb, stores.GrantFixActions(bucket, res.grantFixes))
 	if res.storeDown {
-		r.storeChecks.request(ctx, store)
+		r.storeChecks.Request(ctx, store)
 	}
 	var secretErr error
 	switch {
@@ -381,7 +382,7 @@ func (r *AccessReconciler) finalize(ctx context.Context, a *storagev1.BucketAcce
 			return ctrl.Result{}, err
 		}
 		if res.storeDown && res.store != nil {
-			r.storeChecks.request(ctx, res.store)
+			r.storeChecks.Request(ctx, res.store)
 		}
 		for _, id := range res.revoked {
 			obs.did(corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked key %s", id)
@@ -407,17 +408,17 @@ func (r *AccessReconciler) finalize(ctx context.Context, a *storagev1.BucketAcce
 }
 
 func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation) (revocationResult, error) {
-	store, state, err := usableStore(ctx, r.client, a.Status.StoreName)
+	store, state, err := stores.UsableStore(ctx, r.client, a.Status.StoreName)
 	if err != nil {
 		return revocationResult{}, err
 	}
 	if store == nil {
-		if state.summary.Reason == ReasonStoreNotFound {
+		if state.Reason == stores.ReasonStoreNotFound {
 			// The store is gone from the cluster; nothing of it can be reached.
 			obs.did(corev1.EventTypeWarning, "StoreGone", "Revoke", "ObjectStore %s no longer exists: the key's account could not be revoked there", a.Status.StoreName)
 			return revocationResult{done: true}, nil
 		}
-		s := state.summary
+		s := state
 		if s.Progress == conditions.Working {
 			s.Reason = ReasonRevoking
 		}
@@ -441,11 +442,11 @@ func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess
 	}
 	bucket := a.Status.BucketName
 	res := accessRevocation{
-		accounts: accounts, s3: c, store: store.Name, bucket: bucket, prefix: accessKeyIDPrefix(store.UID, a.UID),
-		recorded:   append(keyIDs(a.Status.RetiringKeys), a.Status.AccessKeyID),
+		accounts: accounts, s3: c, store: store.Name, bucket: bucket, prefix: stores.AccessKeyIDPrefix(store.UID, a.UID),
+		recorded:   append(stores.KeyIDs(a.Status.RetiringKeys), a.Status.AccessKeyID),
 		lockPolicy: func() func() { return r.stores.LockPolicy(store.Name, bucket) },
-		grants:     grantsOf(r.client, store, bucket),
-		grant:      s3.Grant{ID: grantID(a.UID), Mode: string(a.Spec.Mode)},
+		grants:     stores.GrantsOf(r.client, store, bucket),
+		grant:      s3.Grant{ID: stores.GrantID(a.UID), Mode: string(a.Spec.Mode)},
 	}.run(ctx)
 	res.store = store
 	if len(res.grantFixes) > 0 {
@@ -453,10 +454,10 @@ func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess
 		// else on the store.
 		var about client.Object = store
 		claims := &storagev1.StorageBucketList{}
-		if err := r.client.List(ctx, claims, client.MatchingFields{bucketClaimIndex: storeBucketKey(store.Name, bucket)}); err == nil && len(claims.Items) > 0 {
+		if err := r.client.List(ctx, claims, client.MatchingFields{stores.BucketClaimIndex: stores.StoreBucketKey(store.Name, bucket)}); err == nil && len(claims.Items) > 0 {
 			about = &claims.Items[0]
 		}
-		raise(r.recorder, about, grantFixActions(bucket, res.grantFixes))
+		stores.Raise(r.recorder, about, stores.GrantFixActions(bucket, res.grantFixes))
 	}
 	return res, nil
 }
@@ -477,36 +478,4 @@ func (r *AccessReconciler) deleteSecret(ctx context.Context, a *storagev1.Bucket
 		return fmt.Errorf("deleting Secret %s: %w", live.Name, err)
 	}
 	return nil
-}
-
-// usableStore reads an ObjectStore and its state from the cache. It returns
-// no store, and the state to show, when the store is missing or not Ready:
-// nothing is sent to a store that is down.
-func usableStore(ctx context.Context, c client.Reader, name string) (*storagev1.ObjectStore, checkResult, error) {
-	store := &storagev1.ObjectStore{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, store); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, blocked(ReasonStoreNotFound, fmt.Sprintf("ObjectStore %s does not exist", name)), nil
-		}
-		return nil, checkResult{}, fmt.Errorf("reading ObjectStore %s: %w", name, err)
-	}
-	ready := conditions.Get(store.Status.Conditions, conditions.Ready)
-	switch {
-	case ready != nil && ready.Reason == ReasonInUse && !store.DeletionTimestamp.IsZero():
-		// Being deleted, and waiting for its users to let go: they must be
-		// able to (delete their bucket, revoke their keys), or nothing ever
-		// would. Its last check is not known; a failing request says so.
-		return store, checkResult{}, nil
-	case ready == nil || store.Status.ObservedGeneration != store.Generation:
-		return nil, checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonStoreNotReady,
-			Message: fmt.Sprintf("ObjectStore %s has not been checked yet", name)}}, nil
-	case ready.Status != metav1.ConditionTrue:
-		progress := conditions.Working
-		if conditions.IsTrue(store.Status.Conditions, conditions.Stalled) {
-			progress = conditions.Blocked
-		}
-		return nil, checkResult{summary: conditions.Summary{Progress: progress, Reason: ready.Reason,
-			Message: fmt.Sprintf("ObjectStore %s: %s", name, ready.Message)}}, nil
-	}
-	return store, checkResult{}, nil
 }

@@ -24,6 +24,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
@@ -175,7 +176,7 @@ func TestBucketAccessGrantsExactlyOneBucket(t *testing.T) {
 	g.Expect(reader.Finalizers).To(ContainElement(AccessFinalizer))
 	g.Expect(reader.Status.StoreName).To(Equal(store))
 	g.Expect(reader.Status.BucketName).To(Equal(data))
-	g.Expect(reader.Status.AccessKeyID).To(Equal(accessKeyID(uidOf(g, store), reader.UID, 1)))
+	g.Expect(reader.Status.AccessKeyID).To(Equal(stores.AccessKeyID(uidOf(g, store), reader.UID, 1)))
 	g.Expect(reader.Status.KeyVersion).To(Equal(int32(1)))
 
 	// The Secret: owned by its access, labelled, every key a client needs.
@@ -235,8 +236,8 @@ func TestBucketAccessGrantsExactlyOneBucket(t *testing.T) {
 	}
 
 	// The store has exactly the two accounts.
-	g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), reader.UID))).To(Equal([]string{ro.accessKey}))
-	g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), writer.UID))).To(Equal([]string{rw.accessKey}))
+	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), reader.UID))).To(Equal([]string{ro.accessKey}))
+	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), writer.UID))).To(Equal([]string{rw.accessKey}))
 
 	// Deleted: the key stops working at once, the Secret goes, the reader stays.
 	g.Expect(editor.Delete(ctx, writer)).To(Succeed())
@@ -244,7 +245,7 @@ func TestBucketAccessGrantsExactlyOneBucket(t *testing.T) {
 	_, err = rw.get(g, data, "written.txt")
 	g.Expect(httpStatus(err)).To(Equal(http.StatusForbidden), "a revoked key gets 403: %v", err)
 	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-writer"}, &corev1.Secret{}))).To(BeTrue())
-	g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), writer.UID))).To(BeEmpty())
+	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), writer.UID))).To(BeEmpty())
 	_, err = ro.get(g, data, "written.txt")
 	g.Expect(err).NotTo(HaveOccurred(), "the other access is untouched")
 
@@ -279,7 +280,7 @@ func TestKeyRotation(t *testing.T) {
 		a = getAccess(g, ns, "app")
 		g.Expect(a.Status.KeyVersion).To(Equal(int32(2)))
 		next = credsOf(g, ns, "rot-creds")
-		g.Expect(next.accessKey).To(Equal(accessKeyID(uidOf(g, store), a.UID, 2)))
+		g.Expect(next.accessKey).To(Equal(stores.AccessKeyID(uidOf(g, store), a.UID, 2)))
 	}, timeout, poll).Should(Succeed())
 	g.Expect(a.Status.RetiringKeys).To(HaveLen(1))
 	g.Expect(a.Status.RetiringKeys[0].AccessKeyID).To(Equal(old.accessKey))
@@ -297,7 +298,7 @@ func TestKeyRotation(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(getAccess(g, ns, "app").Status.RetiringKeys).To(BeEmpty())
 	}, timeout, poll).Should(Succeed())
-	g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), a.UID))).To(Equal([]string{next.accessKey}), "exactly the current key's account")
+	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(Equal([]string{next.accessKey}), "exactly the current key's account")
 	g.Expect(next.put(g, bucket, "after.txt")).To(Succeed())
 
 	// A Secret deleted by hand is written again, with a new secret key for the same account.
@@ -318,7 +319,7 @@ func TestKeyRotation(t *testing.T) {
 	g.Expect(httpStatus(next.put(g, bucket, "lost.txt"))).To(Equal(http.StatusForbidden), "the lost secret no longer works")
 
 	deleteAccess(g, ns, "app")
-	g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty())
+	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty())
 	deleteBucket(g, ns, "rot")
 }
 
@@ -347,7 +348,7 @@ func TestBucketAccessThroughStoreFailures(t *testing.T) {
 		a := eventuallyAccessReason(g, ns, "early", ReasonGranted)
 		c := credsOf(g, ns, "early-creds")
 		g.Expect(c.put(g, bucket, "early.txt")).To(Succeed())
-		g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), a.UID))).To(Equal([]string{accessKeyID(uidOf(g, store), a.UID, 1)}))
+		g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(Equal([]string{stores.AccessKeyID(uidOf(g, store), a.UID, 1)}))
 	})
 
 	t.Run("fails between the account and its grant", func(t *testing.T) {
@@ -360,7 +361,7 @@ func TestBucketAccessThroughStoreFailures(t *testing.T) {
 		c := credsOf(g, ns, "mid-creds")
 		_, err := c.get(g, bucket, "early.txt")
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), a.UID))).To(Equal([]string{accessKeyID(uidOf(g, store), a.UID, 1)}), "one account, whatever was tried")
+		g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(Equal([]string{stores.AccessKeyID(uidOf(g, store), a.UID, 1)}), "one account, whatever was tried")
 	})
 
 	t.Run("down while deleted", func(t *testing.T) {
@@ -381,7 +382,7 @@ func TestBucketAccessThroughStoreFailures(t *testing.T) {
 		g.Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(a), &storagev1.BucketAccess{}))
 		}, 3*time.Minute, poll).Should(BeTrue())
-		g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty(), "no orphan account")
+		g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty(), "no orphan account")
 		_, err := c.get(g, bucket, "early.txt")
 		g.Expect(httpStatus(err)).To(Equal(http.StatusForbidden))
 	})
@@ -462,7 +463,7 @@ func TestBucketAccessHostileInput(t *testing.T) {
 		a := eventuallyAccessReason(g, ns, "grab", ReasonBucketNotFound)
 		g.Expect(conditions.IsTrue(a.Status.Conditions, conditions.Stalled)).To(BeTrue())
 		g.Expect(meta.FindStatusCondition(a.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("does not exist in namespace " + ns))
-		g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty())
+		g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty())
 		g.Expect(a.Status.StoreName).To(BeEmpty())
 		deleteAccess(g, ns, "grab")
 		deleteBucket(g, theirs, "shared")
@@ -481,7 +482,7 @@ func TestBucketAccessHostileInput(t *testing.T) {
 		s := secretOf(g, ns, "taken")
 		g.Expect(s.Data).To(Equal(map[string][]byte{"password": []byte("hunter2")}))
 		g.Expect(s.OwnerReferences).To(BeEmpty())
-		g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty(), "no account made for a Secret it cannot write")
+		g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty(), "no account made for a Secret it cannot write")
 
 		// Deleting the access leaves the foreign Secret alone.
 		deleteAccess(g, ns, "squat")
@@ -526,7 +527,7 @@ func TestDeletionWaitsForAccesses(t *testing.T) {
 	key := credsOf(g, ns, "held-creds")
 
 	g.Expect(k8s.Delete(ctx, b)).To(Succeed())
-	got := eventuallyReason(g, ns, "held", ReasonInUse)
+	got := eventuallyReason(g, ns, "held", stores.ReasonInUse)
 	g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Stalled)).To(BeTrue(), "the access is not being deleted: a person must act")
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("BucketAccesses user still use this bucket"))
 	exists, err := c.BucketExists(ctx, ns+"-held")
@@ -547,7 +548,7 @@ func TestDeletionWaitsForAccesses(t *testing.T) {
 	exists, err = c.BucketExists(ctx, ns+"-held")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(exists).To(BeFalse())
-	g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty())
+	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty())
 
 	// Both at once, as a namespace deletion: the key is revoked, then the bucket goes.
 	b = newBucket(ns, "both", store)
@@ -565,7 +566,7 @@ func TestDeletionWaitsForAccesses(t *testing.T) {
 	exists, err = c.BucketExists(ctx, ns+"-both")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(exists).To(BeFalse())
-	g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty(), "no account outlives its bucket")
+	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty(), "no account outlives its bucket")
 }
 
 // TestSettledAccessCostsNoWrites: an access that is as it should be costs no
@@ -587,12 +588,12 @@ func TestSettledAccessCostsNoWrites(t *testing.T) {
 	puts := func() float64 {
 		total := 0.0
 		for _, op := range []string{"PutBucketPolicy", "PutAccount", "DeleteAccount"} {
-			total += testutil.ToFloat64(storeRequests.WithLabelValues("quiet-s3", op))
+			total += testutil.ToFloat64(stores.Requests.WithLabelValues("quiet-s3", op))
 		}
 		return total
 	}
 	policyReads := func() float64 {
-		return testutil.ToFloat64(storeRequests.WithLabelValues("quiet-s3", "GetBucketPolicy"))
+		return testutil.ToFloat64(stores.Requests.WithLabelValues("quiet-s3", "GetBucketPolicy"))
 	}
 	putsBefore, readsBefore := puts(), policyReads()
 	// A change of the store's spec makes every access of it look again.

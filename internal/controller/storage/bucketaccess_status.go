@@ -12,6 +12,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 )
 
 // accessObservation is what one reconcile of a BucketAccess saw.
@@ -95,19 +96,19 @@ func accessSecretLabels(a *storagev1.BucketAccess) map[string]string {
 func desiredSecret(a *storagev1.BucketAccess, store *storagev1.ObjectStore, bucket, accessKeyID, secretKey string) *corev1ac.SecretApplyConfiguration {
 	pathStyle := strconv.FormatBool(ptr.Deref(store.Spec.PathStyle, false))
 	data := map[string][]byte{
-		secretEndpoint:     []byte(store.Spec.Endpoint),
-		secretRegion:       []byte(store.Spec.Region),
-		secretBucketName:   []byte(bucket),
-		secretPathStyle:    []byte(pathStyle),
-		AccessKeyIDKey:     []byte(accessKeyID),
-		SecretAccessKeyKey: []byte(secretKey),
-		envAccessKeyID:     []byte(accessKeyID),
-		envSecretAccessKey: []byte(secretKey),
-		envRegion:          []byte(store.Spec.Region),
-		envDefaultRegion:   []byte(store.Spec.Region),
-		envEndpointURLS3:   []byte(store.Spec.Endpoint),
-		envBucketName:      []byte(bucket),
-		envPathStyle:       []byte(pathStyle),
+		secretEndpoint:            []byte(store.Spec.Endpoint),
+		secretRegion:              []byte(store.Spec.Region),
+		secretBucketName:          []byte(bucket),
+		secretPathStyle:           []byte(pathStyle),
+		stores.AccessKeyIDKey:     []byte(accessKeyID),
+		stores.SecretAccessKeyKey: []byte(secretKey),
+		envAccessKeyID:            []byte(accessKeyID),
+		envSecretAccessKey:        []byte(secretKey),
+		envRegion:                 []byte(store.Spec.Region),
+		envDefaultRegion:          []byte(store.Spec.Region),
+		envEndpointURLS3:          []byte(store.Spec.Endpoint),
+		envBucketName:             []byte(bucket),
+		envPathStyle:              []byte(pathStyle),
 	}
 	return corev1ac.Secret(a.Spec.SecretName, a.Namespace).
 		WithLabels(accessSecretLabels(a)).

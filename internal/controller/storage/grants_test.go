@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -15,7 +16,7 @@ import (
 func accessWithUID(name string, uid types.UID) *storagev1.BucketAccess {
 	a := grantedAccess()
 	a.Name, a.UID = name, uid
-	a.Status.AccessKeyID = accessKeyID(rtStoreUID, uid, 1)
+	a.Status.AccessKeyID = stores.AccessKeyID(rtStoreUID, uid, 1)
 	return a
 }
 
@@ -29,8 +30,8 @@ func TestLiveGrants(t *testing.T) {
 	// Recorded: current key V2, V1 retiring, V3 asked for (being issued).
 	recorded := grantedAccess()
 	recorded.Spec.KeyVersion = 3
-	recorded.Status.AccessKeyID = accessKeyID(rtStoreUID, recorded.UID, 2)
-	recorded.Status.RetiringKeys = []storagev1.RetiringKey{retiringAt(accessKeyID(rtStoreUID, recorded.UID, 1), syncNow)}
+	recorded.Status.AccessKeyID = stores.AccessKeyID(rtStoreUID, recorded.UID, 2)
+	recorded.Status.RetiringKeys = []storagev1.RetiringKey{retiringAt(stores.AccessKeyID(rtStoreUID, recorded.UID, 1), syncNow)}
 	// New: nothing on record yet; its StorageBucket claims the bucket.
 	fresh := rtAccessObj()
 	fresh.Name, fresh.UID, fresh.Spec.Mode = "fresh", "uid-fresh", storagev1.AccessReadOnly
@@ -47,23 +48,23 @@ func TestLiveGrants(t *testing.T) {
 	moved.Spec.BucketRef.Name = "gone"
 	f := newFixture(openNamespace(), store, claimedBucket(), recorded, fresh, leaving, other, theirs, moved)
 
-	got, err := liveGrants(context.Background(), f.c, store, testBucket)
+	got, err := stores.LiveGrants(context.Background(), f.c, store, testBucket)
 	g.Expect(err).NotTo(HaveOccurred())
 	byName := map[string]s3.Grant{}
 	for _, lg := range got {
-		byName[lg.access.Name] = lg.Grant
-		g.Expect(lg.access.Namespace).To(Equal(testNS))
+		byName[lg.Access.Name] = lg.Grant
+		g.Expect(lg.Access.Namespace).To(Equal(testNS))
 	}
 	g.Expect(byName).To(HaveLen(3), "the bucket's three accesses, no other")
-	key := func(uid types.UID, v int32) string { return accessKeyID(rtStoreUID, uid, v) }
-	g.Expect(byName[rtAccess]).To(Equal(s3.Grant{ID: grantID(recorded.UID), Mode: s3.ReadWrite,
+	key := func(uid types.UID, v int32) string { return stores.AccessKeyID(rtStoreUID, uid, v) }
+	g.Expect(byName[rtAccess]).To(Equal(s3.Grant{ID: stores.GrantID(recorded.UID), Mode: s3.ReadWrite,
 		Principals: []string{key(recorded.UID, 3), key(recorded.UID, 2), key(recorded.UID, 1)}}))
-	g.Expect(byName["fresh"]).To(Equal(s3.Grant{ID: grantID("uid-fresh"), Mode: s3.ReadOnly,
+	g.Expect(byName["fresh"]).To(Equal(s3.Grant{ID: stores.GrantID("uid-fresh"), Mode: s3.ReadOnly,
 		Principals: []string{key("uid-fresh", 1)}}), "found by its StorageBucket's claim; the key of its keyVersion")
 	g.Expect(byName["leaving"].Principals).To(ContainElement(key("uid-leaving", 1)))
 
 	// The cache failing is an error, never "no grant is live".
 	f.fail["list BucketAccess"] = errUnavailable
-	_, err = liveGrants(context.Background(), f.c, store, testBucket)
+	_, err = stores.LiveGrants(context.Background(), f.c, store, testBucket)
 	g.Expect(err).To(HaveOccurred())
 }

@@ -11,6 +11,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
@@ -27,7 +28,7 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 	settingsNotSupported := settingsResult{declared: []string{settingLifecycle},
 		problems: []settingProblem{{setting: settingLifecycle, reason: ReasonSettingNotSupported, blocked: true, message: "lifecycle: not implemented"}}}
 	policyInvalid := settingsResult{declared: []string{settingPolicy},
-		problems: []settingProblem{{setting: settingPolicy, reason: ReasonInvalidPolicy, blocked: true, message: "policy: not JSON"}}}
+		problems: []settingProblem{{setting: settingPolicy, reason: stores.ReasonInvalidPolicy, blocked: true, message: "policy: not JSON"}}}
 	policyRefused := settingsResult{declared: []string{settingPolicy},
 		problems: []settingProblem{{setting: settingPolicy, reason: ReasonPolicyRefused, blocked: true, message: `policy: refused: Principal "*"`}}}
 	settingsApplied := settingsResult{declared: []string{settingVersioning}}
@@ -43,13 +44,13 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 			"healthy":                         {res: checkResult{summary: healthy(testBucket, "store-a"), claim: storagev1.BucketClaimed}, want: kstatus.CurrentStatus},
 			"creating":                        {res: checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonCreating, Message: "creating"}}, want: kstatus.InProgressStatus},
 			"store down":                      {res: checkResult{summary: storeDown}, want: kstatus.InProgressStatus},
-			"store not ready":                 {res: checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonStoreNotReady, Message: "not checked"}}, want: kstatus.InProgressStatus},
+			"store not ready":                 {res: checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: stores.ReasonStoreNotReady, Message: "not checked"}}, want: kstatus.InProgressStatus},
 			"conflict":                        {res: blocked(ReasonConflict, "someone else's"), want: kstatus.FailedStatus},
-			"no such store":                   {res: blocked(ReasonStoreNotFound, "no store"), want: kstatus.FailedStatus},
+			"no such store":                   {res: blocked(stores.ReasonStoreNotFound, "no store"), want: kstatus.FailedStatus},
 			"keys refused":                    {res: blocked(string(s3.ReasonAccessDenied), "refused"), want: kstatus.FailedStatus},
 			"being deleted":                   {res: checkResult{summary: healthy(testBucket, "store-a")}, deleting: true, want: kstatus.TerminatingStatus},
 			"delete held back":                {res: checkResult{summary: deleteBlocked}, deleting: true, want: kstatus.TerminatingStatus},
-			"store not open to the namespace": {res: blocked(ReasonNamespaceNotAllowed, "not open"), want: kstatus.FailedStatus},
+			"store not open to the namespace": {res: blocked(stores.ReasonNamespaceNotAllowed, "not open"), want: kstatus.FailedStatus},
 			"adoption not allowed":            {res: blocked(ReasonAdoptionNotAllowed, "not yours"), want: kstatus.FailedStatus},
 			"bucket name not allowed":         {res: blocked(ReasonBucketNameNotAllowed, "not your name"), want: kstatus.FailedStatus},
 			"setting not supported": {res: checkResult{summary: settingsNotSupported.summary(), settings: &settingsNotSupported},
@@ -58,9 +59,9 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 			"policy refused": {res: checkResult{summary: policyRefused.summary(), settings: &policyRefused}, want: kstatus.FailedStatus},
 			"settings applied": {res: checkResult{summary: healthy(testBucket, "store-a"), claim: storagev1.BucketClaimed, settings: &settingsApplied},
 				want: kstatus.CurrentStatus},
-			"waiting for its accesses to go": {res: checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonInUse, Message: "waits"}},
+			"waiting for its accesses to go": {res: checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: stores.ReasonInUse, Message: "waits"}},
 				deleting: true, want: kstatus.TerminatingStatus},
-			"held by accesses still in use": {res: blocked(ReasonInUse, "delete them first"), deleting: true, want: kstatus.TerminatingStatus},
+			"held by accesses still in use": {res: blocked(stores.ReasonInUse, "delete them first"), deleting: true, want: kstatus.TerminatingStatus},
 			"an API error, retried":         {res: checkResult{summary: apiError}, want: kstatus.InProgressStatus},
 		}
 		for name, tc := range cases {
@@ -92,7 +93,7 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 			"unreachable":      {summary: storeDown, want: kstatus.InProgressStatus},
 			"no credentials":   {summary: conditions.Summary{Progress: conditions.Blocked, Reason: string(s3.ReasonCredentialsMissing), Message: "missing"}, want: kstatus.FailedStatus},
 			"invalid selector": {summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInvalidSelector, Message: "bad operator"}, want: kstatus.FailedStatus},
-			"in use, deleting": {summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse, Message: "accesses remain"}, deleting: true, want: kstatus.TerminatingStatus},
+			"in use, deleting": {summary: conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonInUse, Message: "accesses remain"}, deleting: true, want: kstatus.TerminatingStatus},
 			"an API error":     {summary: apiError, want: kstatus.InProgressStatus},
 		}
 		for name, tc := range cases {
@@ -129,7 +130,7 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 			"Secret refused":       {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonSecretRejected, Message: "quota"}}, want: kstatus.FailedStatus},
 			"an API error":         {res: accessResult{summary: apiError}, want: kstatus.InProgressStatus},
 			"no account driver":    {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonAccessNotSupported, Message: "S3"}}, want: kstatus.FailedStatus},
-			"namespace not allowed": {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonNamespaceNotAllowed, Message: "closed"}},
+			"namespace not allowed": {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonNamespaceNotAllowed, Message: "closed"}},
 				want: kstatus.FailedStatus},
 			"store without IAM": {res: accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: string(s3.ReasonNotSupported), Message: "no IAM"}},
 				want: kstatus.FailedStatus},

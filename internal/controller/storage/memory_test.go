@@ -2,11 +2,9 @@ package storage
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +20,8 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
+	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 	"github.com/trellis-dev/trellis/internal/s3"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
@@ -31,178 +31,6 @@ import (
 // before and after: it must come back to within testenv.HeapSlack. Each runs
 // in a test binary of its own, away from the suite's manager.
 
-const memoryObjects = 10_000
-
-// memoryNames are the names of the objects the memory tests use, built
-// before the first heap figure.
-func memoryNames(prefix string) []string {
-	names := make([]string, memoryObjects)
-	for i := range names {
-		names[i] = fmt.Sprintf("%s-%05d", prefix, i)
-	}
-	return names
-}
-
-func TestMemoryPolicyLocksFollowEditsUnderWay(t *testing.T) {
-	if !testenv.InOwnProcess(t) {
-		return
-	}
-	const held = 100 // edits under way at once
-	g := NewWithT(t)
-	s := newTestStores(&secretsReader{}, &countingBuilder{})
-	buckets := memoryNames("bucket")
-	unlocks := make([]func(), memoryObjects)
-
-	start := testenv.LiveHeap()
-	for i, bucket := range buckets {
-		unlocks[i] = s.LockPolicy(fmt.Sprintf("store-%d", i%10), bucket)
-		if i >= held {
-			unlocks[i-held]()
-			unlocks[i-held] = nil
-		}
-	}
-	during := s.policyLocksHeld()
-	for i := memoryObjects - held; i < memoryObjects; i++ {
-		unlocks[i]()
-		unlocks[i] = nil
-	}
-	end := testenv.LiveHeap()
-	after := s.policyLocksHeld()
-	runtime.KeepAlive(buckets) // the test's own inputs are in every figure
-	runtime.KeepAlive(unlocks)
-
-	t.Logf("heap: %d KiB at the start, %+d KiB after %d buckets' policies were edited (%d locks left)",
-		start>>10, (end-start)>>10, memoryObjects, after)
-	g.Expect(during).To(Equal(held), "a lock for each edit under way")
-	g.Expect(after).To(BeZero(), "no lock once no edit is under way")
-	g.Expect(end - start).To(BeNumerically("<=", testenv.HeapSlack(start)))
-}
-
-// A bucket's lock stays while anyone waits for it.
-func TestPolicyLockOutlivesItsHolderWhileAWaiterIsLeft(t *testing.T) {
-	g := NewWithT(t)
-	s := newTestStores(&secretsReader{}, &countingBuilder{})
-	unlock := s.LockPolicy("a", "bucket")
-	got := make(chan func())
-	go func() { got <- s.LockPolicy("a", "bucket") }()
-	g.Eventually(func() int {
-		s.locksMu.Lock()
-		defer s.locksMu.Unlock()
-		return s.policyLocks["a/bucket"].users
-	}).Should(Equal(2))
-	unlock()
-	var second func()
-	g.Eventually(got).Should(Receive(&second))
-	g.Expect(s.policyLocksHeld()).To(Equal(1))
-
-	// Taken again while held: the same lock, so this one waits.
-	third := make(chan func())
-	go func() { third <- s.LockPolicy("a", "bucket") }()
-	g.Consistently(third, 100*time.Millisecond).ShouldNot(Receive())
-	second()
-	var last func()
-	g.Eventually(third).Should(Receive(&last))
-	last()
-	g.Expect(s.policyLocksHeld()).To(BeZero())
-}
-
-// namespacesReader serves every namespace with its name label, except those
-// in gone, and counts reads.
-type namespacesReader struct {
-	client.Reader
-	gone  map[string]bool
-	reads int
-}
-
-func (r *namespacesReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	r.reads++
-	if r.gone[key.Name] {
-		return apierrors.NewNotFound(metav1.SchemeGroupVersion.WithResource("namespaces").GroupResource(), key.Name)
-	}
-	obj.SetName(key.Name)
-	obj.SetLabels(map[string]string{"kubernetes.io/metadata.name": key.Name, "team": "storage"})
-	return nil
-}
-
-// sweeps runs what namespaceLabels asked to run later, when the test says.
-type sweeps struct{ due []func() }
-
-func (s *sweeps) after(_ time.Duration, f func()) { s.due = append(s.due, f) }
-
-func (s *sweeps) run() {
-	due := s.due
-	s.due = nil
-	for _, f := range due {
-		f()
-	}
-}
-
-func TestMemoryNamespaceLabelsExpire(t *testing.T) {
-	if !testenv.InOwnProcess(t) {
-		return
-	}
-	g := NewWithT(t)
-	ctx := context.Background()
-	clock := newTestClock()
-	sw := &sweeps{}
-	n := newNamespaceLabels(&namespacesReader{})
-	n.now, n.after = clock.now, sw.after
-	namespaces := memoryNames("team")
-
-	start := testenv.LiveHeap()
-	for _, ns := range namespaces {
-		_, err := n.Get(ctx, in(ns))
-		g.Expect(err).NotTo(HaveOccurred())
-	}
-	read := len(n.seen)
-	clock.advance(namespaceLabelsTTL)
-	sw.run()
-	end := testenv.LiveHeap()
-	left, pending := len(n.seen), len(sw.due)
-	runtime.KeepAlive(namespaces) // the test's own inputs are in every figure
-
-	t.Logf("heap: %d KiB at the start, %+d KiB a TTL after %d namespaces were read (%d entries left)",
-		start>>10, (end-start)>>10, memoryObjects, left)
-	g.Expect(read).To(Equal(memoryObjects))
-	g.Expect(left).To(BeZero(), "expired labels are dropped")
-	g.Expect(pending).To(BeZero(), "no sweep is due when nothing is left")
-	g.Expect(end - start).To(BeNumerically("<=", testenv.HeapSlack(start)))
-}
-
-func TestNamespaceLabelsAreDroppedWhenExpiredOrGone(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	clock := newTestClock()
-	sw := &sweeps{}
-	reader := &namespacesReader{gone: map[string]bool{}}
-	n := newNamespaceLabels(reader)
-	n.now, n.after = clock.now, sw.after
-
-	_, err := n.Get(ctx, in("old"))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(sw.due).To(HaveLen(1), "a sweep is due once something is kept")
-	clock.advance(namespaceLabelsTTL / 2)
-	_, err = n.Get(ctx, in("new"))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(sw.due).To(HaveLen(1), "one sweep at a time")
-
-	clock.advance(namespaceLabelsTTL / 2)
-	sw.run()
-	g.Expect(n.seen).To(HaveLen(1), "only what has expired")
-	g.Expect(n.seen).To(HaveKey("new"))
-	g.Expect(sw.due).To(HaveLen(1), "another sweep for what is left")
-
-	// A namespace found gone is dropped at once.
-	reader.gone["new"] = true
-	clock.advance(namespaceLabelsTTL / 2) // "new" has expired: it is read again
-	_, err = n.Get(ctx, in("new"))
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
-	g.Expect(n.seen).To(BeEmpty())
-	sw.run()
-	g.Expect(sw.due).To(BeEmpty(), "no sweep is due when nothing is left")
-	g.Expect(reader.reads).To(Equal(3))
-}
-
 func TestMemoryScheduleFollowsBuckets(t *testing.T) {
 	if !testenv.InOwnProcess(t) {
 		return
@@ -210,8 +38,8 @@ func TestMemoryScheduleFollowsBuckets(t *testing.T) {
 	g := NewWithT(t)
 	clock := newTestClock()
 	s := newTestSchedule(clock)
-	names := memoryNames("bucket")
-	keys := make([]types.NamespacedName, memoryObjects)
+	names := testenv.MemoryNames("bucket")
+	keys := make([]types.NamespacedName, testenv.MemoryObjects)
 	for i, name := range names {
 		keys[i] = types.NamespacedName{Namespace: "team", Name: name}
 	}
@@ -231,7 +59,7 @@ func TestMemoryScheduleFollowsBuckets(t *testing.T) {
 	runtime.KeepAlive(keys)
 
 	t.Logf("heap: %d KiB at the start, %+d KiB after %d buckets were scheduled and deleted (%d left)",
-		start>>10, (end-start)>>10, memoryObjects, left)
+		start>>10, (end-start)>>10, testenv.MemoryObjects, left)
 	g.Expect(left).To(BeZero())
 	g.Expect(end - start).To(BeNumerically("<=", testenv.HeapSlack(start)))
 }
@@ -308,15 +136,15 @@ func TestManagerMemoryFollowsLiveBuckets(t *testing.T) {
 	held := func() map[string]int {
 		return map[string]int{
 			"status writes":    remembered(),
-			"policy locks":     mgrShared.stores.policyLocksIn(store),
-			"namespace labels": mgrShared.namespaces.countIn(mine),
+			"policy locks":     mgrShared.stores.PolicyLocksIn(store),
+			"namespace labels": mgrShared.namespaces.HeldIn(mine),
 			"check schedule":   mgrShared.schedule.countIn(mine),
-			"store series":     seriesOf(store, storeRequests, storeUp, sweepsTotal, sweepRevoked),
+			"store series":     seriesOf(store, stores.Requests, stores.Up, sweep.Sweeps, sweep.RevokedTotal),
 		}
 	}
 	t.Logf("held right after %d buckets and their store were deleted: %v", n, held())
 	// Namespace labels go a TTL after they were read, at the latest two.
-	g.Eventually(held, 2*namespaceLabelsTTL+timeout, time.Second).Should(HaveEach(0))
+	g.Eventually(held, 2*stores.NamespaceLabelsTTL+timeout, time.Second).Should(HaveEach(0))
 	end := testenv.LiveHeap()
 	events := eventsIn(g, measured)
 	t.Logf("heap: %.1f MiB after a warm-up; %+d KiB after %d buckets were created and deleted, which raised %d Events",
@@ -366,39 +194,6 @@ func seriesOf(store string, collectors ...prometheus.Collector) int {
 		}
 	}
 	return n
-}
-
-// policyLocksHeld is how many buckets' policy locks exist: held, or waited for.
-func (s *Stores) policyLocksHeld() int {
-	s.locksMu.Lock()
-	defer s.locksMu.Unlock()
-	return len(s.policyLocks)
-}
-
-// policyLocksIn is how many policy locks of the store's buckets exist.
-func (s *Stores) policyLocksIn(store string) int {
-	s.locksMu.Lock()
-	defer s.locksMu.Unlock()
-	n := 0
-	for key := range s.policyLocks {
-		if strings.HasPrefix(key, store+"/") {
-			n++
-		}
-	}
-	return n
-}
-
-// countIn is how many of the namespaces have their labels kept.
-func (n *namespaceLabels) countIn(namespaces map[string]bool) int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	count := 0
-	for ns := range n.seen {
-		if namespaces[ns] {
-			count++
-		}
-	}
-	return count
 }
 
 // countIn is how many buckets in the namespaces have a check time kept.

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 )
 
 // sweepSeries returns rtStore's trellis_objectstore_sweeps_total series by
@@ -16,7 +18,7 @@ import (
 func sweepSeries(t *testing.T) map[string]float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(sweepsTotal, sweepRevoked)
+	reg.MustRegister(sweep.Sweeps, sweep.RevokedTotal)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -59,15 +61,15 @@ func TestSweepSeriesStartAtZero(t *testing.T) {
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	series := sweepSeries(t)
-	g.Expect(series).To(HaveLen(len(sweepResults) + 2))
-	for _, result := range append(sweepResults, "revoked account", "revoked grant") {
+	g.Expect(series).To(HaveLen(len(sweep.Results) + 2))
+	for _, result := range append(sweep.Results, "revoked account", "revoked grant") {
 		g.Expect(series).To(HaveKeyWithValue(result, 0.0))
 	}
-	g.Expect(series).To(HaveKey(SweepClean))
+	g.Expect(series).To(HaveKey(sweep.Clean))
 	g.Expect(series).To(HaveKey("StoreUnreachable"))
 
 	// A sweep counted, then the store checked again: the count stays.
-	sweepsTotal.WithLabelValues(rtStore, "StoreUnreachable").Inc()
+	sweep.Sweeps.WithLabelValues(rtStore, "StoreUnreachable").Inc()
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sweepSeries(t)).To(HaveKeyWithValue("StoreUnreachable", 1.0))

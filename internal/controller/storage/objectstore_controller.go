@@ -26,6 +26,9 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/operate"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
+	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
+	"github.com/trellis-dev/trellis/internal/jitter"
 )
 
 // StoreFinalizer keeps an ObjectStore while StorageBuckets still use it.
@@ -34,9 +37,6 @@ const StoreFinalizer = "storage.trellis.dev/in-use"
 // Reasons of an ObjectStore's conditions besides those of s3.Classify.
 const (
 	ReasonReachable = "Reachable"
-	// ReasonInUse: a deletion waits for what uses the object (StorageBuckets
-	// of a store, BucketAccesses of a bucket or of a store).
-	ReasonInUse = "InUse"
 	// ReasonInvalidSelector: a namespace selector of the store cannot be used.
 	ReasonInvalidSelector = "InvalidSelector"
 )
@@ -58,12 +58,12 @@ type ObjectStoreReconciler struct {
 	client   client.Client
 	recorder recorder.EventRecorder
 	status   *status.Patcher[*storagev1.ObjectStore, storagev1.ObjectStoreStatus]
-	stores   *Stores
+	stores   *stores.Clients
 	// storeEvents carries requests for an immediate check from bucket checks
 	// that found the store not answering.
 	storeEvents <-chan event.TypedGenericEvent[*storagev1.ObjectStore]
 	now         func() time.Time
-	// sweeps: the Sweeper runs, so each store's sweep series start at 0.
+	// sweeps: the sweep.Sweeper runs, so each store's sweep series start at 0.
 	sweeps bool
 }
 
@@ -71,7 +71,7 @@ type ObjectStoreReconciler struct {
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=objectstores/status,verbs=get;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=objectstores/finalizers,verbs=update
 // Store credentials are read with the get on Secrets the BucketAccess
-// controller holds (bucketaccess_controller.go); Stores.config still refuses
+// controller holds (bucketaccess_controller.go); stores.Clients still refuses
 // any namespace but the manager's own.
 
 // SetupWithManager watches ObjectStores (spec changes and the start of a
@@ -184,9 +184,9 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // does not answer is checked again on a back-off.
 func (r *ObjectStoreReconciler) check(ctx context.Context, store *storagev1.ObjectStore, obs *storeObservation) ctrl.Result {
 	if r.sweeps {
-		startSweepSeries(store.Name)
+		sweep.StartSeries(store.Name)
 	}
-	if err := validateSelectors(store); err != nil {
+	if err := stores.ValidateSelectors(store); err != nil {
 		// Nothing a store check could change: no request is sent.
 		obs.found = &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInvalidSelector,
 			Message: fmt.Sprintf("%v; no namespace may use the store until it is fixed", err)}
@@ -196,14 +196,14 @@ func (r *ObjectStoreReconciler) check(ctx context.Context, store *storagev1.Obje
 	if checkErr == nil {
 		checkErr = c.Ping(ctx)
 	}
-	storeUp.WithLabelValues(store.Name).Set(boolGauge(checkErr == nil))
+	stores.Up.WithLabelValues(store.Name).Set(boolGauge(checkErr == nil))
 	if checkErr == nil {
 		obs.found = &conditions.Summary{Progress: conditions.Done, Reason: ReasonReachable, Message: "the store answers and accepts the credentials"}
 		return setup.RequeueAfter(storeCheckInterval)
 	}
-	reason, msg := classifyStoreError(checkErr)
+	reason, msg := stores.ClassifyError(checkErr)
 	obs.found = &conditions.Summary{Progress: conditions.Working, Reason: string(reason), Message: msg}
-	if needsPerson(reason) {
+	if stores.NeedsPerson(reason) {
 		obs.found.Progress = conditions.Blocked
 	}
 	log.FromContext(ctx).Info("object store check failed", "reason", reason)
@@ -232,11 +232,11 @@ func computeStoreStatus(store *storagev1.ObjectStore, obs *storeObservation) sto
 // no BucketAccess still has an account in it to revoke.
 func (r *ObjectStoreReconciler) finalize(ctx context.Context, store *storagev1.ObjectStore, obs *storeObservation) error {
 	list := &storagev1.StorageBucketList{}
-	if err := r.client.List(ctx, list, client.MatchingFields{bucketStoreIndex: store.Name}); err != nil {
+	if err := r.client.List(ctx, list, client.MatchingFields{stores.BucketStoreIndex: store.Name}); err != nil {
 		return err
 	}
 	accesses := &storagev1.BucketAccessList{}
-	if err := r.client.List(ctx, accesses, client.MatchingFields{accessStoreIndex: store.Name}); err != nil {
+	if err := r.client.List(ctx, accesses, client.MatchingFields{stores.AccessStoreIndex: store.Name}); err != nil {
 		return err
 	}
 	var msg string
@@ -248,7 +248,7 @@ func (r *ObjectStoreReconciler) finalize(ctx context.Context, store *storagev1.O
 	}
 	if msg != "" {
 		// Each of them going is an event (whileDeleting).
-		obs.found = &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse, Message: msg}
+		obs.found = &conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonInUse, Message: msg}
 		return nil
 	}
 	if err := finalizer.Remove(ctx, r.client, store, StoreFinalizer); err != nil {
@@ -264,4 +264,22 @@ func boolGauge(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// Back-off of the store-level check while a store is down.
+const (
+	storeBackoffBase = 5 * time.Second
+	storeBackoffMax  = 5 * time.Minute
+)
+
+// storeRetry is how long a store that is down waits for its next check: as
+// long as it has been down so far (so the waits double), between 5 s and
+// 5 min, ±10%. It is derived from the Ready condition's transition time, so a
+// new leader continues the same back-off.
+func storeRetry(store *storagev1.ObjectStore, now time.Time) time.Duration {
+	down := time.Duration(0)
+	if c := conditions.Get(store.Status.Conditions, conditions.Ready); c != nil && c.Status == metav1.ConditionFalse {
+		down = now.Sub(c.LastTransitionTime.Time)
+	}
+	return jitter.Duration(min(max(down, storeBackoffBase), storeBackoffMax), 0.1)
 }

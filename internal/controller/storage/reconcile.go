@@ -6,13 +6,12 @@ import (
 	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
-	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/status"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 )
 
 // The end every storage reconcile shares: the ObjectStore, StorageBucket and
@@ -28,10 +27,6 @@ const (
 	accessController = "bucketaccess"
 )
 
-// ReasonReconcileError says the reconcile met an error it returns (an API
-// error); it is retried with back-off.
-const ReasonReconcileError = "ReconcileError"
-
 // outcome is what every storage reconcile records beside its kind's own
 // observation.
 type outcome struct {
@@ -42,32 +37,21 @@ type outcome struct {
 	// no status is written.
 	released bool
 	// done are Events about what was done in the store.
-	done []storeAction
+	done []stores.Action
 	// told are conditions whose status Events this reconcile's own Events
 	// already tell (status.Patcher.Patch).
 	told []string
 }
 
-// storeAction is an Event about something done in the store: a bucket
-// created, adopted, deleted or given its settings; a key issued or revoked.
-// These are not status.EventRules, which fire when a condition changes:
-// they are raised when no condition changes (a bucket created again, or a
-// key rotated, while Ready stays True; settings put back after drift) or
-// when no status is written any more (a bucket deleted or kept, and the
-// finalizer gone).
-type storeAction struct {
-	typ, reason, action, message string
-}
-
 // did records an Event about something done in the store.
 func (o *outcome) did(typ, reason, action, format string, args ...any) {
-	o.done = append(o.done, storeAction{typ: typ, reason: reason, action: action, message: fmt.Sprintf(format, args...)})
+	o.done = append(o.done, stores.Action{Type: typ, Reason: reason, Action: action, Message: fmt.Sprintf(format, args...)})
 }
 
 // summary is the summary of a reconcile that failed, or the one it found.
 func (o *outcome) summary(found *conditions.Summary) *conditions.Summary {
 	if o.failed != nil {
-		return &conditions.Summary{Progress: conditions.Working, Reason: ReasonReconcileError, Message: o.failed.Error()}
+		return &conditions.Summary{Progress: conditions.Working, Reason: stores.ReasonReconcileError, Message: o.failed.Error()}
 	}
 	return found
 }
@@ -84,9 +68,7 @@ func (o *outcome) summary(found *conditions.Summary) *conditions.Summary {
 func finish[O status.Object, S any](ctx context.Context, p *status.Patcher[O, S], rec recorder.EventRecorder,
 	obj O, o *outcome, result *ctrl.Result, err *error, compute func() S) {
 	defer func() {
-		for _, a := range o.done {
-			rec.Eventf(obj, nil, a.typ, a.reason, a.action, "%s", a.message)
-		}
+		stores.Raise(rec, obj, o.done)
 		if *err != nil {
 			*result = ctrl.Result{}
 		}
@@ -103,18 +85,5 @@ func finish[O status.Object, S any](ctx context.Context, p *status.Patcher[O, S]
 	}
 	if _, perr := p.Patch(ctx, obj, compute(), o.told...); perr != nil {
 		*err = errors.Join(*err, perr)
-	}
-}
-
-// storeChecks asks the ObjectStore controller to check a store now: a
-// bucket or access check found it not answering while its status still
-// says Ready. When the store is back, its Ready condition re-queues what
-// waits for it.
-type storeChecks chan<- event.TypedGenericEvent[*storagev1.ObjectStore]
-
-func (c storeChecks) request(ctx context.Context, store *storagev1.ObjectStore) {
-	select {
-	case c <- event.TypedGenericEvent[*storagev1.ObjectStore]{Object: store}:
-	case <-ctx.Done():
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/status"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
@@ -100,8 +101,8 @@ func newFixture(objs ...client.Object) *fixture {
 	b := fake.NewClientBuilder().WithScheme(rtScheme).WithObjects(objs...).WithReturnManagedFields().
 		WithStatusSubresource(&storagev1.ObjectStore{}, &storagev1.StorageBucket{}, &storagev1.BucketAccess{}).
 		WithInterceptorFuncs(f.funcs())
-	for _, ix := range indexes {
-		b = b.WithIndex(ix.obj, ix.field, ix.value)
+	for _, ix := range stores.Indexes {
+		b = b.WithIndex(ix.Obj, ix.Field, ix.Value)
 	}
 	f.c = b.Build()
 	return f
@@ -172,8 +173,8 @@ func (f *fixture) funcs() interceptor.Funcs {
 	}
 }
 
-func (f *fixture) stores() *Stores {
-	return NewStores(f.c, testManagerNS, Backends{
+func (f *fixture) stores() *stores.Clients {
+	return stores.NewClients(f.c, testManagerNS, stores.Backends{
 		S3:       func(s3.Config) (s3.Client, error) { return f.s3, nil },
 		Accounts: func(s3.Config, string) (s3.Accounts, error) { return f.accounts, nil },
 	})
@@ -188,7 +189,7 @@ func (f *fixture) storeReconciler() *ObjectStoreReconciler {
 
 func (f *fixture) bucketReconciler() *BucketReconciler {
 	return &BucketReconciler{
-		client: f.c, recorder: f.rec, stores: f.stores(), schedule: f.schedule, namespaces: newNamespaceLabels(f.c), guards: f.guards,
+		client: f.c, recorder: f.rec, stores: f.stores(), schedule: f.schedule, namespaces: stores.NewNamespaceLabels(f.c), guards: f.guards,
 		storeChecks: f.storeChecks, accessEvents: f.accessEvents,
 		status: status.NewPatcher(f.c, f.rec, func(b *storagev1.StorageBucket) *storagev1.StorageBucketStatus { return &b.Status }, bucketStatusEvents...),
 	}
@@ -197,7 +198,7 @@ func (f *fixture) bucketReconciler() *BucketReconciler {
 func (f *fixture) accessReconciler() *AccessReconciler {
 	return &AccessReconciler{
 		client: f.c, recorder: f.rec, children: children.Clients{Cached: f.c, Uncached: f.c}, stores: f.stores(),
-		namespaces: newNamespaceLabels(f.c), storeChecks: f.storeChecks, now: f.clock.now,
+		namespaces: stores.NewNamespaceLabels(f.c), storeChecks: f.storeChecks, now: f.clock.now,
 		status: status.NewPatcher(f.c, f.rec, func(a *storagev1.BucketAccess) *storagev1.BucketAccessStatus { return &a.Status }, accessStatusEvents...),
 	}
 }
@@ -314,7 +315,7 @@ func openNamespace() *corev1.Namespace {
 }
 
 func storeCredentials() *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testManagerNS, Name: "creds"}, Data: keys("access", "secret")}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testManagerNS, Name: "creds"}, Data: map[string][]byte{stores.AccessKeyIDKey: []byte("access"), stores.SecretAccessKeyKey: []byte("secret")}}
 }
 
 // rtStoreObj is a Versitygw store open to the namespace; ready says whether
@@ -367,7 +368,7 @@ func rtAccessObj() *storagev1.BucketAccess {
 func grantedAccess() *storagev1.BucketAccess {
 	a := rtAccessObj()
 	a.Status = storagev1.BucketAccessStatus{ObservedGeneration: 1, StoreName: rtStore, BucketName: testBucket,
-		AccessKeyID: accessKeyID(rtStoreUID, a.UID, 1), KeyVersion: 1}
+		AccessKeyID: stores.AccessKeyID(rtStoreUID, a.UID, 1), KeyVersion: 1}
 	conditions.Summarize(&a.Status.Conditions, 1, conditions.Summary{Progress: conditions.Done, Reason: ReasonGranted, Message: "granted"})
 	return a
 }
@@ -388,22 +389,22 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 		check func(Gomega, *fixture, *storagev1.ObjectStore)
 	}{
 		"not found: nothing to do, its metrics forgotten": {
-			setup: func(*fixture) { storeUp.WithLabelValues(rtStore).Set(1) },
+			setup: func(*fixture) { stores.Up.WithLabelValues(rtStore).Set(1) },
 			want:  exit{gone: true},
 			check: func(g Gomega, _ *fixture, _ *storagev1.ObjectStore) {
-				g.Expect(storeUp.DeleteLabelValues(rtStore)).To(BeFalse(), "the series was dropped")
+				g.Expect(stores.Up.DeleteLabelValues(rtStore)).To(BeFalse(), "the series was dropped")
 			},
 		},
 		"reading the ObjectStore fails: returned, nothing written, its metrics kept": {
 			store: rtStoreObj(true), world: []client.Object{storeCredentials()},
 			setup: func(f *fixture) {
-				storeUp.WithLabelValues(rtStore).Set(1)
+				stores.Up.WithLabelValues(rtStore).Set(1)
 				f.fail["get ObjectStore"] = errUnavailable
 			},
 			want: exit{err: apierr.Transient, ready: ReasonReachable},
 			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) {
 				g.Expect(f.writes).To(BeEmpty())
-				g.Expect(storeUp.DeleteLabelValues(rtStore)).To(BeTrue(), "a read that failed is no deletion")
+				g.Expect(stores.Up.DeleteLabelValues(rtStore)).To(BeTrue(), "a read that failed is no deletion")
 			},
 		},
 		"new: finalizer, then checked and Reachable": {
@@ -461,7 +462,7 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 		"the finalizer patch fails: ReconcileError": {
 			store: testStore(rtStore), world: []client.Object{storeCredentials()},
 			setup: func(f *fixture) { f.fail["patch ObjectStore"] = errUnavailable },
-			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 		},
 		"the status write fails: the error is returned": {
@@ -471,7 +472,7 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 		},
 		"deleted while a bucket uses it: InUse, the finalizer stays": {
 			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore), world: []client.Object{rtBucket()},
-			want: exit{ready: ReasonInUse, also: conditions.Stalled, statusWrites: 1, events: []string{"Warning InUse"}},
+			want: exit{ready: stores.ReasonInUse, also: conditions.Stalled, statusWrites: 1, events: []string{"Warning InUse"}},
 			check: func(g Gomega, _ *fixture, s *storagev1.ObjectStore) {
 				g.Expect(s.Finalizers).To(ConsistOf(StoreFinalizer))
 				g.Expect(conditions.Get(s.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("team/assets"))
@@ -479,7 +480,7 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 		},
 		"deleted while an access has accounts in it: InUse": {
 			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore), world: []client.Object{grantedAccess()},
-			want: exit{ready: ReasonInUse, also: conditions.Stalled, statusWrites: 1, events: []string{"Warning InUse"}},
+			want: exit{ready: stores.ReasonInUse, also: conditions.Stalled, statusWrites: 1, events: []string{"Warning InUse"}},
 		},
 		"deleted, nothing uses it: the finalizer goes, no status": {
 			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore),
@@ -491,7 +492,7 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 		"deleted, listing its buckets fails: ReconcileError": {
 			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore),
 			setup: func(f *fixture) { f.fail["list StorageBucket"] = errUnavailable },
-			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 		},
 	}
@@ -539,7 +540,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 	theirAccess := func() *storagev1.BucketAccess {
 		a := grantedAccess()
 		a.Namespace, a.UID = otherNS, "uid-their-access"
-		a.Status.AccessKeyID = accessKeyID(rtStoreUID, a.UID, 1)
+		a.Status.AccessKeyID = stores.AccessKeyID(rtStoreUID, a.UID, 1)
 		return a
 	}
 	refusedUntouched := func(want string) func(Gomega, *fixture, *storagev1.StorageBucket) {
@@ -652,7 +653,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy", "SetPolicy"}))
 				g.Expect(f.s3.policy).NotTo(ContainSubstring(`"Public"`))
-				g.Expect(f.s3.policy).To(ContainSubstring(s3.GrantSidPrefix + grantID(grantedAccess().UID)))
+				g.Expect(f.s3.policy).To(ContainSubstring(s3.GrantSidPrefix + stores.GrantID(grantedAccess().UID)))
 			},
 		},
 		"settled, no spec.policy, the store allows the namespace anything: the policy not read": {
@@ -693,13 +694,13 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		"the finalizer patch fails: ReconcileError": {
 			bucket: func() *storagev1.StorageBucket { b := rtBucket(); b.Finalizers = nil; return b }(), world: []client.Object{rtStoreObj(true)},
 			setup: func(f *fixture) { f.fail["patch StorageBucket"] = errUnavailable },
-			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 		},
 		"listing the other claimants fails: ReconcileError, the claim kept": {
 			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
 			setup: func(f *fixture) { checkNow(f); f.fail["list StorageBucket"] = errUnavailable },
-			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, _ *fixture, b *storagev1.StorageBucket) {
 				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
@@ -736,7 +737,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"no such store: Stalled": {
 			bucket: rtBucket(),
-			want: exit{requeue: checkWait, ready: ReasonStoreNotFound, also: conditions.Stalled, statusWrites: 1,
+			want: exit{requeue: checkWait, ready: stores.ReasonStoreNotFound, also: conditions.Stalled, statusWrites: 1,
 				events: []string{"Warning StoreNotFound"}},
 		},
 		"the store is down: its state, no request": {
@@ -747,7 +748,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"the store is not open to the namespace: Stalled, no request": {
 			bucket: rtBucket(), world: []client.Object{rtStoreObj(true)}, closed: true,
-			want: exit{requeue: checkWait, ready: ReasonNamespaceNotAllowed, also: conditions.Stalled, statusWrites: 1,
+			want: exit{requeue: checkWait, ready: stores.ReasonNamespaceNotAllowed, also: conditions.Stalled, statusWrites: 1,
 				events: []string{"Warning NamespaceNotAllowed"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.s3.calls).To(BeEmpty()) },
 		},
@@ -773,7 +774,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 				f.s3.exists = true
 				f.s3.onSetPolicy = func() { f.fail["list BucketAccess"] = errUnavailable }
 			},
-			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError", "Normal BucketSettingsApplied"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.policy).To(ContainSubstring("Public"))
@@ -800,14 +801,14 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			check: refusedUntouched("its publicAccessNamespaceSelector selects, not " + testNS),
 		},
 		"a policy naming another namespace's key: PolicyRefused": {
-			bucket: granting(`"` + accessKeyID(rtStoreUID, "uid-their-access", 1) + `"`)(claimedBucket()), world: []client.Object{rtStoreObj(true), theirAccess()},
+			bucket: granting(`"` + stores.AccessKeyID(rtStoreUID, "uid-their-access", 1) + `"`)(claimedBucket()), world: []client.Object{rtStoreObj(true), theirAccess()},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
 			want: exit{requeue: checkWait, ready: ReasonPolicyRefused, also: conditions.Stalled, statusWrites: 1,
 				events: []string{"Warning PolicyRefused"}},
 			check: refusedUntouched("is not a key of this namespace's BucketAccesses"),
 		},
 		"a policy naming the namespace's own keys: applied": {
-			bucket: granting(`["` + accessKeyID(rtStoreUID, "uid-access", 1) + `"]`)(claimedBucket()), world: []client.Object{rtStoreObj(true), grantedAccess()},
+			bucket: granting(`["` + stores.AccessKeyID(rtStoreUID, "uid-access", 1) + `"]`)(claimedBucket()), world: []client.Object{rtStoreObj(true), grantedAccess()},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
 			want:  exit{requeue: checkWait, ready: ReasonHealthy, statusWrites: 1, events: []string{"Normal BucketSettingsApplied"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
@@ -817,7 +818,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		"listing the keys before the policy fails: ReconcileError, nothing sent": {
 			bucket: withPolicy(claimedBucket()), world: []client.Object{rtStoreObj(true)},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.fail["list BucketAccess"] = errUnavailable },
-			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(BeEmpty(), "nothing asked of the store")
@@ -828,12 +829,12 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			// Without them, every grant would look forged.
 			bucket: withPolicy(claimedBucket()), world: []client.Object{publicStore()},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.fail["list BucketAccess"] = errUnavailable },
-			want: exit{requeue: checkWait, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: exit{requeue: checkWait, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).NotTo(ContainElement("SetPolicy"))
 				g.Expect(f.s3.calls).NotTo(ContainElement("Policy"), "not even read")
-				g.Expect(conditions.Get(b.Status.Conditions, conditions.SettingsApplied).Reason).To(Equal(ReasonReconcileError))
+				g.Expect(conditions.Get(b.Status.Conditions, conditions.SettingsApplied).Reason).To(Equal(stores.ReasonReconcileError))
 			},
 		},
 		"policy written: its accesses are told": {
@@ -845,7 +846,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"deleted while accesses use it: InUse, Stalled": {
 			bucket: deleting(claimedBucket()).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true), grantedAccess()},
-			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonInUse, also: conditions.Stalled, statusWrites: 1,
+			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: stores.ReasonInUse, also: conditions.Stalled, statusWrites: 1,
 				events: []string{"Warning InUse"}},
 		},
 		"deleted (Delete) holding objects: DeleteBlocked": {
@@ -873,7 +874,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		"deleted (Retain), reading the store fails: ReconcileError, the finalizer stays": {
 			bucket: deleting(claimedBucket()).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true)},
 			setup: func(f *fixture) { f.fail["get ObjectStore"] = errUnavailable },
-			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, _ *fixture, b *storagev1.StorageBucket) {
 				g.Expect(b.Finalizers).To(ConsistOf(BucketFinalizer))
@@ -936,7 +937,7 @@ func bucketKnown(f *fixture, b *storagev1.StorageBucket) []bool {
 }
 
 func TestBucketAccessReconcileExits(t *testing.T) {
-	ownKey := func(a *storagev1.BucketAccess) string { return accessKeyID(rtStoreUID, a.UID, 1) }
+	ownKey := func(a *storagev1.BucketAccess) string { return stores.AccessKeyID(rtStoreUID, a.UID, 1) }
 	s3Store := func() *storagev1.ObjectStore { s := rtStoreObj(true); s.Spec.Type = storagev1.StoreTypeS3; return s }
 	noKey := func(g Gomega, _ *fixture, a *storagev1.BucketAccess) {
 		g.Expect(a.Status.AccessKeyID).To(BeEmpty(), "no key on record the Secret does not hold")
@@ -1036,7 +1037,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		"the Secret write fails: ReconcileError, no key on record": {
 			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
 			setup: func(f *fixture) { f.fail["apply Secret"] = errUnavailable },
-			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 2,
+			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 2,
 				events: []string{"Warning ReconcileError"}},
 			check: noKey,
 		},
@@ -1054,7 +1055,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 			access: func() *storagev1.BucketAccess { a := rtAccessObj(); a.Finalizers = nil; return a }(),
 			world:  []client.Object{rtStoreObj(true), claimedBucket()},
 			setup:  func(f *fixture) { f.fail["patch BucketAccess"] = errUnavailable },
-			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 		},
 		"the status cannot be written: the error is returned, nothing made": {
@@ -1066,7 +1067,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		"deleted: key revoked, Secret deleted, the finalizer goes": {
 			access: deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{rtStoreObj(true), claimedBucket(), accessSecret()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = map[string]string{accessKeyID(rtStoreUID, "uid-access", 1): "s", "SOMEONEELSE": "s"}
+				f.accounts.accounts = map[string]string{stores.AccessKeyID(rtStoreUID, "uid-access", 1): "s", "SOMEONEELSE": "s"}
 			},
 			want: exit{gone: true, events: []string{"Normal KeyRevoked"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) {
@@ -1091,7 +1092,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		"deleted, reading the store fails: ReconcileError": {
 			access: deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{rtStoreObj(true), claimedBucket()},
 			setup: func(f *fixture) { f.fail["get ObjectStore"] = errUnavailable },
-			want: exit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 		},
 	}
@@ -1128,12 +1129,12 @@ func TestReconcilingAgainWritesNothing(t *testing.T) {
 	store := rtStoreObj(true)
 	store.Finalizers, store.Status = nil, storagev1.ObjectStoreStatus{}
 	f := newFixture(openNamespace(), storeCredentials(), store, rtBucket(), rtAccessObj())
-	stores, buckets, accesses := f.storeReconciler(), f.bucketReconciler(), f.accessReconciler()
+	objectStores, buckets, accesses := f.storeReconciler(), f.bucketReconciler(), f.accessReconciler()
 	storeKey := types.NamespacedName{Name: rtStore}
 	bucketKey := types.NamespacedName{Namespace: testNS, Name: "assets"}
 	accessKey := types.NamespacedName{Namespace: testNS, Name: rtAccess}
 	reconcileAll := func() {
-		_, err := stores.Reconcile(ctx, ctrl.Request{NamespacedName: storeKey})
+		_, err := objectStores.Reconcile(ctx, ctrl.Request{NamespacedName: storeKey})
 		g.Expect(err).NotTo(HaveOccurred())
 		f.schedule.CheckNow(bucketKey)
 		_, err = buckets.Reconcile(ctx, ctrl.Request{NamespacedName: bucketKey})

@@ -14,6 +14,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -82,7 +83,7 @@ func TestBucketSettingsAgainstVersitygw(t *testing.T) {
 	p, err = c.Policy(ctx, bucket)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p).To(ContainSubstring(`"Sid":"PublicRead"`))
-	g.Expect(p).To(ContainSubstring(s3.GrantSidPrefix + grantID(a.UID)))
+	g.Expect(p).To(ContainSubstring(s3.GrantSidPrefix + stores.GrantID(a.UID)))
 	_, err = credsOf(g, ns, "set-creds").get(g, bucket, "private.txt")
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -90,11 +91,11 @@ func TestBucketSettingsAgainstVersitygw(t *testing.T) {
 	writes := func() map[string]float64 {
 		out := map[string]float64{}
 		for _, op := range []string{"PutBucketVersioning", "PutBucketPolicy", "PutBucketCors", "PutBucketLifecycle", "PutAccount", "PutBucketTagging"} {
-			out[op] = testutil.ToFloat64(storeRequests.WithLabelValues(store, op))
+			out[op] = testutil.ToFloat64(stores.Requests.WithLabelValues(store, op))
 		}
 		return out
 	}
-	reads := func() float64 { return testutil.ToFloat64(storeRequests.WithLabelValues(store, "GetBucketCors")) }
+	reads := func() float64 { return testutil.ToFloat64(stores.Requests.WithLabelValues(store, "GetBucketCors")) }
 	w0, r0 := writes(), reads()
 	// Two checks (10s interval, ±10%, on a one-second ticker).
 	g.Eventually(reads, 3*timeout, poll).Should(BeNumerically(">=", r0+2), "the settings were looked at")
@@ -111,7 +112,7 @@ func TestBucketSettingsAgainstVersitygw(t *testing.T) {
 		p, err := c.Policy(ctx, bucket)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(p).To(ContainSubstring("PublicRead"))
-		g.Expect(p).To(ContainSubstring(s3.GrantSidPrefix + grantID(a.UID)))
+		g.Expect(p).To(ContainSubstring(s3.GrantSidPrefix + stores.GrantID(a.UID)))
 	}, timeout, poll).Should(Succeed())
 	_, err = credsOf(g, ns, "set-creds").get(g, bucket, "private.txt")
 	g.Expect(err).NotTo(HaveOccurred(), "the access works again")
@@ -130,7 +131,7 @@ func TestBucketSettingsAgainstVersitygw(t *testing.T) {
 
 	// A policy that is not JSON: refused with the reason, nothing sent.
 	g.Expect(k8s.Patch(ctx, getBucket(g, ns, "set"), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"policy":"allow everyone please"}}`)))).To(Succeed())
-	got = eventuallyReason(g, ns, "set", ReasonInvalidPolicy)
+	got = eventuallyReason(g, ns, "set", stores.ReasonInvalidPolicy)
 	g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Stalled)).To(BeTrue())
 	g.Expect(readyMessage(got)).To(ContainSubstring("not a JSON object"))
 	p, err = c.Policy(ctx, bucket)

@@ -10,6 +10,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -110,18 +111,18 @@ func TestRecordedBucketNameIsKept(t *testing.T) {
 	g := NewWithT(t)
 	b := statusBucket(1, storagev1.StorageBucketStatus{BucketName: "team-assets-0123456789", Claim: storagev1.BucketClaimed})
 	b.Namespace = "team-a"
-	g.Expect(bucketName(b)).To(Equal("team-assets-0123456789"))
+	g.Expect(stores.BucketName(b)).To(Equal("team-assets-0123456789"))
 	st := computeBucketStatus(b, checked(checkResult{summary: healthy("team-assets-0123456789", "store-a")}))
 	g.Expect(st.BucketName).To(Equal("team-assets-0123456789"))
 	g.Expect(st.Claim).To(Equal(storagev1.BucketClaimed))
 
 	b.Status.Claim = storagev1.BucketCreating
-	g.Expect(bucketName(b)).To(Equal("team-assets-0123456789"), "the intent to create is a claim too")
+	g.Expect(stores.BucketName(b)).To(Equal("team-assets-0123456789"), "the intent to create is a claim too")
 	b.Status.Claim = ""
-	g.Expect(bucketName(b)).To(Equal(s3.DeriveBucketName("team-a", "assets")))
+	g.Expect(stores.BucketName(b)).To(Equal(s3.DeriveBucketName("team-a", "assets")))
 	b.Spec.BucketName = "team-a-named"
 	b.Status.Claim = storagev1.BucketClaimed
-	g.Expect(bucketName(b)).To(Equal("team-a-named"))
+	g.Expect(stores.BucketName(b)).To(Equal("team-a-named"))
 }
 
 // checked is the observation of a reconcile that ran one check.
@@ -134,7 +135,7 @@ func checked(res checkResult) *bucketObservation { return &bucketObservation{che
 func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 	errAPI := errors.New("listing the BucketAccesses: timed out")
 	created := checkResult{summary: healthy("team-assets", "store-a"), claim: storagev1.BucketClaimed}
-	inUse := conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse, Message: "delete them first"}
+	inUse := conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonInUse, Message: "delete them first"}
 	tests := map[string]struct {
 		prior storagev1.StorageBucketStatus
 		obs   *bucketObservation
@@ -147,15 +148,15 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 		"no check due: untouched": {prior: wasReady, obs: &bucketObservation{}, unchanged: true},
 		"an error before any check: ReconcileError, the claim kept": {
 			prior: wasReady, obs: &bucketObservation{outcome: outcome{failed: errAPI}},
-			wantReason: ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
+			wantReason: stores.ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
 		},
 		"an error after a check: what it found is recorded": {
 			obs:        &bucketObservation{outcome: outcome{failed: errAPI}, checked: &created},
-			wantReason: ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
+			wantReason: stores.ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
 		},
 		"a deletion waiting for its accesses": {
 			prior: wasReady, obs: &bucketObservation{waits: &inUse},
-			wantReason: ReasonInUse, alsoTrue: conditions.Stalled, wantClaim: storagev1.BucketClaimed,
+			wantReason: stores.ReasonInUse, alsoTrue: conditions.Stalled, wantClaim: storagev1.BucketClaimed,
 		},
 	}
 	for name, tt := range tests {
@@ -229,7 +230,7 @@ func TestComputeAccessStatus(t *testing.T) {
 		keysKnown: true, retiring: []storagev1.RetiringKey{retiringAt(keyV1, syncNow)}}))
 	g.Expect(st.AccessKeyID).To(Equal(keyV2))
 	g.Expect(st.KeyVersion).To(Equal(int32(2)))
-	g.Expect(keyIDs(st.RetiringKeys)).To(Equal([]string{keyV1}))
+	g.Expect(stores.KeyIDs(st.RetiringKeys)).To(Equal([]string{keyV1}))
 	g.Expect(st.StoreName).To(Equal("s"))
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Ready)).To(BeTrue())
 
@@ -256,7 +257,7 @@ func TestComputeAccessStatusBeyondSync(t *testing.T) {
 	failed := errors.New("applying Secret s: etcdserver: request timed out")
 	st = computeAccessStatus(a, &accessObservation{outcome: outcome{failed: failed}, synced: &accessResult{}})
 	g.Expect(st.AccessKeyID).To(Equal(keyV1))
-	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(ReasonReconcileError))
+	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(stores.ReasonReconcileError))
 	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Message).To(Equal(failed.Error()))
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Reconciling)).To(BeTrue())
 	g.Expect(st.ObservedGeneration).To(Equal(int64(2)))

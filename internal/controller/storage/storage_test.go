@@ -25,6 +25,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -154,7 +155,7 @@ func TestObjectStoreReportsCredentials(t *testing.T) {
 
 	g.Expect(k8s.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: "wrong-keys"},
-		Data:       map[string][]byte{AccessKeyIDKey: []byte("nobody"), SecretAccessKeyKey: []byte("wrong-secret-key")},
+		Data:       map[string][]byte{stores.AccessKeyIDKey: []byte("nobody"), stores.SecretAccessKeyKey: []byte("wrong-secret-key")},
 	})).To(Succeed())
 	g.Expect(k8s.Create(ctx, newStore("wrong-keys", "wrong-keys"))).To(Succeed())
 	g.Expect(k8s.Create(ctx, newStore("no-secret", "does-not-exist"))).To(Succeed())
@@ -337,7 +338,7 @@ func TestStoreInUseIsProtected(t *testing.T) {
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "guarded"}, st)).To(Succeed())
 		c := meta.FindStatusCondition(st.Status.Conditions, conditions.Ready)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(ReasonInUse))
+		g.Expect(c.Reason).To(Equal(stores.ReasonInUse))
 		g.Expect(c.Message).To(ContainSubstring("1 StorageBuckets"))
 	}, timeout, poll).Should(Succeed())
 

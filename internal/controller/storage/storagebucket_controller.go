@@ -28,6 +28,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/operate"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -43,7 +44,7 @@ var bucketStatusEvents = []status.EventRule{
 	{Condition: conditions.Ready, Status: metav1.ConditionTrue, Type: corev1.EventTypeNormal},
 	{Condition: conditions.Stalled, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning},
 	{Condition: conditions.Reconciling, Status: metav1.ConditionTrue, Type: corev1.EventTypeWarning,
-		Except: []string{ReasonCreating, ReasonStoreNotReady, ReasonDeleting}},
+		Except: []string{ReasonCreating, stores.ReasonStoreNotReady, ReasonDeleting}},
 }
 
 // BucketReconciler reconciles StorageBuckets.
@@ -51,14 +52,14 @@ type BucketReconciler struct {
 	client     client.Client
 	recorder   recorder.EventRecorder
 	status     *status.Patcher[*storagev1.StorageBucket, storagev1.StorageBucketStatus]
-	stores     *Stores
+	stores     *stores.Clients
 	schedule   *Schedule
-	namespaces *namespaceLabels
+	namespaces *stores.NamespaceLabels
 	// guards remembers under which public-access rule each bucket's policy
 	// was last checked (public_access.go).
 	guards *publicAccessGuards
 	// storeChecks asks the ObjectStore controller to check a store a bucket found down.
-	storeChecks storeChecks
+	storeChecks stores.StoreChecks
 	// bucketEvents carries requests for an immediate check (the bucket-event receiver).
 	bucketEvents <-chan event.TypedGenericEvent[*storagev1.StorageBucket]
 	// accessEvents asks the BucketAccess controller to look at the accesses
@@ -136,8 +137,8 @@ func (r *BucketReconciler) othersWantingBucket(ctx context.Context, o client.Obj
 		return nil
 	}
 	list := &storagev1.StorageBucketList{}
-	if err := r.client.List(ctx, list, client.MatchingFields{storeBucketIndex: storeBucketKey(b.Spec.StoreRef.Name, bucketName(b))}); err != nil {
-		log.FromContext(ctx).Error(err, "listing the StorageBuckets that want a bucket", "bucket", bucketName(b))
+	if err := r.client.List(ctx, list, client.MatchingFields{stores.StoreBucketIndex: stores.StoreBucketKey(b.Spec.StoreRef.Name, stores.BucketName(b))}); err != nil {
+		log.FromContext(ctx).Error(err, "listing the StorageBuckets that want a bucket", "bucket", stores.BucketName(b))
 		return nil
 	}
 	var reqs []reconcile.Request
@@ -156,7 +157,7 @@ var accessKeysChanged = predicate.Funcs{
 		o, ok1 := e.ObjectOld.(*storagev1.BucketAccess)
 		n, ok2 := e.ObjectNew.(*storagev1.BucketAccess)
 		return ok1 && ok2 && (o.Status.AccessKeyID != n.Status.AccessKeyID ||
-			!slices.Equal(keyIDs(o.Status.RetiringKeys), keyIDs(n.Status.RetiringKeys)))
+			!slices.Equal(stores.KeyIDs(o.Status.RetiringKeys), stores.KeyIDs(n.Status.RetiringKeys)))
 	},
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
@@ -196,7 +197,7 @@ func readyStatus(store *storagev1.ObjectStore) metav1.ConditionStatus {
 
 func (r *BucketReconciler) bucketsOfStore(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &storagev1.StorageBucketList{}
-	if err := r.client.List(ctx, list, client.MatchingFields{bucketStoreIndex: o.GetName()}); err != nil {
+	if err := r.client.List(ctx, list, client.MatchingFields{stores.BucketStoreIndex: o.GetName()}); err != nil {
 		// A map function cannot return an error; the buckets' own schedule
 		// still checks them.
 		log.FromContext(ctx).Error(err, "listing the StorageBuckets of a store whose state changed", "store", o.GetName())
@@ -214,23 +215,6 @@ func interval(b *storagev1.StorageBucket) time.Duration {
 		return time.Duration(b.Spec.HealthCheck.IntervalSeconds) * time.Second
 	}
 	return defaultInterval
-}
-
-// bucketName is the bucket's name in the store: spec.bucketName, else the
-// name the status records once the bucket was created or claimed under it
-// (so a bucket named by an earlier rule of s3.DeriveBucketName keeps its
-// name), else the derived name. Only the manager writes status (people get
-// read access to it), and a name recorded without a claim is derived again:
-// a StorageBucket that lost a collision of the earlier rule gets the new
-// name instead of staying in conflict.
-func bucketName(b *storagev1.StorageBucket) string {
-	if b.Spec.BucketName != "" {
-		return b.Spec.BucketName
-	}
-	if b.Status.BucketName != "" && b.Status.Claim != "" {
-		return b.Status.BucketName
-	}
-	return s3.DeriveBucketName(b.Namespace, b.Name)
 }
 
 // bucketObservation is what one reconcile of a StorageBucket saw.
@@ -307,21 +291,21 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		if e.warning {
 			typ = corev1.EventTypeWarning
 		}
-		obs.did(typ, e.reason, "Check", e.format, bucketName(b))
+		obs.did(typ, e.reason, "Check", e.format, stores.BucketName(b))
 		if e.ready {
 			obs.told = append(obs.told, conditions.Ready)
 		}
 	}
 	if res.settings != nil {
-		obs.done = append(obs.done, grantFixActions(bucketName(b), res.settings.grantFixes)...)
+		obs.done = append(obs.done, stores.GrantFixActions(stores.BucketName(b), res.settings.grantFixes)...)
 		if r := res.settings.restricted; len(r) > 0 {
 			obs.did(corev1.EventTypeWarning, ReasonPublicAccessRemoved, "Revoke",
 				"took %s out of the policy of bucket %s: ObjectStore %s blocks public access for this namespace, and they granted beyond its BucketAccesses' keys",
-				strings.Join(r, ", "), bucketName(b), b.Spec.StoreRef.Name)
+				strings.Join(r, ", "), stores.BucketName(b), b.Spec.StoreRef.Name)
 		}
 	}
 	if res.settings != nil && len(res.settings.changed) > 0 {
-		obs.did(corev1.EventTypeNormal, "BucketSettingsApplied", "Apply", "set %s of bucket %s", strings.Join(res.settings.changed, ", "), bucketName(b))
+		obs.did(corev1.EventTypeNormal, "BucketSettingsApplied", "Apply", "set %s of bucket %s", strings.Join(res.settings.changed, ", "), stores.BucketName(b))
 		if slices.Contains(res.settings.changed, settingPolicy) {
 			if err := r.recheckAccesses(ctx, b); err != nil {
 				return ctrl.Result{}, err
@@ -335,7 +319,7 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 // errors are states, not reconcile errors: the schedule and the store-level
 // check decide when to try again. Errors of the API server are returned.
 func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation) (checkResult, error) {
-	name := bucketName(b)
+	name := stores.BucketName(b)
 	other, err := r.otherClaimant(ctx, b, name)
 	if err != nil {
 		return checkResult{}, err
@@ -343,17 +327,17 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	if other != nil {
 		return blocked(ReasonConflict, claimedBy(name, other)), nil
 	}
-	store, res, err := usableStore(ctx, r.client, b.Spec.StoreRef.Name)
+	store, state, err := stores.UsableStore(ctx, r.client, b.Spec.StoreRef.Name)
 	if store == nil || err != nil {
-		return res, err
+		return checkResult{summary: state}, err
 	}
 	access, res, err := r.storeAccessOf(ctx, store, b)
-	if err != nil || !access.use {
+	if err != nil || !access.Use {
 		return res, err
 	}
 	// Whom the policy may grant to is read before the store is asked, so an
 	// API error here leaves nothing done in the store unrecorded.
-	guard := keyOf(b, store, access.public)
+	guard := keyOf(b, store, access.Public)
 	guardDue := r.guards.due(client.ObjectKeyFromObject(b), guard)
 	principals, err := r.principalRuleOf(ctx, b, store, access, guardDue)
 	if err != nil {
@@ -361,7 +345,7 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	}
 	c, err := r.stores.Client(ctx, store)
 	if err != nil {
-		reason, msg := classifyStoreError(err)
+		reason, msg := stores.ClassifyError(err)
 		return blocked(string(reason), fmt.Sprintf("ObjectStore %s: %s", store.Name, msg)), nil
 	}
 	claim := b.Status.Claim
@@ -374,8 +358,8 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 			uid, err := r.namespaces.UID(ctx, b.Namespace)
 			return string(uid), err
 		},
-		adopt: ptr.Deref(b.Spec.AdoptExisting, false), mayAdopt: access.adopt,
-		foreignName: b.Spec.BucketName != "" && !ownBucketName(b.Namespace, b.Spec.BucketName),
+		adopt: ptr.Deref(b.Spec.AdoptExisting, false), mayAdopt: access.Adopt,
+		foreignName: b.Spec.BucketName != "" && !stores.OwnBucketName(b.Namespace, b.Spec.BucketName),
 		probe:       b.Spec.HealthCheck != nil && ptr.Deref(b.Spec.HealthCheck.Probe, false),
 		recordIntent: func(ctx context.Context) error {
 			return r.recordCreating(ctx, b, obs, name, store.Name)
@@ -394,7 +378,7 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 	if res.summary.Progress == conditions.Done && (len(settings.declared()) > 0 || settings.restrictOnly) {
 		settings.s3, settings.store, settings.bucket, settings.principals = c, store.Name, name, principals
 		settings.lockPolicy = func() func() { return r.stores.LockPolicy(store.Name, name) }
-		settings.grants = grantsOf(r.client, store, name)
+		settings.grants = stores.GrantsOf(r.client, store, name)
 		applied := settings.apply(ctx)
 		res.settings = &applied
 		res.storeDown = applied.storeDown
@@ -408,24 +392,24 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 		r.guards.checked(client.ObjectKeyFromObject(b), guard)
 	}
 	if res.storeDown {
-		r.storeChecks.request(ctx, store)
+		r.storeChecks.Request(ctx, store)
 	}
 	return res, nil
 }
 
 // storeAccessOf reads what the store lets the namespace do. A namespace the
 // store is not opened to gets the bucket's state and no store request.
-func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.ObjectStore, b *storagev1.StorageBucket) (storeAccess, checkResult, error) {
+func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.ObjectStore, b *storagev1.StorageBucket) (stores.Access, checkResult, error) {
 	nsLabels, err := r.namespaces.Get(ctx, b)
 	if err != nil {
-		return storeAccess{}, checkResult{}, err
+		return stores.Access{}, checkResult{}, err
 	}
-	access, err := accessOf(store, nsLabels)
+	access, err := stores.AccessOf(store, nsLabels)
 	if err != nil {
-		return storeAccess{}, blocked(ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s has an invalid %v; ask the platform team", store.Name, err)), nil
+		return stores.Access{}, blocked(stores.ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s has an invalid %v; ask the platform team", store.Name, err)), nil
 	}
-	if !access.use {
-		return access, blocked(ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s is not open to namespace %s (its namespaceSelector does not select it); ask the platform team to open it, or use another store", store.Name, b.Namespace)), nil
+	if !access.Use {
+		return access, blocked(stores.ReasonNamespaceNotAllowed, fmt.Sprintf("ObjectStore %s is not open to namespace %s (its namespaceSelector does not select it); ask the platform team to open it, or use another store", store.Name, b.Namespace)), nil
 	}
 	return access, checkResult{}, nil
 }
@@ -435,8 +419,8 @@ func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.O
 // declares no policy and its policy is not due a check (guardDue); else the
 // access keys the namespace's BucketAccesses hold in the store, current and
 // retiring, as their status records them.
-func (r *BucketReconciler) principalRuleOf(ctx context.Context, b *storagev1.StorageBucket, store *storagev1.ObjectStore, access storeAccess, guardDue bool) (*principalRule, error) {
-	if access.public || b.Spec.Policy == "" && !guardDue {
+func (r *BucketReconciler) principalRuleOf(ctx context.Context, b *storagev1.StorageBucket, store *storagev1.ObjectStore, access stores.Access, guardDue bool) (*principalRule, error) {
+	if access.Public || b.Spec.Policy == "" && !guardDue {
 		return nil, nil
 	}
 	list := &storagev1.BucketAccessList{}
@@ -495,7 +479,7 @@ func blocked(reason, message string) checkResult {
 // namespace cannot block another's bucket by naming it first.
 func (r *BucketReconciler) otherClaimant(ctx context.Context, b *storagev1.StorageBucket, bucket string) (*storagev1.StorageBucket, error) {
 	list := &storagev1.StorageBucketList{}
-	if err := r.client.List(ctx, list, client.MatchingFields{storeBucketIndex: storeBucketKey(b.Spec.StoreRef.Name, bucket)}); err != nil {
+	if err := r.client.List(ctx, list, client.MatchingFields{stores.StoreBucketIndex: stores.StoreBucketKey(b.Spec.StoreRef.Name, bucket)}); err != nil {
 		return nil, fmt.Errorf("listing other claimants of bucket %s: %w", bucket, err)
 	}
 	mine := claims(b, bucket)
@@ -561,8 +545,8 @@ func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBuc
 			return setup.RequeueAfter(res.retry), nil
 		}
 		if res.deleted {
-			log.FromContext(ctx).Info("bucket deleted", "bucket", bucketName(b))
-			obs.did(corev1.EventTypeNormal, "BucketDeleted", "Delete", "deleted empty bucket %s (deletionPolicy: Delete)", bucketName(b))
+			log.FromContext(ctx).Info("bucket deleted", "bucket", stores.BucketName(b))
+			obs.did(corev1.EventTypeNormal, "BucketDeleted", "Delete", "deleted empty bucket %s (deletionPolicy: Delete)", stores.BucketName(b))
 		}
 	} else if err := r.markRetained(ctx, b, obs); err != nil {
 		return ctrl.Result{}, err
@@ -585,15 +569,15 @@ func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBuc
 // so. An error of the API server (reading the store from the cache, or the
 // namespace's UID) is returned: the deletion is tried again.
 func (r *BucketReconciler) markRetained(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation) error {
-	name := bucketName(b)
+	name := stores.BucketName(b)
 	if b.Status.Claim != storagev1.BucketClaimed || b.Status.BucketName != name {
 		return nil
 	}
-	store, state, err := usableStore(ctx, r.client, b.Spec.StoreRef.Name)
+	store, state, err := stores.UsableStore(ctx, r.client, b.Spec.StoreRef.Name)
 	if err != nil {
 		return err
 	}
-	problem := state.summary.Message
+	problem := state.Message
 	if store != nil {
 		problem = ""
 		nsUID, err := r.namespaces.UID(ctx, b.Namespace)
@@ -609,7 +593,7 @@ func (r *BucketReconciler) markRetained(ctx context.Context, b *storagev1.Storag
 			}
 		}
 		if err != nil {
-			_, problem = classifyStoreError(err)
+			_, problem = stores.ClassifyError(err)
 		}
 	}
 	if problem != "" {
@@ -624,7 +608,7 @@ func (r *BucketReconciler) markRetained(ctx context.Context, b *storagev1.Storag
 // took their grants with it.
 func (r *BucketReconciler) recheckAccesses(ctx context.Context, b *storagev1.StorageBucket) error {
 	list := &storagev1.BucketAccessList{}
-	if err := r.client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{accessBucketIndex: b.Name}); err != nil {
+	if err := r.client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{stores.AccessBucketIndex: b.Name}); err != nil {
 		return fmt.Errorf("listing the BucketAccesses of StorageBucket %s: %w", b.Name, err)
 	}
 	for i := range list.Items {
@@ -642,7 +626,7 @@ func (r *BucketReconciler) recheckAccesses(ctx context.Context, b *storagev1.Sto
 // bucket's policy, which needs the bucket. It returns nil when none remain.
 func (r *BucketReconciler) accessesRemain(ctx context.Context, b *storagev1.StorageBucket) (*conditions.Summary, error) {
 	list := &storagev1.BucketAccessList{}
-	if err := r.client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{accessBucketIndex: b.Name}); err != nil {
+	if err := r.client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{stores.AccessBucketIndex: b.Name}); err != nil {
 		return nil, fmt.Errorf("listing the BucketAccesses of StorageBucket %s: %w", b.Name, err)
 	}
 	if len(list.Items) == 0 {
@@ -659,10 +643,10 @@ func (r *BucketReconciler) accessesRemain(ctx context.Context, b *storagev1.Stor
 		names = append(names[:5], fmt.Sprintf("and %d more", len(list.Items)-5))
 	}
 	if leaving {
-		return &conditions.Summary{Progress: conditions.Working, Reason: ReasonInUse,
+		return &conditions.Summary{Progress: conditions.Working, Reason: stores.ReasonInUse,
 			Message: fmt.Sprintf("deletion waits for BucketAccesses %s to revoke their keys", strings.Join(names, ", "))}, nil
 	}
-	return &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInUse,
+	return &conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonInUse,
 		Message: fmt.Sprintf("deletion waits: BucketAccesses %s still use this bucket; delete them first (their keys are revoked with them)", strings.Join(names, ", "))}, nil
 }
 
@@ -670,26 +654,26 @@ func (r *BucketReconciler) accessesRemain(ctx context.Context, b *storagev1.Stor
 // A store that is not Ready is not asked: its own check says when it is back,
 // and that re-queues its buckets, this one included.
 func (r *BucketReconciler) deleteBucket(ctx context.Context, b *storagev1.StorageBucket) (deletionResult, error) {
-	name := bucketName(b)
+	name := stores.BucketName(b)
 	if b.Status.Claim == "" || b.Status.BucketName != name {
 		// Never created nor claimed by this StorageBucket: nothing of ours to delete.
 		return deletionResult{done: true}, nil
 	}
-	store, res, err := usableStore(ctx, r.client, b.Spec.StoreRef.Name)
+	store, state, err := stores.UsableStore(ctx, r.client, b.Spec.StoreRef.Name)
 	if err != nil {
 		return deletionResult{}, err
 	}
 	if store == nil {
-		if res.summary.Reason == ReasonStoreNotFound {
+		if state.Reason == stores.ReasonStoreNotFound {
 			// The store is gone, and its buckets with it as far as Trellis can tell.
 			return deletionResult{done: true}, nil
 		}
-		res.summary.Message += fmt.Sprintf("; bucket %s will be deleted once the store answers, or set deletionPolicy: Retain to let the StorageBucket go", name)
-		return deletionResult{summary: res.summary, retry: time.Minute}, nil
+		state.Message += fmt.Sprintf("; bucket %s will be deleted once the store answers, or set deletionPolicy: Retain to let the StorageBucket go", name)
+		return deletionResult{summary: state, retry: time.Minute}, nil
 	}
 	c, err := r.stores.Client(ctx, store)
 	if err != nil {
-		reason, msg := classifyStoreError(err)
+		reason, msg := stores.ClassifyError(err)
 		return deletionResult{retry: time.Minute, summary: conditions.Summary{Progress: conditions.Blocked, Reason: string(reason),
 			Message: fmt.Sprintf("ObjectStore %s: %s; bucket %s cannot be deleted until this is fixed, or set deletionPolicy: Retain", store.Name, msg, name)}}, nil
 	}

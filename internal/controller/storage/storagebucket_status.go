@@ -6,6 +6,7 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 )
 
 // computeBucketStatus derives the status from what one reconcile observed.
@@ -27,7 +28,7 @@ func computeBucketStatus(b *storagev1.StorageBucket, obs *bucketObservation) sto
 	st.LastHandledReconcileAt = operate.RequestedAt(b)
 	operate.Resume(&st.Conditions)
 	if res := obs.checked; res != nil {
-		if name := bucketName(b); st.BucketName != name {
+		if name := stores.BucketName(b); st.BucketName != name {
 			st.BucketName, st.Claim = name, ""
 		}
 		if res.claim != "" {

@@ -16,6 +16,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -47,7 +48,7 @@ func TestStoreIsOpenOnlyToSelectedNamespaces(t *testing.T) {
 	g.Expect(bob.Create(ctx, newBucket(teamB, "assets", "team-a-only"))).To(Succeed())
 	g.Expect(bob.Create(ctx, newBucket(teamB, "nothing", "closed"))).To(Succeed())
 	for _, name := range []string{"assets", "nothing"} {
-		b := eventuallyReason(g, teamB, name, ReasonNamespaceNotAllowed)
+		b := eventuallyReason(g, teamB, name, stores.ReasonNamespaceNotAllowed)
 		g.Expect(conditions.IsTrue(b.Status.Conditions, conditions.Stalled)).To(BeTrue())
 		g.Expect(readyMessage(b)).To(ContainSubstring("is not open to namespace " + teamB))
 		g.Expect(b.Status.Claim).To(BeEmpty())
@@ -63,7 +64,7 @@ func TestStoreIsOpenOnlyToSelectedNamespaces(t *testing.T) {
 		for _, e := range events.Items {
 			reasons = append(reasons, e.Reason)
 		}
-		g.Expect(reasons).To(ContainElement(ReasonNamespaceNotAllowed))
+		g.Expect(reasons).To(ContainElement(stores.ReasonNamespaceNotAllowed))
 	}, timeout, poll).Should(Succeed())
 
 	// Bob cannot open the store himself, nor label his namespace into it.
@@ -79,7 +80,7 @@ func TestStoreIsOpenOnlyToSelectedNamespaces(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		b := getBucket(g, teamB, "assets")
 		g.Expect(conditions.IsTrue(b.Status.Conditions, conditions.Ready)).To(BeTrue(), readyMessage(b))
-	}, namespaceLabelsTTL+timeout, poll).Should(Succeed())
+	}, stores.NamespaceLabelsTTL+timeout, poll).Should(Succeed())
 	t.Logf("bucket Ready %.1fs after its namespace was labelled into the store", time.Since(start).Seconds())
 
 	for _, b := range []struct{ ns, name string }{{teamA, "assets"}, {teamB, "assets"}, {teamB, "nothing"}} {

@@ -17,6 +17,8 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
+	"github.com/trellis-dev/trellis/internal/controller/storage/bucketevents"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/manager"
 	"github.com/trellis-dev/trellis/internal/s3"
 	"github.com/trellis-dev/trellis/internal/testenv"
@@ -52,7 +54,7 @@ func run(m *testing.M) int {
 	eventsAddr := freeAddr()
 	eventsURL = "http://" + eventsAddr + "/bucket-events"
 	ctl := setup.Controller{Name: ControllerName, Setup: func(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
-		return setupWith(ctx, mgr, o, Backends{
+		return setupWith(ctx, mgr, o, stores.Backends{
 			S3: func(c s3.Config) (s3.Client, error) {
 				c.Timeout = 2 * time.Second
 				return s3.New(c)
@@ -82,7 +84,7 @@ func run(m *testing.M) int {
 			}
 			return s.Client.Create(ctx, &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: tokenSecret},
-				Data:       map[string][]byte{TokenKey: []byte(eventsToken)},
+				Data:       map[string][]byte{bucketevents.TokenKey: []byte(eventsToken)},
 			})
 		},
 		Options: func(opts *manager.Options) {
@@ -113,7 +115,7 @@ func run(m *testing.M) int {
 		}
 		return k8s.Create(context.Background(), &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: credsSecret},
-			Data:       map[string][]byte{AccessKeyIDKey: []byte(s3srv.AccessKey), SecretAccessKeyKey: []byte(s3srv.SecretKey)},
+			Data:       map[string][]byte{stores.AccessKeyIDKey: []byte(s3srv.AccessKey), stores.SecretAccessKeyKey: []byte(s3srv.SecretKey)},
 		})
 	})
 }

@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
+	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -37,13 +39,7 @@ func holdSweeps(t *testing.T) (release func()) {
 	if s == nil {
 		t.Fatal("the suite's manager runs no sweep")
 	}
-	s.mu.Lock()
-	var once atomic.Bool
-	release = func() {
-		if once.CompareAndSwap(false, true) {
-			s.mu.Unlock()
-		}
-	}
+	release = s.Hold()
 	t.Cleanup(release)
 	return release
 }
@@ -150,9 +146,9 @@ func TestSweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T) {
 	keep := eventuallyAccessReason(g, ns, "keep", ReasonGranted)
 	key, kept := credsOf(g, ns, "w-creds"), credsOf(g, ns, "keep-creds")
 	g.Expect(key.put(g, bucket, "before.txt")).To(Succeed())
-	sid := s3.GrantSidPrefix + grantID(w.UID)
+	sid := s3.GrantSidPrefix + stores.GrantID(w.UID)
 	g.Expect(statementsOf(g, policyOf(g, bucket))).To(HaveKey(sid))
-	revokedBefore := testutil.ToFloat64(sweepRevoked.WithLabelValues(store, "account"))
+	revokedBefore := testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store, "account"))
 
 	// As the issue tells it: the finalizer off, then deleted.
 	g.Expect(editor.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
@@ -168,8 +164,8 @@ func TestSweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T) {
 	g.Eventually(func() int { return httpStatus(key.put(g, bucket, "after.txt")) }, withinASweep, poll).
 		Should(Equal(http.StatusForbidden), "the key of a deleted access is refused within a sweep")
 	t.Logf("key refused %.1fs after its BucketAccess went (sweep every %s)", time.Since(deleted).Seconds(), sweepInterval)
-	g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), w.UID))).To(BeEmpty())
-	g.Expect(testutil.ToFloat64(sweepRevoked.WithLabelValues(store, "account"))).To(BeNumerically(">", revokedBefore))
+	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), w.UID))).To(BeEmpty())
+	g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store, "account"))).To(BeNumerically(">", revokedBefore))
 	g.Eventually(func(g Gomega) {
 		msgs := eventsAbout(g, store, "OrphanKeysRevoked")
 		g.Expect(slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, key.accessKey) })).To(BeTrue(), "%v", msgs)
@@ -186,8 +182,8 @@ func TestSweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T) {
 	got, err := kept.get(g, bucket, "before.txt")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal("hello"))
-	g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), keep.UID))).To(Equal([]string{kept.accessKey}))
-	g.Expect(statementsOf(g, policyOf(g, bucket))).To(HaveKey(s3.GrantSidPrefix + grantID(keep.UID)))
+	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), keep.UID))).To(Equal([]string{kept.accessKey}))
+	g.Expect(statementsOf(g, policyOf(g, bucket))).To(HaveKey(s3.GrantSidPrefix + stores.GrantID(keep.UID)))
 	// No Event names a secret.
 	for _, m := range append(eventsAbout(g, store, "OrphanKeysRevoked"), eventsAbout(g, "data", "GrantRemoved")...) {
 		g.Expect(m).NotTo(ContainSubstring(key.secretKey))
@@ -226,7 +222,7 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 		g.Expect(k8s.Create(ctx, newAccess(ns, name+"-reader", name, name+"-reader-creds", storagev1.AccessReadOnly))).To(Succeed())
 		a := eventuallyAccessReason(g, ns, name+"-reader", ReasonGranted)
 		reader = credsOf(g, ns, name+"-reader-creds")
-		forgedSid, widenedSid = s3.GrantSidPrefix+"forged0123456789", s3.GrantSidPrefix+grantID(a.UID)
+		forgedSid, widenedSid = s3.GrantSidPrefix+"forged0123456789", s3.GrantSidPrefix+stores.GrantID(a.UID)
 		g.Expect(statementsOf(g, policyOf(g, bucket))).To(HaveKey(widenedSid))
 		// One write, so no writer of the policy comes in between: the live
 		// grant widened to the attacker's key and to writing, and a grant
@@ -364,13 +360,13 @@ func TestSweepLeavesOtherStoresAlone(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	// Another cluster's ObjectStore issued this one, for an access this
 	// cluster never had; and someone made an account by hand.
-	theirs := accessKeyID("uid-of-another-clusters-store", "uid-of-their-access", 1)
+	theirs := stores.AccessKeyID("uid-of-another-clusters-store", "uid-of-their-access", 1)
 	byHand := "SOMEONEELSE0123456789"
 	for _, id := range []string{theirs, byHand} {
 		g.Expect(admin.PutAccount(ctx, id, "secret0123456789secret0123456789")).To(Succeed())
 	}
 	runs := func(store string) float64 {
-		return testutil.ToFloat64(sweepsTotal.WithLabelValues(store, SweepClean)) + testutil.ToFloat64(sweepsTotal.WithLabelValues(store, SweepRevoked))
+		return testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store, sweep.Clean)) + testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store, sweep.Revoked))
 	}
 	before, beforeTwin := runs(store), runs("twin-s3")
 	g.Eventually(func() bool { return runs(store) >= before+2 && runs("twin-s3") >= beforeTwin+2 }, 4*withinASweep, poll).
@@ -414,11 +410,11 @@ func TestSweepThroughStoreFailures(t *testing.T) {
 		return failing.Load() && r.Method == http.MethodPatch && r.URL.Path == "/list-users"
 	}, http.StatusServiceUnavailable, 1<<30)
 	defer failing.Store(false)
-	failed := testutil.ToFloat64(sweepsTotal.WithLabelValues(store, string(s3.ReasonStoreUnreachable)))
+	failed := testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store, string(s3.ReasonStoreUnreachable)))
 	g.Expect(k8s.Patch(ctx, gone, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
 	g.Expect(k8s.Delete(ctx, gone)).To(Succeed())
 	g.Eventually(func() float64 {
-		return testutil.ToFloat64(sweepsTotal.WithLabelValues(store, string(s3.ReasonStoreUnreachable)))
+		return testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store, string(s3.ReasonStoreUnreachable)))
 	}, 3*withinASweep, poll).Should(BeNumerically(">=", failed+2), "two sweeps met the failing store")
 	g.Expect(orphan.put(g, bucket, "still.txt")).To(Succeed(), "nothing revoked while the store fails")
 	g.Expect(live.put(g, bucket, "live.txt")).To(Succeed(), "nor anything live")
@@ -427,7 +423,7 @@ func TestSweepThroughStoreFailures(t *testing.T) {
 	g.Eventually(func() int { return httpStatus(orphan.put(g, bucket, "late.txt")) }, withinASweep, poll).
 		Should(Equal(http.StatusForbidden), "revoked once the store answers")
 	g.Expect(live.put(g, bucket, "live.txt")).To(Succeed())
-	g.Expect(storeAccounts(g, accessKeyIDPrefix(uidOf(g, store), gone.UID))).To(BeEmpty())
+	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), gone.UID))).To(BeEmpty())
 
 	deleteAccess(g, ns, "live")
 	g.Expect(k8s.Delete(ctx, &corev1.Secret{ObjectMeta: secretOf(g, ns, "gone-creds").ObjectMeta})).To(Succeed())

@@ -13,20 +13,22 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
+	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
-// sweeper is a Sweeper over the fixture's fake API server and store.
-func (f *fixture) sweeper() *Sweeper {
-	return &Sweeper{client: f.c, stores: f.stores(), recorder: f.rec, storeChecks: f.storeChecks}
+// sweeper is a sweep.Sweeper over the fixture's fake API server and store.
+func (f *fixture) sweeper() *sweep.Sweeper {
+	return &sweep.Sweeper{Cache: f.c, Clients: f.stores(), Recorder: f.rec, StoreChecks: f.storeChecks}
 }
 
 // sweepKeys are access key ids of the sweep's rows, issued through rtStoreObj.
-func sweepKey(uid types.UID, v int32) string { return accessKeyID(rtStoreUID, uid, v) }
+func sweepKey(uid types.UID, v int32) string { return stores.AccessKeyID(rtStoreUID, uid, v) }
 
 // grantOf is the statement the grant of an access would have in testBucket.
 func grantOf(uid types.UID, mode string, keys ...string) s3.Grant {
-	return s3.Grant{ID: grantID(uid), Principals: keys, Mode: mode}
+	return s3.Grant{ID: stores.GrantID(uid), Principals: keys, Mode: mode}
 }
 
 func policyWith(t *testing.T, grants ...s3.Grant) string {
@@ -55,8 +57,8 @@ func TestSweepStore(t *testing.T) {
 	// Accounts that are not this store's to sweep: another ObjectStore's
 	// (of this cluster or another, on the same store) for an access that
 	// does not exist here, someone else's, and ones that only look alike.
-	foreign := []string{accessKeyID("uid-other-store", gone, 1), "SOMEONEELSE000000", "TRELLISNOTAKEYATALL",
-		accessKeyIDPrefix(rtStoreUID, gone) + "x1", storeKeyPrefix(rtStoreUID) + "0123V1"}
+	foreign := []string{stores.AccessKeyID("uid-other-store", gone, 1), "SOMEONEELSE000000", "TRELLISNOTAKEYATALL",
+		stores.AccessKeyIDPrefix(rtStoreUID, gone) + "x1", stores.StoreKeyPrefix(rtStoreUID) + "0123V1"}
 	accountsOf := func(ids ...[]string) map[string]string {
 		out := map[string]string{}
 		for _, list := range ids {
@@ -74,7 +76,7 @@ func TestSweepStore(t *testing.T) {
 	}
 	closed := func() *storagev1.StorageBucket {
 		b := claimedBucket()
-		conditions.Summarize(&b.Status.Conditions, 1, conditions.Summary{Progress: conditions.Blocked, Reason: ReasonNamespaceNotAllowed, Message: "closed"})
+		conditions.Summarize(&b.Status.Conditions, 1, conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonNamespaceNotAllowed, Message: "closed"})
 		return b
 	}
 	s3Store := func() *storagev1.ObjectStore { s := rtStoreObj(true); s.Spec.Type = storagev1.StoreTypeS3; return s }
@@ -99,7 +101,7 @@ func TestSweepStore(t *testing.T) {
 		"nothing of Trellis' to sweep": {
 			store: rtStoreObj(true), world: []client.Object{claimedBucket(), withRetiring()},
 			setup:      func(f *fixture) { f.accounts.accounts = accountsOf(liveKeys, foreign) },
-			wantResult: SweepClean,
+			wantResult: sweep.Clean,
 		},
 		"keys of a deleted access revoked; live, leaving and foreign ones kept": {
 			reason: "by UID, not by name: the live access's current, retiring and new keys, and a leaving access's, stay",
@@ -109,7 +111,7 @@ func TestSweepStore(t *testing.T) {
 			setup: func(f *fixture) {
 				f.accounts.accounts = accountsOf(liveKeys, goneKeys, foreign, []string{sweepKey(leaving, 1), sweepKey("uid-other", 1)})
 			},
-			wantResult: SweepRevoked, wantRevoked: goneKeys,
+			wantResult: sweep.Revoked, wantRevoked: goneKeys,
 			wantEvents: []string{"Warning OrphanKeysRevoked"},
 		},
 		"an access recreated under the same name: the old one's keys go": {
@@ -117,7 +119,7 @@ func TestSweepStore(t *testing.T) {
 			setup: func(f *fixture) {
 				f.accounts.accounts = accountsOf([]string{sweepKey("uid-new", 1), sweepKey(live, 1)})
 			},
-			wantResult: SweepRevoked, wantRevoked: []string{sweepKey(live, 1)},
+			wantResult: sweep.Revoked, wantRevoked: []string{sweepKey(live, 1)},
 			wantEvents: []string{"Warning OrphanKeysRevoked"},
 		},
 		"an account made while the store was listed: kept": {
@@ -131,12 +133,12 @@ func TestSweepStore(t *testing.T) {
 					f.accounts.accounts = accountsOf([]string{sweepKey("uid-new", 1)})
 				}
 			},
-			wantResult: SweepClean, wantAccounts: []string{sweepKey("uid-new", 1)},
+			wantResult: sweep.Clean, wantAccounts: []string{sweepKey("uid-new", 1)},
 		},
 		"the store is not Ready: nothing sent": {
 			store: rtStoreObj(false), world: []client.Object{claimedBucket()},
 			setup:      func(f *fixture) { f.accounts.accounts = accountsOf(goneKeys) },
-			wantResult: ReasonStoreNotReady, wantS3Calls: []string{},
+			wantResult: stores.ReasonStoreNotReady, wantS3Calls: []string{},
 		},
 		"the store's accounts cannot be listed: nothing revoked": {
 			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
@@ -155,7 +157,7 @@ func TestSweepStore(t *testing.T) {
 				f.accounts.accounts = accountsOf(liveKeys, goneKeys)
 				f.fail["list BucketAccess"] = errUnavailable
 			},
-			wantResult: ReasonReconcileError, wantS3Calls: []string{},
+			wantResult: stores.ReasonReconcileError, wantS3Calls: []string{},
 		},
 		"the store fails half-way: what was revoked is told, the rest waits": {
 			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
@@ -172,7 +174,7 @@ func TestSweepStore(t *testing.T) {
 				f.accounts.accounts = accountsOf(liveKeys[:1])
 				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0]), forgedGrant)
 			},
-			wantResult: SweepRevoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
+			wantResult: sweep.Revoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
 			wantS3Calls: []string{"Policy", "SetPolicy"},
 		},
 		"a live grant widened by hand: put back": {
@@ -181,7 +183,7 @@ func TestSweepStore(t *testing.T) {
 				f.accounts.accounts = accountsOf(liveKeys[:1])
 				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0], "FORGEDKEY0000001"))
 			},
-			wantResult: SweepRevoked, wantGrants: 1, wantEvents: []string{"Warning GrantRewritten"},
+			wantResult: sweep.Revoked, wantGrants: 1, wantEvents: []string{"Warning GrantRewritten"},
 		},
 		"the grant of a deleted access goes with its keys": {
 			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
@@ -189,7 +191,7 @@ func TestSweepStore(t *testing.T) {
 				f.accounts.accounts = accountsOf(liveKeys[:1], goneKeys)
 				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0]), grantOf(gone, s3.ReadOnly, goneKeys...))
 			},
-			wantResult: SweepRevoked, wantRevoked: goneKeys, wantGrants: 1,
+			wantResult: sweep.Revoked, wantRevoked: goneKeys, wantGrants: 1,
 			wantEvents: []string{"Warning OrphanKeysRevoked", "Warning GrantRemoved"},
 		},
 		"grants as recorded: read, nothing written": {
@@ -198,12 +200,12 @@ func TestSweepStore(t *testing.T) {
 				f.accounts.accounts = accountsOf(liveKeys)
 				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[:2]...))
 			},
-			wantResult: SweepClean, wantS3Calls: []string{"Policy"},
+			wantResult: sweep.Clean, wantS3Calls: []string{"Policy"},
 		},
 		"a bucket of a namespace the store is closed to: not touched": {
 			store: rtStoreObj(true), world: []client.Object{closed()},
 			setup:      func(f *fixture) { f.s3.policy = policyWith(t, forgedGrant) },
-			wantResult: SweepClean, wantS3Calls: []string{}, forgedLeft: true,
+			wantResult: sweep.Clean, wantS3Calls: []string{}, forgedLeft: true,
 		},
 		"the bucket's policy cannot be read: stops, nothing written": {
 			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
@@ -213,7 +215,7 @@ func TestSweepStore(t *testing.T) {
 		"the bucket is gone: its own check says so": {
 			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
 			setup:      func(f *fixture) { f.s3.policyErr = errNoBucket },
-			wantResult: SweepClean,
+			wantResult: sweep.Clean,
 		},
 		"the store refuses the policy: told, the accounts still swept": {
 			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
@@ -227,7 +229,7 @@ func TestSweepStore(t *testing.T) {
 		"a policy Trellis cannot read: left as it is": {
 			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
 			setup:      func(f *fixture) { f.s3.policy = "garbage" },
-			wantResult: ReasonInvalidPolicy, wantS3Calls: []string{"Policy"},
+			wantResult: stores.ReasonInvalidPolicy, wantS3Calls: []string{"Policy"},
 		},
 		"a store without IAM: its grants are still swept": {
 			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
@@ -235,7 +237,7 @@ func TestSweepStore(t *testing.T) {
 				f.accounts.listErr = errVgwNoIAM
 				f.s3.policy = policyWith(t, forgedGrant)
 			},
-			wantResult: SweepRevoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
+			wantResult: sweep.Revoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
 		},
 		"a store of type S3: no account calls, grants swept": {
 			store: s3Store(), world: []client.Object{claimedBucket()},
@@ -243,7 +245,7 @@ func TestSweepStore(t *testing.T) {
 				f.accounts.accounts = accountsOf(goneKeys)
 				f.s3.policy = policyWith(t, forgedGrant)
 			},
-			wantResult: SweepRevoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
+			wantResult: sweep.Revoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
 			wantAccounts: goneKeys,
 		},
 	}
@@ -269,19 +271,19 @@ func TestSweepStore(t *testing.T) {
 			for id := range f.accounts.accounts {
 				before[id] = "s"
 			}
-			accountsBefore := testutil.ToFloat64(sweepRevoked.WithLabelValues(store.Name, "account"))
-			grantsBefore := testutil.ToFloat64(sweepRevoked.WithLabelValues(store.Name, "grant"))
-			runsBefore := testutil.ToFloat64(sweepsTotal.WithLabelValues(store.Name, tc.wantResult))
+			accountsBefore := testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "account"))
+			grantsBefore := testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "grant"))
+			runsBefore := testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store.Name, tc.wantResult))
 
-			res := f.sweeper().sweepStore(context.Background(), store)
+			res := f.sweeper().SweepStore(context.Background(), store)
 
-			g.Expect(res.result).To(Equal(tc.wantResult), tc.reason)
+			g.Expect(res.Result).To(Equal(tc.wantResult), tc.reason)
 			if len(tc.wantRevoked) == 0 {
-				g.Expect(res.accounts).To(BeEmpty(), tc.reason)
+				g.Expect(res.Accounts).To(BeEmpty(), tc.reason)
 			} else {
-				g.Expect(res.accounts).To(Equal(tc.wantRevoked), tc.reason)
+				g.Expect(res.Accounts).To(Equal(tc.wantRevoked), tc.reason)
 			}
-			g.Expect(res.grants).To(Equal(tc.wantGrants))
+			g.Expect(res.Grants).To(Equal(tc.wantGrants))
 			g.Expect(f.events()).To(Equal(tc.wantEvents))
 			g.Expect(f.storeChecked()).To(Equal(tc.wantDown), "the store's check asked for when it does not answer")
 			left := tc.wantAccounts
@@ -301,15 +303,15 @@ func TestSweepStore(t *testing.T) {
 			default:
 				g.Expect(f.s3.calls).To(Equal(tc.wantS3Calls))
 			}
-			if tc.wantResult == ReasonStoreNotReady || tc.store.Spec.Type == storagev1.StoreTypeS3 {
+			if tc.wantResult == stores.ReasonStoreNotReady || tc.store.Spec.Type == storagev1.StoreTypeS3 {
 				g.Expect(f.accounts.calls).To(BeEmpty(), "no account request")
 			}
 			if !tc.forgedLeft {
 				g.Expect(f.s3.policy).NotTo(ContainSubstring("FORGEDKEY"), "no forged key is left granted")
 			}
-			g.Expect(testutil.ToFloat64(sweepsTotal.WithLabelValues(store.Name, tc.wantResult)) - runsBefore).To(Equal(1.0))
-			g.Expect(testutil.ToFloat64(sweepRevoked.WithLabelValues(store.Name, "account")) - accountsBefore).To(Equal(float64(len(tc.wantRevoked))))
-			g.Expect(testutil.ToFloat64(sweepRevoked.WithLabelValues(store.Name, "grant")) - grantsBefore).To(Equal(float64(tc.wantGrants)))
+			g.Expect(testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store.Name, tc.wantResult)) - runsBefore).To(Equal(1.0))
+			g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "account")) - accountsBefore).To(Equal(float64(len(tc.wantRevoked))))
+			g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "grant")) - grantsBefore).To(Equal(float64(tc.wantGrants)))
 			g.Expect(f.writes).To(BeEmpty(), "a sweep writes nothing to the API server")
 		})
 	}
@@ -326,7 +328,7 @@ func nameIndex(name string) int {
 	return rowNames[name]
 }
 
-// TestSweepIsBounded: a sweep revokes at most maxSweepRevocations; the
+// TestSweepIsBounded: a sweep revokes at most sweep.MaxRevocations; the
 // next takes the rest.
 func TestSweepIsBounded(t *testing.T) {
 	g := NewWithT(t)
@@ -336,27 +338,27 @@ func TestSweepIsBounded(t *testing.T) {
 	b.Spec.StoreRef.Name = store.Name
 	f := newFixture(openNamespace(), storeCredentials(), store, b)
 	f.accounts.accounts = map[string]string{}
-	for i := range maxSweepRevocations + 5 {
+	for i := range sweep.MaxRevocations + 5 {
 		f.accounts.accounts[sweepKey(types.UID(fmt.Sprintf("uid-gone-%d", i)), 1)] = "s"
 	}
 	f.s3.policy = policyWith(t, grantOf("uid-nobody", s3.ReadOnly, "FORGEDKEY0000001"))
 	s := f.sweeper()
 
-	capped := testutil.ToFloat64(sweepsTotal.WithLabelValues(store.Name, SweepCapped))
-	revoked := testutil.ToFloat64(sweepRevoked.WithLabelValues(store.Name, "account"))
-	res := s.sweepStore(context.Background(), store)
-	g.Expect(res.result).To(Equal(SweepCapped))
-	g.Expect(res.accounts).To(HaveLen(maxSweepRevocations))
+	capped := testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store.Name, sweep.Capped))
+	revoked := testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "account"))
+	res := s.SweepStore(context.Background(), store)
+	g.Expect(res.Result).To(Equal(sweep.Capped))
+	g.Expect(res.Accounts).To(HaveLen(sweep.MaxRevocations))
 	g.Expect(f.accounts.accounts).To(HaveLen(5))
 	g.Expect(f.s3.calls).To(BeEmpty(), "the grants wait for the next sweep")
 
-	res = s.sweepStore(context.Background(), store)
-	g.Expect(res.result).To(Equal(SweepRevoked))
-	g.Expect(res.accounts).To(HaveLen(5))
-	g.Expect(res.grants).To(Equal(1))
+	res = s.SweepStore(context.Background(), store)
+	g.Expect(res.Result).To(Equal(sweep.Revoked))
+	g.Expect(res.Accounts).To(HaveLen(5))
+	g.Expect(res.Grants).To(Equal(1))
 	g.Expect(f.accounts.accounts).To(BeEmpty())
-	g.Expect(testutil.ToFloat64(sweepsTotal.WithLabelValues(store.Name, SweepCapped)) - capped).To(Equal(1.0))
-	g.Expect(testutil.ToFloat64(sweepRevoked.WithLabelValues(store.Name, "account")) - revoked).To(Equal(float64(maxSweepRevocations + 5)))
+	g.Expect(testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store.Name, sweep.Capped)) - capped).To(Equal(1.0))
+	g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "account")) - revoked).To(Equal(float64(sweep.MaxRevocations + 5)))
 }
 
 // TestSweepAllStores: one sweep goes through every store; a store that
@@ -369,9 +371,9 @@ func TestSweepAllStores(t *testing.T) {
 	down := rtStoreObj(false)
 	down.Name, down.UID = "sweep-down", "uid-store-down"
 	f := newFixture(openNamespace(), storeCredentials(), one, two, down)
-	mine, theirs, downs := accessKeyID(one.UID, "uid-gone", 1), accessKeyID(two.UID, "uid-gone", 1), accessKeyID(down.UID, "uid-gone", 1)
+	mine, theirs, downs := stores.AccessKeyID(one.UID, "uid-gone", 1), stores.AccessKeyID(two.UID, "uid-gone", 1), stores.AccessKeyID(down.UID, "uid-gone", 1)
 	f.accounts.accounts = map[string]string{mine: "s", theirs: "s", downs: "s"}
-	f.sweeper().sweep(context.Background())
+	f.sweeper().Sweep(context.Background())
 	g.Expect(f.accounts.accounts).To(Equal(map[string]string{downs: "s"}), "each store its own; none in a store that is down")
 	g.Expect(f.events()).To(Equal([]string{"Warning OrphanKeysRevoked", "Warning OrphanKeysRevoked"}))
 	g.Expect(f.accounts.calls).To(Equal([]string{"ListAccounts", "DeleteAccount " + mine, "ListAccounts", "DeleteAccount " + theirs}),

@@ -1,4 +1,7 @@
-package storage
+// Package bucketevents receives S3 bucket notifications and asks for an
+// immediate check of the StorageBuckets of the buckets they name: an
+// external event source of the StorageBucket controller, run on the leader.
+package bucketevents
 
 import (
 	"context"
@@ -15,39 +18,46 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 )
 
 // TokenKey is the key of the bucket-events Secret that holds the shared token.
 const TokenKey = "token"
 
-// EventReceiver is an external event source: an HTTP endpoint for S3
+// Receiver is an external event source: an HTTP endpoint for S3
 // bucket notifications (versitygw's --event-webhook-url, or any sender of
 // S3-style event records). Each notification triggers an immediate check of
 // the StorageBuckets of the named buckets. Requests must carry the shared
 // token from a Secret, as "Authorization: Bearer <token>" or, for senders that
 // cannot set headers, "?token=<token>".
-type EventReceiver struct {
+type Receiver struct {
 	Addr      string
 	Secret    client.ObjectKey
 	APIReader client.Reader
 	Cache     client.Reader
-	Schedule  *Schedule
-	Events    chan event.TypedGenericEvent[*storagev1.StorageBucket]
+	// Checks asks for the check of a StorageBucket now.
+	Checks Checks
 
 	mu      sync.Mutex
 	token   string
 	tokenAt time.Time
 }
 
+// Checks is the StorageBucket controller, as the receiver asks it for checks.
+type Checks interface {
+	// CheckNow makes the bucket's check due now and queues it; false when
+	// ctx ended first.
+	CheckNow(ctx context.Context, b *storagev1.StorageBucket) bool
+}
+
 // NeedLeaderElection is true: events are only useful where the controller runs.
-func (e *EventReceiver) NeedLeaderElection() bool { return true }
+func (e *Receiver) NeedLeaderElection() bool { return true }
 
 // Start serves until ctx ends.
-func (e *EventReceiver) Start(ctx context.Context) error {
+func (e *Receiver) Start(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle("/bucket-events", e)
 	srv := &http.Server{Addr: e.Addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
@@ -80,7 +90,7 @@ type notification struct {
 	} `json:"Records"`
 }
 
-func (e *EventReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (e *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -110,19 +120,16 @@ func (e *EventReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		seen[name] = true
 		list := &storagev1.StorageBucketList{}
-		if err := e.Cache.List(r.Context(), list, client.MatchingFields{bucketNameIndex: name}); err != nil {
+		if err := e.Cache.List(r.Context(), list, client.MatchingFields{stores.BucketNameIndex: name}); err != nil {
 			http.Error(w, "cannot look up buckets", http.StatusInternalServerError)
 			return
 		}
 		for i := range list.Items {
 			b := &list.Items[i]
-			e.Schedule.CheckNow(client.ObjectKeyFromObject(b))
-			select {
-			case e.Events <- event.TypedGenericEvent[*storagev1.StorageBucket]{Object: b}:
-				queued++
-			case <-r.Context().Done():
+			if !e.Checks.CheckNow(r.Context(), b) {
 				return
 			}
+			queued++
 		}
 	}
 	w.WriteHeader(http.StatusAccepted)
@@ -139,7 +146,7 @@ func validToken(r *http.Request, want string) bool {
 
 // currentToken reads the token Secret at most every 30 seconds, so a rotated
 // token takes effect without a restart and Secrets are never cached wholesale.
-func (e *EventReceiver) currentToken(ctx context.Context) (string, error) {
+func (e *Receiver) currentToken(ctx context.Context) (string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.token != "" && time.Since(e.tokenAt) < 30*time.Second {

@@ -1,4 +1,4 @@
-package storage
+package stores
 
 import (
 	"context"
@@ -17,39 +17,39 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 )
 
-// storeAccess is what an ObjectStore lets one namespace do.
-type storeAccess struct {
+// Access is what an ObjectStore lets one namespace do.
+type Access struct {
 	// use: its StorageBuckets and BucketAccesses may use the store.
-	use bool
+	Use bool
 	// adopt: its StorageBuckets may take over buckets not created for this
 	// namespace, and name buckets outside the namespace's own names.
-	adopt bool
+	Adopt bool
 	// public: its bucket policies may grant to anyone (publicAccess Allowed,
 	// and publicAccessNamespaceSelector selects it); otherwise only to the
 	// keys of its own BucketAccesses.
-	public bool
+	Public bool
 }
 
-// accessOf reads the store's namespace selectors for a namespace with the
+// AccessOf reads the store's namespace selectors for a namespace with the
 // given labels. An unset or empty selector selects nothing: a store is
 // opened to namespaces explicitly, never by omission.
-func accessOf(store *storagev1.ObjectStore, nsLabels map[string]string) (storeAccess, error) {
+func AccessOf(store *storagev1.ObjectStore, nsLabels map[string]string) (Access, error) {
 	use, err := selects(store.Spec.NamespaceSelector, nsLabels)
 	if err != nil {
-		return storeAccess{}, fmt.Errorf("namespaceSelector: %w", err)
+		return Access{}, fmt.Errorf("namespaceSelector: %w", err)
 	}
 	adopt, err := selects(store.Spec.AdoptionNamespaceSelector, nsLabels)
 	if err != nil {
-		return storeAccess{}, fmt.Errorf("adoptionNamespaceSelector: %w", err)
+		return Access{}, fmt.Errorf("adoptionNamespaceSelector: %w", err)
 	}
 	public, err := selects(store.Spec.PublicAccessNamespaceSelector, nsLabels)
 	if err != nil {
-		return storeAccess{}, fmt.Errorf("publicAccessNamespaceSelector: %w", err)
+		return Access{}, fmt.Errorf("publicAccessNamespaceSelector: %w", err)
 	}
 	// Anything but Allowed is Blocked: an object the API server did not
 	// default (or a value a later version adds) fails closed.
 	public = public && store.Spec.PublicAccess == storagev1.PublicAccessAllowed
-	return storeAccess{use: use, adopt: use && adopt, public: use && public}, nil
+	return Access{Use: use, Adopt: use && adopt, Public: use && public}, nil
 }
 
 func selects(sel *metav1.LabelSelector, nsLabels map[string]string) (bool, error) {
@@ -63,31 +63,31 @@ func selects(sel *metav1.LabelSelector, nsLabels map[string]string) (bool, error
 	return s.Matches(labels.Set(nsLabels)), nil
 }
 
-// validateSelectors reports a selector of the store that cannot be used.
-func validateSelectors(store *storagev1.ObjectStore) error {
-	_, err := accessOf(store, nil)
+// ValidateSelectors reports a selector of the store that cannot be used.
+func ValidateSelectors(store *storagev1.ObjectStore) error {
+	_, err := AccessOf(store, nil)
 	return err
 }
 
-// ownBucketName reports whether bucket is one of the namespace's own names:
+// OwnBucketName reports whether bucket is one of the namespace's own names:
 // "<namespace>-…" without "--". A name with "--" is of the form hashed
 // derived names take (s3.DeriveBucketName), which may start with another
 // namespace's name: acme-dev/data derives acme-dev-data--<hash>, which
 // namespace acme could otherwise name first. (Namespace "team" still owns
 // "team-a-…" this way, as derived names always allowed; what stops it from
 // taking namespace team-a's buckets is the ownership tag, not the name.)
-func ownBucketName(namespace, bucket string) bool {
+func OwnBucketName(namespace, bucket string) bool {
 	return strings.HasPrefix(bucket, namespace+"-") && !strings.Contains(bucket, "--")
 }
 
-// namespaceLabels reads the labels of namespaces, which the stores'
+// NamespaceLabels reads the labels of namespaces, which the stores'
 // selectors match. Not from the manager's cache: when the tenant controller
 // runs, that holds only namespaces Trellis manages. Each namespace is read at
 // most once per ttl, so a label change takes effect within it. What was read
 // is dropped between one and two ttl later, and at once when the namespace
 // is found gone: what it holds follows the namespaces read lately, not every
 // namespace ever read.
-type namespaceLabels struct {
+type NamespaceLabels struct {
 	reader client.Reader
 	ttl    time.Duration
 	now    func() time.Time
@@ -106,11 +106,12 @@ type labelsRead struct {
 	at     time.Time
 }
 
-// namespaceLabelsTTL is how long a namespace's labels are reused.
-const namespaceLabelsTTL = 30 * time.Second
+// NamespaceLabelsTTL is how long a namespace's labels are reused.
+const NamespaceLabelsTTL = 30 * time.Second
 
-func newNamespaceLabels(reader client.Reader) *namespaceLabels {
-	return &namespaceLabels{reader: reader, ttl: namespaceLabelsTTL, now: time.Now, seen: map[string]labelsRead{},
+// NewNamespaceLabels reads namespaces with reader (the API server).
+func NewNamespaceLabels(reader client.Reader) *NamespaceLabels {
+	return &NamespaceLabels{reader: reader, ttl: NamespaceLabelsTTL, now: time.Now, seen: map[string]labelsRead{},
 		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
 }
 
@@ -120,7 +121,7 @@ func newNamespaceLabels(reader client.Reader) *namespaceLabels {
 // another, and may not have what the earlier one was given, such as a
 // store's adoption leave). Creation times are in whole seconds, so a read
 // in the second obj was made counts as before it.
-func (n *namespaceLabels) Get(ctx context.Context, obj client.Object) (map[string]string, error) {
+func (n *NamespaceLabels) Get(ctx context.Context, obj client.Object) (map[string]string, error) {
 	namespace := obj.GetNamespace()
 	made := obj.GetCreationTimestamp().Add(time.Second)
 	n.mu.Lock()
@@ -152,8 +153,8 @@ func (n *namespaceLabels) Get(ctx context.Context, obj client.Object) (map[strin
 // UID reads the namespace's UID from the API server, never from what was
 // read before: a namespace deleted and made again under its name within
 // the ttl is another namespace, and whose a kept bucket is, is decided by
-// it (bucketCheck).
-func (n *namespaceLabels) UID(ctx context.Context, namespace string) (types.UID, error) {
+// it (the StorageBucket check).
+func (n *NamespaceLabels) UID(ctx context.Context, namespace string) (types.UID, error) {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	if err := n.reader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
@@ -162,9 +163,23 @@ func (n *namespaceLabels) UID(ctx context.Context, namespace string) (types.UID,
 	return ns.UID, nil
 }
 
+// HeldIn is how many of the namespaces have their labels kept: what
+// memory holds for them.
+func (n *NamespaceLabels) HeldIn(namespaces map[string]bool) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	count := 0
+	for ns := range n.seen {
+		if namespaces[ns] {
+			count++
+		}
+	}
+	return count
+}
+
 // sweep drops the labels read a ttl ago or more, and comes back in a ttl
 // while any are left.
-func (n *namespaceLabels) sweep() {
+func (n *NamespaceLabels) sweep() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := n.now()

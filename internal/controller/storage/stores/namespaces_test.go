@@ -1,4 +1,4 @@
-package storage
+package stores
 
 import (
 	"context"
@@ -19,31 +19,31 @@ func TestAccessOf(t *testing.T) {
 	cases := map[string]struct {
 		use, adopt, public *metav1.LabelSelector
 		publicAccess       storagev1.PublicAccess
-		want               storeAccess
+		want               Access
 		wantErr            string
 	}{
 		"no selector: closed":          {},
 		"empty selector: closed":       {use: &metav1.LabelSelector{}},
-		"selected":                     {use: sel(map[string]string{"team": "a"}), want: storeAccess{use: true}},
+		"selected":                     {use: sel(map[string]string{"team": "a"}), want: Access{Use: true}},
 		"not selected":                 {use: sel(map[string]string{"team": "b"})},
-		"every namespace":              {use: everyNamespaceSelector(), want: storeAccess{use: true}},
-		"selected, adopts":             {use: everyNamespaceSelector(), adopt: sel(map[string]string{"team": "a"}), want: storeAccess{use: true, adopt: true}},
-		"adopt selector, empty":        {use: everyNamespaceSelector(), adopt: &metav1.LabelSelector{}, want: storeAccess{use: true}},
+		"every namespace":              {use: everyNamespaceSelector(), want: Access{Use: true}},
+		"selected, adopts":             {use: everyNamespaceSelector(), adopt: sel(map[string]string{"team": "a"}), want: Access{Use: true, Adopt: true}},
+		"adopt selector, empty":        {use: everyNamespaceSelector(), adopt: &metav1.LabelSelector{}, want: Access{Use: true}},
 		"adoption without use is none": {use: sel(map[string]string{"team": "b"}), adopt: everyNamespaceSelector()},
 		"invalid operator": {use: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}},
 			wantErr: "namespaceSelector"},
 		"invalid adoption selector": {use: everyNamespaceSelector(), adopt: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}}},
 			wantErr: "adoptionNamespaceSelector"},
 		"public access allowed, selected": {use: everyNamespaceSelector(), public: sel(map[string]string{"team": "a"}),
-			publicAccess: storagev1.PublicAccessAllowed, want: storeAccess{use: true, public: true}},
+			publicAccess: storagev1.PublicAccessAllowed, want: Access{Use: true, Public: true}},
 		"public access allowed, not selected": {use: everyNamespaceSelector(), public: sel(map[string]string{"team": "b"}),
-			publicAccess: storagev1.PublicAccessAllowed, want: storeAccess{use: true}},
+			publicAccess: storagev1.PublicAccessAllowed, want: Access{Use: true}},
 		"public access allowed, no selector: none": {use: everyNamespaceSelector(), publicAccess: storagev1.PublicAccessAllowed,
-			want: storeAccess{use: true}},
+			want: Access{Use: true}},
 		"public access blocked: the selector is ignored": {use: everyNamespaceSelector(), public: everyNamespaceSelector(),
-			publicAccess: storagev1.PublicAccessBlocked, want: storeAccess{use: true}},
+			publicAccess: storagev1.PublicAccessBlocked, want: Access{Use: true}},
 		"public access unset (not defaulted): blocked": {use: everyNamespaceSelector(), public: everyNamespaceSelector(),
-			want: storeAccess{use: true}},
+			want: Access{Use: true}},
 		"public access without use is none": {use: sel(map[string]string{"team": "b"}), public: everyNamespaceSelector(),
 			publicAccess: storagev1.PublicAccessAllowed},
 		"invalid public access selector": {use: everyNamespaceSelector(), public: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}},
@@ -55,10 +55,10 @@ func TestAccessOf(t *testing.T) {
 			store := testStore("s")
 			store.Spec.NamespaceSelector, store.Spec.AdoptionNamespaceSelector = tc.use, tc.adopt
 			store.Spec.PublicAccess, store.Spec.PublicAccessNamespaceSelector = tc.publicAccess, tc.public
-			got, err := accessOf(store, teamA)
+			got, err := AccessOf(store, teamA)
 			if tc.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
-				g.Expect(validateSelectors(store)).To(HaveOccurred())
+				g.Expect(ValidateSelectors(store)).To(HaveOccurred())
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
@@ -73,15 +73,15 @@ func everyNamespaceSelector() *metav1.LabelSelector {
 
 func TestOwnBucketName(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(ownBucketName("team-a", "team-a-assets")).To(BeTrue())
-	g.Expect(ownBucketName("team-a", "team-a")).To(BeFalse())
-	g.Expect(ownBucketName("team-a", "team-ab-assets")).To(BeFalse())
-	g.Expect(ownBucketName("team-a", "assets")).To(BeFalse())
-	g.Expect(ownBucketName("team-a", "team-b-assets")).To(BeFalse())
+	g.Expect(OwnBucketName("team-a", "team-a-assets")).To(BeTrue())
+	g.Expect(OwnBucketName("team-a", "team-a")).To(BeFalse())
+	g.Expect(OwnBucketName("team-a", "team-ab-assets")).To(BeFalse())
+	g.Expect(OwnBucketName("team-a", "assets")).To(BeFalse())
+	g.Expect(OwnBucketName("team-a", "team-b-assets")).To(BeFalse())
 	// The form of hashed derived names is no one's to name: namespace acme
 	// would otherwise name acme-dev/data's bucket first.
-	g.Expect(ownBucketName("acme", s3.DeriveBucketName("acme-dev", "data"))).To(BeFalse())
-	g.Expect(ownBucketName("team-a", "team-a--x")).To(BeFalse())
+	g.Expect(OwnBucketName("acme", s3.DeriveBucketName("acme-dev", "data"))).To(BeFalse())
+	g.Expect(OwnBucketName("team-a", "team-a--x")).To(BeFalse())
 }
 
 // namespaceReader serves one namespace's labels and counts reads.
@@ -107,7 +107,7 @@ func TestNamespaceLabelsAreReadAtMostOncePerTTL(t *testing.T) {
 	g := NewWithT(t)
 	reader := &namespaceReader{labels: map[string]string{"team": "a"}}
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	n := newNamespaceLabels(reader)
+	n := NewNamespaceLabels(reader)
 	n.now = func() time.Time { return now }
 	ctx := context.Background()
 
@@ -117,7 +117,7 @@ func TestNamespaceLabelsAreReadAtMostOncePerTTL(t *testing.T) {
 	_, _ = n.Get(ctx, in("team-a"))
 	g.Expect(reader.reads).To(Equal(1))
 	reader.labels = map[string]string{"team": "b"}
-	now = now.Add(namespaceLabelsTTL)
+	now = now.Add(NamespaceLabelsTTL)
 	l, _ = n.Get(ctx, in("team-a"))
 	g.Expect(reader.reads).To(Equal(2), "read again once the TTL is over")
 	g.Expect(l).To(HaveKeyWithValue("team", "b"))
@@ -132,7 +132,7 @@ func TestNamespaceLabelsAreNotAnEarlierNamespaces(t *testing.T) {
 	g := NewWithT(t)
 	reader := &namespaceReader{labels: map[string]string{"storage.example.com/adopt": "yes"}}
 	now := time.Date(2030, 1, 1, 0, 0, 10, 0, time.UTC)
-	n := newNamespaceLabels(reader)
+	n := NewNamespaceLabels(reader)
 	n.now = func() time.Time { return now }
 	ctx := context.Background()
 	made := func(at time.Time) client.Object {
@@ -154,3 +154,11 @@ func TestNamespaceLabelsAreNotAnEarlierNamespaces(t *testing.T) {
 	_, _ = n.Get(ctx, made(now.Truncate(time.Second)))
 	g.Expect(reader.reads).To(Equal(3), "made in the second of the read: read again")
 }
+
+// testClock is a clock the test moves by hand.
+type testClock struct{ t time.Time }
+
+func newTestClock() *testClock { return &testClock{t: time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC)} }
+
+func (c *testClock) now() time.Time          { return c.t }
+func (c *testClock) advance(d time.Duration) { c.t = c.t.Add(d) }

@@ -1,13 +1,13 @@
-package storage
+package stores
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
-	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -29,7 +28,9 @@ type stubClient struct {
 // countingBuilder builds stubClients (and stub account drivers) and counts
 // how often it was asked.
 type countingBuilder struct {
-	calls         int
+	calls int
+	// hooks are the request counters of the configs built, by store endpoint.
+	hooks         []func(op string)
 	fail          error
 	last          s3.Config
 	accountCalls  int
@@ -44,17 +45,25 @@ type stubAccounts struct {
 
 func (b *countingBuilder) accounts(cfg s3.Config, adminEndpoint string) (s3.Accounts, error) {
 	b.accountCalls++
-	b.last, b.adminEndpoint = cfg, adminEndpoint
+	b.last, b.adminEndpoint = withoutHook(cfg), adminEndpoint
 	return &stubAccounts{id: b.accountCalls}, nil
 }
 
 func (b *countingBuilder) build(cfg s3.Config) (s3.Client, error) {
 	b.calls++
-	b.last = cfg
+	b.last = withoutHook(cfg)
+	b.hooks = append(b.hooks, cfg.OnRequest)
 	if b.fail != nil {
 		return nil, b.fail
 	}
 	return &stubClient{id: b.calls}, nil
+}
+
+// withoutHook is cfg without its request counter, which every config of a
+// store has (TestStoresCountEveryRequest), so that configs compare.
+func withoutHook(cfg s3.Config) s3.Config {
+	cfg.OnRequest = nil
+	return cfg
 }
 
 // secretsReader serves Secrets from a map, or an error, and counts reads.
@@ -88,8 +97,8 @@ func testStore(name string) *storagev1.ObjectStore {
 	}
 }
 
-func newTestStores(secrets *secretsReader, b *countingBuilder) *Stores {
-	return NewStores(secrets, testManagerNS, Backends{S3: b.build, Accounts: b.accounts})
+func newTestStores(secrets *secretsReader, b *countingBuilder) *Clients {
+	return NewClients(secrets, testManagerNS, Backends{S3: b.build, Accounts: b.accounts})
 }
 
 func keys(access, secret string) map[string][]byte {
@@ -164,6 +173,26 @@ func TestStoresClientBuildsWhenNoCheckHasYet(t *testing.T) {
 	g.Expect(b.calls).To(Equal(3), "a forgotten store is built again")
 }
 
+// TestStoresCountEveryRequest: the clients of a store count what they send
+// under its name in trellis_objectstore_requests_total.
+func TestStoresCountEveryRequest(t *testing.T) {
+	g := NewWithT(t)
+	secrets := &secretsReader{secrets: map[client.ObjectKey]map[string][]byte{credsKey: keys("access", "secret")}}
+	b := &countingBuilder{}
+	s := newTestStores(secrets, b)
+	_, err := s.Client(context.Background(), testStore("counted-a"))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = s.Client(context.Background(), testStore("counted-b"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(b.hooks).To(HaveLen(2))
+	before := testutil.ToFloat64(Requests.WithLabelValues("counted-a", "HeadBucket"))
+	b.hooks[0]("HeadBucket")
+	g.Expect(testutil.ToFloat64(Requests.WithLabelValues("counted-a", "HeadBucket"))).To(Equal(before + 1))
+	g.Expect(testutil.ToFloat64(Requests.WithLabelValues("counted-b", "HeadBucket"))).To(BeZero())
+	Requests.DeleteLabelValues("counted-a", "HeadBucket")
+	Requests.DeleteLabelValues("counted-b", "HeadBucket")
+}
+
 func TestStoresAccountDrivers(t *testing.T) {
 	g := NewWithT(t)
 	secrets := &secretsReader{secrets: map[client.ObjectKey]map[string][]byte{credsKey: keys("access", "secret")}}
@@ -174,7 +203,7 @@ func TestStoresAccountDrivers(t *testing.T) {
 	plain := testStore("plain")
 	_, err := s.Accounts(ctx, plain)
 	g.Expect(err).To(MatchError(s3.ErrAccessNotSupported))
-	reason, msg := classifyStoreError(err)
+	reason, msg := ClassifyError(err)
 	g.Expect(reason).To(Equal(s3.ReasonNotSupported))
 	g.Expect(msg).To(Equal("this store type does not support managed access"))
 	g.Expect(b.accountCalls).To(BeZero(), "an S3 store has no account driver")
@@ -258,10 +287,10 @@ func TestStoresCredentialErrors(t *testing.T) {
 			}
 			_, err := s.Refresh(context.Background(), store)
 			g.Expect(err).To(HaveOccurred())
-			reason, msg := classifyStoreError(err)
+			reason, msg := ClassifyError(err)
 			g.Expect(reason).To(Equal(s3.ReasonCredentialsMissing))
 			g.Expect(msg).To(ContainSubstring(tt.want))
-			g.Expect(needsPerson(reason)).To(BeTrue())
+			g.Expect(NeedsPerson(reason)).To(BeTrue())
 		})
 	}
 
@@ -271,65 +300,4 @@ func TestStoresCredentialErrors(t *testing.T) {
 		_, err := s.Refresh(context.Background(), testStore("a"))
 		g.Expect(apierrors.IsServiceUnavailable(err)).To(BeTrue(), "got %v", err)
 	})
-}
-
-func TestStoreRetry(t *testing.T) {
-	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := map[string]struct {
-		ready *metav1.Condition
-		want  time.Duration
-	}{
-		"never checked":     {want: 5 * time.Second},
-		"just went down":    {ready: &metav1.Condition{Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(now)}, want: 5 * time.Second},
-		"down 3 s":          {ready: &metav1.Condition{Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-3 * time.Second))}, want: 5 * time.Second},
-		"down 40 s":         {ready: &metav1.Condition{Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-40 * time.Second))}, want: 40 * time.Second},
-		"down 4 min":        {ready: &metav1.Condition{Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-4 * time.Minute))}, want: 4 * time.Minute},
-		"down for an hour":  {ready: &metav1.Condition{Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}, want: 5 * time.Minute},
-		"up (unused, safe)": {ready: &metav1.Condition{Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}, want: 5 * time.Second},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			store := testStore("a")
-			if tt.ready != nil {
-				c := *tt.ready
-				c.Type, c.Reason = conditions.Ready, "StoreUnreachable"
-				store.Status.Conditions = []metav1.Condition{c}
-			}
-			distinct := map[time.Duration]bool{}
-			for range 100 {
-				d := storeRetry(store, now)
-				expectWithin10Percent(g, d, tt.want, "retry")
-				distinct[d] = true
-			}
-			g.Expect(len(distinct)).To(BeNumerically(">", 50), "the back-off is jittered")
-		})
-	}
-}
-
-// The waits of a store that stays down double: each is as long as the
-// outage so far, from 5 s up to 5 min.
-func TestStoreRetryDoubles(t *testing.T) {
-	g := NewWithT(t)
-	down := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	store := testStore("a")
-	store.Status.Conditions = []metav1.Condition{{Type: conditions.Ready, Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(down), Reason: "StoreUnreachable"}}
-	now := down
-	waits := make([]string, 0, 10)
-	for range 10 {
-		wait := storeRetry(store, now)
-		waits = append(waits, fmt.Sprintf("%.0fs", wait.Seconds()))
-		now = now.Add(wait)
-	}
-	t.Logf("waits: %v", waits)
-	g.Expect(now.Sub(down)).To(BeNumerically(">", 10*time.Minute), "ten waits cover the outage quickly")
-	g.Expect(now.Sub(down)).To(BeNumerically("<", 40*time.Minute))
-	g.Expect(storeRetry(store, now)).To(BeNumerically("<=", time.Duration(1.1*float64(storeBackoffMax))))
-}
-
-func expectWithin10Percent(g Gomega, got, want time.Duration, what string) {
-	lo := time.Duration(float64(want) * 0.9)
-	hi := time.Duration(float64(want) * 1.1)
-	g.ExpectWithOffset(1, got).To(BeNumerically(">=", lo-time.Nanosecond), "%s: %v below %v-10%%", what, got, want)
-	g.ExpectWithOffset(1, got).To(BeNumerically("<=", hi+time.Nanosecond), "%s: %v above %v+10%%", what, got, want)
 }

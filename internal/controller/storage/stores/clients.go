@@ -1,22 +1,24 @@
-package storage
+// Package stores is what the storage controllers, the sweep and the
+// bucket-event receiver share: the clients of each ObjectStore (built from
+// its credentials Secret, each request counted), the labels of namespaces
+// that the stores' selectors match, the field indexes, and the marks
+// Trellis puts in the access key ids it issues.
+package stores
 
 import (
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
-	"github.com/trellis-dev/trellis/internal/conditions"
-	"github.com/trellis-dev/trellis/internal/jitter"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -26,12 +28,12 @@ const (
 	SecretAccessKeyKey = "secretAccessKey"
 )
 
-// Stores keeps one S3 client per ObjectStore, built from its credentials
+// Clients keeps one S3 client per ObjectStore, built from its credentials
 // Secret, and for store types that have one, its account driver. It holds
 // clients only: whether a store answers is the ObjectStore's Ready
 // condition, which every replica reads from its cache, so a new leader knows
 // it at once.
-type Stores struct {
+type Clients struct {
 	// secrets reads credentials uncached, from the manager's namespace only.
 	secrets   client.Reader
 	namespace string
@@ -75,22 +77,22 @@ type storeClient struct {
 	configSum [32]byte
 }
 
-// NewStores returns an empty set of clients. Secrets are read with secrets,
+// NewClients returns an empty set of clients. Secrets are read with secrets,
 // and only from namespace.
-func NewStores(secrets client.Reader, namespace string, backends Backends) *Stores {
-	return &Stores{secrets: secrets, namespace: namespace, backends: backends, clients: map[string]storeClient{}, policyLocks: map[string]*policyLock{}}
+func NewClients(secrets client.Reader, namespace string, backends Backends) *Clients {
+	return &Clients{secrets: secrets, namespace: namespace, backends: backends, clients: map[string]storeClient{}, policyLocks: map[string]*policyLock{}}
 }
 
 // Refresh reads the store's credentials Secret and returns its client,
 // rebuilt only when the configuration or the keys changed. The ObjectStore
 // controller calls it at every store check, which is how rotated keys are
 // picked up.
-func (s *Stores) Refresh(ctx context.Context, store *storagev1.ObjectStore) (s3.Client, error) {
+func (s *Clients) Refresh(ctx context.Context, store *storagev1.ObjectStore) (s3.Client, error) {
 	c, err := s.refresh(ctx, store)
 	return c.client, err
 }
 
-func (s *Stores) refresh(ctx context.Context, store *storagev1.ObjectStore) (storeClient, error) {
+func (s *Clients) refresh(ctx context.Context, store *storagev1.ObjectStore) (storeClient, error) {
 	cfg, err := s.config(ctx, store)
 	if err != nil {
 		return storeClient{}, err
@@ -110,13 +112,13 @@ func (s *Stores) refresh(ctx context.Context, store *storagev1.ObjectStore) (sto
 	if err != nil {
 		return storeClient{}, err
 	}
-	built := storeClient{client: counted(store.Name, c), configSum: sum}
-	if store.Spec.Type == storagev1.StoreTypeVersitygw {
+	built := storeClient{client: c, configSum: sum}
+	if hasAccounts(store) {
 		a, err := s.backends.Accounts(cfg, adminEndpoint)
 		if err != nil {
 			return storeClient{}, err
 		}
-		built.accounts = countedAccounts(store.Name, a)
+		built.accounts = a
 	}
 	s.clients[store.Name] = built
 	return built, nil
@@ -124,15 +126,15 @@ func (s *Stores) refresh(ctx context.Context, store *storagev1.ObjectStore) (sto
 
 // Client returns the store's client, building it if no check has yet (a
 // bucket reconciled on a new leader before its store was).
-func (s *Stores) Client(ctx context.Context, store *storagev1.ObjectStore) (s3.Client, error) {
+func (s *Clients) Client(ctx context.Context, store *storagev1.ObjectStore) (s3.Client, error) {
 	c, err := s.get(ctx, store)
 	return c.client, err
 }
 
 // Accounts returns the store's account driver, or s3.ErrAccessNotSupported
 // for a store type without one.
-func (s *Stores) Accounts(ctx context.Context, store *storagev1.ObjectStore) (s3.Accounts, error) {
-	if store.Spec.Type != storagev1.StoreTypeVersitygw {
+func (s *Clients) Accounts(ctx context.Context, store *storagev1.ObjectStore) (s3.Accounts, error) {
+	if !hasAccounts(store) {
 		return nil, s3.ErrAccessNotSupported
 	}
 	c, err := s.get(ctx, store)
@@ -148,7 +150,13 @@ func (s *Stores) Accounts(ctx context.Context, store *storagev1.ObjectStore) (s3
 	return c.accounts, nil
 }
 
-func (s *Stores) get(ctx context.Context, store *storagev1.ObjectStore) (storeClient, error) {
+// hasAccounts reports whether the store's type has an account driver
+// (Backends.Accounts, one of internal/s3's accounts_*.go).
+func hasAccounts(store *storagev1.ObjectStore) bool {
+	return store.Spec.Type == storagev1.StoreTypeVersitygw
+}
+
+func (s *Clients) get(ctx context.Context, store *storagev1.ObjectStore) (storeClient, error) {
 	s.mu.Lock()
 	c, ok := s.clients[store.Name]
 	s.mu.Unlock()
@@ -165,7 +173,7 @@ func (s *Stores) get(ctx context.Context, store *storagev1.ObjectStore) (storeCl
 // lets go, rather than a fixed set of locks shared by hash: a policy edit
 // waits for its store (seconds, when the store is slow), and a shared lock
 // would make an edit in one store wait for a slow one in another.
-func (s *Stores) LockPolicy(store, bucket string) (unlock func()) {
+func (s *Clients) LockPolicy(store, bucket string) (unlock func()) {
 	key := store + "/" + bucket
 	s.locksMu.Lock()
 	l := s.policyLocks[key]
@@ -186,8 +194,22 @@ func (s *Stores) LockPolicy(store, bucket string) (unlock func()) {
 	}
 }
 
+// PolicyLocksIn is how many policy locks of the store's buckets exist
+// (held, or waited for): what memory holds for them.
+func (s *Clients) PolicyLocksIn(store string) int {
+	s.locksMu.Lock()
+	defer s.locksMu.Unlock()
+	n := 0
+	for key := range s.policyLocks {
+		if strings.HasPrefix(key, store+"/") {
+			n++
+		}
+	}
+	return n
+}
+
 // Forget drops a deleted store's client.
-func (s *Stores) Forget(store string) {
+func (s *Clients) Forget(store string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.clients, store)
@@ -200,7 +222,7 @@ var (
 	errCredentialsForbidden = errors.New("the manager may not read the credentials Secret")
 )
 
-func (s *Stores) config(ctx context.Context, store *storagev1.ObjectStore) (s3.Config, error) {
+func (s *Clients) config(ctx context.Context, store *storagev1.ObjectStore) (s3.Config, error) {
 	ref := store.Spec.CredentialsSecretRef
 	if ref.Namespace != s.namespace {
 		// A tenant must not be able to point Trellis at someone else's Secret,
@@ -223,13 +245,14 @@ func (s *Stores) config(ctx context.Context, store *storagev1.ObjectStore) (s3.C
 		PathStyle: ptr.Deref(store.Spec.PathStyle, false),
 		AccessKey: string(secret.Data[AccessKeyIDKey]),
 		SecretKey: string(secret.Data[SecretAccessKeyKey]),
+		OnRequest: countRequests(store.Name),
 	}, nil
 }
 
-// classifyStoreError sorts an error met while talking to a store into a
+// ClassifyError sorts an error met while talking to a store into a
 // condition reason and a message safe to show (never a key).
-func classifyStoreError(err error) (s3.Reason, string) {
-	var ce *cacheError
+func ClassifyError(err error) (s3.Reason, string) {
+	var ce *CacheError
 	switch {
 	case errors.As(err, &ce):
 		// Not the store's: the manager's cache failed; nothing was sent.
@@ -244,26 +267,8 @@ func classifyStoreError(err error) (s3.Reason, string) {
 	return s3.Classify(err)
 }
 
-// needsPerson reports the store reasons only a person can fix: keys missing
+// NeedsPerson reports the store reasons only a person can fix: keys missing
 // or refused. Anything else (a store that does not answer) heals by itself.
-func needsPerson(reason s3.Reason) bool {
+func NeedsPerson(reason s3.Reason) bool {
 	return reason == s3.ReasonCredentialsMissing || reason == s3.ReasonAccessDenied
-}
-
-// Back-off of the store-level check while a store is down.
-const (
-	storeBackoffBase = 5 * time.Second
-	storeBackoffMax  = 5 * time.Minute
-)
-
-// storeRetry is how long a store that is down waits for its next check: as
-// long as it has been down so far (so the waits double), between 5 s and
-// 5 min, ±10%. It is derived from the Ready condition's transition time, so a
-// new leader continues the same back-off.
-func storeRetry(store *storagev1.ObjectStore, now time.Time) time.Duration {
-	down := time.Duration(0)
-	if c := conditions.Get(store.Status.Conditions, conditions.Ready); c != nil && c.Status == metav1.ConditionFalse {
-		down = now.Sub(c.LastTransitionTime.Time)
-	}
-	return jitter.Duration(min(max(down, storeBackoffBase), storeBackoffMax), 0.1)
 }

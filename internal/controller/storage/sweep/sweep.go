@@ -1,4 +1,6 @@
-package storage
+// Package sweep revokes, in every ObjectStore, the keys and grants that
+// belong to no live BucketAccess: a Runnable on the leader.
+package sweep
 
 import (
 	"context"
@@ -18,6 +20,7 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/jitter"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
@@ -28,11 +31,11 @@ import (
 // it. Every interval, in each store, it revokes what carries Trellis' marks
 // and belongs to no live BucketAccess:
 //
-//   - accounts whose access key id has the store's mark (storeKeyPrefix)
+//   - accounts whose access key id has the store's mark (stores.StoreKeyPrefix)
 //     and the hash of the UID of no BucketAccess in the cache;
 //   - in the policy of every bucket a StorageBucket claims there,
 //     statements with Trellis' Sid prefix that are no recorded grant
-//     (liveGrants, s3.KeepGrants), as every rewrite of a policy does.
+//     (stores.LiveGrants, s3.KeepGrants), as every rewrite of a policy does.
 //
 // Order of events: the store's accounts are listed first, then the cache's
 // BucketAccesses. An account exists only once a reconcile read its
@@ -44,33 +47,41 @@ import (
 
 // Sweep results besides a store reason and ReconcileError.
 const (
-	// SweepClean: nothing to revoke.
-	SweepClean = "Clean"
-	// SweepRevoked: something was revoked, and nothing is left.
-	SweepRevoked = "Revoked"
-	// SweepCapped: maxSweepRevocations reached; the rest waits for the next sweep.
-	SweepCapped = "Capped"
+	// Clean: nothing to revoke.
+	Clean = "Clean"
+	// Revoked: something was revoked, and nothing is left.
+	Revoked = "Revoked"
+	// Capped: MaxRevocations reached; the rest waits for the next sweep.
+	Capped = "Capped"
 )
 
-// maxSweepRevocations bounds what one sweep of a store revokes (accounts
+// MaxRevocations bounds what one sweep of a store revokes (accounts
 // deleted and grant statements taken out or put back): a sweep that goes
 // wrong goes wrong by at most this much before a person can look.
-const maxSweepRevocations = 100
+const MaxRevocations = 100
 
 // Sweeper sweeps every store, every Interval (±10%), on the leader only.
 type Sweeper struct {
 	Interval time.Duration
 
-	client   client.Reader // the manager's cache
-	cache    interface{ WaitForCacheSync(context.Context) bool }
-	stores   *Stores
-	recorder recorder.EventRecorder
-	// storeChecks asks the ObjectStore controller to check a store a sweep
+	Cache    client.Reader // the manager's cache
+	Synced   interface{ WaitForCacheSync(context.Context) bool }
+	Clients  *stores.Clients
+	Recorder recorder.EventRecorder
+	// StoreChecks asks the ObjectStore controller to check a store a sweep
 	// found not answering.
-	storeChecks storeChecks
+	StoreChecks stores.StoreChecks
 
-	// mu: one sweep at a time (and a test can hold sweeps off).
+	// mu: one sweep at a time (and Hold holds sweeps off).
 	mu sync.Mutex
+}
+
+// Hold keeps sweeps from starting until release is called (one under way
+// ends first): what happens meanwhile is another writer's doing.
+func (s *Sweeper) Hold() (release func()) {
+	s.mu.Lock()
+	var once sync.Once
+	return func() { once.Do(s.mu.Unlock) }
 }
 
 // NeedLeaderElection is true: only the leader writes to stores.
@@ -79,7 +90,7 @@ func (s *Sweeper) NeedLeaderElection() bool { return true }
 // Start sweeps every Interval until ctx ends, the first time one interval
 // after the cache has synced.
 func (s *Sweeper) Start(ctx context.Context) error {
-	if s.cache != nil && !s.cache.WaitForCacheSync(ctx) {
+	if s.Synced != nil && !s.Synced.WaitForCacheSync(ctx) {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -93,46 +104,47 @@ func (s *Sweeper) Start(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		s.sweep(ctx)
+		s.Sweep(ctx)
 	}
 }
 
-// sweep sweeps every store in the cache, one after the other.
-func (s *Sweeper) sweep(ctx context.Context) {
+// Sweep sweeps every store in the cache, one after the other.
+func (s *Sweeper) Sweep(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	list := &storagev1.ObjectStoreList{}
-	if err := s.client.List(ctx, list); err != nil {
+	if err := s.Cache.List(ctx, list); err != nil {
 		log.FromContext(ctx).Error(err, "storage sweep: listing ObjectStores")
 		return
 	}
 	for i := range list.Items {
-		s.sweepStore(ctx, &list.Items[i])
+		s.SweepStore(ctx, &list.Items[i])
 	}
 }
 
-// sweepResult is what one sweep of one store did.
-type sweepResult struct {
-	// result is Clean, Revoked, Capped, StoreNotReady, or why the sweep
+// Result is what one sweep of one store did.
+type Result struct {
+	// Result is Clean, Revoked, Capped, StoreNotReady, or why the sweep
 	// stopped (a store reason, ReconcileError).
-	result string
-	// accounts are the access key ids revoked.
-	accounts []string
-	// grants counts grant statements taken out or put back.
-	grants int
+	Result string
+	// Accounts are the access key ids revoked.
+	Accounts []string
+	// Grants counts grant statements taken out or put back.
+	Grants int
 }
 
-// sweepStore sweeps one store, counts it and says what it revoked.
-func (s *Sweeper) sweepStore(ctx context.Context, store *storagev1.ObjectStore) sweepResult {
+// SweepStore sweeps one store, counts it and says what it revoked.
+func (s *Sweeper) SweepStore(ctx context.Context, store *storagev1.ObjectStore) Result {
 	res := s.sweepOf(ctx, store)
-	sweepsTotal.WithLabelValues(store.Name, res.result).Inc()
-	if err := s.client.Get(ctx, client.ObjectKeyFromObject(store), &storagev1.ObjectStore{}); apierrors.IsNotFound(err) {
+	Sweeps.WithLabelValues(store.Name, res.Result).Inc()
+	if err := s.Cache.Get(ctx, client.ObjectKeyFromObject(store), &storagev1.ObjectStore{}); apierrors.IsNotFound(err) {
 		// Gone while it was swept: its series go with it, as the store
 		// controller dropped them once the cache showed it gone.
-		forgetStoreMetrics(store.Name)
+		stores.ForgetMetrics(store.Name)
+		ForgetMetrics(store.Name)
 	}
-	if len(res.accounts) > 0 || res.grants > 0 || res.result != SweepClean && res.result != ReasonStoreNotReady {
-		log.FromContext(ctx).Info("storage sweep", "store", store.Name, "result", res.result, "accounts", len(res.accounts), "grants", res.grants)
+	if len(res.Accounts) > 0 || res.Grants > 0 || res.Result != Clean && res.Result != stores.ReasonStoreNotReady {
+		log.FromContext(ctx).Info("storage sweep", "store", store.Name, "result", res.Result, "accounts", len(res.Accounts), "grants", res.Grants)
 	}
 	return res
 }
@@ -143,42 +155,42 @@ func (s *Sweeper) revokedAccounts(store *storagev1.ObjectStore, ids []string) {
 	if n == 0 {
 		return
 	}
-	sweepRevoked.WithLabelValues(store.Name, "account").Add(float64(n))
+	RevokedTotal.WithLabelValues(store.Name, "account").Add(float64(n))
 	shown, more := ids, ""
 	if n > 10 {
 		shown, more = ids[:10], fmt.Sprintf(" and %d more", n-10)
 	}
-	s.recorder.Eventf(store, nil, corev1.EventTypeWarning, "OrphanKeysRevoked", "Sweep",
+	s.Recorder.Eventf(store, nil, corev1.EventTypeWarning, "OrphanKeysRevoked", "Sweep",
 		"revoked %d key(s) of no BucketAccess that still exists (one deleted without its finalizer): %s%s", n, strings.Join(shown, ", "), more)
 }
 
-func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) sweepResult {
-	usable, _, err := usableStore(ctx, s.client, store.Name)
+func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) Result {
+	usable, _, err := stores.UsableStore(ctx, s.Cache, store.Name)
 	if err != nil {
-		return sweepResult{result: ReasonReconcileError}
+		return Result{Result: stores.ReasonReconcileError}
 	}
 	if usable == nil {
 		// Down, not checked yet or gone: nothing is sent to it.
-		return sweepResult{result: ReasonStoreNotReady}
+		return Result{Result: stores.ReasonStoreNotReady}
 	}
 	store = usable
-	res := sweepResult{}
-	budget := maxSweepRevocations
-	stop := func(err error) sweepResult {
-		reason, _ := classifyStoreError(err)
-		res.result = string(reason)
-		if invalid := (*invalidPolicyError)(nil); errors.As(err, &invalid) {
-			res.result = ReasonInvalidPolicy // a policy Trellis cannot read is left as it is
+	res := Result{}
+	budget := MaxRevocations
+	stop := func(err error) Result {
+		reason, _ := stores.ClassifyError(err)
+		res.Result = string(reason)
+		if invalid := (*stores.InvalidPolicyError)(nil); errors.As(err, &invalid) {
+			res.Result = stores.ReasonInvalidPolicy // a policy Trellis cannot read is left as it is
 		}
-		if reason == s3.ReasonStoreUnreachable && s.storeChecks != nil {
-			s.storeChecks.request(ctx, store)
+		if reason == s3.ReasonStoreUnreachable && s.StoreChecks != nil {
+			s.StoreChecks.Request(ctx, store)
 		}
 		return res
 	}
 
 	if store.Spec.Type == storagev1.StoreTypeVersitygw {
 		revoked, err := s.sweepAccounts(ctx, store, budget)
-		res.accounts = revoked
+		res.Accounts = revoked
 		budget -= len(revoked)
 		s.revokedAccounts(store, revoked)
 		if err != nil {
@@ -187,39 +199,39 @@ func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) swe
 	}
 	if budget <= 0 {
 		// The grants wait for the next sweep.
-		res.result = SweepCapped
+		res.Result = Capped
 		return res
 	}
 
-	c, err := s.stores.Client(ctx, store)
+	c, err := s.Clients.Client(ctx, store)
 	if err != nil {
 		return stop(err)
 	}
 	buckets, err := s.claimedBuckets(ctx, store)
 	if err != nil {
-		return stop(&cacheError{err: err})
+		return stop(&stores.CacheError{Err: err})
 	}
 	var failed error
 	for _, sb := range buckets {
 		if budget <= 0 {
-			res.result = SweepCapped
+			res.Result = Capped
 			return res
 		}
 		bucket := sb.Status.BucketName
-		edit, err := bucketPolicy{s3: c, bucket: bucket, grants: grantsOf(s.client, store, bucket),
-			lock: func() func() { return s.stores.LockPolicy(store.Name, bucket) }}.edit(ctx, nil)
-		reason, _ := classifyStoreError(err)
+		edit, err := stores.BucketPolicy{S3: c, Bucket: bucket, Grants: stores.GrantsOf(s.Cache, store, bucket),
+			Lock: func() func() { return s.Clients.LockPolicy(store.Name, bucket) }}.Edit(ctx, nil)
+		reason, _ := stores.ClassifyError(err)
 		switch {
 		case err == nil:
-			raise(s.recorder, sb, grantFixActions(bucket, edit.fixes))
-			if n := len(edit.fixes); n > 0 {
-				sweepRevoked.WithLabelValues(store.Name, "grant").Add(float64(n))
-				res.grants += n
+			stores.Raise(s.Recorder, sb, stores.GrantFixActions(bucket, edit.Fixes))
+			if n := len(edit.Fixes); n > 0 {
+				RevokedTotal.WithLabelValues(store.Name, "grant").Add(float64(n))
+				res.Grants += n
 				budget -= n
 			}
 		case reason == s3.ReasonBucketMissing:
 			// Its own check says so.
-		case reason == s3.ReasonStoreUnreachable || reason == ReasonReconcileError:
+		case reason == s3.ReasonStoreUnreachable || reason == stores.ReasonReconcileError:
 			return stop(err)
 		default:
 			// This bucket's policy cannot be read or written (refused, or
@@ -230,10 +242,10 @@ func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) swe
 	switch {
 	case failed != nil:
 		return stop(failed)
-	case len(res.accounts) > 0 || res.grants > 0:
-		res.result = SweepRevoked
+	case len(res.Accounts) > 0 || res.Grants > 0:
+		res.Result = Revoked
 	default:
-		res.result = SweepClean
+		res.Result = Clean
 	}
 	return res
 }
@@ -243,13 +255,13 @@ func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) swe
 // error where the store or the cache failed, and with the budget spent
 // when more are left.
 func (s *Sweeper) sweepAccounts(ctx context.Context, store *storagev1.ObjectStore, budget int) ([]string, error) {
-	accounts, err := s.stores.Accounts(ctx, store)
+	accounts, err := s.Clients.Accounts(ctx, store)
 	if err != nil {
 		return nil, err
 	}
 	// First the store's accounts, then the cache: see above.
 	ids, err := accounts.ListAccounts(ctx)
-	if reason, _ := classifyStoreError(err); reason == s3.ReasonNotSupported {
+	if reason, _ := stores.ClassifyError(err); reason == s3.ReasonNotSupported {
 		return nil, nil // no IAM, no accounts; grants may still be forged
 	}
 	if err != nil {
@@ -257,7 +269,7 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, store *storagev1.ObjectStor
 	}
 	orphans, err := s.orphans(ctx, store, ids)
 	if err != nil {
-		return nil, &cacheError{err: err}
+		return nil, &stores.CacheError{Err: err}
 	}
 	due := orphans[:min(len(orphans), budget)]
 	revoked := make([]string, 0, len(due))
@@ -274,10 +286,10 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, store *storagev1.ObjectStor
 // and the hash of no BucketAccess in the cache. ids must have been listed
 // before this is called.
 func (s *Sweeper) orphans(ctx context.Context, store *storagev1.ObjectStore, ids []string) ([]string, error) {
-	prefix := storeKeyPrefix(store.UID)
+	prefix := stores.StoreKeyPrefix(store.UID)
 	owners := map[string]string{}
 	for _, id := range ids {
-		if owner, ok := keyOwner(prefix, id); ok {
+		if owner, ok := stores.KeyOwner(prefix, id); ok {
 			owners[id] = owner
 		}
 	}
@@ -285,12 +297,12 @@ func (s *Sweeper) orphans(ctx context.Context, store *storagev1.ObjectStore, ids
 		return nil, nil
 	}
 	list := &storagev1.BucketAccessList{}
-	if err := s.client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+	if err := s.Cache.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing BucketAccesses: %w", err)
 	}
 	live := make(map[string]bool, len(list.Items))
 	for i := range list.Items {
-		live[grantID(list.Items[i].UID)] = true
+		live[stores.GrantID(list.Items[i].UID)] = true
 	}
 	var out []string
 	for id, owner := range owners {
@@ -308,14 +320,14 @@ func (s *Sweeper) orphans(ctx context.Context, store *storagev1.ObjectStore, ids
 // as it is, its policy unread, until they resume; accounts are still swept).
 func (s *Sweeper) claimedBuckets(ctx context.Context, store *storagev1.ObjectStore) ([]*storagev1.StorageBucket, error) {
 	list := &storagev1.StorageBucketList{}
-	if err := s.client.List(ctx, list, client.MatchingFields{bucketStoreIndex: store.Name}); err != nil {
+	if err := s.Cache.List(ctx, list, client.MatchingFields{stores.BucketStoreIndex: store.Name}); err != nil {
 		return nil, fmt.Errorf("listing the StorageBuckets of ObjectStore %s: %w", store.Name, err)
 	}
 	out := make([]*storagev1.StorageBucket, 0, len(list.Items))
 	for i := range list.Items {
 		sb := &list.Items[i]
 		ready := conditions.Get(sb.Status.Conditions, conditions.Ready)
-		if sb.Status.Claim != storagev1.BucketClaimed || sb.Status.BucketName == "" || ready != nil && ready.Reason == ReasonNamespaceNotAllowed ||
+		if sb.Status.Claim != storagev1.BucketClaimed || sb.Status.BucketName == "" || ready != nil && ready.Reason == stores.ReasonNamespaceNotAllowed ||
 			operate.IsSuspended(sb.Spec.Suspend) {
 			continue
 		}
