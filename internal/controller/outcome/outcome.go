@@ -21,19 +21,19 @@ import (
 type Kind int
 
 const (
-	// Done: nothing left to do until something changes.
+	// Done means nothing is left to do until something changes.
 	Done Kind = iota
-	// Requeue: done for now, and looked at again after a while.
+	// Requeue means done for now, and looked at again after a while.
 	Requeue
-	// Conflict: an object changed since it was read. No status is written
+	// Conflict means an object changed since it was read. No status is written
 	// about it, and the reconcile runs again soon, with no error: two
 	// writers meeting is no failure.
 	Conflict
-	// Blocked: a person must act (a name someone else holds, an input too
+	// Blocked means a person must act (a name someone else holds, an input too
 	// large, a refusal of the API server). No error: retrying changes
 	// nothing, so it is shown as Stalled.
 	Blocked
-	// Failed: an error the work queue retries with back-off, shown as
+	// Failed means an error the work queue retries with back-off, shown as
 	// Reconciling, ReconcileError.
 	Failed
 )
@@ -63,7 +63,7 @@ type Outcome struct {
 	err             error
 }
 
-// RequeueAfter: done for now, and again after d (exactly: a caller that
+// RequeueAfter is done for now, and again after d (exactly: a caller that
 // wants jitter passes a jittered d).
 func RequeueAfter(d time.Duration) Outcome { return Outcome{kind: Requeue, after: d} }
 
@@ -71,7 +71,7 @@ func RequeueAfter(d time.Duration) Outcome { return Outcome{kind: Requeue, after
 // than returned as an error.
 func RaceLost() Outcome { return Outcome{kind: Conflict} }
 
-// Stalled: a person must act; reason and message go on Ready and Stalled.
+// Stalled says a person must act; reason and message go on Ready and Stalled.
 func Stalled(reason, message string) Outcome {
 	return Outcome{kind: Blocked, reason: reason, message: message}
 }

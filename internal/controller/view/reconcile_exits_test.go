@@ -123,7 +123,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		events: []string{"Warning ChildRejected"}}
 	conflict := rxExit{requeue: true, ready: ReasonChildConflict, also: conditions.Stalled, statusWrites: 1,
 		events: []string{"Warning ChildConflict"}}
-	failed := rxExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1}
+	failed := rxExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1}
 	rollingOut := rxExit{ready: ReasonRollingOut, also: conditions.Reconciling, statusWrites: 1}
 	with := func(e rxExit, writes ...string) rxExit { e.writes = writes; return e }
 	cases := map[string]struct {
@@ -180,7 +180,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 				f.settle(g, r)
 				f.markAvailable(g)
 			},
-			want: rxExit{ready: ReasonReady, statusWrites: 1, events: []string{"Normal Ready"}},
+			want: rxExit{ready: conditions.ReasonReady, statusWrites: 1, events: []string{"Normal Ready"}},
 		},
 		"settled and Ready, reconciled again: nothing written": {
 			view: rxView(withHost, route),
@@ -189,7 +189,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 				f.markAvailable(g)
 				f.settle(g, r)
 			},
-			want: rxExit{ready: ReasonReady},
+			want: rxExit{ready: conditions.ReasonReady},
 		},
 		"settled, the spec changed: the Deployment applied again": {
 			view: rxView(),
@@ -220,7 +220,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 				f.settle(g, r)
 				f.markAvailable(g)
 			},
-			want: rxExit{ready: ReasonReady, statusWrites: 1, events: []string{"Normal Ready"}},
+			want: rxExit{ready: conditions.ReasonReady, statusWrites: 1, events: []string{"Normal Ready"}},
 		},
 		"young, an API error: ReconcileError at once": {
 			view:  rxView(young),
