@@ -71,12 +71,13 @@ import (
 //	   no requeue
 //	R6 the end: the status written when it changed, then
 //	   a. a child someone else holds: ChildConflict, again in ForeignChildRetry
-//	   b. blocked (errBlocked): Stalled, no error
+//	   b. blocked (outcome.Block: an image not allowed, files too large, no
+//	      Gateway API, a route its Gateway refused): Stalled, no error
 //	   c. refused by the API server (Invalid, Forbidden): ChildRejected,
 //	      again in ForeignChildRetry
 //	   d. any other error: ReconcileError, the error
-//	   e. no error: RollingOut, Ready, or Stalled on what the sub-reconcilers
-//	      recorded without an error (GatewayAPIUnavailable, RouteNotAccepted)
+//	   e. no error: RollingOut, Ready, or Stalled on what the Deployment
+//	      says (ProgressDeadlineExceeded, ReplicaFailure)
 //	R7 the view is gone from the API server, or replaced, when its files are
 //	   read (errGone): nothing more written. This test found the reconcile
 //	   going on there, applying the children of a view that was no more and
