@@ -31,6 +31,17 @@ const (
 	SettingsApplied = "SettingsApplied"
 )
 
+// Reasons every kind gives, with the same meaning. A kind's own reasons are
+// declared beside its status function. These strings are read by people and
+// alerts: they never change.
+const (
+	// ReasonReady: everything the object asks for is in place.
+	ReasonReady = "Ready"
+	// ReasonReconcileError: the reconcile met an error it returned; the work
+	// queue retries it with back-off (Reconciling).
+	ReasonReconcileError = "ReconcileError"
+)
+
 // Progress is where a reconcile left an object.
 type Progress int
 

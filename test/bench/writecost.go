@@ -15,7 +15,6 @@ import (
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
-	"github.com/trellis-dev/trellis/internal/controller/tenancy"
 )
 
 // The write-cost scenario (writecost):
@@ -211,7 +210,7 @@ func median(xs []float64) float64 {
 // a quota, the tenant-wide quota summed over its namespaces, none used yet).
 func readyTenantStatus(t *tenancyv1.Tenant) tenancyv1.TenantStatus {
 	st := tenancyv1.TenantStatus{ObservedGeneration: t.Generation, Conditions: []metav1.Condition{{
-		Type: conditions.Ready, Status: metav1.ConditionTrue, Reason: tenancy.ReasonReady, ObservedGeneration: t.Generation,
+		Type: conditions.Ready, Status: metav1.ConditionTrue, Reason: conditions.ReasonReady, ObservedGeneration: t.Generation,
 		LastTransitionTime: metav1.Now(),
 		Message:            fmt.Sprintf("%d namespaces ready, administered by Group %s", len(t.Spec.Namespaces), t.Spec.Admins[0].Name),
 	}}}

@@ -10,7 +10,8 @@
 //     policy or a quota can change without an event).
 //   - Conflict: the object changed since it was read. The reconcile writes
 //     no status about it and is run again at once, with no error
-//     (RequeueConflict): two writers meeting is no failure.
+//     (outcome.Result, or RequeueConflict in a reconcile that defers it):
+//     two writers meeting is no failure.
 //   - Transient: anything else (a timeout, an API server that did not
 //     answer, a cache read that failed). The reconcile returns it, the work
 //     queue backs off, and the status says Reconciling, ReconcileError.
@@ -37,7 +38,7 @@ const (
 	// None is the class of a nil error.
 	None Class = iota
 	// Conflict: the object changed since it was read; run again at once
-	// (RequeueConflict), without touching the status.
+	// (CountConflict), without touching the status.
 	Conflict
 	// Transient: return the error; the work queue retries with back-off and
 	// the status says ReconcileError.

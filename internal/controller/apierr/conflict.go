@@ -10,7 +10,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/jitter"
 )
 
-// conflicts counts the reconciles RequeueConflict turned into a requeue.
+// conflicts counts the reconciles that ended in a conflict (CountConflict).
 var conflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "trellis_reconcile_conflicts_total",
 	Help: "Reconciles that ended in a conflict (an object changed since it was read) and were requeued without an error, by controller.",
@@ -38,6 +38,13 @@ func RequeueConflict(controller string, result *ctrl.Result, err *error) {
 	if Classify(*err) != Conflict {
 		return
 	}
+	*result, *err = CountConflict(controller), nil
+}
+
+// CountConflict counts a reconcile of controller that ended in a conflict
+// and returns its requeue, after about ConflictRetry. RequeueConflict and
+// outcome.Result both end a conflict with it.
+func CountConflict(controller string) ctrl.Result {
 	conflicts.WithLabelValues(controller).Inc()
-	*result, *err = ctrl.Result{RequeueAfter: jitter.Duration(ConflictRetry, 0.1)}, nil
+	return ctrl.Result{RequeueAfter: jitter.Duration(ConflictRetry, 0.1)}
 }

@@ -1,5 +1,8 @@
 // Package setup is the small contract between cmd/manager and each controller:
-// a controller is a name plus one function that registers it with the manager.
+// a controller is a name, the function that registers it with the manager,
+// and what the manager's cache keeps for it (the child types it owns, how it
+// recognises its own children among them, and how their cached copies are
+// trimmed).
 package setup
 
 import (
@@ -187,8 +190,13 @@ func (o Options) ControllerOptions() controller.Options {
 // what Trellis labelled), so its removal is no event.
 const ForeignChildRetry = 2 * time.Minute
 
-// RequeueAfter asks for another reconcile in about d: ±10%, so objects that
-// were handled together do not all come back in the same instant.
+// RequeueAfter asks for another reconcile in about d (Jitter).
 func RequeueAfter(d time.Duration) ctrl.Result {
-	return ctrl.Result{RequeueAfter: jitter.Duration(d, 0.1)}
+	return ctrl.Result{RequeueAfter: Jitter(d)}
+}
+
+// Jitter is d ±10%, so that objects that were handled together do not all
+// come back in the same instant.
+func Jitter(d time.Duration) time.Duration {
+	return jitter.Duration(d, 0.1)
 }

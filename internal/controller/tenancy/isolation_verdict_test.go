@@ -19,6 +19,7 @@ import (
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 )
 
@@ -317,7 +318,7 @@ func TestIsolationUndoneStatus(t *testing.T) {
 	obs.undoIsolation("acme-c", []string{"c1", "c2"})
 	obs.conflict("acme-c", "RoleBinding acme-c/trellis-tenant-admin exists and was not created by this Tenant; it is left untouched")
 
-	st := computeStatus(tenant, obs)
+	st := computeStatus(tenant, obs, outcome.Outcome{})
 	stalled := conditions.Get(st.Conditions, conditions.Stalled)
 	g.Expect(stalled).NotTo(BeNil())
 	g.Expect(stalled.Reason).To(Equal(ReasonIsolationUndone), "named before the conflict")
@@ -343,7 +344,7 @@ func TestIsolationUndoneStatus(t *testing.T) {
 	one := newObservation([]string{"acme-a"}, nil)
 	one.set("acme-a", tenancyv1.NamespaceReady, "")
 	one.undoIsolation("acme-a", []string{"cidr"})
-	msg := conditions.Get(computeStatus(tenant, one).Conditions, conditions.Ready).Message
+	msg := conditions.Get(computeStatus(tenant, one, outcome.Outcome{}).Conditions, conditions.Ready).Message
 	g.Expect(msg).To(HavePrefix("0 of 1 namespaces ready: NetworkPolicy acme-a/cidr admits ingress from outside the tenant"))
 	g.Expect(msg).To(ContainSubstring("Trellis leaves it untouched: delete it, or let it admit only pods of its own namespace"))
 }

@@ -13,6 +13,7 @@ import (
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
@@ -25,6 +26,7 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 	ready := func(name string) tenancyv1.TenantNamespaceStatus { return nsStatus(name, tenancyv1.NamespaceReady, "") }
 	cases := map[string]struct {
 		obs         *observation
+		out         outcome.Outcome
 		deleting    bool
 		podSecurity tenancyv1.PodSecurityLevel
 		want        kstatus.Status
@@ -34,7 +36,7 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 		"protected name":          {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("default", tenancyv1.NamespaceProtected, "shared")}}, want: kstatus.FailedStatus},
 		"RBAC object taken":       {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")}, rbacConflict: "taken"}, want: kstatus.FailedStatus},
 		"a namespace terminating": {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceTerminating, "")}}, want: kstatus.InProgressStatus},
-		"an error, retrying":      {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")}, failed: errors.New("timeout")}, want: kstatus.InProgressStatus},
+		"an error, retrying":      {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")}}, out: outcome.Of(errors.New("timeout")), want: kstatus.InProgressStatus},
 		"being deleted":           {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")}}, deleting: true, want: kstatus.TerminatingStatus},
 		"a guardrail refused by the API server": {obs: &observation{namespaces: []tenancyv1.TenantNamespaceStatus{ready("a-dev")},
 			refused: []string{"the API server refused LimitRange a-dev/trellis-tenant-limits: min > max"}}, want: kstatus.FailedStatus},
@@ -56,7 +58,7 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 			g := NewWithT(t)
 			tenant := unitTenant("a", "uid-a", "a-", "dev")
 			tenant.Spec.PodSecurity.Enforce = tc.podSecurity
-			tenant.Status = computeStatus(tenant, tc.obs)
+			tenant.Status = computeStatus(tenant, tc.obs, tc.out)
 			if tc.podSecurity != "" {
 				g.Expect(conditions.Get(tenant.Status.Conditions, ConditionPodsMeetPodSecurity).Status).To(Equal(metav1.ConditionFalse))
 			}

@@ -310,7 +310,7 @@ func TestTenantReconcileExits(t *testing.T) {
 		// The finalizer.
 		"new: the finalizer, then its namespace, binding and role; Ready": {
 			tenant: exitTenant(noFinalizer),
-			want: tenantExit{requeue: exitReverify, ready: ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
+			want: tenantExit{requeue: exitReverify, ready: conditions.ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
 				events: []string{"Normal Ready"}},
 			check: func(g Gomega, f *exitFixture) {
 				g.Expect(f.writes[0]).To(Equal("patch Tenant acme"), "the finalizer first")
@@ -327,7 +327,7 @@ func TestTenantReconcileExits(t *testing.T) {
 		"adding the finalizer fails: ReconcileError, nothing made": {
 			tenant: exitTenant(noFinalizer),
 			fail:   map[string]error{"patch Tenant": errExitUnavailable},
-			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: none},
 			check: func(g Gomega, f *exitFixture) { g.Expect(f.writes).To(Equal([]string{"status Tenant acme"})) },
 		},
@@ -335,7 +335,7 @@ func TestTenantReconcileExits(t *testing.T) {
 		// Settled.
 		"unchanged: nothing read from the API server, nothing written": {
 			tenant: exitTenant(withQuota, withIsolation), settled: true,
-			want: tenantExit{requeue: exitReverify, ready: ReasonReady, namespaces: ready("acme-a")},
+			want: tenantExit{requeue: exitReverify, ready: conditions.ReasonReady, namespaces: ready("acme-a")},
 			check: func(g Gomega, f *exitFixture) {
 				writesNothing(g, f)
 				g.Expect(f.reads).To(BeEmpty())
@@ -381,7 +381,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			tenant: exitTenant(),
 			world:  []client.Object{otherTenant(), markedAcmeNamespace("acme", "uid-other")},
 			fail:   map[string]error{"list Tenant": errExitUnavailable},
-			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: none},
 			check: func(g Gomega, f *exitFixture) {
 				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme-a"}}
@@ -392,14 +392,14 @@ func TestTenantReconcileExits(t *testing.T) {
 		"reading a namespace from the cache fails: ReconcileError, nothing made there": {
 			tenant: exitTenant(),
 			fail:   map[string]error{"get Namespace": errExitUnavailable},
-			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: none},
 			check: func(g Gomega, f *exitFixture) { g.Expect(f.writes).To(Equal([]string{"status Tenant acme"})) },
 		},
 		"the API server does not answer the read of a namespace that exists: ReconcileError, not a conflict": {
 			tenant: exitTenant(), world: []client.Object{foreignNamespace(nil, nil)},
 			fail: map[string]error{"read Namespace": errExitUnavailable},
-			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: none},
 			check: func(g Gomega, f *exitFixture) {
 				g.Expect(f.message()).NotTo(ContainSubstring("not created by this Tenant"))
@@ -409,7 +409,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			tenant: exitTenant(), settled: true,
 			fail: map[string]error{"get Namespace acme-a": apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "acme-a"),
 				"read Namespace": errExitUnavailable},
-			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 			check: func(g Gomega, f *exitFixture) {
 				g.Expect(f.writes).To(Equal([]string{"status Tenant acme"}), "no create on a guess")
@@ -429,12 +429,12 @@ func TestTenantReconcileExits(t *testing.T) {
 			tenant: exitTenant(), settled: true,
 			prepare: drift(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme-a"}}, unlabel),
 			fail:    map[string]error{"patch Namespace": errExitConflict},
-			want:    tenantExit{err: apierr.Conflict, ready: ReasonReady, namespaces: ready("acme-a")},
+			want:    tenantExit{err: apierr.Conflict, ready: conditions.ReasonReady, namespaces: ready("acme-a")},
 			check:   writesNothing,
 		},
 		"reclaimed, held for a Tenant of the name that no longer exists: Ready, NamespaceReclaimed": {
 			tenant: exitTenant(), world: []client.Object{withUID(markedAcmeNamespace("acme", "uid-gone"), "uid-ns-a"), leftTenantRole("uid-ns-a")},
-			want: tenantExit{requeue: exitReverify, ready: ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
+			want: tenantExit{requeue: exitReverify, ready: conditions.ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
 				events: []string{"Normal NamespaceReclaimed", "Normal Ready"}},
 			check: func(g Gomega, f *exitFixture) { g.Expect(f.writes).To(ContainElement("patch Namespace acme-a")) },
 		},
@@ -458,7 +458,7 @@ func TestTenantReconcileExits(t *testing.T) {
 		},
 		"handed over by a cluster admin: Ready, NamespaceHandedOver": {
 			tenant: exitTenant(), world: []client.Object{foreignNamespace(nil, map[string]string{HandOverAnnotation: "acme"})},
-			want: tenantExit{requeue: exitReverify, ready: ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
+			want: tenantExit{requeue: exitReverify, ready: conditions.ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
 				events: []string{"Normal NamespaceHandedOver", "Normal Ready"}},
 			check: func(g Gomega, f *exitFixture) {
 				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme-a"}}
@@ -495,13 +495,13 @@ func TestTenantReconcileExits(t *testing.T) {
 		"a RoleBinding forbidden while its namespace terminates: ReconcileError, not Stalled": {
 			tenant: exitTenant(),
 			fail:   map[string]error{"create RoleBinding": namespaceTerminatingError()},
-			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 		},
 		"writing a RoleBinding fails: ReconcileError": {
 			tenant: exitTenant(),
 			fail:   map[string]error{"create RoleBinding": errExitUnavailable},
-			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 			check: func(g Gomega, f *exitFixture) {
 				g.Expect(f.writes).To(ContainElement("create ClusterRoleBinding trellis:tenant:acme"), "the round's other writes are done")
@@ -512,7 +512,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			prepare: drift(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "acme-a", Name: adminRoleBindingName}},
 				func(o client.Object) { o.(*rbacv1.RoleBinding).Subjects = nil }),
 			fail:  map[string]error{"patch RoleBinding": errExitConflict},
-			want:  tenantExit{err: apierr.Conflict, ready: ReasonReady, namespaces: ready("acme-a")},
+			want:  tenantExit{err: apierr.Conflict, ready: conditions.ReasonReady, namespaces: ready("acme-a")},
 			check: writesNothing,
 		},
 		"the ClusterRole write conflicts: its binding waits, retried at once, no status": {
@@ -520,7 +520,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			prepare: drift(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "trellis:tenant:acme"}},
 				func(o client.Object) { o.(*rbacv1.ClusterRole).Rules = nil }),
 			fail: map[string]error{"patch ClusterRole": errExitConflict, "get ClusterRoleBinding": errors.New("not to be read")},
-			want: tenantExit{err: apierr.Conflict, ready: ReasonReady, namespaces: ready("acme-a")},
+			want: tenantExit{err: apierr.Conflict, ready: conditions.ReasonReady, namespaces: ready("acme-a")},
 		},
 		"a ClusterRole someone else made: RBACConflict, not adopted": {
 			tenant: exitTenant(), world: []client.Object{&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "trellis:tenant:acme"}}},
@@ -537,7 +537,7 @@ func TestTenantReconcileExits(t *testing.T) {
 				return r
 			}()},
 			fail: map[string]error{"get Tenant other": errExitUnavailable},
-			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 		},
 		// The first read of a reconcile (the requests in the tenant's
@@ -546,18 +546,18 @@ func TestTenantReconcileExits(t *testing.T) {
 		"listing the tenant's namespaces fails: ReconcileError": {
 			tenant: exitTenant(),
 			fail:   map[string]error{"list Namespace": errExitUnavailable},
-			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: map[string]tenancyv1.NamespaceState{}},
 		},
 		"removing a guardrail the spec dropped fails: ReconcileError": {
 			tenant: exitTenant(), world: []client.Object{ourNamespace(exitTenant(), "acme-a"), desiredQuota(exitTenant(withQuota), "acme-a")},
 			fail: map[string]error{"delete ResourceQuota": errExitUnavailable},
-			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 		},
 		"a namespace the spec dropped (Delete): deleted, Ready": {
 			tenant: exitTenant(withPolicy(tenancyv1.NamespaceDelete)), world: []client.Object{ourNamespace(exitTenant(), "acme-b")},
-			want: tenantExit{requeue: exitReverify, ready: ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
+			want: tenantExit{requeue: exitReverify, ready: conditions.ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
 				events: []string{"Normal NamespaceDeleted", "Normal Ready"}},
 			check: func(g Gomega, f *exitFixture) {
 				g.Expect(f.read(g, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme-b"}})).To(BeFalse())
@@ -565,7 +565,7 @@ func TestTenantReconcileExits(t *testing.T) {
 		},
 		"a namespace the spec dropped (Retain): released, Ready": {
 			tenant: exitTenant(), world: []client.Object{ourNamespace(exitTenant(), "acme-b")},
-			want: tenantExit{requeue: exitReverify, ready: ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
+			want: tenantExit{requeue: exitReverify, ready: conditions.ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
 				events: []string{"Normal NamespaceReleased", "Normal Ready"}},
 			check: func(g Gomega, f *exitFixture) {
 				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme-b"}}
@@ -576,7 +576,7 @@ func TestTenantReconcileExits(t *testing.T) {
 		"deleting a namespace the spec dropped fails: ReconcileError": {
 			tenant: exitTenant(withPolicy(tenancyv1.NamespaceDelete)), world: []client.Object{ourNamespace(exitTenant(), "acme-b")},
 			fail: map[string]error{"delete Namespace": errExitUnavailable},
-			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 		},
 		// Refused, yet not Stalled: release serves the Tenant's deletion too,
@@ -584,7 +584,7 @@ func TestTenantReconcileExits(t *testing.T) {
 		"deleting a namespace the spec dropped is forbidden: ReconcileError, the refusal returned": {
 			tenant: exitTenant(withPolicy(tenancyv1.NamespaceDelete)), world: []client.Object{ourNamespace(exitTenant(), "acme-b")},
 			fail: map[string]error{"delete Namespace": errExitForbidden},
-			want: tenantExit{err: apierr.Refused, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Refused, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 		},
 		"a namespace the spec dropped was replaced since it was listed: retried at once, no status": {
@@ -601,13 +601,13 @@ func TestTenantReconcileExits(t *testing.T) {
 		// ServiceAccount subjects; network isolation; Pod Security.
 		"a ServiceAccount admin's namespace is missing: Ready, a Warning": {
 			tenant: exitTenant(withServiceAccountAdmin),
-			want: tenantExit{requeue: exitReverify, ready: ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
+			want: tenantExit{requeue: exitReverify, ready: conditions.ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
 				events: []string{"Normal Ready", "Warning " + ReasonSubjectNamespaceMissing}},
 		},
 		"checking a ServiceAccount admin's namespace fails: ReconcileError": {
 			tenant: exitTenant(withServiceAccountAdmin),
 			fail:   map[string]error{"read Namespace ci": errExitUnavailable},
-			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 			check: func(g Gomega, f *exitFixture) {
 				g.Expect(f.condition(ConditionSubjectsFound)).To(BeNil(), "not checked")
@@ -628,13 +628,13 @@ func TestTenantReconcileExits(t *testing.T) {
 		"listing the NetworkPolicies fails: ReconcileError": {
 			tenant: exitTenant(withIsolation),
 			fail:   map[string]error{"list NetworkPolicy": errExitUnavailable},
-			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 		},
 		"a pod from before the Pod Security level: Ready, a Warning, the pod untouched": {
 			tenant: exitTenant(withRestricted),
 			world:  []client.Object{ourNamespace(exitTenant(withRestricted), "acme-a"), restrictedPod("acme-a", "root", true)},
-			want: tenantExit{requeue: exitReverify, ready: ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
+			want: tenantExit{requeue: exitReverify, ready: conditions.ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
 				events: []string{"Normal Ready", "Warning " + ReasonPodsViolateLevel}},
 			check: func(g Gomega, f *exitFixture) {
 				g.Expect(f.writes).NotTo(ContainElement(ContainSubstring("root")))
@@ -647,7 +647,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			tenant: exitTenant(withRestricted),
 			world:  []client.Object{ourNamespace(exitTenant(withRestricted), "acme-a")},
 			fail:   map[string]error{"read Pod": errExitUnavailable},
-			want: tenantExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
+			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 			check: func(g Gomega, f *exitFixture) {
 				g.Expect(f.condition(ConditionPodsMeetPodSecurity)).To(BeNil(), "not judged")
@@ -692,7 +692,7 @@ func TestTenantReconcileExits(t *testing.T) {
 				f.reconcile()
 				g.Expect(f.err).NotTo(HaveOccurred())
 				g.Expect(f.condition(conditions.Ready)).NotTo(BeNil())
-				g.Expect(f.condition(conditions.Ready).Reason).To(Equal(ReasonReady), "settled")
+				g.Expect(f.condition(conditions.Ready).Reason).To(Equal(conditions.ReasonReady), "settled")
 				f.reset()
 			}
 			if tc.prepare != nil {

@@ -7,7 +7,6 @@ package tenancy
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"time"
 
@@ -29,10 +28,10 @@ import (
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
-	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 )
@@ -251,66 +250,76 @@ func childToTenant(_ context.Context, o client.Object) []reconcile.Request {
 }
 
 // Reconcile brings one Tenant's namespaces, bindings and guardrails to the
-// desired state: the Tenant read, its deletion or its finalizer, the steps
-// below in order, then the status computed from what they found.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
-	defer apierr.RequeueConflict(ControllerName, &result, &err)
+// desired state.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.reconcile(ctx, req).Result(ControllerName)
+}
+
+// reconcile is the shape every kind shares (docs/architecture.md, "One
+// reconcile"): the Tenant read, its deletion or its finalizer, the steps
+// in order, then one deferred status write computed from what they found
+// and how they ended.
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (out outcome.Outcome) {
 	t := &tenancyv1.Tenant{}
 	exists, err := r.status.Get(ctx, req.NamespacedName, t)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err) // a read that failed is no deletion
 	}
 	if !exists {
 		forgetMetrics(req.Name)
-		return ctrl.Result{}, nil
+		return outcome.Outcome{}
 	}
 	if !t.DeletionTimestamp.IsZero() {
-		// Suspended or not: deleting is exactly what a user asked for.
-		return ctrl.Result{}, r.finalize(ctx, t)
+		// Suspended or not: deleting is exactly what a user asked for. No
+		// status is written: an error is returned and retried.
+		return outcome.Of(r.finalize(ctx, t))
 	}
 	if operate.IsSuspended(t.Spec.Suspend) {
-		return ctrl.Result{}, r.suspend(ctx, t)
+		return outcome.Of(r.suspend(ctx, t))
 	}
 
 	s := r.newScope(t)
+	defer func() { out = r.finish(ctx, s, out) }()
 	// The finalizer goes on before any namespace exists, so no namespace can
 	// outlive a Tenant without its policy being applied.
-	if _, err = finalizer.Ensure(ctx, r.client, t, Finalizer); err == nil {
-		err = r.readRequests(ctx, s)
+	if _, err := finalizer.Ensure(ctx, r.client, t, Finalizer); err != nil {
+		return outcome.Of(err)
 	}
-	if err == nil {
-		err = r.runSteps(ctx, s)
+	if err := r.readRequests(ctx, s); err != nil {
+		return outcome.Of(err)
+	}
+	return r.runSteps(ctx, s)
+}
+
+// finish writes the Tenant's status computed from what the steps found and
+// how they ended, then its requests' statuses, each only when it differs,
+// and returns the outcome the reconcile ends with. After a conflict nothing
+// is written: what was read is stale, and the reconcile runs again soon.
+func (r *Reconciler) finish(ctx context.Context, s *scope, out outcome.Outcome) outcome.Outcome {
+	if !out.WritesStatus() {
+		return out
+	}
+	next := computeStatus(s.t, s.obs, out)
+	recordMetrics(s.t, next)
+	if _, err := r.status.Patch(ctx, s.t, next); err != nil {
+		return out.And(err)
+	}
+	if err := r.reportRequests(ctx, s, next, out); err != nil {
+		return out.And(err)
 	}
 	switch {
-	case err == nil && s.raced != nil:
-		// Someone wrote a child since our cache saw it: no status, and
-		// again at once (RequeueConflict).
-		return ctrl.Result{}, s.raced
-	case apierr.Classify(err) == apierr.Conflict:
-		// The same, found as an error (the finalizer's patch, a release).
-		return ctrl.Result{}, err
-	}
-	s.obs.failed = err
-	next := computeStatus(t, s.obs)
-	recordMetrics(t, next)
-	if _, perr := r.status.Patch(ctx, t, next); perr != nil {
-		return ctrl.Result{}, errors.Join(err, perr)
-	}
-	if perr := r.reportRequests(ctx, s, next); perr != nil {
-		return ctrl.Result{}, errors.Join(err, perr)
-	}
-	switch {
-	case err != nil:
-		return ctrl.Result{}, err
+	case out.Kind() != outcome.Done:
+		return out
 	case s.obs.blocked():
-		// A foreign object is outside the cache: its removal is no event.
-		return setup.RequeueAfter(setup.ForeignChildRetry), nil
+		// A person must act, as the status (or a request's) says. What
+		// blocks it is outside the cache: its removal is no event.
+		return outcome.RequeueAfter(setup.Jitter(setup.ForeignChildRetry))
 	case conditions.IsTrue(next.Conditions, conditions.Ready):
 		// Look again now and then: a safety net for a change any watch might
 		// have missed. An unchanged tenant costs cache reads only.
-		return setup.RequeueAfter(r.reverify), nil
+		return outcome.RequeueAfter(setup.Jitter(r.reverify))
 	}
-	return ctrl.Result{}, nil
+	return out
 }
 
 // suspend writes, once, that the tenant is suspended, and nothing else: its
@@ -330,18 +339,21 @@ func (r *Reconciler) suspend(ctx context.Context, t *tenancyv1.Tenant) error {
 // tenant_release.go); the pods that came before the Pod Security level
 // (podsecurity.go); the ServiceAccount subjects (tenant_subjects.go). The
 // first error, or a write that lost a race, stops them.
-func (r *Reconciler) runSteps(ctx context.Context, s *scope) error {
+func (r *Reconciler) runSteps(ctx context.Context, s *scope) outcome.Outcome {
 	for _, step := range []func(context.Context, *scope) error{
 		r.reconcileNamespaces,
 		r.reconcileContents,
 		r.checkPodSecurity,
 		r.checkSubjects,
 	} {
-		if err := step(ctx, s); err != nil || s.raced != nil {
-			return err
+		if err := step(ctx, s); err != nil {
+			return outcome.Of(err)
+		}
+		if s.raced != nil {
+			return outcome.RaceLost()
 		}
 	}
-	return nil
+	return outcome.Outcome{}
 }
 
 // scope is one reconcile of one Tenant. The writes of a round only read it:

@@ -177,7 +177,7 @@ func TestTenantCreatesNamespacesAndRBAC(t *testing.T) {
 	// Ready is announced; creating namespaces is routine and stays out of
 	// the event stream (a log line and trellis_tenant_namespaces_added_total).
 	g.Eventually(func(g Gomega) {
-		g.Expect(tenantEventReasons(g, "alpha")).To(ContainElement(ReasonReady))
+		g.Expect(tenantEventReasons(g, "alpha")).To(ContainElement(conditions.ReasonReady))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(tenantEventReasons(g, "alpha")).NotTo(ContainElement("NamespaceCreated"))
 	deleteTenant(g, "alpha")

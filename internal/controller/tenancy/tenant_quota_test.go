@@ -18,6 +18,7 @@ import (
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 )
 
 // envtest runs no quota controller: quotaSync writes what it would, the
@@ -362,7 +363,7 @@ func TestQuotaConditionSaysWhyFrozen(t *testing.T) {
 			}
 			obs := newObservation([]string{"acme-a"}, nil)
 			p.report(obs, tenant, nil)
-			st := computeStatus(tenant, obs)
+			st := computeStatus(tenant, obs, outcome.Outcome{})
 			c := meta.FindStatusCondition(st.Conditions, ConditionQuotaWithinLimit)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(tc.status))

@@ -25,6 +25,7 @@ import (
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 )
 
 // requestTenantIndex finds the requests whose status names a Tenant: those
@@ -224,9 +225,10 @@ func vanishedGrants(t *tenancyv1.Tenant, sel selection, strays []*tenancyv1.Name
 }
 
 // reportRequests writes each request's status from the decision and from
-// what became of its namespace (the Tenant's status, next); a request whose
-// namespace left the Tenant is told so. Only what changed is written.
-func (r *Reconciler) reportRequests(ctx context.Context, s *scope, next tenancyv1.TenantStatus) error {
+// what became of its namespace (the Tenant's status, next, and how the
+// reconcile ended, out); a request whose namespace left the Tenant is told
+// so. Only what changed is written.
+func (r *Reconciler) reportRequests(ctx context.Context, s *scope, next tenancyv1.TenantStatus, out outcome.Outcome) error {
 	states := map[string]tenancyv1.TenantNamespaceStatus{}
 	for _, ns := range next.Namespaces {
 		states[ns.Name] = ns
@@ -242,7 +244,7 @@ func (r *Reconciler) reportRequests(ctx context.Context, s *scope, next tenancyv
 				grant.namespace = v.namespace
 			}
 		}
-		errs = append(errs, r.reportRequest(ctx, s.t, req, v.namespace, grant, requestSummary(s, v, states[v.namespace])))
+		errs = append(errs, r.reportRequest(ctx, s.t, req, v.namespace, grant, requestSummary(s, out, v, states[v.namespace])))
 	}
 	for _, req := range s.strays {
 		errs = append(errs, r.reportRequest(ctx, s.t, req, req.Status.Namespace, requestGrant{told: true}, conditions.Summary{
@@ -263,7 +265,7 @@ type requestGrant struct {
 }
 
 // requestSummary says where one request stands.
-func requestSummary(s *scope, v verdict, ns tenancyv1.TenantNamespaceStatus) conditions.Summary {
+func requestSummary(s *scope, out outcome.Outcome, v verdict, ns tenancyv1.TenantNamespaceStatus) conditions.Summary {
 	switch {
 	case !v.granted:
 		// Refused until a person acts: even a request past the count waits
@@ -274,7 +276,7 @@ func requestSummary(s *scope, v verdict, ns tenancyv1.TenantNamespaceStatus) con
 	case ns.State == tenancyv1.NamespaceReady && slices.Contains(s.obs.quotaPending, v.namespace):
 		return conditions.Summary{Progress: conditions.Working, Reason: ReasonRequestCreating,
 			Message: fmt.Sprintf("namespace %s is made; its admins are bound once its quota is counted", v.namespace)}
-	case ns.State == tenancyv1.NamespaceReady && s.obs.failed == nil:
+	case ns.State == tenancyv1.NamespaceReady && out.Err() == nil:
 		return conditions.Summary{Progress: conditions.Done, Reason: ReasonRequestGranted,
 			Message: fmt.Sprintf("namespace %s is Tenant %s's, with every guardrail of the Tenant", v.namespace, s.t.Name)}
 	case ns.Message != "":

@@ -11,12 +11,13 @@ import (
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 )
 
-// Condition reasons of a Tenant, as documented in docs/tenant.md.
+// Condition reasons of a Tenant, as documented in docs/tenant.md (Ready and
+// ReconcileError are every kind's: conditions.ReasonReady and
+// conditions.ReasonReconcileError).
 const (
-	ReasonReady              = "Ready"
-	ReasonReconcileError     = "ReconcileError"
 	ReasonNamespaceConflict  = "NamespaceConflict"
 	ReasonProtectedNamespace = "ProtectedNamespace"
 	ReasonRBACConflict       = "RBACConflict"
@@ -67,8 +68,6 @@ type observation struct {
 	// quotaFrozen says why no quota goes up: a namespace of the tenant is
 	// being deleted (tenant_quota.go).
 	quotaFrozen string
-	// failed is an error the reconcile returned (it is retried with back-off).
-	failed error
 	// undone lists, per namespace of the tenant, the NetworkPolicies that
 	// admit ingress from outside the tenant while it is network-isolated.
 	undone map[string][]string
@@ -197,8 +196,9 @@ func (o *observation) blocked() bool {
 	return o.rbacConflict != "" || len(o.refused) > 0 || len(o.undone) > 0 || len(o.unrecorded) > 0
 }
 
-// computeStatus derives the whole status from what was observed.
-func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus {
+// computeStatus derives the whole status from what was observed and how the
+// reconcile ended (out: an error being retried, if any).
+func computeStatus(t *tenancyv1.Tenant, obs *observation, out outcome.Outcome) tenancyv1.TenantStatus {
 	st := *t.Status.DeepCopy()
 	gen := t.Generation
 	st.ObservedGeneration = gen
@@ -228,7 +228,7 @@ func computeStatus(t *tenancyv1.Tenant, obs *observation) tenancyv1.TenantStatus
 	// every namespace was found (that verdict stands), or the reconcile
 	// stopped before the check, which the next one makes (the condition is
 	// then absent, or older than the spec).
-	conditions.Summarize(&st.Conditions, gen, summarize(t, obs))
+	conditions.Summarize(&st.Conditions, gen, summarize(t, obs, out))
 	return st
 }
 
@@ -260,8 +260,9 @@ func namespaceStates(last, found []tenancyv1.TenantNamespaceStatus) []tenancyv1.
 // guardrail the API server refused, waiting for a namespace to finish
 // terminating, or ready. An undone isolation is named first: it is the one
 // problem that leaves the tenant open now; the others keep something out of
-// it.
-func summarize(t *tenancyv1.Tenant, obs *observation) conditions.Summary {
+// it. A block found outweighs an error on Ready (retrying will not lift
+// it), though the error is what the reconcile returns.
+func summarize(t *tenancyv1.Tenant, obs *observation, out outcome.Outcome) conditions.Summary {
 	reason, msgs := "", []string(nil)
 	if len(obs.undone) > 0 {
 		reason = ReasonIsolationUndone
@@ -312,19 +313,21 @@ func summarize(t *tenancyv1.Tenant, obs *observation) conditions.Summary {
 			ready++
 		}
 	}
-	switch {
-	case reason != "":
+	if reason != "" {
 		return conditions.Summary{Progress: conditions.Blocked, Reason: reason,
 			Message: fmt.Sprintf("%d of %d namespaces ready: %s", ready, counted, strings.Join(msgs, "; "))}
-	case obs.failed != nil:
-		return conditions.Summary{Progress: conditions.Working, Reason: ReasonReconcileError, Message: obs.failed.Error()}
+	}
+	if s, says := out.Summary(); says {
+		return s
+	}
+	switch {
 	case len(obs.quotaPending) > 0:
 		return quotaPendingSummary(obs.quotaPending)
 	case ready < counted:
 		return conditions.Summary{Progress: conditions.Working, Reason: ReasonTerminating,
 			Message: fmt.Sprintf("%d of %d namespaces ready; waiting for a namespace being deleted", ready, counted)}
 	}
-	return conditions.Summary{Progress: conditions.Done, Reason: ReasonReady,
+	return conditions.Summary{Progress: conditions.Done, Reason: conditions.ReasonReady,
 		Message: fmt.Sprintf("%d namespaces ready, administered by %s", ready, describeAdmins(t))}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 )
 
 var statusLongAgo = metav1.NewTime(time.Date(2021, 2, 3, 4, 5, 6, 0, time.UTC))
@@ -44,7 +45,7 @@ func TestComputeStatus(t *testing.T) {
 		{
 			name:       "all ready",
 			namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("acme-dev", tenancyv1.NamespaceReady, ""), nsStatus("acme-prod", tenancyv1.NamespaceReady, "")},
-			ready:      metav1.ConditionTrue, readyReason: ReasonReady,
+			ready:      metav1.ConditionTrue, readyReason: conditions.ReasonReady,
 			readyMsg: []string{"2 namespaces ready", "Group acme-admins"},
 		},
 		{
@@ -104,8 +105,16 @@ func TestComputeStatus(t *testing.T) {
 			name:       "an error is retried, and shown",
 			namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("acme-dev", tenancyv1.NamespaceReady, "")},
 			failed:     errors.New("etcdserver: request timed out"),
-			ready:      metav1.ConditionFalse, readyReason: ReasonReconcileError, alsoTrue: conditions.Reconciling,
+			ready:      metav1.ConditionFalse, readyReason: conditions.ReasonReconcileError, alsoTrue: conditions.Reconciling,
 			readyMsg: []string{"request timed out"},
+		},
+		{
+			name:       "a block outweighs an error on Ready",
+			namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("acme-dev", tenancyv1.NamespaceReady, "")},
+			rbac:       rbacMsg,
+			failed:     errors.New("etcdserver: request timed out"),
+			ready:      metav1.ConditionFalse, readyReason: ReasonRBACConflict, alsoTrue: conditions.Stalled,
+			readyMsg: []string{"1 of 1 namespaces ready", rbacMsg},
 		},
 	}
 	for _, tt := range tests {
@@ -114,12 +123,12 @@ func TestComputeStatus(t *testing.T) {
 			tenant := unitTenant("acme", "uid-acme", "acme-", "dev", "prod")
 			tenant.Generation = 7
 			tenant.Status.ObservedGeneration = 3
-			obs := &observation{rbacConflict: tt.rbac, failed: tt.failed}
+			obs := &observation{rbacConflict: tt.rbac}
 			for _, ns := range tt.namespaces {
 				obs.set(ns.Name, ns.State, ns.Message)
 			}
 
-			st := computeStatus(tenant, obs)
+			st := computeStatus(tenant, obs, outcome.Of(tt.failed))
 
 			g.Expect(st.ObservedGeneration).To(Equal(int64(7)))
 			g.Expect(st.Namespaces).To(Equal(tt.namespaces))
@@ -162,10 +171,10 @@ func TestComputeStatusIsIdempotent(t *testing.T) {
 			tenant := unitTenant("a", "uid-a", "a-", "dev", "prod")
 			tenant.Generation = 2
 
-			first := computeStatus(tenant, obs)
+			first := computeStatus(tenant, obs, outcome.Outcome{})
 			tenant.Status = *first.DeepCopy()
 			time.Sleep(5 * time.Millisecond) // a new transition time would differ
-			second := computeStatus(tenant, obs)
+			second := computeStatus(tenant, obs, outcome.Outcome{})
 
 			g.Expect(equality.Semantic.DeepEqual(first, second)).To(BeTrue(), "first:  %+v\nsecond: %+v", first, second)
 			g.Expect(second).To(Equal(first))
@@ -178,15 +187,15 @@ func TestComputeStatusKeepsTransitionTimeUnlessStatusFlips(t *testing.T) {
 	tenant := unitTenant("a", "uid-a", "a-", "dev")
 	tenant.Generation = 4
 	tenant.Status.Conditions = []metav1.Condition{
-		{Type: conditions.Ready, Status: metav1.ConditionTrue, ObservedGeneration: 3, LastTransitionTime: statusLongAgo, Reason: ReasonReady, Message: "old"},
+		{Type: conditions.Ready, Status: metav1.ConditionTrue, ObservedGeneration: 3, LastTransitionTime: statusLongAgo, Reason: conditions.ReasonReady, Message: "old"},
 	}
 
-	same := computeStatus(tenant, &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceReady, "")}})
+	same := computeStatus(tenant, &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceReady, "")}}, outcome.Outcome{})
 	g.Expect(conditions.Get(same.Conditions, conditions.Ready).LastTransitionTime).To(Equal(statusLongAgo))
 	g.Expect(conditions.Get(same.Conditions, conditions.Ready).ObservedGeneration).To(Equal(int64(4)))
 
 	before := time.Now().Add(-time.Second)
-	flipped := computeStatus(tenant, &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceConflict, "taken")}})
+	flipped := computeStatus(tenant, &observation{namespaces: []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceConflict, "taken")}}, outcome.Outcome{})
 	g.Expect(conditions.Get(flipped.Conditions, conditions.Ready).LastTransitionTime.Time).To(BeTemporally(">", before))
 	g.Expect(conditions.Get(flipped.Conditions, conditions.Stalled).LastTransitionTime.Time).To(BeTemporally(">", before))
 }
@@ -196,14 +205,14 @@ func TestComputeStatusDoesNotAlias(t *testing.T) {
 	tenant := unitTenant("a", "uid-a", "a-", "dev")
 	tenant.Generation = 1
 	tenant.Status.Conditions = []metav1.Condition{
-		{Type: conditions.Ready, Status: metav1.ConditionTrue, LastTransitionTime: statusLongAgo, Reason: ReasonReady, Message: "old"},
+		{Type: conditions.Ready, Status: metav1.ConditionTrue, LastTransitionTime: statusLongAgo, Reason: conditions.ReasonReady, Message: "old"},
 	}
 	tenant.Status.Namespaces = []tenancyv1.TenantNamespaceStatus{nsStatus("a-dev", tenancyv1.NamespaceReady, "")}
 	oldStatus := *tenant.Status.DeepCopy()
 	obs := &observation{}
 	obs.set("a-dev", tenancyv1.NamespaceConflict, "taken")
 
-	st := computeStatus(tenant, obs)
+	st := computeStatus(tenant, obs, outcome.Outcome{})
 
 	g.Expect(tenant.Status).To(Equal(oldStatus), "the tenant passed in is not modified")
 	obs.set("a-dev", tenancyv1.NamespaceReady, "")
@@ -255,7 +264,7 @@ func TestComputeStatusRefusedGuardrailIsStalled(t *testing.T) {
 	tenant := unitTenant("a", "uid-a", "a-", "dev")
 	obs := &observation{refused: []string{"the API server refused LimitRange a-dev/trellis-tenant-limits: min > max"}}
 	obs.set("a-dev", tenancyv1.NamespaceReady, "")
-	st := computeStatus(tenant, obs)
+	st := computeStatus(tenant, obs, outcome.Outcome{})
 	ready := conditions.Get(st.Conditions, conditions.Ready)
 	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(ready.Reason).To(Equal(ReasonGuardrailRefused))
@@ -276,7 +285,7 @@ func TestComputeStatusSubjectsFound(t *testing.T) {
 
 	missing := ready()
 	missing.subjectsChecked, missing.missingSubjects = true, []string{"ServiceAccount ci/deployer"}
-	st := computeStatus(tenant, missing)
+	st := computeStatus(tenant, missing, outcome.Outcome{})
 	c := conditions.Get(st.Conditions, ConditionSubjectsFound)
 	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(c.Reason).To(Equal(ReasonSubjectNamespaceMissing))
@@ -285,17 +294,17 @@ func TestComputeStatusSubjectsFound(t *testing.T) {
 
 	// Not checked again (unchanged spec): the verdict stands.
 	tenant.Status = st
-	again := computeStatus(tenant, ready())
+	again := computeStatus(tenant, ready(), outcome.Outcome{})
 	g.Expect(conditions.Get(again.Conditions, ConditionSubjectsFound).Status).To(Equal(metav1.ConditionFalse))
 
 	found := ready()
 	found.subjectsChecked = true
-	g.Expect(conditions.IsTrue(computeStatus(tenant, found).Conditions, ConditionSubjectsFound)).To(BeTrue())
+	g.Expect(conditions.IsTrue(computeStatus(tenant, found, outcome.Outcome{}).Conditions, ConditionSubjectsFound)).To(BeTrue())
 
 	// A reconcile that stopped before the check claims nothing: the
 	// condition stays absent, and the next reconcile checks.
 	fresh := unitTenant("b", "uid-b", "b-", "dev")
-	g.Expect(conditions.Get(computeStatus(fresh, ready()).Conditions, ConditionSubjectsFound)).To(BeNil())
+	g.Expect(conditions.Get(computeStatus(fresh, ready(), outcome.Outcome{}).Conditions, ConditionSubjectsFound)).To(BeNil())
 }
 
 func TestAddQuotaSumsAndCountsMissingUsageAsZero(t *testing.T) {
@@ -332,12 +341,11 @@ func TestComputeStatusNeverWritesANamespaceWithoutAState(t *testing.T) {
 	}
 	obs := newObservation(namespaceNames(tenant), nil)
 	obs.set("a-dev", tenancyv1.NamespaceTerminating, "going")
-	obs.failed = errors.New("the API server did not answer")
 
-	st := computeStatus(tenant, obs)
+	st := computeStatus(tenant, obs, outcome.Of(errors.New("the API server did not answer")))
 
 	g.Expect(st.Namespaces).To(Equal([]tenancyv1.TenantNamespaceStatus{
 		nsStatus("a-dev", tenancyv1.NamespaceTerminating, "going"), nsStatus("a-prod", tenancyv1.NamespaceConflict, "taken"),
 	}), "a-prod as last reported; a-new, never looked at, left out")
-	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(ReasonReconcileError))
+	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(conditions.ReasonReconcileError))
 }

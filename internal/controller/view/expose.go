@@ -15,6 +15,7 @@ import (
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/controller/children"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 )
 
 // reconcileIngress applies the Ingress spec.expose.ingress asks for, or
@@ -34,11 +35,11 @@ func (r *Reconciler) reconcileIngress(ctx context.Context, mv *viewv1.MarkdownVi
 // reconcileHTTPRoute applies the HTTPRoute spec.expose.httpRoute asks for,
 // or removes the one Trellis made when it no longer does, and reports a
 // route its Gateway refused.
-func (r *Reconciler) reconcileHTTPRoute(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
+func (r *Reconciler) reconcileHTTPRoute(ctx context.Context, mv *viewv1.MarkdownView, _ *observation) error {
 	wanted := len(mv.Spec.Expose.HTTPRoute.ParentRefs) > 0
 	if !r.routesServed {
 		if wanted {
-			obs.blocked(ReasonGatewayAPIUnavailable, "spec.expose.httpRoute needs the Gateway API, whose HTTPRoute (gateway.networking.k8s.io/v1) this cluster did not serve when the Trellis manager started: install the Gateway API CRDs and restart the manager, or expose the site with an Ingress")
+			return outcome.Block(ReasonGatewayAPIUnavailable, "spec.expose.httpRoute needs the Gateway API, whose HTTPRoute (gateway.networking.k8s.io/v1) this cluster did not serve when the Trellis manager started: install the Gateway API CRDs and restart the manager, or expose the site with an Ingress")
 		}
 		return nil
 	}
@@ -55,7 +56,7 @@ func (r *Reconciler) reconcileHTTPRoute(ctx context.Context, mv *viewv1.Markdown
 		return nil // live is from before the apply: its status is about the old spec
 	}
 	if msg := routeRefusal(live); msg != "" {
-		obs.blocked(ReasonRouteNotAccepted, msg)
+		return outcome.Block(ReasonRouteNotAccepted, msg)
 	}
 	return nil
 }

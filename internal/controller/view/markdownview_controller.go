@@ -35,6 +35,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/imagepolicy"
@@ -45,10 +46,6 @@ const ControllerName = "markdownview"
 
 // maxConfigMapBytes is the API server's limit on a ConfigMap's data.
 const maxConfigMapBytes = 1 << 20
-
-// errBlocked stops the sub-reconcilers on something only a person can fix;
-// what it is has been recorded in the observation.
-var errBlocked = errors.New("blocked; see the observation")
 
 // errGone stops the sub-reconcilers when the MarkdownView turns out to be
 // gone, or replaced by a new object of the same name, since the cache read
@@ -195,21 +192,29 @@ func deploymentConditionsEqual(a, b []appsv1.DeploymentCondition) bool {
 // Reconcile brings one MarkdownView's children to the desired state and
 // records what it saw. mv is the cached copy: its files are not in it,
 // unless they are small (cachedContentKept).
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
-	defer apierr.RequeueConflict(ControllerName, &result, &err)
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.reconcile(ctx, req).Result(ControllerName)
+}
+
+// reconcile is the shape every kind shares (docs/architecture.md, "One
+// reconcile"): the read, the deletion, the steps in order, then one
+// deferred status write computed from what they observed and how they
+// ended. A MarkdownView has no finalizer: its children go with it through
+// their owner references.
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (out outcome.Outcome) {
 	mv := &viewv1.MarkdownView{}
 	found, err := r.status.Get(ctx, req.NamespacedName, mv)
 	if err != nil {
-		return ctrl.Result{}, err // a read that failed is no deletion
+		return outcome.Of(err) // a read that failed is no deletion
 	}
 	if !found {
 		forgetMetrics(req.NamespacedName)
-		return ctrl.Result{}, nil
+		return outcome.Outcome{}
 	}
 	if !mv.DeletionTimestamp.IsZero() {
 		// The children go with it through their owner references, suspended
 		// or not: deleting is exactly what a user asked for.
-		return ctrl.Result{}, nil
+		return outcome.Outcome{}
 	}
 	if operate.IsSuspended(mv.Spec.Suspend) {
 		// Its children stay as they are; only the status says so, once.
@@ -217,54 +222,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		next.ObservedGeneration = mv.Generation
 		operate.Suspend(&next.Conditions, mv.Generation)
 		_, err := r.status.Patch(ctx, mv, next)
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 
 	var obs observation
-	err = r.reconcileChildren(ctx, mv, &obs)
-	switch {
-	case errors.Is(err, errGone):
-		// Its deletion, or its successor, brings a reconcile of its own; a
-		// status written now would land on the successor.
-		return ctrl.Result{}, nil
-	case children.IsNotOwned(err):
-		obs.blocked(ReasonChildConflict, err.Error())
-		result = setup.RequeueAfter(setup.ForeignChildRetry)
-		err = nil
-	case errors.Is(err, errBlocked):
-		err = nil // recorded in obs; only a person helps
-	case apierr.Classify(err) == apierr.Conflict:
-		// Someone wrote the child since our cache saw it: no status, and
-		// again at once (RequeueConflict).
-		return ctrl.Result{}, err
-	case apierr.Classify(err) == apierr.Refused:
-		// The API server (or an admission policy, or a quota) refuses what
-		// the spec asks for: the message says what to change. A policy or
-		// quota can change without an event, so look again later.
-		obs.blocked(ReasonChildRejected, err.Error())
-		result = setup.RequeueAfter(setup.ForeignChildRetry)
-		err = nil
-	case err != nil:
-		obs.failed = err
-	}
+	defer func() { out = r.finish(ctx, mv, &obs, out) }()
+	return r.reconcileChildren(ctx, mv, &obs)
+}
 
-	next := computeStatus(mv, obs)
+// finish writes the status computed from obs and out, only when it differs
+// from mv's, and returns the outcome the reconcile ends with. Nothing is
+// written after a conflict (what was read is stale; the reconcile runs
+// again soon), nor for a view found gone or replaced: its deletion, or its
+// successor, brings a reconcile of its own, and a status written now would
+// land on the successor.
+func (r *Reconciler) finish(ctx context.Context, mv *viewv1.MarkdownView, obs *observation, out outcome.Outcome) outcome.Outcome {
+	if obs.gone || !out.WritesStatus() {
+		return out
+	}
+	next := computeStatus(mv, *obs, out)
 	recordMetrics(mv, next)
 	if wait := firstStatusWait(mv, next, time.Now()); wait > 0 {
 		// A new view rolling out, which its unwritten status already says
-		// (err is nil and result empty: RollingOut is no error, no block).
-		// Looked at again when the grace ends, in case no event comes first.
-		return ctrl.Result{RequeueAfter: wait}, nil
+		// (RollingOut is no error, no block). Looked at again when the
+		// grace ends, in case no event comes first.
+		return outcome.RequeueAfter(wait)
 	}
-	if _, perr := r.status.Patch(ctx, mv, next); perr != nil {
-		return ctrl.Result{}, errors.Join(err, perr)
-	}
-	return result, err
+	_, err := r.status.Patch(ctx, mv, next)
+	return out.And(err)
 }
 
 // reconcileChildren runs the sub-reconcilers in order; the first error stops
-// them. The ConfigMap comes first: the Deployment's pods mount it.
-func (r *Reconciler) reconcileChildren(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
+// them, a block (outcome.Block: a person must act) included. The ConfigMap
+// comes first: the Deployment's pods mount it.
+func (r *Reconciler) reconcileChildren(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) outcome.Outcome {
 	for _, step := range []func(context.Context, *viewv1.MarkdownView, *observation) error{
 		r.checkSpec,
 		r.reconcileConfigMap,
@@ -273,27 +264,43 @@ func (r *Reconciler) reconcileChildren(ctx context.Context, mv *viewv1.MarkdownV
 		r.reconcileHTTPRoute,
 	} {
 		if err := step(ctx, mv, obs); err != nil {
-			return err
+			if errors.Is(err, errGone) {
+				obs.gone = true
+				return outcome.Outcome{}
+			}
+			return outcomeOf(err)
 		}
 	}
-	return nil
+	return outcome.Outcome{}
+}
+
+// outcomeOf sorts the error a step stopped on. A child name someone else
+// holds, and a child the API server (or an admission policy, or a quota)
+// refuses, are for a person to fix, and the message says what to change.
+// Neither the foreign object (outside the cache) going away nor a policy or
+// quota changing is an event, so they are looked at again later.
+func outcomeOf(err error) outcome.Outcome {
+	switch {
+	case children.IsNotOwned(err):
+		return outcome.Stalled(ReasonChildConflict, err.Error()).LookAgainAfter(setup.Jitter(setup.ForeignChildRetry))
+	case apierr.Classify(err) == apierr.Refused:
+		return outcome.Stalled(ReasonChildRejected, err.Error()).LookAgainAfter(setup.Jitter(setup.ForeignChildRetry))
+	}
+	return outcome.Of(err)
 }
 
 // checkSpec refuses, before anything is written, a spec the manager will not
 // carry out: an image outside the allow-list (the Deployment keeps the image
 // it has), files or pod settings too large for the bounds Trellis keeps.
-func (r *Reconciler) checkSpec(_ context.Context, mv *viewv1.MarkdownView, obs *observation) error {
+func (r *Reconciler) checkSpec(_ context.Context, mv *viewv1.MarkdownView, _ *observation) error {
 	if img := mv.Spec.ViewerImage; img != "" && !r.imageAllow.Allows(img) {
-		obs.blocked(ReasonImageNotAllowed, fmt.Sprintf("viewerImage %s is not allowed by the manager's --viewer-image-allow (%s); nothing is changed until the image or the allow-list is", img, r.imageAllow))
-		return errBlocked
+		return outcome.Block(ReasonImageNotAllowed, fmt.Sprintf("viewerImage %s is not allowed by the manager's --viewer-image-allow (%s); nothing is changed until the image or the allow-list is", img, r.imageAllow))
 	}
 	if n := cachedInt(mv.Annotations, cachedPodBytes); n > 0 {
-		obs.blocked(ReasonPodSettingsTooLarge, fmt.Sprintf("spec.pod takes %d bytes as JSON, over the %d Trellis accepts; nothing is changed until it is smaller", n, maxPodSettingsBytes))
-		return errBlocked
+		return outcome.Block(ReasonPodSettingsTooLarge, fmt.Sprintf("spec.pod takes %d bytes as JSON, over the %d Trellis accepts; nothing is changed until it is smaller", n, maxPodSettingsBytes))
 	}
 	if n := cachedInt(mv.Annotations, cachedContentBytes); n > maxConfigMapBytes {
-		obs.blocked(ReasonMarkdownsTooLarge, contentTooLargeMessage(n))
-		return errBlocked
+		return outcome.Block(ReasonMarkdownsTooLarge, contentTooLargeMessage(n))
 	}
 	return nil
 }
@@ -310,7 +317,7 @@ func contentTooLargeMessage(n int) string {
 // ConfigMap the cache does not have is created outright: AlreadyExists is
 // the check that nothing of someone else's is taken, and saves the confirming
 // read on every new view.
-func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
+func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.MarkdownView, _ *observation) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: configMapName(mv), Namespace: mv.Namespace}}
 	key := client.ObjectKeyFromObject(cm)
 	exists := true
@@ -340,8 +347,7 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 	}
 	data, binaryData := desiredContent(full)
 	if size := contentSize(data, binaryData); size > maxConfigMapBytes {
-		obs.blocked(ReasonMarkdownsTooLarge, contentTooLargeMessage(size))
-		return errBlocked
+		return outcome.Block(ReasonMarkdownsTooLarge, contentTooLargeMessage(size))
 	}
 	hash := contentHash(data, binaryData)
 	if upToDate(hash) {
@@ -429,10 +435,9 @@ func hasLabels(have, want map[string]string) bool {
 // by side: neither needs the other, and a new view's reconcile then waits on
 // one never-adopt read and one apply instead of two of each, which is most of
 // how fast a burst of new views is served (docs/performance.md). Only the
-// Deployment records anything in obs. Its error comes first, as when the two
-// ran in order: one error, so that Reconcile classifies it alone (a joined
-// one would read as Stalled if either part were a conflict, hiding the
-// other's transient failure).
+// Deployment records anything in obs. Its error comes first, and the
+// Service's counts only when it has none, so the reconcile ends as when the
+// two ran in order: with one error, sorted alone (outcomeOf).
 func (r *Reconciler) reconcileDeploymentAndService(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
 	service := make(chan error, 1)
 	go func() { service <- r.reconcileService(ctx, mv, nil) }()

@@ -142,7 +142,7 @@ func TestCreatesChildrenAndBecomesReady(t *testing.T) {
 		for _, e := range events.Items {
 			reasons = append(reasons, e.Reason)
 		}
-		g.Expect(reasons).To(ContainElement(ReasonReady))
+		g.Expect(reasons).To(ContainElement(conditions.ReasonReady))
 	}, timeout, interval).Should(Succeed())
 }
 

@@ -11,14 +11,15 @@ import (
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 )
 
-// Condition reasons of a MarkdownView, as documented in docs/markdownview.md.
+// Condition reasons of a MarkdownView, as documented in docs/markdownview.md
+// (Ready and ReconcileError are every kind's: conditions.ReasonReady and
+// conditions.ReasonReconcileError).
 const (
-	ReasonReady                    = "Ready"
 	ReasonChildConflict            = "ChildConflict"
 	ReasonMarkdownsTooLarge        = "MarkdownsTooLarge"
-	ReasonReconcileError           = "ReconcileError"
 	ReasonRollingOut               = "RollingOut"
 	ReasonMinimumReplicasAvailable = "MinimumReplicasAvailable"
 	ReasonNoReplicasAvailable      = "NoReplicasAvailable"
@@ -31,29 +32,23 @@ const (
 	ReasonRouteNotAccepted         = "RouteNotAccepted"
 )
 
-// observation is what one reconcile saw of the world.
+// observation is what one reconcile saw of the world. How it ended (a
+// person must act, an error) is its outcome, beside it.
 type observation struct {
 	// deployment is the live viewer Deployment; nil when it does not exist yet.
 	deployment *appsv1.Deployment
-	// blockedReason and blockedMessage say why the spec cannot be carried
-	// out in a way only a person can fix: a child name taken by an object we
-	// do not own, files too large for a ConfigMap, an image not allowed, a
-	// child the API server refuses, an HTTPRoute without the Gateway API or
-	// refused by its Gateway. The first one recorded is kept.
-	blockedReason, blockedMessage string
-	// failed is an error the reconcile returned (it is retried with back-off).
-	failed error
+	// gone: the MarkdownView turned out to be gone, or replaced by a new
+	// object of the same name, since the cache read it; no status is written.
+	gone bool
 }
 
-func (o *observation) blocked(reason, message string) {
-	if o.blockedReason == "" {
-		o.blockedReason, o.blockedMessage = reason, message
-	}
-}
-
-// computeStatus derives the whole status from the spec and the observation.
-// It is a pure function so that "write only on change" is a plain comparison.
-func computeStatus(mv *viewv1.MarkdownView, obs observation) viewv1.MarkdownViewStatus {
+// computeStatus derives the whole status from the spec, the observation and
+// how the reconcile ended (out): a person must act (a child name taken by an
+// object we do not own, files too large for a ConfigMap, an image not
+// allowed, a child the API server refuses, an HTTPRoute without the Gateway
+// API or refused by its Gateway), or an error retried with back-off. It is
+// a pure function so that "write only on change" is a plain comparison.
+func computeStatus(mv *viewv1.MarkdownView, obs observation, out outcome.Outcome) viewv1.MarkdownViewStatus {
 	st := *mv.Status.DeepCopy()
 	gen := mv.Generation
 	st.ObservedGeneration = gen
@@ -73,24 +68,23 @@ func computeStatus(mv *viewv1.MarkdownView, obs observation) viewv1.MarkdownView
 		conditions.Set(&st.Conditions, gen, conditions.Available, false, ReasonNoReplicasAvailable, "no viewer replica is available yet")
 	}
 
-	conditions.Summarize(&st.Conditions, gen, summarize(mv, obs, st))
+	conditions.Summarize(&st.Conditions, gen, summarize(mv, obs, out, st))
 	return st
 }
 
-// summarize says where the MarkdownView stands: blocked on something only a
-// person can fix, still rolling out, or serving its site.
-func summarize(mv *viewv1.MarkdownView, obs observation, st viewv1.MarkdownViewStatus) conditions.Summary {
+// summarize says where the MarkdownView stands: what the outcome says, when
+// it says anything (a person must act, an error being retried); otherwise
+// blocked on its Deployment, still rolling out, or serving its site.
+func summarize(mv *viewv1.MarkdownView, obs observation, out outcome.Outcome, st viewv1.MarkdownViewStatus) conditions.Summary {
 	want := mv.Spec.Replicas
 	if want == 0 {
 		want = 1
 	}
+	if s, says := out.Summary(); says {
+		return s
+	}
 	d := obs.deployment
-	switch {
-	case obs.blockedReason != "":
-		return conditions.Summary{Progress: conditions.Blocked, Reason: obs.blockedReason, Message: obs.blockedMessage}
-	case obs.failed != nil:
-		return conditions.Summary{Progress: conditions.Working, Reason: ReasonReconcileError, Message: obs.failed.Error()}
-	case d == nil:
+	if d == nil {
 		// Not created yet and not rolled out yet read the same, so the
 		// reconciles in between write nothing (and a new view's first status
 		// waits for news: firstStatusWait).
@@ -112,7 +106,7 @@ func summarize(mv *viewv1.MarkdownView, obs observation, st viewv1.MarkdownViewS
 	if !conditions.IsTrue(st.Conditions, conditions.Available) {
 		return conditions.Summary{Progress: conditions.Working, Reason: ReasonNoReplicasAvailable, Message: "no viewer replica is available yet"}
 	}
-	return conditions.Summary{Progress: conditions.Done, Reason: ReasonReady,
+	return conditions.Summary{Progress: conditions.Done, Reason: conditions.ReasonReady,
 		Message: fmt.Sprintf("%d viewer replicas serve %s", st.AvailableReplicas, st.URL)}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 )
 
 // These tests exercise computeStatus alone; they make no API calls.
@@ -74,6 +75,7 @@ type statusCase struct {
 	name          string
 	replicas      int32
 	obs           observation
+	out           outcome.Outcome
 	wantAvailable int32
 	want          map[string]wantCondition
 }
@@ -160,7 +162,7 @@ func statusCases() []statusCase {
 			obs:           observation{deployment: statusTestDeployment(2, 2, 2, deployAvailable, deployProgressing)},
 			wantAvailable: 2,
 			want: map[string]wantCondition{
-				conditions.Ready:     {metav1.ConditionTrue, ReasonReady, "2 viewer replicas serve " + statusTestURL},
+				conditions.Ready:     {metav1.ConditionTrue, conditions.ReasonReady, "2 viewer replicas serve " + statusTestURL},
 				conditions.Available: {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "2 viewer replicas available"},
 			},
 		},
@@ -170,7 +172,7 @@ func statusCases() []statusCase {
 			obs:           observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)},
 			wantAvailable: 1,
 			want: map[string]wantCondition{
-				conditions.Ready:     {metav1.ConditionTrue, ReasonReady, "1 viewer replicas serve " + statusTestURL},
+				conditions.Ready:     {metav1.ConditionTrue, conditions.ReasonReady, "1 viewer replicas serve " + statusTestURL},
 				conditions.Available: {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "1 viewer replicas available"},
 			},
 		},
@@ -202,7 +204,7 @@ func statusCases() []statusCase {
 			obs:           observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployRSCreateError)},
 			wantAvailable: 1,
 			want: map[string]wantCondition{
-				conditions.Ready:     {metav1.ConditionTrue, ReasonReady, "1 viewer replicas serve " + statusTestURL},
+				conditions.Ready:     {metav1.ConditionTrue, conditions.ReasonReady, "1 viewer replicas serve " + statusTestURL},
 				conditions.Available: {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "1 viewer replicas available"},
 			},
 		},
@@ -223,14 +225,15 @@ func statusCases() []statusCase {
 			obs:           observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployPaused)},
 			wantAvailable: 1,
 			want: map[string]wantCondition{
-				conditions.Ready:     {metav1.ConditionTrue, ReasonReady, "1 viewer replicas serve " + statusTestURL},
+				conditions.Ready:     {metav1.ConditionTrue, conditions.ReasonReady, "1 viewer replicas serve " + statusTestURL},
 				conditions.Available: {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "1 viewer replicas available"},
 			},
 		},
 		{
 			name:          "child conflict while the viewer runs",
 			replicas:      2,
-			obs:           observation{deployment: statusTestDeployment(2, 2, 2, deployAvailable, deployProgressing), blockedReason: ReasonChildConflict, blockedMessage: conflictMessage},
+			obs:           observation{deployment: statusTestDeployment(2, 2, 2, deployAvailable, deployProgressing)},
+			out:           outcome.Stalled(ReasonChildConflict, conflictMessage),
 			wantAvailable: 2,
 			want: map[string]wantCondition{
 				conditions.Ready:     {metav1.ConditionFalse, ReasonChildConflict, conflictMessage},
@@ -241,7 +244,8 @@ func statusCases() []statusCase {
 		{
 			name:     "child conflict before any deployment: Stalled, not Reconciling",
 			replicas: 1,
-			obs:      observation{blockedReason: ReasonChildConflict, blockedMessage: conflictMessage},
+			obs:      observation{},
+			out:      outcome.Stalled(ReasonChildConflict, conflictMessage),
 			want: map[string]wantCondition{
 				conditions.Ready:     {metav1.ConditionFalse, ReasonChildConflict, conflictMessage},
 				conditions.Available: availableNo,
@@ -251,7 +255,8 @@ func statusCases() []statusCase {
 		{
 			name:     "markdowns too large",
 			replicas: 1,
-			obs:      observation{blockedReason: ReasonMarkdownsTooLarge, blockedMessage: tooLargeMessage},
+			obs:      observation{},
+			out:      outcome.Stalled(ReasonMarkdownsTooLarge, tooLargeMessage),
 			want: map[string]wantCondition{
 				conditions.Ready:     {metav1.ConditionFalse, ReasonMarkdownsTooLarge, tooLargeMessage},
 				conditions.Available: availableNo,
@@ -285,7 +290,7 @@ func statusCases() []statusCase {
 			obs:           observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing, deployNoReplicaFailure)},
 			wantAvailable: 1,
 			want: map[string]wantCondition{
-				conditions.Ready:     {metav1.ConditionTrue, ReasonReady, "1 viewer replicas serve " + statusTestURL},
+				conditions.Ready:     {metav1.ConditionTrue, conditions.ReasonReady, "1 viewer replicas serve " + statusTestURL},
 				conditions.Available: {metav1.ConditionTrue, ReasonMinimumReplicasAvailable, "1 viewer replicas available"},
 			},
 		},
@@ -302,7 +307,8 @@ func statusCases() []statusCase {
 		{
 			name:          "blocked wins over a stalled deployment",
 			replicas:      2,
-			obs:           observation{deployment: statusTestDeployment(1, 0, 0, deployUnavailable, deployStalled), blockedReason: ReasonChildConflict, blockedMessage: conflictMessage},
+			obs:           observation{deployment: statusTestDeployment(1, 0, 0, deployUnavailable, deployStalled)},
+			out:           outcome.Stalled(ReasonChildConflict, conflictMessage),
 			wantAvailable: 0,
 			want: map[string]wantCondition{
 				conditions.Ready:     {metav1.ConditionFalse, ReasonChildConflict, conflictMessage},
@@ -320,7 +326,7 @@ func TestComputeStatus(t *testing.T) {
 			mv := statusTestView(tc.replicas)
 			before := time.Now().Add(-time.Second)
 
-			st := computeStatus(mv, tc.obs)
+			st := computeStatus(mv, tc.obs, tc.out)
 
 			g.Expect(st.ObservedGeneration).To(Equal(int64(statusTestGeneration)))
 			g.Expect(st.URL).To(Equal(statusTestURL))
@@ -346,10 +352,10 @@ func TestComputeStatusIsIdempotent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			mv := statusTestView(tc.replicas)
-			first := computeStatus(mv, tc.obs)
+			first := computeStatus(mv, tc.obs, tc.out)
 
 			mv.Status = first
-			second := computeStatus(mv, tc.obs)
+			second := computeStatus(mv, tc.obs, tc.out)
 			g.Expect(equality.Semantic.DeepEqual(first, second)).To(BeTrue())
 			g.Expect(second).To(Equal(first))
 
@@ -357,7 +363,7 @@ func TestComputeStatusIsIdempotent(t *testing.T) {
 			// truncated to seconds must survive untouched.
 			stored := roundTrip(g, first)
 			mv.Status = stored
-			third := computeStatus(mv, tc.obs)
+			third := computeStatus(mv, tc.obs, tc.out)
 			g.Expect(equality.Semantic.DeepEqual(stored, third)).To(BeTrue())
 			g.Expect(third).To(Equal(stored))
 		})
@@ -383,11 +389,11 @@ func TestComputeStatusMovesTransitionTimeOnlyOnFlip(t *testing.T) {
 	g := NewWithT(t)
 	old := metav1.NewTime(time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC))
 	mv := statusTestView(1)
-	mv.Status = computeStatus(mv, observation{})
+	mv.Status = computeStatus(mv, observation{}, outcome.Outcome{})
 	backdate(&mv.Status, old)
 	before := time.Now().Add(-time.Second)
 
-	st := computeStatus(mv, observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)})
+	st := computeStatus(mv, observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)}, outcome.Outcome{})
 
 	// Ready and Available flipped; Reconciling is gone (absent reads False).
 	for _, typ := range []string{conditions.Ready, conditions.Available} {
@@ -400,7 +406,7 @@ func TestComputeStatusMovesTransitionTimeOnlyOnFlip(t *testing.T) {
 	// A reconcile that changes nothing keeps every transition time.
 	backdate(&st, old)
 	mv.Status = st
-	again := computeStatus(mv, observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)})
+	again := computeStatus(mv, observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)}, outcome.Outcome{})
 	for _, c := range again.Conditions {
 		g.Expect(c.LastTransitionTime).To(Equal(old), c.Type)
 	}
@@ -410,12 +416,12 @@ func TestComputeStatusKeepsTransitionTimeWhenOnlyReasonChanges(t *testing.T) {
 	g := NewWithT(t)
 	old := metav1.NewTime(time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC))
 	mv := statusTestView(2)
-	mv.Status = computeStatus(mv, observation{deployment: statusTestDeployment(2, 1, 0, deployUnavailable, deployProgressing)})
+	mv.Status = computeStatus(mv, observation{deployment: statusTestDeployment(2, 1, 0, deployUnavailable, deployProgressing)}, outcome.Outcome{})
 	backdate(&mv.Status, old)
 	before := time.Now().Add(-time.Second)
 
 	// RollingOut -> ProgressDeadlineExceeded: Ready stays False with a new reason.
-	st := computeStatus(mv, observation{deployment: statusTestDeployment(2, 1, 0, deployUnavailable, deployStalled)})
+	st := computeStatus(mv, observation{deployment: statusTestDeployment(2, 1, 0, deployUnavailable, deployStalled)}, outcome.Outcome{})
 
 	ready := conditions.Get(st.Conditions, conditions.Ready)
 	g.Expect(ready.Reason).To(Equal(ReasonProgressDeadlineExceeded))
@@ -435,11 +441,11 @@ func TestComputeStatusNewDeploymentCostsNoWrite(t *testing.T) {
 		t.Run(fmt.Sprintf("replicas=%d", replicas), func(t *testing.T) {
 			g := NewWithT(t)
 			mv := statusTestView(replicas)
-			mv.Status = roundTrip(g, computeStatus(mv, observation{}))
+			mv.Status = roundTrip(g, computeStatus(mv, observation{}, outcome.Outcome{}))
 
 			fresh := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "viewer-docs", Namespace: "team-a", Generation: 1}}
 			for _, d := range []*appsv1.Deployment{fresh, statusTestDeployment(0, 0, 0)} {
-				st := computeStatus(mv, observation{deployment: d})
+				st := computeStatus(mv, observation{deployment: d}, outcome.Outcome{})
 				g.Expect(equality.Semantic.DeepEqual(mv.Status, st)).To(BeTrue(), "%+v", st)
 			}
 		})
@@ -451,11 +457,11 @@ func TestComputeStatusFollowsGeneration(t *testing.T) {
 	old := metav1.NewTime(time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC))
 	obs := observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)}
 	mv := statusTestView(1)
-	mv.Status = computeStatus(mv, obs)
+	mv.Status = computeStatus(mv, obs, outcome.Outcome{})
 	backdate(&mv.Status, old)
 
 	mv.Generation = 9
-	st := computeStatus(mv, obs)
+	st := computeStatus(mv, obs, outcome.Outcome{})
 
 	g.Expect(st.ObservedGeneration).To(Equal(int64(9)))
 	g.Expect(st.Conditions).To(HaveLen(2)) // Ready and Available
@@ -469,13 +475,11 @@ func TestComputeStatusFollowsGeneration(t *testing.T) {
 func TestComputeStatusDoesNotMutateInput(t *testing.T) {
 	g := NewWithT(t)
 	mv := statusTestView(1)
-	mv.Status = computeStatus(mv, observation{})
+	mv.Status = computeStatus(mv, observation{}, outcome.Outcome{})
 	want := mv.DeepCopy()
 
-	_ = computeStatus(mv, observation{
-		deployment:    statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing),
-		blockedReason: ReasonChildConflict, blockedMessage: conflictMessage,
-	})
+	_ = computeStatus(mv, observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)},
+		outcome.Stalled(ReasonChildConflict, conflictMessage))
 
 	g.Expect(mv).To(Equal(want))
 }
@@ -483,10 +487,10 @@ func TestComputeStatusDoesNotMutateInput(t *testing.T) {
 func TestComputeStatusResetsAvailableReplicasWhenDeploymentIsGone(t *testing.T) {
 	g := NewWithT(t)
 	mv := statusTestView(2)
-	mv.Status = computeStatus(mv, observation{deployment: statusTestDeployment(2, 2, 2, deployAvailable, deployProgressing)})
+	mv.Status = computeStatus(mv, observation{deployment: statusTestDeployment(2, 2, 2, deployAvailable, deployProgressing)}, outcome.Outcome{})
 	g.Expect(mv.Status.AvailableReplicas).To(Equal(int32(2)))
 
-	st := computeStatus(mv, observation{})
+	st := computeStatus(mv, observation{}, outcome.Outcome{})
 
 	g.Expect(st.AvailableReplicas).To(BeZero())
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Available)).To(BeFalse())
@@ -498,16 +502,16 @@ func TestComputeStatusURLFollowsNameAndNamespace(t *testing.T) {
 	mv := statusTestView(1)
 	mv.Name, mv.Namespace = "handbook", "eng"
 
-	g.Expect(computeStatus(mv, observation{}).URL).To(Equal("http://viewer-handbook.eng.svc"))
+	g.Expect(computeStatus(mv, observation{}, outcome.Outcome{}).URL).To(Equal("http://viewer-handbook.eng.svc"))
 }
 
 func BenchmarkComputeStatus(b *testing.B) {
 	mv := statusTestView(2)
 	obs := observation{deployment: statusTestDeployment(2, 2, 2, deployAvailable, deployProgressing)}
-	mv.Status = computeStatus(mv, obs)
+	mv.Status = computeStatus(mv, obs, outcome.Outcome{})
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = computeStatus(mv, obs)
+		_ = computeStatus(mv, obs, outcome.Outcome{})
 	}
 }
 
@@ -516,7 +520,7 @@ func TestComputeStatusOfAnExposedSite(t *testing.T) {
 	mv := statusTestView(1)
 	mv.Spec.Expose.Ingress = viewv1.IngressExpose{Host: "docs.example.com", TLSSecretName: "docs-tls"}
 
-	st := computeStatus(mv, observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)})
+	st := computeStatus(mv, observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)}, outcome.Outcome{})
 
 	g.Expect(st.URL).To(Equal("https://docs.example.com"))
 	ready := conditions.Get(st.Conditions, conditions.Ready)
@@ -525,8 +529,7 @@ func TestComputeStatusOfAnExposedSite(t *testing.T) {
 
 	// Exposure refused: the URL still names what the spec asks for, Ready
 	// says why it is not served there.
-	st = computeStatus(mv, observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing),
-		blockedReason: ReasonChildConflict, blockedMessage: conflictMessage})
+	st = computeStatus(mv, observation{deployment: statusTestDeployment(1, 1, 1, deployAvailable, deployProgressing)}, outcome.Stalled(ReasonChildConflict, conflictMessage))
 	g.Expect(st.URL).To(Equal("https://docs.example.com"))
 	g.Expect(conditions.Get(st.Conditions, conditions.Stalled).Reason).To(Equal(ReasonChildConflict))
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Available)).To(BeTrue(), "the pods serve the site inside the cluster meanwhile")
@@ -547,14 +550,15 @@ func TestFirstStatusWaitsOnlyForNews(t *testing.T) {
 		// foreign is a status someone else wrote.
 		foreign *viewv1.MarkdownViewStatus
 		obs     observation
+		out     outcome.Outcome
 		want    time.Duration
 	}{
 		"new, no Deployment yet":                           {obs: observation{}, want: firstStatusGrace},
 		"new, rolling out":                                 {age: 30 * time.Second, obs: rolling, want: firstStatusGrace - 30*time.Second},
 		"new, rolling out for as long as the grace":        {age: firstStatusGrace, obs: rolling},
 		"new, served":                                      {age: time.Second, obs: served},
-		"new, an error being retried":                      {age: time.Second, obs: observation{failed: errors.New("connection refused")}},
-		"new, blocked":                                     {age: time.Second, obs: observation{blockedReason: ReasonChildConflict, blockedMessage: conflictMessage}},
+		"new, an error being retried":                      {age: time.Second, obs: observation{}, out: outcome.Of(errors.New("connection refused"))},
+		"new, blocked":                                     {age: time.Second, obs: observation{}, out: outcome.Stalled(ReasonChildConflict, conflictMessage)},
 		"new, pods refused":                                {age: time.Second, obs: observation{deployment: statusTestDeployment(2, 0, 0, deployUnavailable, deployReplicaFailure)}},
 		"new, the manager's clock behind the API server's": {age: -time.Minute, obs: rolling, want: firstStatusGrace},
 		"Ready for an older generation, rolling out again": {age: time.Second, before: &served, obs: rolling},
@@ -569,12 +573,12 @@ func TestFirstStatusWaitsOnlyForNews(t *testing.T) {
 			switch {
 			case tc.before != nil:
 				mv.Generation--
-				mv.Status = roundTrip(g, computeStatus(mv, *tc.before))
+				mv.Status = roundTrip(g, computeStatus(mv, *tc.before, outcome.Outcome{}))
 				mv.Generation++
 			case tc.foreign != nil:
 				mv.Status = *tc.foreign
 			}
-			g.Expect(firstStatusWait(mv, computeStatus(mv, tc.obs), now)).To(Equal(tc.want))
+			g.Expect(firstStatusWait(mv, computeStatus(mv, tc.obs, tc.out), now)).To(Equal(tc.want))
 		})
 	}
 }

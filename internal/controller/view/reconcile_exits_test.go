@@ -71,12 +71,13 @@ import (
 //	   no requeue
 //	R6 the end: the status written when it changed, then
 //	   a. a child someone else holds: ChildConflict, again in ForeignChildRetry
-//	   b. blocked (errBlocked): Stalled, no error
+//	   b. blocked (outcome.Block: an image not allowed, files too large, no
+//	      Gateway API, a route its Gateway refused): Stalled, no error
 //	   c. refused by the API server (Invalid, Forbidden): ChildRejected,
 //	      again in ForeignChildRetry
 //	   d. any other error: ReconcileError, the error
-//	   e. no error: RollingOut, Ready, or Stalled on what the sub-reconcilers
-//	      recorded without an error (GatewayAPIUnavailable, RouteNotAccepted)
+//	   e. no error: RollingOut, Ready, or Stalled on what the Deployment
+//	      says (ProgressDeadlineExceeded, ReplicaFailure)
 //	R7 the view is gone from the API server, or replaced, when its files are
 //	   read (errGone): nothing more written. This test found the reconcile
 //	   going on there, applying the children of a view that was no more and
@@ -123,7 +124,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		events: []string{"Warning ChildRejected"}}
 	conflict := rxExit{requeue: true, ready: ReasonChildConflict, also: conditions.Stalled, statusWrites: 1,
 		events: []string{"Warning ChildConflict"}}
-	failed := rxExit{err: apierr.Transient, ready: ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1}
+	failed := rxExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1}
 	rollingOut := rxExit{ready: ReasonRollingOut, also: conditions.Reconciling, statusWrites: 1}
 	with := func(e rxExit, writes ...string) rxExit { e.writes = writes; return e }
 	cases := map[string]struct {
@@ -180,7 +181,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 				f.settle(g, r)
 				f.markAvailable(g)
 			},
-			want: rxExit{ready: ReasonReady, statusWrites: 1, events: []string{"Normal Ready"}},
+			want: rxExit{ready: conditions.ReasonReady, statusWrites: 1, events: []string{"Normal Ready"}},
 		},
 		"settled and Ready, reconciled again: nothing written": {
 			view: rxView(withHost, route),
@@ -189,7 +190,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 				f.markAvailable(g)
 				f.settle(g, r)
 			},
-			want: rxExit{ready: ReasonReady},
+			want: rxExit{ready: conditions.ReasonReady},
 		},
 		"settled, the spec changed: the Deployment applied again": {
 			view: rxView(),
@@ -220,7 +221,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 				f.settle(g, r)
 				f.markAvailable(g)
 			},
-			want: rxExit{ready: ReasonReady, statusWrites: 1, events: []string{"Normal Ready"}},
+			want: rxExit{ready: conditions.ReasonReady, statusWrites: 1, events: []string{"Normal Ready"}},
 		},
 		"young, an API error: ReconcileError at once": {
 			view:  rxView(young),
