@@ -10,6 +10,7 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
+	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
 // accessWithUID is grantedAccess under another name and UID.
@@ -64,7 +65,7 @@ func TestLiveGrants(t *testing.T) {
 	g.Expect(byName["leaving"].Principals).To(ContainElement(key("uid-leaving", 1)))
 
 	// The cache failing is an error, never "no grant is live".
-	f.fail["list BucketAccess"] = errUnavailable
+	f.api.Fail(testenv.List, "BucketAccess", errUnavailable)
 	_, err = stores.LiveGrants(context.Background(), f.c, store, testBucket)
 	g.Expect(err).To(HaveOccurred())
 }

@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,15 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
@@ -38,8 +34,8 @@ import (
 )
 
 // The three reconciles, driven through every exit: a fake API server
-// (controller-runtime's fake client, with the errors of a row injected by
-// interceptor.Funcs) and a fake store (fakeS3, fakeAccounts). Each row
+// (testenv.Fake: controller-runtime's fake client, with the errors of a
+// row injected) and a fake store (fakeS3, fakeAccounts). Each row
 // names the exit, and checks the result, the error, the status written
 // (Ready's reason, and how many status writes) and the Events.
 
@@ -66,8 +62,10 @@ var (
 	errInvalid     = apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, rtSecret, field.ErrorList{field.Invalid(field.NewPath("metadata", "labels"), "x", "refused by policy")})
 )
 
-// fixture is a fake API server and a fake store.
+// fixture is a fake API server (testenv.Fake) and a fake store.
 type fixture struct {
+	api *testenv.Fake
+	// c is the manager's client of the fake API server (cache reads).
 	c        client.WithWatch
 	s3       *fakeS3
 	accounts *fakeAccounts
@@ -75,11 +73,8 @@ type fixture struct {
 	clock    *testClock
 	schedule *Schedule
 	guards   *publicAccessGuards
-	// fail maps "<verb> <Kind>" (get, list, patch, status, apply, delete)
-	// to the error that request gets.
-	fail map[string]error
-	// writes lists the writes that reached the fake API server.
-	writes []string
+	// accessStatus is the status patcher of the last accessReconciler.
+	accessStatus *status.Patcher[*storagev1.BucketAccess, storagev1.BucketAccessStatus]
 	// conflicts is how many conflicts the last reconcile counted (at least:
 	// the manager of the envtest suite counts under the same names).
 	conflicts float64
@@ -92,89 +87,24 @@ type fixture struct {
 func newFixture(objs ...client.Object) *fixture {
 	f := &fixture{
 		s3: &fakeS3{}, accounts: &fakeAccounts{}, rec: events.NewFakeRecorder(50), clock: newTestClock(),
-		fail:         map[string]error{},
 		storeChecks:  make(chan event.TypedGenericEvent[*storagev1.ObjectStore], 10),
 		accessEvents: make(chan event.TypedGenericEvent[*storagev1.BucketAccess], 10),
 	}
 	f.schedule = newTestSchedule(f.clock)
 	f.guards = newPublicAccessGuards()
 	b := fake.NewClientBuilder().WithScheme(rtScheme).WithObjects(objs...).WithReturnManagedFields().
-		WithStatusSubresource(&storagev1.ObjectStore{}, &storagev1.StorageBucket{}, &storagev1.BucketAccess{}).
-		WithInterceptorFuncs(f.funcs())
+		WithStatusSubresource(&storagev1.ObjectStore{}, &storagev1.StorageBucket{}, &storagev1.BucketAccess{})
 	for _, ix := range stores.Indexes {
 		b = b.WithIndex(ix.Obj, ix.Field, ix.Value)
 	}
-	f.c = b.Build()
+	f.api = testenv.NewFake(b)
+	f.c = f.api.Client
 	return f
 }
 
-func kindOf(obj runtime.Object) string {
-	gvk, err := apiutil.GVKForObject(obj, rtScheme)
-	if err != nil {
-		return "?"
-	}
-	return strings.TrimSuffix(gvk.Kind, "List")
-}
-
-// request fails a request the row asks to fail, and records the writes that pass.
-func (f *fixture) request(verb, kind string, write bool) error {
-	key := verb + " " + kind
-	if err := f.fail[key]; err != nil {
-		return err
-	}
-	if write {
-		f.writes = append(f.writes, key)
-	}
-	return nil
-}
-
-func (f *fixture) funcs() interceptor.Funcs {
-	return interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if err := f.request("get", kindOf(obj), false); err != nil {
-				return err
-			}
-			return c.Get(ctx, key, obj, opts...)
-		},
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if err := f.request("list", kindOf(list), false); err != nil {
-				return err
-			}
-			return c.List(ctx, list, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if err := f.request("patch", kindOf(obj), true); err != nil {
-				return err
-			}
-			return c.Patch(ctx, obj, patch, opts...)
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			kind := "?"
-			if _, ok := obj.(*corev1ac.SecretApplyConfiguration); ok {
-				kind = "Secret"
-			}
-			if err := f.request("apply", kind, true); err != nil {
-				return err
-			}
-			return c.Apply(ctx, obj, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			if err := f.request("delete", kindOf(obj), true); err != nil {
-				return err
-			}
-			return c.Delete(ctx, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if err := f.request(sub, kindOf(obj), true); err != nil {
-				return err
-			}
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		},
-	}
-}
-
+// stores reads the stores' Secrets as the manager does, past the cache.
 func (f *fixture) stores() *stores.Clients {
-	return stores.NewClients(f.c, testManagerNS, stores.Backends{
+	return stores.NewClients(f.api.APIReader, testManagerNS, stores.Backends{
 		S3:       func(s3.Config) (s3.Client, error) { return f.s3, nil },
 		Accounts: func(s3.Config, string) (s3.Accounts, error) { return f.accounts, nil },
 	})
@@ -189,17 +119,18 @@ func (f *fixture) storeReconciler() *ObjectStoreReconciler {
 
 func (f *fixture) bucketReconciler() *BucketReconciler {
 	return &BucketReconciler{
-		client: f.c, recorder: f.rec, stores: f.stores(), schedule: f.schedule, namespaces: stores.NewNamespaceLabels(f.c), guards: f.guards,
+		client: f.c, recorder: f.rec, stores: f.stores(), schedule: f.schedule, namespaces: stores.NewNamespaceLabels(f.api.APIReader), guards: f.guards,
 		storeChecks: f.storeChecks, accessEvents: f.accessEvents,
 		status: status.NewPatcher(f.c, f.rec, func(b *storagev1.StorageBucket) *storagev1.StorageBucketStatus { return &b.Status }, bucketStatusEvents...),
 	}
 }
 
 func (f *fixture) accessReconciler() *AccessReconciler {
+	f.accessStatus = status.NewPatcher(f.c, f.rec, func(a *storagev1.BucketAccess) *storagev1.BucketAccessStatus { return &a.Status }, accessStatusEvents...)
 	return &AccessReconciler{
-		client: f.c, recorder: f.rec, children: children.Clients{Cached: f.c, Uncached: f.c}, stores: f.stores(),
-		namespaces: stores.NewNamespaceLabels(f.c), storeChecks: f.storeChecks, now: f.clock.now,
-		status: status.NewPatcher(f.c, f.rec, func(a *storagev1.BucketAccess) *storagev1.BucketAccessStatus { return &a.Status }, accessStatusEvents...),
+		client: f.c, recorder: f.rec, children: children.Clients{Cached: f.c, Uncached: f.api.APIReader}, stores: f.stores(),
+		namespaces: stores.NewNamespaceLabels(f.api.APIReader), storeChecks: f.storeChecks, now: f.clock.now,
+		status: f.accessStatus,
 	}
 }
 
@@ -207,7 +138,7 @@ func (f *fixture) accessReconciler() *AccessReconciler {
 func (f *fixture) events() []string { return testenv.EventReasons(f.rec) }
 
 // statusWrites counts the status writes that reached the API server.
-func (f *fixture) statusWrites() int { return testenv.StatusWrites(f.writes) }
+func (f *fixture) statusWrites() int { return testenv.StatusWrites(f.api.Writes()) }
 
 // storeChecked reports whether a check of the store was asked for.
 func (f *fixture) storeChecked() bool {
@@ -222,7 +153,7 @@ func (f *fixture) storeChecked() bool {
 // read reads obj back from the fake API server (no failure injected);
 // false when it is gone.
 func (f *fixture) read(g Gomega, obj client.Object) bool {
-	f.fail = map[string]error{}
+	f.api.Heal()
 	err := f.c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
 	if apierrors.IsNotFound(err) {
 		return false
@@ -289,7 +220,7 @@ func (w exit) check(g Gomega, f *fixture, res ctrl.Result, err error, obj client
 		g.Expect(apierr.Classify(err)).To(Equal(w.err), "error %v", err)
 		w.requeue.check(g, res)
 	}
-	g.Expect(f.statusWrites()).To(Equal(w.statusWrites), "status writes %v", f.writes)
+	g.Expect(f.statusWrites()).To(Equal(w.statusWrites), "status writes %v", f.api.Writes())
 	g.Expect(f.events()).To(Equal(w.events))
 	if w.gone {
 		g.Expect(f.read(g, obj)).To(BeFalse(), "let go")
@@ -399,11 +330,11 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 			store: rtStoreObj(true), world: []client.Object{storeCredentials()},
 			setup: func(f *fixture) {
 				stores.Up.WithLabelValues(rtStore).Set(1)
-				f.fail["get ObjectStore"] = errUnavailable
+				f.api.Fail(testenv.Get, "ObjectStore", errUnavailable)
 			},
 			want: exit{err: apierr.Transient, ready: ReasonReachable},
 			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) {
-				g.Expect(f.writes).To(BeEmpty())
+				g.Expect(f.api.Writes()).To(BeEmpty())
 				g.Expect(stores.Up.DeleteLabelValues(rtStore)).To(BeTrue(), "a read that failed is no deletion")
 			},
 		},
@@ -456,18 +387,18 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 		},
 		"the finalizer patch conflicts: retried at once, no status": {
 			store: testStore(rtStore), world: []client.Object{storeCredentials()},
-			setup: func(f *fixture) { f.fail["patch ObjectStore"] = errConflict },
+			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "ObjectStore", errConflict) },
 			want:  exit{err: apierr.Conflict},
 		},
 		"the finalizer patch fails: ReconcileError": {
 			store: testStore(rtStore), world: []client.Object{storeCredentials()},
-			setup: func(f *fixture) { f.fail["patch ObjectStore"] = errUnavailable },
+			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "ObjectStore", errUnavailable) },
 			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 		},
 		"the status write fails: the error is returned": {
 			store: testStore(rtStore), world: []client.Object{storeCredentials()},
-			setup: func(f *fixture) { f.fail["status ObjectStore"] = errUnavailable },
+			setup: func(f *fixture) { f.api.Fail(testenv.Status, "ObjectStore", errUnavailable) },
 			want:  exit{err: apierr.Transient},
 		},
 		"deleted while a bucket uses it: InUse, the finalizer stays": {
@@ -486,12 +417,12 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore),
 			want:  exit{gone: true},
 			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) {
-				g.Expect(f.writes).To(Equal([]string{"patch ObjectStore"}))
+				g.Expect(f.api.Writes()).To(Equal([]string{"patch ObjectStore"}))
 			},
 		},
 		"deleted, listing its buckets fails: ReconcileError": {
 			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore),
-			setup: func(f *fixture) { f.fail["list StorageBucket"] = errUnavailable },
+			setup: func(f *fixture) { f.api.Fail(testenv.List, "StorageBucket", errUnavailable) },
 			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 		},
@@ -576,11 +507,11 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
 			setup: func(f *fixture) {
 				knownBucket(f, claimedBucket())
-				f.fail["get StorageBucket"] = errUnavailable
+				f.api.Fail(testenv.Get, "StorageBucket", errUnavailable)
 			},
 			want: exit{err: apierr.Transient, ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
-				g.Expect(f.writes).To(BeEmpty())
+				g.Expect(f.api.Writes()).To(BeEmpty())
 				g.Expect(bucketKnown(f, b)).To(Equal([]bool{true, true, true}), "a read that failed is no deletion: metrics, schedule, guard")
 			},
 		},
@@ -594,7 +525,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "CreateBucket", "SetOwner"}))
 				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
 				g.Expect(b.Status.BucketName).To(Equal(testBucket))
-				g.Expect(f.writes).To(Equal([]string{"status StorageBucket", "status StorageBucket"}), "no finalizer patch")
+				g.Expect(f.api.Writes()).To(Equal([]string{"status StorageBucket", "status StorageBucket"}), "no finalizer patch")
 			},
 		},
 		"new, without its finalizer (no admission policy): the finalizer first": {
@@ -602,7 +533,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			want: exit{requeue: checkWait, ready: ReasonHealthy, statusWrites: 2,
 				events: []string{"Normal BucketCreated"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
-				g.Expect(f.writes).To(Equal([]string{"patch StorageBucket", "status StorageBucket", "status StorageBucket"}))
+				g.Expect(f.api.Writes()).To(Equal([]string{"patch StorageBucket", "status StorageBucket", "status StorageBucket"}))
 				g.Expect(b.Finalizers).To(ConsistOf(BucketFinalizer))
 			},
 		},
@@ -611,7 +542,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			want: exit{requeue: checkWait, ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(BeEmpty())
-				g.Expect(f.writes).To(BeEmpty())
+				g.Expect(f.api.Writes()).To(BeEmpty())
 			},
 		},
 		"settled, check due: one HeadBucket, nothing written": {
@@ -624,7 +555,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			want: exit{requeue: checkWait, ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists"}))
-				g.Expect(f.writes).To(BeEmpty())
+				g.Expect(f.api.Writes()).To(BeEmpty())
 			},
 		},
 		"settled, first check since the start, where the store blocks public access: the policy read once": {
@@ -633,7 +564,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			want:  exit{requeue: checkWait, ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy"}))
-				g.Expect(f.writes).To(BeEmpty())
+				g.Expect(f.api.Writes()).To(BeEmpty())
 				g.Expect(f.guards.due(client.ObjectKeyFromObject(b), keyOf(b, rtStoreObj(true), false))).To(BeFalse(), "not read again")
 			},
 		},
@@ -688,18 +619,18 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"the finalizer patch conflicts: retried at once, no status": {
 			bucket: func() *storagev1.StorageBucket { b := rtBucket(); b.Finalizers = nil; return b }(), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { f.fail["patch StorageBucket"] = errConflict },
+			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "StorageBucket", errConflict) },
 			want:  exit{err: apierr.Conflict},
 		},
 		"the finalizer patch fails: ReconcileError": {
 			bucket: func() *storagev1.StorageBucket { b := rtBucket(); b.Finalizers = nil; return b }(), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { f.fail["patch StorageBucket"] = errUnavailable },
+			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "StorageBucket", errUnavailable) },
 			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 		},
 		"listing the other claimants fails: ReconcileError, the claim kept": {
 			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { checkNow(f); f.fail["list StorageBucket"] = errUnavailable },
+			setup: func(f *fixture) { checkNow(f); f.api.Fail(testenv.List, "StorageBucket", errUnavailable) },
 			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, _ *fixture, b *storagev1.StorageBucket) {
@@ -761,7 +692,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"the intent cannot be written: nothing created": {
 			bucket: rtBucket(), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { f.fail["status StorageBucket"] = errUnavailable },
+			setup: func(f *fixture) { f.api.Fail(testenv.Status, "StorageBucket", errUnavailable) },
 			want:  exit{err: apierr.Transient},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists"}), "no CreateBucket")
@@ -772,7 +703,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			setup: func(f *fixture) {
 				checkNow(f)
 				f.s3.exists = true
-				f.s3.onSetPolicy = func() { f.fail["list BucketAccess"] = errUnavailable }
+				f.s3.onSetPolicy = func() { f.api.Fail(testenv.List, "BucketAccess", errUnavailable) }
 			},
 			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError", "Normal BucketSettingsApplied"}},
@@ -817,7 +748,11 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"listing the keys before the policy fails: ReconcileError, nothing sent": {
 			bucket: withPolicy(claimedBucket()), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.fail["list BucketAccess"] = errUnavailable },
+			setup: func(f *fixture) {
+				checkNow(f)
+				f.s3.exists = true
+				f.api.Fail(testenv.List, "BucketAccess", errUnavailable)
+			},
 			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
@@ -828,7 +763,11 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		"the live grants cannot be listed: the policy is not written, ReconcileError": {
 			// Without them, every grant would look forged.
 			bucket: withPolicy(claimedBucket()), world: []client.Object{publicStore()},
-			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.fail["list BucketAccess"] = errUnavailable },
+			setup: func(f *fixture) {
+				checkNow(f)
+				f.s3.exists = true
+				f.api.Fail(testenv.List, "BucketAccess", errUnavailable)
+			},
 			want: exit{requeue: checkWait, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
@@ -864,7 +803,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			want:  exit{gone: true, events: []string{"Normal BucketDeleted"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(ContainElement("DeleteBucket"))
-				g.Expect(f.writes).To(Equal([]string{"patch StorageBucket"}))
+				g.Expect(f.api.Writes()).To(Equal([]string{"patch StorageBucket"}))
 			},
 		},
 		"deleted (Retain), the store is down: kept, with a Warning": {
@@ -873,7 +812,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"deleted (Retain), reading the store fails: ReconcileError, the finalizer stays": {
 			bucket: deleting(claimedBucket()).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { f.fail["get ObjectStore"] = errUnavailable },
+			setup: func(f *fixture) { f.api.Fail(testenv.Get, "ObjectStore", errUnavailable) },
 			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, _ *fixture, b *storagev1.StorageBucket) {
@@ -882,7 +821,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"deleted, the finalizer removal conflicts: retried at once, no status": {
 			bucket: deleting(rtBucket()).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { f.fail["patch StorageBucket"] = errConflict },
+			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "StorageBucket", errConflict) },
 			want:  exit{err: apierr.Conflict},
 		},
 	}
@@ -946,12 +885,24 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 	cases := map[string]struct {
 		access *storagev1.BucketAccess // nil: none
 		world  []client.Object         // beside the namespace and the credentials
-		setup  func(*fixture)
-		want   exit
-		check  func(Gomega, *fixture, *storagev1.BucketAccess)
+		// granted: reconciled once before, to Granted; its last status
+		// write is remembered until the cache shows it.
+		granted bool
+		setup   func(*fixture)
+		want    exit
+		check   func(Gomega, *fixture, *storagev1.BucketAccess)
 	}{
 		"not found: nothing to do": {
 			want: exit{gone: true},
+		},
+		"reading the BucketAccess fails: returned, nothing written, its last status write remembered": {
+			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()}, granted: true,
+			setup: func(f *fixture) { f.api.Fail(testenv.Get, "BucketAccess", errUnavailable) },
+			want:  exit{err: apierr.Transient, ready: ReasonGranted},
+			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) {
+				g.Expect(f.api.Writes()).To(BeEmpty())
+				g.Expect(f.accessStatus.Remembered()).To(Equal(1), "a read that failed is no deletion")
+			},
 		},
 		"new: the target, then a key issued, granted and in its Secret": {
 			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
@@ -963,7 +914,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 				secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: rtSecret}}
 				g.Expect(f.read(g, secret)).To(BeTrue())
 				g.Expect(string(secret.Data[envAccessKeyID])).To(Equal(ownKey(a)))
-				g.Expect(f.writes).To(Equal([]string{"status BucketAccess", "apply Secret", "status BucketAccess"}))
+				g.Expect(f.api.Writes()).To(Equal([]string{"status BucketAccess", "apply Secret", "status BucketAccess"}))
 			},
 		},
 		// Where the admission policy is not installed (Kubernetes below 1.36).
@@ -973,7 +924,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 			want: exit{requeue: requeue{about: accessVerifyInterval}, ready: ReasonGranted, statusWrites: 2,
 				events: []string{"Normal Granted", "Normal KeyIssued"}},
 			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
-				g.Expect(f.writes).To(Equal([]string{"patch BucketAccess", "status BucketAccess", "apply Secret", "status BucketAccess"}))
+				g.Expect(f.api.Writes()).To(Equal([]string{"patch BucketAccess", "status BucketAccess", "apply Secret", "status BucketAccess"}))
 				g.Expect(a.Finalizers).To(ConsistOf(AccessFinalizer))
 				g.Expect(f.accounts.accounts).To(HaveKey(ownKey(a)))
 			},
@@ -1013,7 +964,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		},
 		"the Secret is forbidden by a quota: SecretRejected, no key on record": {
 			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
-			setup: func(f *fixture) { f.fail["apply Secret"] = errQuota },
+			setup: func(f *fixture) { f.api.Fail(testenv.Apply, "Secret", errQuota) },
 			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonSecretRejected, also: conditions.Stalled, statusWrites: 2,
 				events: []string{"Warning SecretRejected"}},
 			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
@@ -1023,20 +974,20 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		},
 		"the Secret is invalid: SecretRejected": {
 			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
-			setup: func(f *fixture) { f.fail["apply Secret"] = errInvalid },
+			setup: func(f *fixture) { f.api.Fail(testenv.Apply, "Secret", errInvalid) },
 			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonSecretRejected, also: conditions.Stalled, statusWrites: 2,
 				events: []string{"Warning SecretRejected"}},
 			check: noKey,
 		},
 		"the Secret write conflicts: retried at once, no status about it": {
 			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
-			setup: func(f *fixture) { f.fail["apply Secret"] = errConflict },
+			setup: func(f *fixture) { f.api.Fail(testenv.Apply, "Secret", errConflict) },
 			want:  exit{err: apierr.Conflict, ready: ReasonIssuing, also: conditions.Reconciling, statusWrites: 1},
 			check: noKey,
 		},
 		"the Secret write fails: ReconcileError, no key on record": {
 			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
-			setup: func(f *fixture) { f.fail["apply Secret"] = errUnavailable },
+			setup: func(f *fixture) { f.api.Fail(testenv.Apply, "Secret", errUnavailable) },
 			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 2,
 				events: []string{"Warning ReconcileError"}},
 			check: noKey,
@@ -1054,13 +1005,13 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		"the finalizer patch fails: ReconcileError": {
 			access: func() *storagev1.BucketAccess { a := rtAccessObj(); a.Finalizers = nil; return a }(),
 			world:  []client.Object{rtStoreObj(true), claimedBucket()},
-			setup:  func(f *fixture) { f.fail["patch BucketAccess"] = errUnavailable },
+			setup:  func(f *fixture) { f.api.Fail(testenv.Patch, "BucketAccess", errUnavailable) },
 			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 		},
 		"the status cannot be written: the error is returned, nothing made": {
 			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
-			setup: func(f *fixture) { f.fail["status BucketAccess"] = errUnavailable },
+			setup: func(f *fixture) { f.api.Fail(testenv.Status, "BucketAccess", errUnavailable) },
 			want:  exit{err: apierr.Transient},
 			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) { g.Expect(f.accounts.calls).To(BeEmpty()) },
 		},
@@ -1085,13 +1036,13 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		},
 		"deleted, the Secret may not be deleted: SecretRejected": {
 			access: deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{rtStoreObj(true), claimedBucket(), accessSecret()},
-			setup: func(f *fixture) { f.fail["delete Secret"] = errQuota },
+			setup: func(f *fixture) { f.api.Fail(testenv.Delete, "Secret", errQuota) },
 			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonSecretRejected, also: conditions.Stalled, statusWrites: 1,
 				events: []string{"Warning SecretRejected"}},
 		},
 		"deleted, reading the store fails: ReconcileError": {
 			access: deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{rtStoreObj(true), claimedBucket()},
-			setup: func(f *fixture) { f.fail["get ObjectStore"] = errUnavailable },
+			setup: func(f *fixture) { f.api.Fail(testenv.Get, "ObjectStore", errUnavailable) },
 			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				events: []string{"Warning ReconcileError"}},
 		},
@@ -1106,11 +1057,19 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 				obj = tc.access.DeepCopy()
 			}
 			f := newFixture(world...)
+			r := f.accessReconciler()
+			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+			if tc.granted {
+				_, err := r.Reconcile(context.Background(), req)
+				g.Expect(err).NotTo(HaveOccurred())
+				f.api.ForgetWrites()
+				f.events()
+			}
 			if tc.setup != nil {
 				tc.setup(f)
 			}
 			before := conflictsCounted(g, accessController)
-			res, err := f.accessReconciler().Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			res, err := r.Reconcile(context.Background(), req)
 			f.conflicts = conflictsCounted(g, accessController) - before
 			tc.want.check(g, f, res, err, obj, func() []metav1.Condition { return obj.Status.Conditions })
 			if tc.check != nil {
@@ -1147,12 +1106,12 @@ func TestReconcilingAgainWritesNothing(t *testing.T) {
 	reconcileAll()
 	a := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: rtAccess}}
 	g.Expect(f.read(g, a)).To(BeTrue())
-	g.Expect(conditions.Get(a.Status.Conditions, conditions.Ready).Reason).To(Equal(ReasonGranted), "all three in place: %v", f.writes)
-	f.writes = nil
+	g.Expect(conditions.Get(a.Status.Conditions, conditions.Ready).Reason).To(Equal(ReasonGranted), "all three in place: %v", f.api.Writes())
+	f.api.ForgetWrites()
 	f.s3.exists = true
 
 	reconcileAll()
-	g.Expect(f.writes).To(BeEmpty())
+	g.Expect(f.api.Writes()).To(BeEmpty())
 	g.Expect(f.s3.calls[len(f.s3.calls)-3:]).To(Equal([]string{"Ping", "BucketExists", "Policy"}),
 		"one request per check: the store's, the bucket's, the grant's")
 }

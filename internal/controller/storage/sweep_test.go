@@ -16,6 +16,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 	"github.com/trellis-dev/trellis/internal/s3"
+	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
 // sweeper is a sweep.Sweeper over the fixture's fake API server and store.
@@ -127,7 +128,7 @@ func TestSweepStore(t *testing.T) {
 			store:  rtStoreObj(true), world: []client.Object{claimedBucket()},
 			setup: func(f *fixture) {
 				f.accounts.onList = func() {
-					if err := f.c.Create(context.Background(), accessWithUID("new", "uid-new")); err != nil {
+					if err := f.api.Others().Create(context.Background(), accessWithUID("new", "uid-new")); err != nil {
 						panic(err)
 					}
 					f.accounts.accounts = accountsOf([]string{sweepKey("uid-new", 1)})
@@ -155,7 +156,7 @@ func TestSweepStore(t *testing.T) {
 			store:  rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
 				f.accounts.accounts = accountsOf(liveKeys, goneKeys)
-				f.fail["list BucketAccess"] = errUnavailable
+				f.api.Fail(testenv.List, "BucketAccess", errUnavailable)
 			},
 			wantResult: stores.ReasonReconcileError, wantS3Calls: []string{},
 		},
@@ -312,7 +313,7 @@ func TestSweepStore(t *testing.T) {
 			g.Expect(testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store.Name, tc.wantResult)) - runsBefore).To(Equal(1.0))
 			g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "account")) - accountsBefore).To(Equal(float64(len(tc.wantRevoked))))
 			g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "grant")) - grantsBefore).To(Equal(float64(tc.wantGrants)))
-			g.Expect(f.writes).To(BeEmpty(), "a sweep writes nothing to the API server")
+			g.Expect(f.api.Writes()).To(BeEmpty(), "a sweep writes nothing to the API server")
 		})
 	}
 }
