@@ -14,6 +14,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
@@ -230,7 +231,7 @@ func TestAccessSync(t *testing.T) {
 			wantFixes: []s3.GrantFix{{Sid: "TrellisAccesswide", Rewritten: true}, {Sid: "TrellisAccessforged"}},
 		},
 		"store down while creating the account": {
-			mode: s3.ReadWrite, want: keyV1, accounts: fakeAccounts{putErr: errDown},
+			mode: s3.ReadWrite, want: keyV1, accounts: fakeAccounts{putErr: storagetest.ErrDown},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
 		},
 		"store without IAM": {
@@ -238,12 +239,12 @@ func TestAccessSync(t *testing.T) {
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonNotSupported),
 		},
 		"admin API refuses the keys": {
-			mode: s3.ReadWrite, want: keyV1, accounts: fakeAccounts{putErr: errDenied},
+			mode: s3.ReadWrite, want: keyV1, accounts: fakeAccounts{putErr: storagetest.ErrDenied},
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied),
 		},
 		"store fails between account and grant": {
 			reason: "the account exists, ungranted: the next reconcile finds it by name and sets a new secret",
-			mode:   s3.ReadWrite, want: keyV1, s3: fakeS3{setPolicyErr: errDown},
+			mode:   s3.ReadWrite, want: keyV1, s3: fakeS3{setPolicyErr: storagetest.ErrDown},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true, wantAccounts: []string{keyV1}, wantPolicyPut: true,
 		},
 		"store refuses the policy": {
@@ -257,7 +258,7 @@ func TestAccessSync(t *testing.T) {
 		},
 		"revocation fails": {
 			reason:   "the due key is out of the policy, stays on record, and is tried again",
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}, deleteErr: errDown},
+			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}, deleteErr: storagetest.ErrDown},
 			mode:     s3.ReadWrite, current: keyV2, want: keyV2, have: true,
 			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow.Add(-time.Second))},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
@@ -413,17 +414,17 @@ func TestAccessRevocation(t *testing.T) {
 		},
 		"store down": {
 			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
-			s3:       fakeS3{policyErr: errDown}, bucket: testBucket,
+			s3:       fakeS3{policyErr: storagetest.ErrDown}, bucket: testBucket,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantAccounts: []string{keyV1},
 		},
 		"accounts cannot be listed": {
-			accounts:     fakeAccounts{accounts: map[string]string{keyV1: "s"}, listErr: errDenied},
+			accounts:     fakeAccounts{accounts: map[string]string{keyV1: "s"}, listErr: storagetest.ErrDenied},
 			bucket:       testBucket,
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantAccounts: []string{keyV1},
 		},
 		"store fails half-way": {
 			reason:       "what was deleted is told; the rest is tried again",
-			accounts:     fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}, deleteErr: errDown, deleteFailsAfterCall: 2},
+			accounts:     fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}, deleteErr: storagetest.ErrDown, deleteFailsAfterCall: 2},
 			bucket:       testBucket,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantAccounts: []string{keyV2}, wantRevoked: []string{keyV1},
 		},

@@ -11,6 +11,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -120,8 +121,6 @@ func (f *fakeS3) SetLifecycle(_ context.Context, _ string, rules []s3.Expiration
 }
 
 var (
-	errDown    = minio.ErrorResponse{Code: "ServiceUnavailable", StatusCode: 503}
-	errDenied  = minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403}
 	errTaken   = minio.ErrorResponse{Code: "BucketAlreadyExists", StatusCode: 409}
 	errBadName = minio.ErrorResponse{Code: "InvalidBucketName", StatusCode: 400}
 )
@@ -130,7 +129,7 @@ const (
 	testUID    = "uid-mine"
 	otherUID   = "uid-theirs"
 	testBucket = "team-assets"
-	testNS     = "team"
+	testNS     = storagetest.NS
 	testNSUID  = "ns-uid-team"
 	otherNS    = "team-b"
 )
@@ -190,12 +189,12 @@ func TestBucketCheck(t *testing.T) {
 		},
 		"store down on HeadBucket": {
 			reason: "the store-level check takes over",
-			s3:     fakeS3{existsErr: errDown}, claim: storagev1.BucketClaimed,
+			s3:     fakeS3{existsErr: storagetest.ErrDown}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true, wantCalls: []string{"BucketExists"},
 		},
 		"credentials refused": {
 			reason:       "only a person can fix keys",
-			s3:           fakeS3{existsErr: errDenied},
+			s3:           fakeS3{existsErr: storagetest.ErrDenied},
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists"},
 		},
 		"missing: intent, create, tag": {
@@ -226,7 +225,7 @@ func TestBucketCheck(t *testing.T) {
 		},
 		"created, tagging failed": {
 			reason:       "the crash window: created but not tagged; the intent stays on record",
-			s3:           fakeS3{setOwnerErr: errDown},
+			s3:           fakeS3{setOwnerErr: storagetest.ErrDown},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantIntent: true, wantDown: true,
 			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"},
 		},
@@ -237,7 +236,7 @@ func TestBucketCheck(t *testing.T) {
 			wantCalls: []string{"BucketExists", "Owner", "SetOwner"},
 		},
 		"created earlier, untagged, tagging fails again": {
-			s3: fakeS3{exists: true, setOwnerErr: errDown}, claim: storagev1.BucketCreating,
+			s3: fakeS3{exists: true, setOwnerErr: storagetest.ErrDown}, claim: storagev1.BucketCreating,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
 			wantCalls: []string{"BucketExists", "Owner", "SetOwner"},
 		},
@@ -385,11 +384,11 @@ func TestBucketCheck(t *testing.T) {
 			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"}, wantTagged: mine,
 		},
 		"adoption fails to tag": {
-			s3: fakeS3{exists: true, setOwnerErr: errDenied}, adopt: true, mayAdopt: true,
+			s3: fakeS3{exists: true, setOwnerErr: storagetest.ErrDenied}, adopt: true, mayAdopt: true,
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists", "Owner", "SetOwner"},
 		},
 		"owner unreadable": {
-			s3:           fakeS3{exists: true, ownerErr: errDown},
+			s3:           fakeS3{exists: true, ownerErr: storagetest.ErrDown},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true, wantCalls: []string{"BucketExists", "Owner"},
 		},
 		"probe fails after a claim": {
@@ -484,19 +483,19 @@ func TestBucketDeletion(t *testing.T) {
 			wantProgress: conditions.Blocked, wantReason: ReasonDeleteBlocked, wantCalls: []string{"BucketExists", "Owner", "CountObjects"},
 		},
 		"store down": {
-			s3: fakeS3{existsErr: errDown}, claim: storagev1.BucketClaimed,
+			s3: fakeS3{existsErr: storagetest.ErrDown}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantCalls: []string{"BucketExists"},
 		},
 		"owner unreadable": {
-			s3: fakeS3{exists: true, ownerErr: errDenied}, claim: storagev1.BucketClaimed,
+			s3: fakeS3{exists: true, ownerErr: storagetest.ErrDenied}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists", "Owner"},
 		},
 		"cannot list": {
-			s3: fakeS3{exists: true, owner: mine, countErr: errDown}, claim: storagev1.BucketClaimed,
+			s3: fakeS3{exists: true, owner: mine, countErr: storagetest.ErrDown}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantCalls: []string{"BucketExists", "Owner", "CountObjects"},
 		},
 		"delete refused": {
-			s3: fakeS3{exists: true, owner: mine, deleteErr: errDenied}, claim: storagev1.BucketClaimed,
+			s3: fakeS3{exists: true, owner: mine, deleteErr: storagetest.ErrDenied}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists", "Owner", "CountObjects", "DeleteBucket"},
 		},
 	}

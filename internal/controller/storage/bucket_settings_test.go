@@ -8,6 +8,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
@@ -102,7 +103,7 @@ func TestBucketSettings(t *testing.T) {
 		"the cache cannot say which grants are live: nothing sent": {
 			spec:         func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
 			s3:           fakeS3{policy: withGrant},
-			grantsErr:    errUnavailable,
+			grantsErr:    storagetest.ErrUnavailable,
 			wantProgress: conditions.Working, wantReason: stores.ReasonReconcileError,
 		},
 		"policy that is not JSON": {
@@ -159,7 +160,7 @@ func TestBucketSettings(t *testing.T) {
 		},
 		"no spec.policy, the store down while holding its policy: not Done": {
 			spec: func(*storagev1.StorageBucketSpec) {}, principals: blocked, restrictOnly: true,
-			s3:        fakeS3{policyErr: errDown},
+			s3:        fakeS3{policyErr: storagetest.ErrDown},
 			wantCalls: []string{"Policy"}, wantDown: true,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable),
 		},
@@ -215,12 +216,12 @@ func TestBucketSettings(t *testing.T) {
 		},
 		"store down: the rest is not tried": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.Versioning, s.CORS = storagev1.VersioningEnabled, cors },
-			s3:   fakeS3{versioningErr: errDown}, wantCalls: []string{"Versioning"},
+			s3:   fakeS3{versioningErr: storagetest.ErrDown}, wantCalls: []string{"Versioning"},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
 		},
 		"refused credentials": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.CORS = cors },
-			s3:   fakeS3{corsErr: errDenied}, wantCalls: []string{"CORS"},
+			s3:   fakeS3{corsErr: storagetest.ErrDenied}, wantCalls: []string{"CORS"},
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied),
 		},
 	}

@@ -13,6 +13,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 	"github.com/trellis-dev/trellis/internal/s3"
@@ -80,7 +81,11 @@ func TestSweepStore(t *testing.T) {
 		conditions.Summarize(&b.Status.Conditions, 1, conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonNamespaceNotAllowed, Message: "closed"})
 		return b
 	}
-	s3Store := func() *storagev1.ObjectStore { s := rtStoreObj(true); s.Spec.Type = storagev1.StoreTypeS3; return s }
+	s3Store := func() *storagev1.ObjectStore {
+		s := storagetest.ReadyStore(true)
+		s.Spec.Type = storagev1.StoreTypeS3
+		return s
+	}
 	forgedGrant := grantOf("uid-nobody", s3.ReadWrite, "FORGEDKEY0000001")
 
 	cases := map[string]struct {
@@ -100,15 +105,15 @@ func TestSweepStore(t *testing.T) {
 		forgedLeft bool
 	}{
 		"nothing of Trellis' to sweep": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket(), withRetiring()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), withRetiring()},
 			setup:      func(f *fixture) { f.accounts.accounts = accountsOf(liveKeys, foreign) },
 			wantResult: sweep.Clean,
 		},
 		"keys of a deleted access revoked; live, leaving and foreign ones kept": {
 			reason: "by UID, not by name: the live access's current, retiring and new keys, and a leaving access's, stay",
-			store:  rtStoreObj(true),
+			store:  storagetest.ReadyStore(true),
 			world: []client.Object{claimedBucket(), withRetiring(),
-				deleting(accessWithUID("leaving", leaving)), accessWithUID("other", "uid-other")},
+				storagetest.Deleting(accessWithUID("leaving", leaving)), accessWithUID("other", "uid-other")},
 			setup: func(f *fixture) {
 				f.accounts.accounts = accountsOf(liveKeys, goneKeys, foreign, []string{sweepKey(leaving, 1), sweepKey("uid-other", 1)})
 			},
@@ -116,7 +121,7 @@ func TestSweepStore(t *testing.T) {
 			wantEvents: []string{"Warning OrphanKeysRevoked"},
 		},
 		"an access recreated under the same name: the old one's keys go": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket(), accessWithUID(rtAccess, "uid-new")},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), accessWithUID(rtAccess, "uid-new")},
 			setup: func(f *fixture) {
 				f.accounts.accounts = accountsOf([]string{sweepKey("uid-new", 1), sweepKey(live, 1)})
 			},
@@ -125,7 +130,7 @@ func TestSweepStore(t *testing.T) {
 		},
 		"an account made while the store was listed: kept": {
 			reason: "the store is listed first, the cache after: the access of an account listed is in the cache then",
-			store:  rtStoreObj(true), world: []client.Object{claimedBucket()},
+			store:  storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
 			setup: func(f *fixture) {
 				f.accounts.onList = func() {
 					if err := f.api.Others().Create(context.Background(), accessWithUID("new", "uid-new")); err != nil {
@@ -137,40 +142,42 @@ func TestSweepStore(t *testing.T) {
 			wantResult: sweep.Clean, wantAccounts: []string{sweepKey("uid-new", 1)},
 		},
 		"the store is not Ready: nothing sent": {
-			store: rtStoreObj(false), world: []client.Object{claimedBucket()},
+			store: storagetest.ReadyStore(false), world: []client.Object{claimedBucket()},
 			setup:      func(f *fixture) { f.accounts.accounts = accountsOf(goneKeys) },
 			wantResult: stores.ReasonStoreNotReady, wantS3Calls: []string{},
 		},
 		"the store's accounts cannot be listed: nothing revoked": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
-			setup:      func(f *fixture) { f.accounts.accounts, f.accounts.listErr = accountsOf(goneKeys), errDown },
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
+			setup:      func(f *fixture) { f.accounts.accounts, f.accounts.listErr = accountsOf(goneKeys), storagetest.ErrDown },
 			wantResult: string(s3.ReasonStoreUnreachable), wantDown: true, wantS3Calls: []string{},
 		},
 		"the store refuses the admin's keys: nothing revoked": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
-			setup:      func(f *fixture) { f.accounts.accounts, f.accounts.listErr = accountsOf(goneKeys), errDenied },
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
+			setup: func(f *fixture) {
+				f.accounts.accounts, f.accounts.listErr = accountsOf(goneKeys), storagetest.ErrDenied
+			},
 			wantResult: string(s3.ReasonAccessDenied), wantS3Calls: []string{},
 		},
 		"the cache cannot list BucketAccesses: nothing revoked": {
 			reason: "an error is never an empty list",
-			store:  rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			store:  storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
 				f.accounts.accounts = accountsOf(liveKeys, goneKeys)
-				f.api.Fail(testenv.List, "BucketAccess", errUnavailable)
+				f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
 			},
 			wantResult: stores.ReasonReconcileError, wantS3Calls: []string{},
 		},
 		"the store fails half-way: what was revoked is told, the rest waits": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
 				f.accounts.accounts = accountsOf(liveKeys[:1], goneKeys)
-				f.accounts.deleteErr, f.accounts.deleteFailsAfterCall = errDown, 2
+				f.accounts.deleteErr, f.accounts.deleteFailsAfterCall = storagetest.ErrDown, 2
 			},
 			wantResult: string(s3.ReasonStoreUnreachable), wantDown: true, wantRevoked: goneKeys[:1],
 			wantAccounts: append(slices.Clone(liveKeys[:1]), goneKeys[1]), wantEvents: []string{"Warning OrphanKeysRevoked"},
 		},
 		"a forged grant in a claimed bucket: removed, said on the StorageBucket": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
 				f.accounts.accounts = accountsOf(liveKeys[:1])
 				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0]), forgedGrant)
@@ -179,7 +186,7 @@ func TestSweepStore(t *testing.T) {
 			wantS3Calls: []string{"Policy", "SetPolicy"},
 		},
 		"a live grant widened by hand: put back": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
 				f.accounts.accounts = accountsOf(liveKeys[:1])
 				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0], "FORGEDKEY0000001"))
@@ -187,7 +194,7 @@ func TestSweepStore(t *testing.T) {
 			wantResult: sweep.Revoked, wantGrants: 1, wantEvents: []string{"Warning GrantRewritten"},
 		},
 		"the grant of a deleted access goes with its keys": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
 				f.accounts.accounts = accountsOf(liveKeys[:1], goneKeys)
 				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0]), grantOf(gone, s3.ReadOnly, goneKeys...))
@@ -196,7 +203,7 @@ func TestSweepStore(t *testing.T) {
 			wantEvents: []string{"Warning OrphanKeysRevoked", "Warning GrantRemoved"},
 		},
 		"grants as recorded: read, nothing written": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket(), withRetiring()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), withRetiring()},
 			setup: func(f *fixture) {
 				f.accounts.accounts = accountsOf(liveKeys)
 				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[:2]...))
@@ -204,22 +211,22 @@ func TestSweepStore(t *testing.T) {
 			wantResult: sweep.Clean, wantS3Calls: []string{"Policy"},
 		},
 		"a bucket of a namespace the store is closed to: not touched": {
-			store: rtStoreObj(true), world: []client.Object{closed()},
+			store: storagetest.ReadyStore(true), world: []client.Object{closed()},
 			setup:      func(f *fixture) { f.s3.policy = policyWith(t, forgedGrant) },
 			wantResult: sweep.Clean, wantS3Calls: []string{}, forgedLeft: true,
 		},
 		"the bucket's policy cannot be read: stops, nothing written": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
-			setup:      func(f *fixture) { f.s3.policyErr = errDown },
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
+			setup:      func(f *fixture) { f.s3.policyErr = storagetest.ErrDown },
 			wantResult: string(s3.ReasonStoreUnreachable), wantDown: true, wantS3Calls: []string{"Policy"},
 		},
 		"the bucket is gone: its own check says so": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
 			setup:      func(f *fixture) { f.s3.policyErr = errNoBucket },
 			wantResult: sweep.Clean,
 		},
 		"the store refuses the policy: told, the accounts still swept": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
 			setup: func(f *fixture) {
 				f.accounts.accounts = accountsOf(goneKeys)
 				f.s3.policy, f.s3.setPolicyErr = policyWith(t, forgedGrant), errBadPolicy
@@ -228,12 +235,12 @@ func TestSweepStore(t *testing.T) {
 			forgedLeft: true,
 		},
 		"a policy Trellis cannot read: left as it is": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
 			setup:      func(f *fixture) { f.s3.policy = "garbage" },
 			wantResult: stores.ReasonInvalidPolicy, wantS3Calls: []string{"Policy"},
 		},
 		"a store without IAM: its grants are still swept": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
 			setup: func(f *fixture) {
 				f.accounts.listErr = errVgwNoIAM
 				f.s3.policy = policyWith(t, forgedGrant)
@@ -255,7 +262,7 @@ func TestSweepStore(t *testing.T) {
 			g := NewWithT(t)
 			store := tc.store.DeepCopy()
 			store.Name = fmt.Sprintf("sweep-%d", nameIndex(name))
-			world := append([]client.Object{openNamespace(), storeCredentials(), store}, tc.world...)
+			world := append([]client.Object{openNamespace(), storagetest.StoreCredentials(), store}, tc.world...)
 			for _, o := range world {
 				if b, ok := o.(*storagev1.StorageBucket); ok {
 					b.Spec.StoreRef.Name = store.Name
@@ -333,11 +340,11 @@ func nameIndex(name string) int {
 // next takes the rest.
 func TestSweepIsBounded(t *testing.T) {
 	g := NewWithT(t)
-	store := rtStoreObj(true)
+	store := storagetest.ReadyStore(true)
 	store.Name = "sweep-bounded"
 	b := claimedBucket()
 	b.Spec.StoreRef.Name = store.Name
-	f := newFixture(openNamespace(), storeCredentials(), store, b)
+	f := newFixture(openNamespace(), storagetest.StoreCredentials(), store, b)
 	f.accounts.accounts = map[string]string{}
 	for i := range sweep.MaxRevocations + 5 {
 		f.accounts.accounts[sweepKey(types.UID(fmt.Sprintf("uid-gone-%d", i)), 1)] = "s"
@@ -367,11 +374,11 @@ func TestSweepIsBounded(t *testing.T) {
 // swept for its own keys only.
 func TestSweepAllStores(t *testing.T) {
 	g := NewWithT(t)
-	one, two := rtStoreObj(true), rtStoreObj(true)
+	one, two := storagetest.ReadyStore(true), storagetest.ReadyStore(true)
 	one.Name, two.Name, two.UID = "sweep-one", "sweep-two", "uid-store-two"
-	down := rtStoreObj(false)
+	down := storagetest.ReadyStore(false)
 	down.Name, down.UID = "sweep-down", "uid-store-down"
-	f := newFixture(openNamespace(), storeCredentials(), one, two, down)
+	f := newFixture(openNamespace(), storagetest.StoreCredentials(), one, two, down)
 	mine, theirs, downs := stores.AccessKeyID(one.UID, "uid-gone", 1), stores.AccessKeyID(two.UID, "uid-gone", 1), stores.AccessKeyID(down.UID, "uid-gone", 1)
 	f.accounts.accounts = map[string]string{mine: "s", theirs: "s", downs: "s"}
 	f.sweeper().Sweep(context.Background())

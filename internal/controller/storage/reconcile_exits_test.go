@@ -10,17 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
@@ -28,38 +24,33 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/status"
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
+	"github.com/trellis-dev/trellis/internal/controller/storage/store"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
-// The three reconciles, driven through every exit: a fake API server
-// (testenv.Fake: controller-runtime's fake client, with the errors of a
-// row injected) and a fake store (fakeS3, fakeAccounts). Each row
+// The StorageBucket and BucketAccess reconciles, driven through every
+// exit: a fake API server (testenv.Fake: controller-runtime's fake client,
+// with the errors of a row injected) and a fake store (fakeS3,
+// fakeAccounts). Each row
 // names the exit, and checks the result, the error, the status written
 // (Ready's reason, and how many status writes) and the Events.
 
 const (
-	rtStore = "store-a"
-	// rtStoreUID is the UID of rtStoreObj: its mark is in the keys it issues.
-	rtStoreUID = "uid-store"
-	rtAccess   = "app"
-	rtSecret   = "app-s3"
-	openTo     = "storage.test/open"
+	rtStore       = storagetest.Store
+	rtStoreUID    = storagetest.StoreUID
+	testManagerNS = storagetest.ManagerNS
+	openTo        = storagetest.OpenTo
+	rtAccess      = "app"
+	rtSecret      = "app-s3"
 )
 
 var (
-	rtScheme = func() *runtime.Scheme {
-		s := runtime.NewScheme()
-		utilruntime.Must(clientgoscheme.AddToScheme(s))
-		utilruntime.Must(storagev1.AddToScheme(s))
-		return s
-	}()
 	// Errors the fake API server answers with.
-	errConflict    = apierrors.NewConflict(schema.GroupResource{Resource: "objects"}, "x", errors.New("the object has been modified"))
-	errUnavailable = apierrors.NewServiceUnavailable("the API server did not answer")
-	errQuota       = apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, rtSecret, errors.New("exceeded quota: count/secrets"))
-	errInvalid     = apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, rtSecret, field.ErrorList{field.Invalid(field.NewPath("metadata", "labels"), "x", "refused by policy")})
+	errQuota   = apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, rtSecret, errors.New("exceeded quota: count/secrets"))
+	errInvalid = apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, rtSecret, field.ErrorList{field.Invalid(field.NewPath("metadata", "labels"), "x", "refused by policy")})
 )
 
 // fixture is a fake API server (testenv.Fake) and a fake store.
@@ -92,12 +83,7 @@ func newFixture(objs ...client.Object) *fixture {
 	}
 	f.schedule = newTestSchedule(f.clock)
 	f.guards = newPublicAccessGuards()
-	b := fake.NewClientBuilder().WithScheme(rtScheme).WithObjects(objs...).WithReturnManagedFields().
-		WithStatusSubresource(&storagev1.ObjectStore{}, &storagev1.StorageBucket{}, &storagev1.BucketAccess{})
-	for _, ix := range stores.Indexes {
-		b = b.WithIndex(ix.Obj, ix.Field, ix.Value)
-	}
-	f.api = testenv.NewFake(b)
+	f.api = storagetest.NewFake(objs...)
 	f.c = f.api.Client
 	return f
 }
@@ -108,13 +94,6 @@ func (f *fixture) stores() *stores.Clients {
 		S3:       func(s3.Config) (s3.Client, error) { return f.s3, nil },
 		Accounts: func(s3.Config, string) (s3.Accounts, error) { return f.accounts, nil },
 	})
-}
-
-func (f *fixture) storeReconciler() *ObjectStoreReconciler {
-	return &ObjectStoreReconciler{
-		client: f.c, recorder: f.rec, stores: f.stores(), now: f.clock.now,
-		status: status.NewPatcher(f.c, f.rec, func(s *storagev1.ObjectStore) *storagev1.ObjectStoreStatus { return &s.Status }, storeStatusEvents...),
-	}
 }
 
 func (f *fixture) bucketReconciler() *BucketReconciler {
@@ -137,9 +116,6 @@ func (f *fixture) accessReconciler() *AccessReconciler {
 // events returns "<type> <reason>" of each Event raised, in order.
 func (f *fixture) events() []string { return testenv.EventReasons(f.rec) }
 
-// statusWrites counts the status writes that reached the API server.
-func (f *fixture) statusWrites() int { return testenv.StatusWrites(f.api.Writes()) }
-
 // storeChecked reports whether a check of the store was asked for.
 func (f *fixture) storeChecked() bool {
 	select {
@@ -152,92 +128,11 @@ func (f *fixture) storeChecked() bool {
 
 // read reads obj back from the fake API server (no failure injected);
 // false when it is gone.
-func (f *fixture) read(g Gomega, obj client.Object) bool {
-	f.api.Heal()
-	err := f.c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
-	if apierrors.IsNotFound(err) {
-		return false
-	}
-	g.Expect(err).NotTo(HaveOccurred())
-	return true
-}
-
-// requeue is the RequeueAfter a row expects: about d (±10% jitter), or
-// anything up to max.
-type requeue struct {
-	about time.Duration
-	upTo  time.Duration
-}
-
-func (w requeue) check(g Gomega, got ctrl.Result) {
-	switch {
-	case w.about > 0:
-		g.Expect(got.RequeueAfter).To(BeNumerically("~", w.about, w.about/10+time.Millisecond), "RequeueAfter")
-	case w.upTo > 0:
-		g.Expect(got.RequeueAfter).To(And(BeNumerically(">", 0), BeNumerically("<=", w.upTo)), "RequeueAfter")
-	default:
-		g.Expect(got).To(Equal(ctrl.Result{}))
-	}
-}
+func (f *fixture) read(g Gomega, obj client.Object) bool { return storagetest.Read(g, f.api, obj) }
 
 // checkWait is the wait for a bucket's next check: on its phase, at least
 // half an interval after a check.
-var checkWait = requeue{upTo: 2 * defaultInterval}
-
-// conflictsCounted is trellis_reconcile_conflicts_total of a controller.
-func conflictsCounted(g Gomega, controller string) float64 {
-	n, err := testenv.Counter("trellis_reconcile_conflicts_total", "controller", controller)
-	g.Expect(err).NotTo(HaveOccurred())
-	return n
-}
-
-// exit is what a row expects of one reconcile.
-type exit struct {
-	// err is the class of what the reconcile ended with: the error returned
-	// (None: no error), or Conflict: no error, again after about
-	// apierr.ConflictRetry, counted in trellis_reconcile_conflicts_total.
-	err apierr.Class
-	requeue
-	// ready is Ready's reason afterwards; "" when the object has no Ready
-	// (no status was ever written) or is gone.
-	ready string
-	// also is a condition besides Ready expected True (Reconciling, Stalled).
-	also string
-	// statusWrites is how many status writes reached the API server.
-	statusWrites int
-	// events are "<type> <reason>" of the Events raised, in order.
-	events []string
-	// gone: the finalizer went, and the object with it.
-	gone bool
-}
-
-func (w exit) check(g Gomega, f *fixture, res ctrl.Result, err error, obj client.Object, conds func() []metav1.Condition) {
-	if w.err == apierr.Conflict {
-		g.Expect(err).NotTo(HaveOccurred(), "a conflict is no error")
-		g.Expect(res.RequeueAfter).To(BeNumerically("~", apierr.ConflictRetry, apierr.ConflictRetry/10), "again at once")
-		g.Expect(f.conflicts).To(BeNumerically(">=", 1), "counted")
-	} else {
-		g.Expect(apierr.Classify(err)).To(Equal(w.err), "error %v", err)
-		w.requeue.check(g, res)
-	}
-	g.Expect(f.statusWrites()).To(Equal(w.statusWrites), "status writes %v", f.api.Writes())
-	g.Expect(f.events()).To(Equal(w.events))
-	if w.gone {
-		g.Expect(f.read(g, obj)).To(BeFalse(), "let go")
-		return
-	}
-	g.Expect(f.read(g, obj)).To(BeTrue())
-	ready := conditions.Get(conds(), conditions.Ready)
-	if w.ready == "" {
-		g.Expect(ready).To(BeNil(), "no status written")
-		return
-	}
-	g.Expect(ready).NotTo(BeNil())
-	g.Expect(ready.Reason).To(Equal(w.ready), ready.Message)
-	for _, typ := range []string{conditions.Reconciling, conditions.Stalled} {
-		g.Expect(conditions.IsTrue(conds(), typ)).To(Equal(typ == w.also), typ)
-	}
-}
+var checkWait = storagetest.Requeue{UpTo: 2 * defaultInterval}
 
 // The world of the rows.
 
@@ -245,36 +140,10 @@ func openNamespace() *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, Labels: map[string]string{openTo: rtStore}}}
 }
 
-func storeCredentials() *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testManagerNS, Name: "creds"}, Data: map[string][]byte{stores.AccessKeyIDKey: []byte("access"), stores.SecretAccessKeyKey: []byte("secret")}}
-}
-
-// rtStoreObj is a Versitygw store open to the namespace; ready says whether
-// its last check found it answering.
-func rtStoreObj(ready bool) *storagev1.ObjectStore {
-	s := testStore(rtStore)
-	s.UID = rtStoreUID
-	s.Finalizers = []string{StoreFinalizer}
-	s.Spec.Type = storagev1.StoreTypeVersitygw
-	s.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{openTo: rtStore}}
-	s.Status.ObservedGeneration = s.Generation
-	sum := conditions.Summary{Progress: conditions.Done, Reason: ReasonReachable, Message: "the store answers and accepts the credentials"}
-	if !ready {
-		sum = conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "the object store did not answer"}
-	}
-	conditions.Summarize(&s.Status.Conditions, s.Generation, sum)
-	return s
-}
-
-func deleting(obj client.Object) client.Object {
-	obj.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
-	return obj
-}
-
 // rtBucket is StorageBucket team/assets (bucket team-assets), with its finalizer.
 func rtBucket() *storagev1.StorageBucket {
 	return &storagev1.StorageBucket{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "assets", UID: testUID, Generation: 1, Finalizers: []string{BucketFinalizer}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "assets", UID: testUID, Generation: 1, Finalizers: []string{stores.BucketFinalizer}},
 		Spec:       storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: rtStore}},
 	}
 }
@@ -289,7 +158,7 @@ func claimedBucket() *storagev1.StorageBucket {
 
 func rtAccessObj() *storagev1.BucketAccess {
 	return &storagev1.BucketAccess{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: rtAccess, UID: "uid-access", Generation: 1, Finalizers: []string{AccessFinalizer}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: rtAccess, UID: "uid-access", Generation: 1, Finalizers: []string{stores.AccessFinalizer}},
 		Spec: storagev1.BucketAccessSpec{BucketRef: storagev1.BucketReference{Name: "assets"}, Mode: storagev1.AccessReadWrite,
 			SecretName: rtSecret, KeyVersion: 1},
 	}
@@ -311,146 +180,6 @@ func accessSecret() *corev1.Secret {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: storagev1.GroupVersion.String(), Kind: "BucketAccess", Name: a.Name, UID: a.UID, Controller: ptr.To(true)}}}}
 }
 
-func TestObjectStoreReconcileExits(t *testing.T) {
-	cases := map[string]struct {
-		store *storagev1.ObjectStore // nil: none
-		world []client.Object
-		setup func(*fixture)
-		want  exit
-		check func(Gomega, *fixture, *storagev1.ObjectStore)
-	}{
-		"not found: nothing to do, its metrics forgotten": {
-			setup: func(*fixture) { stores.Up.WithLabelValues(rtStore).Set(1) },
-			want:  exit{gone: true},
-			check: func(g Gomega, _ *fixture, _ *storagev1.ObjectStore) {
-				g.Expect(stores.Up.DeleteLabelValues(rtStore)).To(BeFalse(), "the series was dropped")
-			},
-		},
-		"reading the ObjectStore fails: returned, nothing written, its metrics kept": {
-			store: rtStoreObj(true), world: []client.Object{storeCredentials()},
-			setup: func(f *fixture) {
-				stores.Up.WithLabelValues(rtStore).Set(1)
-				f.api.Fail(testenv.Get, "ObjectStore", errUnavailable)
-			},
-			want: exit{err: apierr.Transient, ready: ReasonReachable},
-			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) {
-				g.Expect(f.api.Writes()).To(BeEmpty())
-				g.Expect(stores.Up.DeleteLabelValues(rtStore)).To(BeTrue(), "a read that failed is no deletion")
-			},
-		},
-		"new: finalizer, then checked and Reachable": {
-			store: func() *storagev1.ObjectStore {
-				s := testStore(rtStore)
-				s.Spec.Type = storagev1.StoreTypeVersitygw
-				return s
-			}(),
-			world: []client.Object{storeCredentials()},
-			want: exit{requeue: requeue{about: storeCheckInterval}, ready: ReasonReachable, statusWrites: 1,
-				events: []string{"Normal Reachable"}},
-			check: func(g Gomega, f *fixture, s *storagev1.ObjectStore) {
-				g.Expect(s.Finalizers).To(ConsistOf(StoreFinalizer))
-				g.Expect(f.s3.calls).To(Equal([]string{"Ping"}))
-			},
-		},
-		"checked again, nothing changed: nothing written": {
-			store: rtStoreObj(true), world: []client.Object{storeCredentials()},
-			want: exit{requeue: requeue{about: storeCheckInterval}, ready: ReasonReachable},
-		},
-		"a selector that cannot be used: Stalled, nothing sent": {
-			store: func() *storagev1.ObjectStore {
-				s := rtStoreObj(true)
-				s.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Near"}}}
-				return s
-			}(),
-			world: []client.Object{storeCredentials()},
-			want: exit{ready: ReasonInvalidSelector, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning InvalidSelector"}},
-			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) { g.Expect(f.s3.calls).To(BeEmpty()) },
-		},
-		"the store does not answer: Reconciling, checked again on a back-off": {
-			store: rtStoreObj(true), world: []client.Object{storeCredentials()},
-			setup: func(f *fixture) { f.s3.pingErr = errDown },
-			want: exit{requeue: requeue{about: storeBackoffBase}, ready: string(s3.ReasonStoreUnreachable), also: conditions.Reconciling,
-				statusWrites: 1, events: []string{"Warning StoreUnreachable"}},
-		},
-		"the store refuses the keys: Stalled": {
-			store: rtStoreObj(true), world: []client.Object{storeCredentials()},
-			setup: func(f *fixture) { f.s3.pingErr = errDenied },
-			want: exit{requeue: requeue{about: storeBackoffBase}, ready: string(s3.ReasonAccessDenied), also: conditions.Stalled,
-				statusWrites: 1, events: []string{"Warning AccessDenied"}},
-		},
-		"no credentials Secret: Stalled, nothing sent": {
-			store: rtStoreObj(true),
-			want: exit{requeue: requeue{about: storeBackoffBase}, ready: string(s3.ReasonCredentialsMissing), also: conditions.Stalled,
-				statusWrites: 1, events: []string{"Warning CredentialsMissing"}},
-			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) { g.Expect(f.s3.calls).To(BeEmpty()) },
-		},
-		"the finalizer patch conflicts: retried at once, no status": {
-			store: testStore(rtStore), world: []client.Object{storeCredentials()},
-			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "ObjectStore", errConflict) },
-			want:  exit{err: apierr.Conflict},
-		},
-		"the finalizer patch fails: ReconcileError": {
-			store: testStore(rtStore), world: []client.Object{storeCredentials()},
-			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "ObjectStore", errUnavailable) },
-			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
-				events: []string{"Warning ReconcileError"}},
-		},
-		"the status write fails: the error is returned": {
-			store: testStore(rtStore), world: []client.Object{storeCredentials()},
-			setup: func(f *fixture) { f.api.Fail(testenv.Status, "ObjectStore", errUnavailable) },
-			want:  exit{err: apierr.Transient},
-		},
-		"deleted while a bucket uses it: InUse, the finalizer stays": {
-			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore), world: []client.Object{rtBucket()},
-			want: exit{ready: stores.ReasonInUse, also: conditions.Stalled, statusWrites: 1, events: []string{"Warning InUse"}},
-			check: func(g Gomega, _ *fixture, s *storagev1.ObjectStore) {
-				g.Expect(s.Finalizers).To(ConsistOf(StoreFinalizer))
-				g.Expect(conditions.Get(s.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("team/assets"))
-			},
-		},
-		"deleted while an access has accounts in it: InUse": {
-			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore), world: []client.Object{grantedAccess()},
-			want: exit{ready: stores.ReasonInUse, also: conditions.Stalled, statusWrites: 1, events: []string{"Warning InUse"}},
-		},
-		"deleted, nothing uses it: the finalizer goes, no status": {
-			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore),
-			want:  exit{gone: true},
-			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) {
-				g.Expect(f.api.Writes()).To(Equal([]string{"patch ObjectStore"}))
-			},
-		},
-		"deleted, listing its buckets fails: ReconcileError": {
-			store: deleting(rtStoreObj(true)).(*storagev1.ObjectStore),
-			setup: func(f *fixture) { f.api.Fail(testenv.List, "StorageBucket", errUnavailable) },
-			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
-				events: []string{"Warning ReconcileError"}},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			world := tc.world
-			obj := testStore(rtStore)
-			if tc.store != nil {
-				world = append(world, tc.store)
-				obj = tc.store.DeepCopy()
-			}
-			f := newFixture(world...)
-			if tc.setup != nil {
-				tc.setup(f)
-			}
-			before := conflictsCounted(g, storeController)
-			res, err := f.storeReconciler().Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: rtStore}})
-			f.conflicts = conflictsCounted(g, storeController) - before
-			tc.want.check(g, f, res, err, obj, func() []metav1.Condition { return obj.Status.Conditions })
-			if tc.check != nil {
-				tc.check(g, f, obj)
-			}
-		})
-	}
-}
-
 func TestStorageBucketReconcileExits(t *testing.T) {
 	policy := `{"Version":"2012-10-17","Statement":[{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-assets/*"}]}`
 	withPolicy := func(b *storagev1.StorageBucket) *storagev1.StorageBucket { b.Spec.Policy = policy; return b }
@@ -462,7 +191,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 	}
 	// publicStore lets the namespace grant to anyone.
 	publicStore := func() *storagev1.ObjectStore {
-		s := rtStoreObj(true)
+		s := storagetest.ReadyStore(true)
 		s.Spec.PublicAccess = storagev1.PublicAccessAllowed
 		s.Spec.PublicAccessNamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{openTo: rtStore}}
 		return s
@@ -493,23 +222,23 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		world  []client.Object          // beside the namespace and the credentials
 		closed bool                     // the store is not open to the namespace
 		setup  func(*fixture)
-		want   exit
+		want   storagetest.Exit
 		check  func(Gomega, *fixture, *storagev1.StorageBucket)
 	}{
 		"not found: nothing to do, its metrics, schedule and guard forgotten": {
 			setup: func(f *fixture) { knownBucket(f, claimedBucket()) },
-			want:  exit{gone: true},
+			want:  storagetest.Exit{Gone: true},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(bucketKnown(f, b)).To(Equal([]bool{false, false, false}), "metrics, schedule, guard")
 			},
 		},
 		"reading the StorageBucket fails: returned, nothing written, its metrics, schedule and guard kept": {
-			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
+			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) {
 				knownBucket(f, claimedBucket())
-				f.api.Fail(testenv.Get, "StorageBucket", errUnavailable)
+				f.api.Fail(testenv.Get, "StorageBucket", storagetest.ErrUnavailable)
 			},
-			want: exit{err: apierr.Transient, ready: ReasonHealthy},
+			want: storagetest.Exit{Err: apierr.Transient, Ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.api.Writes()).To(BeEmpty())
 				g.Expect(bucketKnown(f, b)).To(Equal([]bool{true, true, true}), "a read that failed is no deletion: metrics, schedule, guard")
@@ -518,9 +247,9 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		// Admitted with its finalizer (config/admission): two status writes,
 		// the intent and Healthy, and one Event, not "Healthy" besides.
 		"new: the intent, then created, tagged and Healthy": {
-			bucket: rtBucket(), world: []client.Object{rtStoreObj(true)},
-			want: exit{requeue: checkWait, ready: ReasonHealthy, statusWrites: 2,
-				events: []string{"Normal BucketCreated"}},
+			bucket: rtBucket(), world: []client.Object{storagetest.ReadyStore(true)},
+			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy, StatusWrites: 2,
+				Events: []string{"Normal BucketCreated"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "CreateBucket", "SetOwner"}))
 				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
@@ -529,47 +258,47 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			},
 		},
 		"new, without its finalizer (no admission policy): the finalizer first": {
-			bucket: func() *storagev1.StorageBucket { b := rtBucket(); b.Finalizers = nil; return b }(), world: []client.Object{rtStoreObj(true)},
-			want: exit{requeue: checkWait, ready: ReasonHealthy, statusWrites: 2,
-				events: []string{"Normal BucketCreated"}},
+			bucket: func() *storagev1.StorageBucket { b := rtBucket(); b.Finalizers = nil; return b }(), world: []client.Object{storagetest.ReadyStore(true)},
+			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy, StatusWrites: 2,
+				Events: []string{"Normal BucketCreated"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.api.Writes()).To(Equal([]string{"patch StorageBucket", "status StorageBucket", "status StorageBucket"}))
-				g.Expect(b.Finalizers).To(ConsistOf(BucketFinalizer))
+				g.Expect(b.Finalizers).To(ConsistOf(stores.BucketFinalizer))
 			},
 		},
 		"settled, no check due: nothing sent, nothing written": {
-			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
-			want: exit{requeue: checkWait, ready: ReasonHealthy},
+			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true)},
+			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(BeEmpty())
 				g.Expect(f.api.Writes()).To(BeEmpty())
 			},
 		},
 		"settled, check due: one HeadBucket, nothing written": {
-			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
+			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) {
 				checkNow(f)
 				f.s3.exists = true
-				f.guards.checked(types.NamespacedName{Namespace: testNS, Name: "assets"}, keyOf(claimedBucket(), rtStoreObj(true), false))
+				f.guards.checked(types.NamespacedName{Namespace: testNS, Name: "assets"}, keyOf(claimedBucket(), storagetest.ReadyStore(true), false))
 			},
-			want: exit{requeue: checkWait, ready: ReasonHealthy},
+			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists"}))
 				g.Expect(f.api.Writes()).To(BeEmpty())
 			},
 		},
 		"settled, first check since the start, where the store blocks public access: the policy read once": {
-			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
+			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
-			want:  exit{requeue: checkWait, ready: ReasonHealthy},
+			want:  storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy"}))
 				g.Expect(f.api.Writes()).To(BeEmpty())
-				g.Expect(f.guards.due(client.ObjectKeyFromObject(b), keyOf(b, rtStoreObj(true), false))).To(BeFalse(), "not read again")
+				g.Expect(f.guards.due(client.ObjectKeyFromObject(b), keyOf(b, storagetest.ReadyStore(true), false))).To(BeFalse(), "not read again")
 			},
 		},
 		"settled, no spec.policy, a public statement in the store's policy: taken out, the grants kept": {
-			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true), grantedAccess()},
+			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true), grantedAccess()},
 			setup: func(f *fixture) {
 				checkNow(f)
 				f.s3.exists = true
@@ -580,7 +309,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 					panic(err)
 				}
 			},
-			want: exit{requeue: checkWait, ready: ReasonHealthy, events: []string{"Warning PublicAccessRemoved"}},
+			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy, Events: []string{"Warning PublicAccessRemoved"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy", "SetPolicy"}))
 				g.Expect(f.s3.policy).NotTo(ContainSubstring(`"Public"`))
@@ -590,27 +319,27 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		"settled, no spec.policy, the store allows the namespace anything: the policy not read": {
 			bucket: claimedBucket(), world: []client.Object{publicStore()},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.s3.policy = policy },
-			want:  exit{requeue: checkWait, ready: ReasonHealthy},
+			want:  storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists"}))
 			},
 		},
 		"settled, no check due, the store's public access changed since the last check: checked now": {
-			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
+			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) {
 				f.s3.exists = true
 				f.guards.checked(types.NamespacedName{Namespace: testNS, Name: "assets"}, keyOf(claimedBucket(), publicStore(), true))
 			},
-			want: exit{requeue: checkWait, ready: ReasonHealthy},
+			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy"}))
 			},
 		},
 		"a public policy refused where the store blocks it, the store's policy already public: taken out": {
-			bucket: withPolicy(claimedBucket()), world: []client.Object{rtStoreObj(true)},
+			bucket: withPolicy(claimedBucket()), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.s3.policy = policy },
-			want: exit{requeue: checkWait, ready: ReasonPolicyRefused, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning PolicyRefused", "Warning PublicAccessRemoved"}},
+			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonPolicyRefused, Also: conditions.Stalled, StatusWrites: 1,
+				Events: []string{"Warning PolicyRefused", "Warning PublicAccessRemoved"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy", "SetPolicy"}))
 				g.Expect(f.s3.policy).To(BeEmpty())
@@ -618,34 +347,34 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			},
 		},
 		"the finalizer patch conflicts: retried at once, no status": {
-			bucket: func() *storagev1.StorageBucket { b := rtBucket(); b.Finalizers = nil; return b }(), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "StorageBucket", errConflict) },
-			want:  exit{err: apierr.Conflict},
+			bucket: func() *storagev1.StorageBucket { b := rtBucket(); b.Finalizers = nil; return b }(), world: []client.Object{storagetest.ReadyStore(true)},
+			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "StorageBucket", storagetest.ErrConflict) },
+			want:  storagetest.Exit{Err: apierr.Conflict},
 		},
 		"the finalizer patch fails: ReconcileError": {
-			bucket: func() *storagev1.StorageBucket { b := rtBucket(); b.Finalizers = nil; return b }(), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "StorageBucket", errUnavailable) },
-			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
-				events: []string{"Warning ReconcileError"}},
+			bucket: func() *storagev1.StorageBucket { b := rtBucket(); b.Finalizers = nil; return b }(), world: []client.Object{storagetest.ReadyStore(true)},
+			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "StorageBucket", storagetest.ErrUnavailable) },
+			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+				Events: []string{"Warning ReconcileError"}},
 		},
 		"listing the other claimants fails: ReconcileError, the claim kept": {
-			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { checkNow(f); f.api.Fail(testenv.List, "StorageBucket", errUnavailable) },
-			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
-				events: []string{"Warning ReconcileError"}},
+			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true)},
+			setup: func(f *fixture) { checkNow(f); f.api.Fail(testenv.List, "StorageBucket", storagetest.ErrUnavailable) },
+			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+				Events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, _ *fixture, b *storagev1.StorageBucket) {
 				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
 			},
 		},
 		"another StorageBucket holds the bucket: Conflict, nothing sent": {
 			bucket: rtBucket(),
-			world: []client.Object{rtStoreObj(true), &storagev1.StorageBucket{
+			world: []client.Object{storagetest.ReadyStore(true), &storagev1.StorageBucket{
 				ObjectMeta: metav1.ObjectMeta{Namespace: otherNS, Name: "first", UID: otherUID},
 				Spec:       storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: rtStore}, BucketName: testBucket},
 				Status:     storagev1.StorageBucketStatus{BucketName: testBucket, Claim: storagev1.BucketClaimed},
 			}},
-			want: exit{requeue: checkWait, ready: ReasonConflict, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning Conflict"}},
+			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonConflict, Also: conditions.Stalled, StatusWrites: 1,
+				Events: []string{"Warning Conflict"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(BeEmpty())
 				g.Expect(conditions.Get(b.Status.Conditions, conditions.Ready).Message).To(Equal("bucket team-assets is claimed by StorageBucket team-b/first"))
@@ -653,14 +382,14 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"another StorageBucket holds the bucket and is being deleted: Conflict, saying what follows": {
 			bucket: rtBucket(),
-			world: []client.Object{rtStoreObj(true), &storagev1.StorageBucket{
+			world: []client.Object{storagetest.ReadyStore(true), &storagev1.StorageBucket{
 				ObjectMeta: metav1.ObjectMeta{Namespace: otherNS, Name: "first", UID: otherUID,
-					DeletionTimestamp: &metav1.Time{Time: time.Now()}, Finalizers: []string{BucketFinalizer}},
+					DeletionTimestamp: &metav1.Time{Time: time.Now()}, Finalizers: []string{stores.BucketFinalizer}},
 				Spec:   storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: rtStore}, BucketName: testBucket},
 				Status: storagev1.StorageBucketStatus{BucketName: testBucket, Claim: storagev1.BucketClaimed},
 			}},
-			want: exit{requeue: checkWait, ready: ReasonConflict, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning Conflict"}},
+			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonConflict, Also: conditions.Stalled, StatusWrites: 1,
+				Events: []string{"Warning Conflict"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(BeEmpty())
 				g.Expect(conditions.Get(b.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("being deleted with deletionPolicy: Retain: the bucket stays, kept for namespace team-b"))
@@ -668,32 +397,32 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"no such store: Stalled": {
 			bucket: rtBucket(),
-			want: exit{requeue: checkWait, ready: stores.ReasonStoreNotFound, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning StoreNotFound"}},
+			want: storagetest.Exit{Requeue: checkWait, Ready: stores.ReasonStoreNotFound, Also: conditions.Stalled, StatusWrites: 1,
+				Events: []string{"Warning StoreNotFound"}},
 		},
 		"the store is down: its state, no request": {
-			bucket: rtBucket(), world: []client.Object{rtStoreObj(false)},
-			want: exit{requeue: checkWait, ready: string(s3.ReasonStoreUnreachable), also: conditions.Reconciling,
-				statusWrites: 1, events: []string{"Warning StoreUnreachable"}},
+			bucket: rtBucket(), world: []client.Object{storagetest.ReadyStore(false)},
+			want: storagetest.Exit{Requeue: checkWait, Ready: string(s3.ReasonStoreUnreachable), Also: conditions.Reconciling,
+				StatusWrites: 1, Events: []string{"Warning StoreUnreachable"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.s3.calls).To(BeEmpty()) },
 		},
 		"the store is not open to the namespace: Stalled, no request": {
-			bucket: rtBucket(), world: []client.Object{rtStoreObj(true)}, closed: true,
-			want: exit{requeue: checkWait, ready: stores.ReasonNamespaceNotAllowed, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning NamespaceNotAllowed"}},
+			bucket: rtBucket(), world: []client.Object{storagetest.ReadyStore(true)}, closed: true,
+			want: storagetest.Exit{Requeue: checkWait, Ready: stores.ReasonNamespaceNotAllowed, Also: conditions.Stalled, StatusWrites: 1,
+				Events: []string{"Warning NamespaceNotAllowed"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.s3.calls).To(BeEmpty()) },
 		},
 		"the store stops answering: Reconciling, and its controller is asked to check it": {
-			bucket: claimedBucket(), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { checkNow(f); f.s3.existsErr = errDown },
-			want: exit{requeue: checkWait, ready: string(s3.ReasonStoreUnreachable), also: conditions.Reconciling,
-				statusWrites: 1, events: []string{"Warning StoreUnreachable"}},
+			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true)},
+			setup: func(f *fixture) { checkNow(f); f.s3.existsErr = storagetest.ErrDown },
+			want: storagetest.Exit{Requeue: checkWait, Ready: string(s3.ReasonStoreUnreachable), Also: conditions.Reconciling,
+				StatusWrites: 1, Events: []string{"Warning StoreUnreachable"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.storeChecked()).To(BeTrue()) },
 		},
 		"the intent cannot be written: nothing created": {
-			bucket: rtBucket(), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { f.api.Fail(testenv.Status, "StorageBucket", errUnavailable) },
-			want:  exit{err: apierr.Transient},
+			bucket: rtBucket(), world: []client.Object{storagetest.ReadyStore(true)},
+			setup: func(f *fixture) { f.api.Fail(testenv.Status, "StorageBucket", storagetest.ErrUnavailable) },
+			want:  storagetest.Exit{Err: apierr.Transient},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists"}), "no CreateBucket")
 			},
@@ -703,10 +432,10 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			setup: func(f *fixture) {
 				checkNow(f)
 				f.s3.exists = true
-				f.s3.onSetPolicy = func() { f.api.Fail(testenv.List, "BucketAccess", errUnavailable) }
+				f.s3.onSetPolicy = func() { f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable) }
 			},
-			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
-				events: []string{"Warning ReconcileError", "Normal BucketSettingsApplied"}},
+			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+				Events: []string{"Warning ReconcileError", "Normal BucketSettingsApplied"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.policy).To(ContainSubstring("Public"))
 				g.Expect(conditions.Get(b.Status.Conditions, conditions.SettingsApplied).Reason).To(Equal(ReasonApplied))
@@ -714,10 +443,10 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			},
 		},
 		"a public policy where the store blocks it: PolicyRefused, Stalled, nothing sent": {
-			bucket: withPolicy(claimedBucket()), world: []client.Object{rtStoreObj(true)},
+			bucket: withPolicy(claimedBucket()), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
-			want: exit{requeue: checkWait, ready: ReasonPolicyRefused, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning PolicyRefused"}},
+			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonPolicyRefused, Also: conditions.Stalled, StatusWrites: 1,
+				Events: []string{"Warning PolicyRefused"}},
 			check: refusedUntouched(`Principal "*" is everyone`),
 		},
 		"a public policy where the store allows it, but not for this namespace: PolicyRefused": {
@@ -727,34 +456,34 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 				return s
 			}()},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
-			want: exit{requeue: checkWait, ready: ReasonPolicyRefused, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning PolicyRefused"}},
+			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonPolicyRefused, Also: conditions.Stalled, StatusWrites: 1,
+				Events: []string{"Warning PolicyRefused"}},
 			check: refusedUntouched("its publicAccessNamespaceSelector selects, not " + testNS),
 		},
 		"a policy naming another namespace's key: PolicyRefused": {
-			bucket: granting(`"` + stores.AccessKeyID(rtStoreUID, "uid-their-access", 1) + `"`)(claimedBucket()), world: []client.Object{rtStoreObj(true), theirAccess()},
+			bucket: granting(`"` + stores.AccessKeyID(rtStoreUID, "uid-their-access", 1) + `"`)(claimedBucket()), world: []client.Object{storagetest.ReadyStore(true), theirAccess()},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
-			want: exit{requeue: checkWait, ready: ReasonPolicyRefused, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning PolicyRefused"}},
+			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonPolicyRefused, Also: conditions.Stalled, StatusWrites: 1,
+				Events: []string{"Warning PolicyRefused"}},
 			check: refusedUntouched("is not a key of this namespace's BucketAccesses"),
 		},
 		"a policy naming the namespace's own keys: applied": {
-			bucket: granting(`["` + stores.AccessKeyID(rtStoreUID, "uid-access", 1) + `"]`)(claimedBucket()), world: []client.Object{rtStoreObj(true), grantedAccess()},
+			bucket: granting(`["` + stores.AccessKeyID(rtStoreUID, "uid-access", 1) + `"]`)(claimedBucket()), world: []client.Object{storagetest.ReadyStore(true), grantedAccess()},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
-			want:  exit{requeue: checkWait, ready: ReasonHealthy, statusWrites: 1, events: []string{"Normal BucketSettingsApplied"}},
+			want:  storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy, StatusWrites: 1, Events: []string{"Normal BucketSettingsApplied"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(ContainElement("SetPolicy"))
 			},
 		},
 		"listing the keys before the policy fails: ReconcileError, nothing sent": {
-			bucket: withPolicy(claimedBucket()), world: []client.Object{rtStoreObj(true)},
+			bucket: withPolicy(claimedBucket()), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) {
 				checkNow(f)
 				f.s3.exists = true
-				f.api.Fail(testenv.List, "BucketAccess", errUnavailable)
+				f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
 			},
-			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
-				events: []string{"Warning ReconcileError"}},
+			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+				Events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(BeEmpty(), "nothing asked of the store")
 				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
@@ -766,10 +495,10 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			setup: func(f *fixture) {
 				checkNow(f)
 				f.s3.exists = true
-				f.api.Fail(testenv.List, "BucketAccess", errUnavailable)
+				f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
 			},
-			want: exit{requeue: checkWait, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
-				events: []string{"Warning ReconcileError"}},
+			want: storagetest.Exit{Requeue: checkWait, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+				Events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).NotTo(ContainElement("SetPolicy"))
 				g.Expect(f.s3.calls).NotTo(ContainElement("Policy"), "not even read")
@@ -779,50 +508,50 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		"policy written: its accesses are told": {
 			bucket: withPolicy(claimedBucket()), world: []client.Object{publicStore(), grantedAccess()},
 			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
-			want: exit{requeue: checkWait, ready: ReasonHealthy, statusWrites: 1,
-				events: []string{"Normal BucketSettingsApplied"}},
+			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy, StatusWrites: 1,
+				Events: []string{"Normal BucketSettingsApplied"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.accessEvents).To(HaveLen(1)) },
 		},
 		"deleted while accesses use it: InUse, Stalled": {
-			bucket: deleting(claimedBucket()).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true), grantedAccess()},
-			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: stores.ReasonInUse, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning InUse"}},
+			bucket: storagetest.Deleting(claimedBucket()).(*storagev1.StorageBucket), world: []client.Object{storagetest.ReadyStore(true), grantedAccess()},
+			want: storagetest.Exit{Requeue: storagetest.Requeue{About: 2 * time.Minute}, Ready: stores.ReasonInUse, Also: conditions.Stalled, StatusWrites: 1,
+				Events: []string{"Warning InUse"}},
 		},
 		"deleted (Delete) holding objects: DeleteBlocked": {
-			bucket: deleting(deletePolicy(claimedBucket())).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true)},
+			bucket: storagetest.Deleting(deletePolicy(claimedBucket())).(*storagev1.StorageBucket), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) { f.s3.exists, f.s3.owner, f.s3.objects = true, mine, 3 },
-			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonDeleteBlocked, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning DeleteBlocked"}},
+			want: storagetest.Exit{Requeue: storagetest.Requeue{About: 2 * time.Minute}, Ready: ReasonDeleteBlocked, Also: conditions.Stalled, StatusWrites: 1,
+				Events: []string{"Warning DeleteBlocked"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).NotTo(ContainElement("DeleteBucket"))
 			},
 		},
 		"deleted (Delete), empty: deleted, the finalizer goes, no status": {
-			bucket: deleting(deletePolicy(claimedBucket())).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true)},
+			bucket: storagetest.Deleting(deletePolicy(claimedBucket())).(*storagev1.StorageBucket), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) { f.s3.exists, f.s3.owner = true, mine },
-			want:  exit{gone: true, events: []string{"Normal BucketDeleted"}},
+			want:  storagetest.Exit{Gone: true, Events: []string{"Normal BucketDeleted"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
 				g.Expect(f.s3.calls).To(ContainElement("DeleteBucket"))
 				g.Expect(f.api.Writes()).To(Equal([]string{"patch StorageBucket"}))
 			},
 		},
 		"deleted (Retain), the store is down: kept, with a Warning": {
-			bucket: deleting(claimedBucket()).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(false)},
-			want: exit{gone: true, events: []string{"Warning RetainedUntagged"}},
+			bucket: storagetest.Deleting(claimedBucket()).(*storagev1.StorageBucket), world: []client.Object{storagetest.ReadyStore(false)},
+			want: storagetest.Exit{Gone: true, Events: []string{"Warning RetainedUntagged"}},
 		},
 		"deleted (Retain), reading the store fails: ReconcileError, the finalizer stays": {
-			bucket: deleting(claimedBucket()).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { f.api.Fail(testenv.Get, "ObjectStore", errUnavailable) },
-			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
-				events: []string{"Warning ReconcileError"}},
+			bucket: storagetest.Deleting(claimedBucket()).(*storagev1.StorageBucket), world: []client.Object{storagetest.ReadyStore(true)},
+			setup: func(f *fixture) { f.api.Fail(testenv.Get, "ObjectStore", storagetest.ErrUnavailable) },
+			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+				Events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, _ *fixture, b *storagev1.StorageBucket) {
-				g.Expect(b.Finalizers).To(ConsistOf(BucketFinalizer))
+				g.Expect(b.Finalizers).To(ConsistOf(stores.BucketFinalizer))
 			},
 		},
 		"deleted, the finalizer removal conflicts: retried at once, no status": {
-			bucket: deleting(rtBucket()).(*storagev1.StorageBucket), world: []client.Object{rtStoreObj(true)},
-			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "StorageBucket", errConflict) },
-			want:  exit{err: apierr.Conflict},
+			bucket: storagetest.Deleting(rtBucket()).(*storagev1.StorageBucket), world: []client.Object{storagetest.ReadyStore(true)},
+			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "StorageBucket", storagetest.ErrConflict) },
+			want:  storagetest.Exit{Err: apierr.Conflict},
 		},
 	}
 	for name, tc := range cases {
@@ -832,7 +561,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			if tc.closed {
 				ns.Labels = nil
 			}
-			world := append([]client.Object{ns, storeCredentials()}, tc.world...)
+			world := append([]client.Object{ns, storagetest.StoreCredentials()}, tc.world...)
 			obj := rtBucket()
 			if tc.bucket != nil {
 				world = append(world, tc.bucket)
@@ -842,10 +571,10 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(f)
 			}
-			before := conflictsCounted(g, bucketController)
+			before := storagetest.Conflicts(g, bucketController)
 			res, err := f.bucketReconciler().Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-			f.conflicts = conflictsCounted(g, bucketController) - before
-			tc.want.check(g, f, res, err, obj, func() []metav1.Condition { return obj.Status.Conditions })
+			f.conflicts = storagetest.Conflicts(g, bucketController) - before
+			tc.want.Check(g, storagetest.Got{Result: res, Err: err, API: f.api, Events: f.events(), Conflicts: f.conflicts}, obj, func() []metav1.Condition { return obj.Status.Conditions })
 			if tc.check != nil {
 				tc.check(g, f, obj)
 			}
@@ -859,7 +588,7 @@ func knownBucket(f *fixture, b *storagev1.StorageBucket) {
 	key := client.ObjectKeyFromObject(b)
 	healthyGauge.WithLabelValues(key.Namespace, key.Name).Set(1)
 	f.schedule.Checked(key, string(b.UID), defaultInterval)
-	f.guards.checked(key, keyOf(b, rtStoreObj(true), false))
+	f.guards.checked(key, keyOf(b, storagetest.ReadyStore(true), false))
 }
 
 // bucketKnown says which of what knownBucket gave b is still there (metrics,
@@ -877,7 +606,11 @@ func bucketKnown(f *fixture, b *storagev1.StorageBucket) []bool {
 
 func TestBucketAccessReconcileExits(t *testing.T) {
 	ownKey := func(a *storagev1.BucketAccess) string { return stores.AccessKeyID(rtStoreUID, a.UID, 1) }
-	s3Store := func() *storagev1.ObjectStore { s := rtStoreObj(true); s.Spec.Type = storagev1.StoreTypeS3; return s }
+	s3Store := func() *storagev1.ObjectStore {
+		s := storagetest.ReadyStore(true)
+		s.Spec.Type = storagev1.StoreTypeS3
+		return s
+	}
 	noKey := func(g Gomega, _ *fixture, a *storagev1.BucketAccess) {
 		g.Expect(a.Status.AccessKeyID).To(BeEmpty(), "no key on record the Secret does not hold")
 		g.Expect(a.Status.StoreName).To(Equal(rtStore), "the target was put on record first")
@@ -889,25 +622,25 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		// write is remembered until the cache shows it.
 		granted bool
 		setup   func(*fixture)
-		want    exit
+		want    storagetest.Exit
 		check   func(Gomega, *fixture, *storagev1.BucketAccess)
 	}{
 		"not found: nothing to do": {
-			want: exit{gone: true},
+			want: storagetest.Exit{Gone: true},
 		},
 		"reading the BucketAccess fails: returned, nothing written, its last status write remembered": {
-			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()}, granted: true,
-			setup: func(f *fixture) { f.api.Fail(testenv.Get, "BucketAccess", errUnavailable) },
-			want:  exit{err: apierr.Transient, ready: ReasonGranted},
+			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()}, granted: true,
+			setup: func(f *fixture) { f.api.Fail(testenv.Get, "BucketAccess", storagetest.ErrUnavailable) },
+			want:  storagetest.Exit{Err: apierr.Transient, Ready: ReasonGranted},
 			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) {
 				g.Expect(f.api.Writes()).To(BeEmpty())
 				g.Expect(f.accessStatus.Remembered()).To(Equal(1), "a read that failed is no deletion")
 			},
 		},
 		"new: the target, then a key issued, granted and in its Secret": {
-			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
-			want: exit{requeue: requeue{about: accessVerifyInterval}, ready: ReasonGranted, statusWrites: 2,
-				events: []string{"Normal Granted", "Normal KeyIssued"}},
+			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
+			want: storagetest.Exit{Requeue: storagetest.Requeue{About: accessVerifyInterval}, Ready: ReasonGranted, StatusWrites: 2,
+				Events: []string{"Normal Granted", "Normal KeyIssued"}},
 			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
 				g.Expect(a.Status.AccessKeyID).To(Equal(ownKey(a)))
 				g.Expect(f.accounts.accounts).To(HaveKey(ownKey(a)))
@@ -920,83 +653,83 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		// Where the admission policy is not installed (Kubernetes below 1.36).
 		"new, without its finalizer (no admission policy): the finalizer first, then the key": {
 			access: func() *storagev1.BucketAccess { a := rtAccessObj(); a.Finalizers = nil; return a }(),
-			world:  []client.Object{rtStoreObj(true), claimedBucket()},
-			want: exit{requeue: requeue{about: accessVerifyInterval}, ready: ReasonGranted, statusWrites: 2,
-				events: []string{"Normal Granted", "Normal KeyIssued"}},
+			world:  []client.Object{storagetest.ReadyStore(true), claimedBucket()},
+			want: storagetest.Exit{Requeue: storagetest.Requeue{About: accessVerifyInterval}, Ready: ReasonGranted, StatusWrites: 2,
+				Events: []string{"Normal Granted", "Normal KeyIssued"}},
 			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
 				g.Expect(f.api.Writes()).To(Equal([]string{"patch BucketAccess", "status BucketAccess", "apply Secret", "status BucketAccess"}))
-				g.Expect(a.Finalizers).To(ConsistOf(AccessFinalizer))
+				g.Expect(a.Finalizers).To(ConsistOf(stores.AccessFinalizer))
 				g.Expect(f.accounts.accounts).To(HaveKey(ownKey(a)))
 			},
 		},
 		"a forged grant in the bucket's policy: taken out with the grant, a Warning on the StorageBucket": {
-			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
+			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
 			setup: func(f *fixture) {
 				f.s3.policy, _ = s3.WithGrant("", testBucket, s3.Grant{ID: "forged", Principals: []string{"FORGEDKEY0000001"}, Mode: s3.ReadWrite})
 			},
-			want: exit{requeue: requeue{about: accessVerifyInterval}, ready: ReasonGranted, statusWrites: 2,
-				events: []string{"Warning GrantRemoved", "Normal Granted", "Normal KeyIssued"}},
+			want: storagetest.Exit{Requeue: storagetest.Requeue{About: accessVerifyInterval}, Ready: ReasonGranted, StatusWrites: 2,
+				Events: []string{"Warning GrantRemoved", "Normal Granted", "Normal KeyIssued"}},
 			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
 				g.Expect(f.s3.policy).NotTo(ContainSubstring("FORGEDKEY"))
 				g.Expect(f.s3.policy).To(ContainSubstring(ownKey(a)))
 			},
 		},
 		"no such StorageBucket: Stalled": {
-			access: rtAccessObj(), world: []client.Object{rtStoreObj(true)},
-			want: exit{requeue: requeue{about: time.Minute}, ready: ReasonBucketNotFound, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning BucketNotFound"}},
+			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true)},
+			want: storagetest.Exit{Requeue: storagetest.Requeue{About: time.Minute}, Ready: ReasonBucketNotFound, Also: conditions.Stalled, StatusWrites: 1,
+				Events: []string{"Warning BucketNotFound"}},
 		},
 		"the bucket is not claimed yet: waiting": {
-			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), rtBucket()},
-			want: exit{requeue: requeue{about: time.Minute}, ready: ReasonBucketNotReady, also: conditions.Reconciling, statusWrites: 1},
+			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), rtBucket()},
+			want: storagetest.Exit{Requeue: storagetest.Requeue{About: time.Minute}, Ready: ReasonBucketNotReady, Also: conditions.Reconciling, StatusWrites: 1},
 		},
 		"a store without accounts: Stalled": {
 			access: rtAccessObj(), world: []client.Object{s3Store(), claimedBucket()},
-			want: exit{requeue: requeue{about: time.Minute}, ready: ReasonAccessNotSupported, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning AccessNotSupported"}},
+			want: storagetest.Exit{Requeue: storagetest.Requeue{About: time.Minute}, Ready: ReasonAccessNotSupported, Also: conditions.Stalled, StatusWrites: 1,
+				Events: []string{"Warning AccessNotSupported"}},
 		},
 		"the Secret is someone else's: SecretConflict, nothing made in the store": {
-			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket(),
+			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket(),
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: rtSecret}}},
-			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonSecretConflict, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning SecretConflict"}},
+			want: storagetest.Exit{Requeue: storagetest.Requeue{About: 2 * time.Minute}, Ready: ReasonSecretConflict, Also: conditions.Stalled, StatusWrites: 1,
+				Events: []string{"Warning SecretConflict"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) { g.Expect(f.accounts.calls).To(BeEmpty()) },
 		},
 		"the Secret is forbidden by a quota: SecretRejected, no key on record": {
-			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
+			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
 			setup: func(f *fixture) { f.api.Fail(testenv.Apply, "Secret", errQuota) },
-			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonSecretRejected, also: conditions.Stalled, statusWrites: 2,
-				events: []string{"Warning SecretRejected"}},
+			want: storagetest.Exit{Requeue: storagetest.Requeue{About: 2 * time.Minute}, Ready: ReasonSecretRejected, Also: conditions.Stalled, StatusWrites: 2,
+				Events: []string{"Warning SecretRejected"}},
 			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
 				noKey(g, f, a)
 				g.Expect(conditions.Get(a.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("exceeded quota"))
 			},
 		},
 		"the Secret is invalid: SecretRejected": {
-			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
+			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
 			setup: func(f *fixture) { f.api.Fail(testenv.Apply, "Secret", errInvalid) },
-			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonSecretRejected, also: conditions.Stalled, statusWrites: 2,
-				events: []string{"Warning SecretRejected"}},
+			want: storagetest.Exit{Requeue: storagetest.Requeue{About: 2 * time.Minute}, Ready: ReasonSecretRejected, Also: conditions.Stalled, StatusWrites: 2,
+				Events: []string{"Warning SecretRejected"}},
 			check: noKey,
 		},
 		"the Secret write conflicts: retried at once, no status about it": {
-			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
-			setup: func(f *fixture) { f.api.Fail(testenv.Apply, "Secret", errConflict) },
-			want:  exit{err: apierr.Conflict, ready: ReasonIssuing, also: conditions.Reconciling, statusWrites: 1},
+			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
+			setup: func(f *fixture) { f.api.Fail(testenv.Apply, "Secret", storagetest.ErrConflict) },
+			want:  storagetest.Exit{Err: apierr.Conflict, Ready: ReasonIssuing, Also: conditions.Reconciling, StatusWrites: 1},
 			check: noKey,
 		},
 		"the Secret write fails: ReconcileError, no key on record": {
-			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
-			setup: func(f *fixture) { f.api.Fail(testenv.Apply, "Secret", errUnavailable) },
-			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 2,
-				events: []string{"Warning ReconcileError"}},
+			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
+			setup: func(f *fixture) { f.api.Fail(testenv.Apply, "Secret", storagetest.ErrUnavailable) },
+			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 2,
+				Events: []string{"Warning ReconcileError"}},
 			check: noKey,
 		},
 		"the store stops answering at the grant: Reconciling, soon again, its controller asked to check it": {
-			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
-			setup: func(f *fixture) { f.s3.policyErr = errDown },
-			want: exit{requeue: requeue{about: accessStoreRetry}, ready: string(s3.ReasonStoreUnreachable), also: conditions.Reconciling,
-				statusWrites: 2, events: []string{"Warning StoreUnreachable"}},
+			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
+			setup: func(f *fixture) { f.s3.policyErr = storagetest.ErrDown },
+			want: storagetest.Exit{Requeue: storagetest.Requeue{About: accessStoreRetry}, Ready: string(s3.ReasonStoreUnreachable), Also: conditions.Reconciling,
+				StatusWrites: 2, Events: []string{"Warning StoreUnreachable"}},
 			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
 				noKey(g, f, a)
 				g.Expect(f.storeChecked()).To(BeTrue())
@@ -1004,53 +737,53 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		},
 		"the finalizer patch fails: ReconcileError": {
 			access: func() *storagev1.BucketAccess { a := rtAccessObj(); a.Finalizers = nil; return a }(),
-			world:  []client.Object{rtStoreObj(true), claimedBucket()},
-			setup:  func(f *fixture) { f.api.Fail(testenv.Patch, "BucketAccess", errUnavailable) },
-			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
-				events: []string{"Warning ReconcileError"}},
+			world:  []client.Object{storagetest.ReadyStore(true), claimedBucket()},
+			setup:  func(f *fixture) { f.api.Fail(testenv.Patch, "BucketAccess", storagetest.ErrUnavailable) },
+			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+				Events: []string{"Warning ReconcileError"}},
 		},
 		"the status cannot be written: the error is returned, nothing made": {
-			access: rtAccessObj(), world: []client.Object{rtStoreObj(true), claimedBucket()},
-			setup: func(f *fixture) { f.api.Fail(testenv.Status, "BucketAccess", errUnavailable) },
-			want:  exit{err: apierr.Transient},
+			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
+			setup: func(f *fixture) { f.api.Fail(testenv.Status, "BucketAccess", storagetest.ErrUnavailable) },
+			want:  storagetest.Exit{Err: apierr.Transient},
 			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) { g.Expect(f.accounts.calls).To(BeEmpty()) },
 		},
 		"deleted: key revoked, Secret deleted, the finalizer goes": {
-			access: deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{rtStoreObj(true), claimedBucket(), accessSecret()},
+			access: storagetest.Deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{storagetest.ReadyStore(true), claimedBucket(), accessSecret()},
 			setup: func(f *fixture) {
 				f.accounts.accounts = map[string]string{stores.AccessKeyID(rtStoreUID, "uid-access", 1): "s", "SOMEONEELSE": "s"}
 			},
-			want: exit{gone: true, events: []string{"Normal KeyRevoked"}},
+			want: storagetest.Exit{Gone: true, Events: []string{"Normal KeyRevoked"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) {
 				g.Expect(f.accounts.accounts).To(Equal(map[string]string{"SOMEONEELSE": "s"}))
 				g.Expect(f.read(g, accessSecret())).To(BeFalse(), "the Secret is deleted")
 			},
 		},
 		"deleted, the store does not answer: Revoking, the finalizer stays": {
-			access: deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{rtStoreObj(false), claimedBucket()},
-			want: exit{requeue: requeue{about: time.Minute}, ready: ReasonRevoking, also: conditions.Reconciling, statusWrites: 1},
+			access: storagetest.Deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{storagetest.ReadyStore(false), claimedBucket()},
+			want: storagetest.Exit{Requeue: storagetest.Requeue{About: time.Minute}, Ready: ReasonRevoking, Also: conditions.Reconciling, StatusWrites: 1},
 		},
 		"deleted, the store is gone: a Warning, let go": {
-			access: deleting(grantedAccess()).(*storagev1.BucketAccess),
-			want:   exit{gone: true, events: []string{"Warning StoreGone"}},
+			access: storagetest.Deleting(grantedAccess()).(*storagev1.BucketAccess),
+			want:   storagetest.Exit{Gone: true, Events: []string{"Warning StoreGone"}},
 		},
 		"deleted, the Secret may not be deleted: SecretRejected": {
-			access: deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{rtStoreObj(true), claimedBucket(), accessSecret()},
+			access: storagetest.Deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{storagetest.ReadyStore(true), claimedBucket(), accessSecret()},
 			setup: func(f *fixture) { f.api.Fail(testenv.Delete, "Secret", errQuota) },
-			want: exit{requeue: requeue{about: 2 * time.Minute}, ready: ReasonSecretRejected, also: conditions.Stalled, statusWrites: 1,
-				events: []string{"Warning SecretRejected"}},
+			want: storagetest.Exit{Requeue: storagetest.Requeue{About: 2 * time.Minute}, Ready: ReasonSecretRejected, Also: conditions.Stalled, StatusWrites: 1,
+				Events: []string{"Warning SecretRejected"}},
 		},
 		"deleted, reading the store fails: ReconcileError": {
-			access: deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{rtStoreObj(true), claimedBucket()},
-			setup: func(f *fixture) { f.api.Fail(testenv.Get, "ObjectStore", errUnavailable) },
-			want: exit{err: apierr.Transient, ready: stores.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
-				events: []string{"Warning ReconcileError"}},
+			access: storagetest.Deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
+			setup: func(f *fixture) { f.api.Fail(testenv.Get, "ObjectStore", storagetest.ErrUnavailable) },
+			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+				Events: []string{"Warning ReconcileError"}},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			world := append([]client.Object{openNamespace(), storeCredentials()}, tc.world...)
+			world := append([]client.Object{openNamespace(), storagetest.StoreCredentials()}, tc.world...)
 			obj := rtAccessObj()
 			if tc.access != nil {
 				world = append(world, tc.access)
@@ -1068,10 +801,10 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(f)
 			}
-			before := conflictsCounted(g, accessController)
+			before := storagetest.Conflicts(g, accessController)
 			res, err := r.Reconcile(context.Background(), req)
-			f.conflicts = conflictsCounted(g, accessController) - before
-			tc.want.check(g, f, res, err, obj, func() []metav1.Condition { return obj.Status.Conditions })
+			f.conflicts = storagetest.Conflicts(g, accessController) - before
+			tc.want.Check(g, storagetest.Got{Result: res, Err: err, API: f.api, Events: f.events(), Conflicts: f.conflicts}, obj, func() []metav1.Condition { return obj.Status.Conditions })
 			if tc.check != nil {
 				tc.check(g, f, obj)
 			}
@@ -1085,10 +818,10 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 func TestReconcilingAgainWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
-	store := rtStoreObj(true)
-	store.Finalizers, store.Status = nil, storagev1.ObjectStoreStatus{}
-	f := newFixture(openNamespace(), storeCredentials(), store, rtBucket(), rtAccessObj())
-	objectStores, buckets, accesses := f.storeReconciler(), f.bucketReconciler(), f.accessReconciler()
+	newStore := storagetest.ReadyStore(true)
+	newStore.Finalizers, newStore.Status = nil, storagev1.ObjectStoreStatus{}
+	f := newFixture(openNamespace(), storagetest.StoreCredentials(), newStore, rtBucket(), rtAccessObj())
+	objectStores, buckets, accesses := store.New(f.c, f.rec, f.stores(), nil, false), f.bucketReconciler(), f.accessReconciler()
 	storeKey := types.NamespacedName{Name: rtStore}
 	bucketKey := types.NamespacedName{Namespace: testNS, Name: "assets"}
 	accessKey := types.NamespacedName{Namespace: testNS, Name: rtAccess}
