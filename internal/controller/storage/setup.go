@@ -1,9 +1,9 @@
-// Package storage reconciles ObjectStores (S3-compatible stores outside the
-// cluster), StorageBuckets (buckets in them, created, health-checked on a
-// schedule and on external events, and given the settings they declare) and
-// BucketAccesses (a key of its own to one bucket, for a workload). The three
-// controllers share the stores' clients, so they are enabled together as
-// "storage".
+// Package storage reconciles StorageBuckets (buckets in ObjectStores,
+// created, health-checked on a schedule and on external events, and given
+// the settings they declare) and BucketAccesses (a key of its own to one
+// bucket, for a workload), and registers them with the ObjectStore
+// controller (package store). The three controllers share the stores'
+// clients, so they are enabled together as "storage".
 package storage
 
 import (
