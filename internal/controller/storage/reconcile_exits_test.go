@@ -33,8 +33,8 @@ import (
 
 // The StorageBucket and BucketAccess reconciles, driven through every
 // exit: a fake API server (testenv.Fake: controller-runtime's fake client,
-// with the errors of a row injected) and a fake store (fakeS3,
-// fakeAccounts). Each row
+// with the errors of a row injected) and a fake store (storagetest.FakeS3,
+// storagetest.FakeAccounts). Each row
 // names the exit, and checks the result, the error, the status written
 // (Ready's reason, and how many status writes) and the Events.
 
@@ -58,8 +58,8 @@ type fixture struct {
 	api *testenv.Fake
 	// c is the manager's client of the fake API server (cache reads).
 	c        client.WithWatch
-	s3       *fakeS3
-	accounts *fakeAccounts
+	s3       *storagetest.FakeS3
+	accounts *storagetest.FakeAccounts
 	rec      *events.FakeRecorder
 	clock    *testClock
 	schedule *Schedule
@@ -77,7 +77,7 @@ type fixture struct {
 
 func newFixture(objs ...client.Object) *fixture {
 	f := &fixture{
-		s3: &fakeS3{}, accounts: &fakeAccounts{}, rec: events.NewFakeRecorder(50), clock: newTestClock(),
+		s3: &storagetest.FakeS3{}, accounts: &storagetest.FakeAccounts{}, rec: events.NewFakeRecorder(50), clock: newTestClock(),
 		storeChecks:  make(chan event.TypedGenericEvent[*storagev1.ObjectStore], 10),
 		accessEvents: make(chan event.TypedGenericEvent[*storagev1.BucketAccess], 10),
 	}
@@ -205,7 +205,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 	}
 	refusedUntouched := func(want string) func(Gomega, *fixture, *storagev1.StorageBucket) {
 		return func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
-			g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy"}), "the policy in the store is read, and with nothing to take out, not written")
+			g.Expect(f.s3.Calls).To(Equal([]string{"BucketExists", "Policy"}), "the policy in the store is read, and with nothing to take out, not written")
 			applied := conditions.Get(b.Status.Conditions, conditions.SettingsApplied)
 			g.Expect(applied.Reason).To(Equal(ReasonPolicyRefused))
 			g.Expect(applied.Message).To(ContainSubstring(want))
@@ -251,7 +251,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy, StatusWrites: 2,
 				Events: []string{"Normal BucketCreated"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "CreateBucket", "SetOwner"}))
+				g.Expect(f.s3.Calls).To(Equal([]string{"BucketExists", "CreateBucket", "SetOwner"}))
 				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
 				g.Expect(b.Status.BucketName).To(Equal(testBucket))
 				g.Expect(f.api.Writes()).To(Equal([]string{"status StorageBucket", "status StorageBucket"}), "no finalizer patch")
@@ -270,7 +270,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true)},
 			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).To(BeEmpty())
+				g.Expect(f.s3.Calls).To(BeEmpty())
 				g.Expect(f.api.Writes()).To(BeEmpty())
 			},
 		},
@@ -278,21 +278,21 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) {
 				checkNow(f)
-				f.s3.exists = true
+				f.s3.Exists = true
 				f.guards.checked(types.NamespacedName{Namespace: testNS, Name: "assets"}, keyOf(claimedBucket(), storagetest.ReadyStore(true), false))
 			},
 			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists"}))
+				g.Expect(f.s3.Calls).To(Equal([]string{"BucketExists"}))
 				g.Expect(f.api.Writes()).To(BeEmpty())
 			},
 		},
 		"settled, first check since the start, where the store blocks public access: the policy read once": {
 			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true)},
-			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
+			setup: func(f *fixture) { checkNow(f); f.s3.Exists = true },
 			want:  storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy"}))
+				g.Expect(f.s3.Calls).To(Equal([]string{"BucketExists", "Policy"}))
 				g.Expect(f.api.Writes()).To(BeEmpty())
 				g.Expect(f.guards.due(client.ObjectKeyFromObject(b), keyOf(b, storagetest.ReadyStore(true), false))).To(BeFalse(), "not read again")
 			},
@@ -301,48 +301,48 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true), grantedAccess()},
 			setup: func(f *fixture) {
 				checkNow(f)
-				f.s3.exists = true
+				f.s3.Exists = true
 				a := grantedAccess()
 				grant := grantOf(a.UID, string(a.Spec.Mode), a.Status.AccessKeyID)
 				var err error
-				if f.s3.policy, err = s3.WithGrant(policy, testBucket, grant); err != nil {
+				if f.s3.PolicyDoc, err = s3.WithGrant(policy, testBucket, grant); err != nil {
 					panic(err)
 				}
 			},
 			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy, Events: []string{"Warning PublicAccessRemoved"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy", "SetPolicy"}))
-				g.Expect(f.s3.policy).NotTo(ContainSubstring(`"Public"`))
-				g.Expect(f.s3.policy).To(ContainSubstring(s3.GrantSidPrefix + stores.GrantID(grantedAccess().UID)))
+				g.Expect(f.s3.Calls).To(Equal([]string{"BucketExists", "Policy", "SetPolicy"}))
+				g.Expect(f.s3.PolicyDoc).NotTo(ContainSubstring(`"Public"`))
+				g.Expect(f.s3.PolicyDoc).To(ContainSubstring(s3.GrantSidPrefix + stores.GrantID(grantedAccess().UID)))
 			},
 		},
 		"settled, no spec.policy, the store allows the namespace anything: the policy not read": {
 			bucket: claimedBucket(), world: []client.Object{publicStore()},
-			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.s3.policy = policy },
+			setup: func(f *fixture) { checkNow(f); f.s3.Exists = true; f.s3.PolicyDoc = policy },
 			want:  storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists"}))
+				g.Expect(f.s3.Calls).To(Equal([]string{"BucketExists"}))
 			},
 		},
 		"settled, no check due, the store's public access changed since the last check: checked now": {
 			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) {
-				f.s3.exists = true
+				f.s3.Exists = true
 				f.guards.checked(types.NamespacedName{Namespace: testNS, Name: "assets"}, keyOf(claimedBucket(), publicStore(), true))
 			},
 			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy"}))
+				g.Expect(f.s3.Calls).To(Equal([]string{"BucketExists", "Policy"}))
 			},
 		},
 		"a public policy refused where the store blocks it, the store's policy already public: taken out": {
 			bucket: withPolicy(claimedBucket()), world: []client.Object{storagetest.ReadyStore(true)},
-			setup: func(f *fixture) { checkNow(f); f.s3.exists = true; f.s3.policy = policy },
+			setup: func(f *fixture) { checkNow(f); f.s3.Exists = true; f.s3.PolicyDoc = policy },
 			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonPolicyRefused, Also: conditions.Stalled, StatusWrites: 1,
 				Events: []string{"Warning PolicyRefused", "Warning PublicAccessRemoved"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists", "Policy", "SetPolicy"}))
-				g.Expect(f.s3.policy).To(BeEmpty())
+				g.Expect(f.s3.Calls).To(Equal([]string{"BucketExists", "Policy", "SetPolicy"}))
+				g.Expect(f.s3.PolicyDoc).To(BeEmpty())
 				g.Expect(conditions.Get(b.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("that grant beyond that are taken out"))
 			},
 		},
@@ -376,7 +376,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonConflict, Also: conditions.Stalled, StatusWrites: 1,
 				Events: []string{"Warning Conflict"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).To(BeEmpty())
+				g.Expect(f.s3.Calls).To(BeEmpty())
 				g.Expect(conditions.Get(b.Status.Conditions, conditions.Ready).Message).To(Equal("bucket team-assets is claimed by StorageBucket team-b/first"))
 			},
 		},
@@ -391,7 +391,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonConflict, Also: conditions.Stalled, StatusWrites: 1,
 				Events: []string{"Warning Conflict"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).To(BeEmpty())
+				g.Expect(f.s3.Calls).To(BeEmpty())
 				g.Expect(conditions.Get(b.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("being deleted with deletionPolicy: Retain: the bucket stays, kept for namespace team-b"))
 			},
 		},
@@ -404,17 +404,17 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			bucket: rtBucket(), world: []client.Object{storagetest.ReadyStore(false)},
 			want: storagetest.Exit{Requeue: checkWait, Ready: string(s3.ReasonStoreUnreachable), Also: conditions.Reconciling,
 				StatusWrites: 1, Events: []string{"Warning StoreUnreachable"}},
-			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.s3.calls).To(BeEmpty()) },
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.s3.Calls).To(BeEmpty()) },
 		},
 		"the store is not open to the namespace: Stalled, no request": {
 			bucket: rtBucket(), world: []client.Object{storagetest.ReadyStore(true)}, closed: true,
 			want: storagetest.Exit{Requeue: checkWait, Ready: stores.ReasonNamespaceNotAllowed, Also: conditions.Stalled, StatusWrites: 1,
 				Events: []string{"Warning NamespaceNotAllowed"}},
-			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.s3.calls).To(BeEmpty()) },
+			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.s3.Calls).To(BeEmpty()) },
 		},
 		"the store stops answering: Reconciling, and its controller is asked to check it": {
 			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true)},
-			setup: func(f *fixture) { checkNow(f); f.s3.existsErr = storagetest.ErrDown },
+			setup: func(f *fixture) { checkNow(f); f.s3.ExistsErr = storagetest.ErrDown },
 			want: storagetest.Exit{Requeue: checkWait, Ready: string(s3.ReasonStoreUnreachable), Also: conditions.Reconciling,
 				StatusWrites: 1, Events: []string{"Warning StoreUnreachable"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.storeChecked()).To(BeTrue()) },
@@ -424,27 +424,27 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			setup: func(f *fixture) { f.api.Fail(testenv.Status, "StorageBucket", storagetest.ErrUnavailable) },
 			want:  storagetest.Exit{Err: apierr.Transient},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).To(Equal([]string{"BucketExists"}), "no CreateBucket")
+				g.Expect(f.s3.Calls).To(Equal([]string{"BucketExists"}), "no CreateBucket")
 			},
 		},
 		"policy written, then listing the accesses to tell fails: the check is recorded, ReconcileError": {
 			bucket: withPolicy(claimedBucket()), world: []client.Object{publicStore()},
 			setup: func(f *fixture) {
 				checkNow(f)
-				f.s3.exists = true
-				f.s3.onSetPolicy = func() { f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable) }
+				f.s3.Exists = true
+				f.s3.OnSetPolicy = func() { f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable) }
 			},
 			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
 				Events: []string{"Warning ReconcileError", "Normal BucketSettingsApplied"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
-				g.Expect(f.s3.policy).To(ContainSubstring("Public"))
+				g.Expect(f.s3.PolicyDoc).To(ContainSubstring("Public"))
 				g.Expect(conditions.Get(b.Status.Conditions, conditions.SettingsApplied).Reason).To(Equal(ReasonApplied))
 				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
 			},
 		},
 		"a public policy where the store blocks it: PolicyRefused, Stalled, nothing sent": {
 			bucket: withPolicy(claimedBucket()), world: []client.Object{storagetest.ReadyStore(true)},
-			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
+			setup: func(f *fixture) { checkNow(f); f.s3.Exists = true },
 			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonPolicyRefused, Also: conditions.Stalled, StatusWrites: 1,
 				Events: []string{"Warning PolicyRefused"}},
 			check: refusedUntouched(`Principal "*" is everyone`),
@@ -455,37 +455,37 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 				s.Spec.PublicAccessNamespaceSelector.MatchLabels = map[string]string{"public": "yes"}
 				return s
 			}()},
-			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
+			setup: func(f *fixture) { checkNow(f); f.s3.Exists = true },
 			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonPolicyRefused, Also: conditions.Stalled, StatusWrites: 1,
 				Events: []string{"Warning PolicyRefused"}},
 			check: refusedUntouched("its publicAccessNamespaceSelector selects, not " + testNS),
 		},
 		"a policy naming another namespace's key: PolicyRefused": {
 			bucket: granting(`"` + stores.AccessKeyID(rtStoreUID, "uid-their-access", 1) + `"`)(claimedBucket()), world: []client.Object{storagetest.ReadyStore(true), theirAccess()},
-			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
+			setup: func(f *fixture) { checkNow(f); f.s3.Exists = true },
 			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonPolicyRefused, Also: conditions.Stalled, StatusWrites: 1,
 				Events: []string{"Warning PolicyRefused"}},
 			check: refusedUntouched("is not a key of this namespace's BucketAccesses"),
 		},
 		"a policy naming the namespace's own keys: applied": {
 			bucket: granting(`["` + stores.AccessKeyID(rtStoreUID, "uid-access", 1) + `"]`)(claimedBucket()), world: []client.Object{storagetest.ReadyStore(true), grantedAccess()},
-			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
+			setup: func(f *fixture) { checkNow(f); f.s3.Exists = true },
 			want:  storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy, StatusWrites: 1, Events: []string{"Normal BucketSettingsApplied"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).To(ContainElement("SetPolicy"))
+				g.Expect(f.s3.Calls).To(ContainElement("SetPolicy"))
 			},
 		},
 		"listing the keys before the policy fails: ReconcileError, nothing sent": {
 			bucket: withPolicy(claimedBucket()), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) {
 				checkNow(f)
-				f.s3.exists = true
+				f.s3.Exists = true
 				f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
 			},
 			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
 				Events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).To(BeEmpty(), "nothing asked of the store")
+				g.Expect(f.s3.Calls).To(BeEmpty(), "nothing asked of the store")
 				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
 			},
 		},
@@ -494,20 +494,20 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			bucket: withPolicy(claimedBucket()), world: []client.Object{publicStore()},
 			setup: func(f *fixture) {
 				checkNow(f)
-				f.s3.exists = true
+				f.s3.Exists = true
 				f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
 			},
 			want: storagetest.Exit{Requeue: checkWait, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
 				Events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).NotTo(ContainElement("SetPolicy"))
-				g.Expect(f.s3.calls).NotTo(ContainElement("Policy"), "not even read")
+				g.Expect(f.s3.Calls).NotTo(ContainElement("SetPolicy"))
+				g.Expect(f.s3.Calls).NotTo(ContainElement("Policy"), "not even read")
 				g.Expect(conditions.Get(b.Status.Conditions, conditions.SettingsApplied).Reason).To(Equal(stores.ReasonReconcileError))
 			},
 		},
 		"policy written: its accesses are told": {
 			bucket: withPolicy(claimedBucket()), world: []client.Object{publicStore(), grantedAccess()},
-			setup: func(f *fixture) { checkNow(f); f.s3.exists = true },
+			setup: func(f *fixture) { checkNow(f); f.s3.Exists = true },
 			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy, StatusWrites: 1,
 				Events: []string{"Normal BucketSettingsApplied"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.accessEvents).To(HaveLen(1)) },
@@ -519,19 +519,19 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		},
 		"deleted (Delete) holding objects: DeleteBlocked": {
 			bucket: storagetest.Deleting(deletePolicy(claimedBucket())).(*storagev1.StorageBucket), world: []client.Object{storagetest.ReadyStore(true)},
-			setup: func(f *fixture) { f.s3.exists, f.s3.owner, f.s3.objects = true, mine, 3 },
+			setup: func(f *fixture) { f.s3.Exists, f.s3.OwnerTag, f.s3.Objects = true, mine, 3 },
 			want: storagetest.Exit{Requeue: storagetest.Requeue{About: 2 * time.Minute}, Ready: ReasonDeleteBlocked, Also: conditions.Stalled, StatusWrites: 1,
 				Events: []string{"Warning DeleteBlocked"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).NotTo(ContainElement("DeleteBucket"))
+				g.Expect(f.s3.Calls).NotTo(ContainElement("DeleteBucket"))
 			},
 		},
 		"deleted (Delete), empty: deleted, the finalizer goes, no status": {
 			bucket: storagetest.Deleting(deletePolicy(claimedBucket())).(*storagev1.StorageBucket), world: []client.Object{storagetest.ReadyStore(true)},
-			setup: func(f *fixture) { f.s3.exists, f.s3.owner = true, mine },
+			setup: func(f *fixture) { f.s3.Exists, f.s3.OwnerTag = true, mine },
 			want:  storagetest.Exit{Gone: true, Events: []string{"Normal BucketDeleted"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {
-				g.Expect(f.s3.calls).To(ContainElement("DeleteBucket"))
+				g.Expect(f.s3.Calls).To(ContainElement("DeleteBucket"))
 				g.Expect(f.api.Writes()).To(Equal([]string{"patch StorageBucket"}))
 			},
 		},
@@ -643,7 +643,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 				Events: []string{"Normal Granted", "Normal KeyIssued"}},
 			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
 				g.Expect(a.Status.AccessKeyID).To(Equal(ownKey(a)))
-				g.Expect(f.accounts.accounts).To(HaveKey(ownKey(a)))
+				g.Expect(f.accounts.Accounts).To(HaveKey(ownKey(a)))
 				secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: rtSecret}}
 				g.Expect(f.read(g, secret)).To(BeTrue())
 				g.Expect(string(secret.Data[envAccessKeyID])).To(Equal(ownKey(a)))
@@ -659,19 +659,19 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
 				g.Expect(f.api.Writes()).To(Equal([]string{"patch BucketAccess", "status BucketAccess", "apply Secret", "status BucketAccess"}))
 				g.Expect(a.Finalizers).To(ConsistOf(stores.AccessFinalizer))
-				g.Expect(f.accounts.accounts).To(HaveKey(ownKey(a)))
+				g.Expect(f.accounts.Accounts).To(HaveKey(ownKey(a)))
 			},
 		},
 		"a forged grant in the bucket's policy: taken out with the grant, a Warning on the StorageBucket": {
 			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
 			setup: func(f *fixture) {
-				f.s3.policy, _ = s3.WithGrant("", testBucket, s3.Grant{ID: "forged", Principals: []string{"FORGEDKEY0000001"}, Mode: s3.ReadWrite})
+				f.s3.PolicyDoc, _ = s3.WithGrant("", testBucket, s3.Grant{ID: "forged", Principals: []string{"FORGEDKEY0000001"}, Mode: s3.ReadWrite})
 			},
 			want: storagetest.Exit{Requeue: storagetest.Requeue{About: accessVerifyInterval}, Ready: ReasonGranted, StatusWrites: 2,
 				Events: []string{"Warning GrantRemoved", "Normal Granted", "Normal KeyIssued"}},
 			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
-				g.Expect(f.s3.policy).NotTo(ContainSubstring("FORGEDKEY"))
-				g.Expect(f.s3.policy).To(ContainSubstring(ownKey(a)))
+				g.Expect(f.s3.PolicyDoc).NotTo(ContainSubstring("FORGEDKEY"))
+				g.Expect(f.s3.PolicyDoc).To(ContainSubstring(ownKey(a)))
 			},
 		},
 		"no such StorageBucket: Stalled": {
@@ -693,7 +693,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: rtSecret}}},
 			want: storagetest.Exit{Requeue: storagetest.Requeue{About: 2 * time.Minute}, Ready: ReasonSecretConflict, Also: conditions.Stalled, StatusWrites: 1,
 				Events: []string{"Warning SecretConflict"}},
-			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) { g.Expect(f.accounts.calls).To(BeEmpty()) },
+			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) { g.Expect(f.accounts.Calls).To(BeEmpty()) },
 		},
 		"the Secret is forbidden by a quota: SecretRejected, no key on record": {
 			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
@@ -727,7 +727,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		},
 		"the store stops answering at the grant: Reconciling, soon again, its controller asked to check it": {
 			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
-			setup: func(f *fixture) { f.s3.policyErr = storagetest.ErrDown },
+			setup: func(f *fixture) { f.s3.PolicyErr = storagetest.ErrDown },
 			want: storagetest.Exit{Requeue: storagetest.Requeue{About: accessStoreRetry}, Ready: string(s3.ReasonStoreUnreachable), Also: conditions.Reconciling,
 				StatusWrites: 2, Events: []string{"Warning StoreUnreachable"}},
 			check: func(g Gomega, f *fixture, a *storagev1.BucketAccess) {
@@ -746,16 +746,16 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
 			setup: func(f *fixture) { f.api.Fail(testenv.Status, "BucketAccess", storagetest.ErrUnavailable) },
 			want:  storagetest.Exit{Err: apierr.Transient},
-			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) { g.Expect(f.accounts.calls).To(BeEmpty()) },
+			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) { g.Expect(f.accounts.Calls).To(BeEmpty()) },
 		},
 		"deleted: key revoked, Secret deleted, the finalizer goes": {
 			access: storagetest.Deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{storagetest.ReadyStore(true), claimedBucket(), accessSecret()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = map[string]string{stores.AccessKeyID(rtStoreUID, "uid-access", 1): "s", "SOMEONEELSE": "s"}
+				f.accounts.Accounts = map[string]string{stores.AccessKeyID(rtStoreUID, "uid-access", 1): "s", "SOMEONEELSE": "s"}
 			},
 			want: storagetest.Exit{Gone: true, Events: []string{"Normal KeyRevoked"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) {
-				g.Expect(f.accounts.accounts).To(Equal(map[string]string{"SOMEONEELSE": "s"}))
+				g.Expect(f.accounts.Accounts).To(Equal(map[string]string{"SOMEONEELSE": "s"}))
 				g.Expect(f.read(g, accessSecret())).To(BeFalse(), "the Secret is deleted")
 			},
 		},
@@ -834,17 +834,17 @@ func TestReconcilingAgainWritesNothing(t *testing.T) {
 		_, err = accesses.Reconcile(ctx, ctrl.Request{NamespacedName: accessKey})
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-	f.s3.owner = mine // the bucket, once created, is tagged as this StorageBucket's
+	f.s3.OwnerTag = mine // the bucket, once created, is tagged as this StorageBucket's
 
 	reconcileAll()
 	a := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: rtAccess}}
 	g.Expect(f.read(g, a)).To(BeTrue())
 	g.Expect(conditions.Get(a.Status.Conditions, conditions.Ready).Reason).To(Equal(ReasonGranted), "all three in place: %v", f.api.Writes())
 	f.api.ForgetWrites()
-	f.s3.exists = true
+	f.s3.Exists = true
 
 	reconcileAll()
 	g.Expect(f.api.Writes()).To(BeEmpty())
-	g.Expect(f.s3.calls[len(f.s3.calls)-3:]).To(Equal([]string{"Ping", "BucketExists", "Policy"}),
+	g.Expect(f.s3.Calls[len(f.s3.Calls)-3:]).To(Equal([]string{"Ping", "BucketExists", "Policy"}),
 		"one request per check: the store's, the bucket's, the grant's")
 }

@@ -106,7 +106,7 @@ func TestSweepStore(t *testing.T) {
 	}{
 		"nothing of Trellis' to sweep": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), withRetiring()},
-			setup:      func(f *fixture) { f.accounts.accounts = accountsOf(liveKeys, foreign) },
+			setup:      func(f *fixture) { f.accounts.Accounts = accountsOf(liveKeys, foreign) },
 			wantResult: sweep.Clean,
 		},
 		"keys of a deleted access revoked; live, leaving and foreign ones kept": {
@@ -115,7 +115,7 @@ func TestSweepStore(t *testing.T) {
 			world: []client.Object{claimedBucket(), withRetiring(),
 				storagetest.Deleting(accessWithUID("leaving", leaving)), accessWithUID("other", "uid-other")},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(liveKeys, goneKeys, foreign, []string{sweepKey(leaving, 1), sweepKey("uid-other", 1)})
+				f.accounts.Accounts = accountsOf(liveKeys, goneKeys, foreign, []string{sweepKey(leaving, 1), sweepKey("uid-other", 1)})
 			},
 			wantResult: sweep.Revoked, wantRevoked: goneKeys,
 			wantEvents: []string{"Warning OrphanKeysRevoked"},
@@ -123,7 +123,7 @@ func TestSweepStore(t *testing.T) {
 		"an access recreated under the same name: the old one's keys go": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), accessWithUID(rtAccess, "uid-new")},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf([]string{sweepKey("uid-new", 1), sweepKey(live, 1)})
+				f.accounts.Accounts = accountsOf([]string{sweepKey("uid-new", 1), sweepKey(live, 1)})
 			},
 			wantResult: sweep.Revoked, wantRevoked: []string{sweepKey(live, 1)},
 			wantEvents: []string{"Warning OrphanKeysRevoked"},
@@ -132,29 +132,29 @@ func TestSweepStore(t *testing.T) {
 			reason: "the store is listed first, the cache after: the access of an account listed is in the cache then",
 			store:  storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
 			setup: func(f *fixture) {
-				f.accounts.onList = func() {
+				f.accounts.OnList = func() {
 					if err := f.api.Others().Create(context.Background(), accessWithUID("new", "uid-new")); err != nil {
 						panic(err)
 					}
-					f.accounts.accounts = accountsOf([]string{sweepKey("uid-new", 1)})
+					f.accounts.Accounts = accountsOf([]string{sweepKey("uid-new", 1)})
 				}
 			},
 			wantResult: sweep.Clean, wantAccounts: []string{sweepKey("uid-new", 1)},
 		},
 		"the store is not Ready: nothing sent": {
 			store: storagetest.ReadyStore(false), world: []client.Object{claimedBucket()},
-			setup:      func(f *fixture) { f.accounts.accounts = accountsOf(goneKeys) },
+			setup:      func(f *fixture) { f.accounts.Accounts = accountsOf(goneKeys) },
 			wantResult: stores.ReasonStoreNotReady, wantS3Calls: []string{},
 		},
 		"the store's accounts cannot be listed: nothing revoked": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
-			setup:      func(f *fixture) { f.accounts.accounts, f.accounts.listErr = accountsOf(goneKeys), storagetest.ErrDown },
+			setup:      func(f *fixture) { f.accounts.Accounts, f.accounts.ListErr = accountsOf(goneKeys), storagetest.ErrDown },
 			wantResult: string(s3.ReasonStoreUnreachable), wantDown: true, wantS3Calls: []string{},
 		},
 		"the store refuses the admin's keys: nothing revoked": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
 			setup: func(f *fixture) {
-				f.accounts.accounts, f.accounts.listErr = accountsOf(goneKeys), storagetest.ErrDenied
+				f.accounts.Accounts, f.accounts.ListErr = accountsOf(goneKeys), storagetest.ErrDenied
 			},
 			wantResult: string(s3.ReasonAccessDenied), wantS3Calls: []string{},
 		},
@@ -162,7 +162,7 @@ func TestSweepStore(t *testing.T) {
 			reason: "an error is never an empty list",
 			store:  storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(liveKeys, goneKeys)
+				f.accounts.Accounts = accountsOf(liveKeys, goneKeys)
 				f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
 			},
 			wantResult: stores.ReasonReconcileError, wantS3Calls: []string{},
@@ -170,8 +170,8 @@ func TestSweepStore(t *testing.T) {
 		"the store fails half-way: what was revoked is told, the rest waits": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(liveKeys[:1], goneKeys)
-				f.accounts.deleteErr, f.accounts.deleteFailsAfterCall = storagetest.ErrDown, 2
+				f.accounts.Accounts = accountsOf(liveKeys[:1], goneKeys)
+				f.accounts.DeleteErr, f.accounts.DeleteFailsAfterCall = storagetest.ErrDown, 2
 			},
 			wantResult: string(s3.ReasonStoreUnreachable), wantDown: true, wantRevoked: goneKeys[:1],
 			wantAccounts: append(slices.Clone(liveKeys[:1]), goneKeys[1]), wantEvents: []string{"Warning OrphanKeysRevoked"},
@@ -179,8 +179,8 @@ func TestSweepStore(t *testing.T) {
 		"a forged grant in a claimed bucket: removed, said on the StorageBucket": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(liveKeys[:1])
-				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0]), forgedGrant)
+				f.accounts.Accounts = accountsOf(liveKeys[:1])
+				f.s3.PolicyDoc = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0]), forgedGrant)
 			},
 			wantResult: sweep.Revoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
 			wantS3Calls: []string{"Policy", "SetPolicy"},
@@ -188,16 +188,16 @@ func TestSweepStore(t *testing.T) {
 		"a live grant widened by hand: put back": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(liveKeys[:1])
-				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0], "FORGEDKEY0000001"))
+				f.accounts.Accounts = accountsOf(liveKeys[:1])
+				f.s3.PolicyDoc = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0], "FORGEDKEY0000001"))
 			},
 			wantResult: sweep.Revoked, wantGrants: 1, wantEvents: []string{"Warning GrantRewritten"},
 		},
 		"the grant of a deleted access goes with its keys": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(liveKeys[:1], goneKeys)
-				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0]), grantOf(gone, s3.ReadOnly, goneKeys...))
+				f.accounts.Accounts = accountsOf(liveKeys[:1], goneKeys)
+				f.s3.PolicyDoc = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0]), grantOf(gone, s3.ReadOnly, goneKeys...))
 			},
 			wantResult: sweep.Revoked, wantRevoked: goneKeys, wantGrants: 1,
 			wantEvents: []string{"Warning OrphanKeysRevoked", "Warning GrantRemoved"},
@@ -205,53 +205,53 @@ func TestSweepStore(t *testing.T) {
 		"grants as recorded: read, nothing written": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), withRetiring()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(liveKeys)
-				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[:2]...))
+				f.accounts.Accounts = accountsOf(liveKeys)
+				f.s3.PolicyDoc = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[:2]...))
 			},
 			wantResult: sweep.Clean, wantS3Calls: []string{"Policy"},
 		},
 		"a bucket of a namespace the store is closed to: not touched": {
 			store: storagetest.ReadyStore(true), world: []client.Object{closed()},
-			setup:      func(f *fixture) { f.s3.policy = policyWith(t, forgedGrant) },
+			setup:      func(f *fixture) { f.s3.PolicyDoc = policyWith(t, forgedGrant) },
 			wantResult: sweep.Clean, wantS3Calls: []string{}, forgedLeft: true,
 		},
 		"the bucket's policy cannot be read: stops, nothing written": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
-			setup:      func(f *fixture) { f.s3.policyErr = storagetest.ErrDown },
+			setup:      func(f *fixture) { f.s3.PolicyErr = storagetest.ErrDown },
 			wantResult: string(s3.ReasonStoreUnreachable), wantDown: true, wantS3Calls: []string{"Policy"},
 		},
 		"the bucket is gone: its own check says so": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
-			setup:      func(f *fixture) { f.s3.policyErr = errNoBucket },
+			setup:      func(f *fixture) { f.s3.PolicyErr = errNoBucket },
 			wantResult: sweep.Clean,
 		},
 		"the store refuses the policy: told, the accounts still swept": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(goneKeys)
-				f.s3.policy, f.s3.setPolicyErr = policyWith(t, forgedGrant), errBadPolicy
+				f.accounts.Accounts = accountsOf(goneKeys)
+				f.s3.PolicyDoc, f.s3.SetPolicyErr = policyWith(t, forgedGrant), errBadPolicy
 			},
 			wantResult: string(s3.ReasonInvalidRequest), wantRevoked: goneKeys, wantEvents: []string{"Warning OrphanKeysRevoked"},
 			forgedLeft: true,
 		},
 		"a policy Trellis cannot read: left as it is": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
-			setup:      func(f *fixture) { f.s3.policy = "garbage" },
+			setup:      func(f *fixture) { f.s3.PolicyDoc = "garbage" },
 			wantResult: stores.ReasonInvalidPolicy, wantS3Calls: []string{"Policy"},
 		},
 		"a store without IAM: its grants are still swept": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
 			setup: func(f *fixture) {
-				f.accounts.listErr = errVgwNoIAM
-				f.s3.policy = policyWith(t, forgedGrant)
+				f.accounts.ListErr = errVgwNoIAM
+				f.s3.PolicyDoc = policyWith(t, forgedGrant)
 			},
 			wantResult: sweep.Revoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
 		},
 		"a store of type S3: no account calls, grants swept": {
 			store: s3Store(), world: []client.Object{claimedBucket()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(goneKeys)
-				f.s3.policy = policyWith(t, forgedGrant)
+				f.accounts.Accounts = accountsOf(goneKeys)
+				f.s3.PolicyDoc = policyWith(t, forgedGrant)
 			},
 			wantResult: sweep.Revoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
 			wantAccounts: goneKeys,
@@ -276,7 +276,7 @@ func TestSweepStore(t *testing.T) {
 				tc.setup(f)
 			}
 			before := map[string]string{}
-			for id := range f.accounts.accounts {
+			for id := range f.accounts.Accounts {
 				before[id] = "s"
 			}
 			accountsBefore := testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "account"))
@@ -302,20 +302,20 @@ func TestSweepStore(t *testing.T) {
 					}
 				}
 			}
-			ids, _ := (&fakeAccounts{accounts: f.accounts.accounts}).ListAccounts(context.Background())
+			ids, _ := (&storagetest.FakeAccounts{Accounts: f.accounts.Accounts}).ListAccounts(context.Background())
 			g.Expect(ids).To(ConsistOf(left), tc.reason)
 			switch {
 			case tc.wantS3Calls == nil:
 			case len(tc.wantS3Calls) == 0:
-				g.Expect(f.s3.calls).To(BeEmpty(), "nothing sent")
+				g.Expect(f.s3.Calls).To(BeEmpty(), "nothing sent")
 			default:
-				g.Expect(f.s3.calls).To(Equal(tc.wantS3Calls))
+				g.Expect(f.s3.Calls).To(Equal(tc.wantS3Calls))
 			}
 			if tc.wantResult == stores.ReasonStoreNotReady || tc.store.Spec.Type == storagev1.StoreTypeS3 {
-				g.Expect(f.accounts.calls).To(BeEmpty(), "no account request")
+				g.Expect(f.accounts.Calls).To(BeEmpty(), "no account request")
 			}
 			if !tc.forgedLeft {
-				g.Expect(f.s3.policy).NotTo(ContainSubstring("FORGEDKEY"), "no forged key is left granted")
+				g.Expect(f.s3.PolicyDoc).NotTo(ContainSubstring("FORGEDKEY"), "no forged key is left granted")
 			}
 			g.Expect(testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store.Name, tc.wantResult)) - runsBefore).To(Equal(1.0))
 			g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "account")) - accountsBefore).To(Equal(float64(len(tc.wantRevoked))))
@@ -345,11 +345,11 @@ func TestSweepIsBounded(t *testing.T) {
 	b := claimedBucket()
 	b.Spec.StoreRef.Name = store.Name
 	f := newFixture(openNamespace(), storagetest.StoreCredentials(), store, b)
-	f.accounts.accounts = map[string]string{}
+	f.accounts.Accounts = map[string]string{}
 	for i := range sweep.MaxRevocations + 5 {
-		f.accounts.accounts[sweepKey(types.UID(fmt.Sprintf("uid-gone-%d", i)), 1)] = "s"
+		f.accounts.Accounts[sweepKey(types.UID(fmt.Sprintf("uid-gone-%d", i)), 1)] = "s"
 	}
-	f.s3.policy = policyWith(t, grantOf("uid-nobody", s3.ReadOnly, "FORGEDKEY0000001"))
+	f.s3.PolicyDoc = policyWith(t, grantOf("uid-nobody", s3.ReadOnly, "FORGEDKEY0000001"))
 	s := f.sweeper()
 
 	capped := testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store.Name, sweep.Capped))
@@ -357,14 +357,14 @@ func TestSweepIsBounded(t *testing.T) {
 	res := s.SweepStore(context.Background(), store)
 	g.Expect(res.Result).To(Equal(sweep.Capped))
 	g.Expect(res.Accounts).To(HaveLen(sweep.MaxRevocations))
-	g.Expect(f.accounts.accounts).To(HaveLen(5))
-	g.Expect(f.s3.calls).To(BeEmpty(), "the grants wait for the next sweep")
+	g.Expect(f.accounts.Accounts).To(HaveLen(5))
+	g.Expect(f.s3.Calls).To(BeEmpty(), "the grants wait for the next sweep")
 
 	res = s.SweepStore(context.Background(), store)
 	g.Expect(res.Result).To(Equal(sweep.Revoked))
 	g.Expect(res.Accounts).To(HaveLen(5))
 	g.Expect(res.Grants).To(Equal(1))
-	g.Expect(f.accounts.accounts).To(BeEmpty())
+	g.Expect(f.accounts.Accounts).To(BeEmpty())
 	g.Expect(testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store.Name, sweep.Capped)) - capped).To(Equal(1.0))
 	g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "account")) - revoked).To(Equal(float64(sweep.MaxRevocations + 5)))
 }
@@ -380,10 +380,10 @@ func TestSweepAllStores(t *testing.T) {
 	down.Name, down.UID = "sweep-down", "uid-store-down"
 	f := newFixture(openNamespace(), storagetest.StoreCredentials(), one, two, down)
 	mine, theirs, downs := stores.AccessKeyID(one.UID, "uid-gone", 1), stores.AccessKeyID(two.UID, "uid-gone", 1), stores.AccessKeyID(down.UID, "uid-gone", 1)
-	f.accounts.accounts = map[string]string{mine: "s", theirs: "s", downs: "s"}
+	f.accounts.Accounts = map[string]string{mine: "s", theirs: "s", downs: "s"}
 	f.sweeper().Sweep(context.Background())
-	g.Expect(f.accounts.accounts).To(Equal(map[string]string{downs: "s"}), "each store its own; none in a store that is down")
+	g.Expect(f.accounts.Accounts).To(Equal(map[string]string{downs: "s"}), "each store its own; none in a store that is down")
 	g.Expect(f.events()).To(Equal([]string{"Warning OrphanKeysRevoked", "Warning OrphanKeysRevoked"}))
-	g.Expect(f.accounts.calls).To(Equal([]string{"ListAccounts", "DeleteAccount " + mine, "ListAccounts", "DeleteAccount " + theirs}),
+	g.Expect(f.accounts.Calls).To(Equal([]string{"ListAccounts", "DeleteAccount " + mine, "ListAccounts", "DeleteAccount " + theirs}),
 		"nothing sent to the store that is down")
 }

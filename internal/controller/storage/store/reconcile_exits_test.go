@@ -21,40 +21,28 @@ import (
 )
 
 // The ObjectStore reconcile, driven through every exit: a fake API server
-// (testenv.Fake) and a store that answers Ping. Each row names the exit,
+// (testenv.Fake) and a fake store. Each row names the exit,
 // and checks the result, the error, the status written (Ready's reason,
 // and how many status writes) and the Events.
 
 // fixture is a fake API server and a fake store.
 type fixture struct {
 	api *testenv.Fake
-	s3  *pinger
+	s3  *storagetest.FakeS3
 	rec *events.FakeRecorder
 	// conflicts is how many conflicts the last reconcile counted.
 	conflicts float64
 }
 
-// pinger is a store that answers the one request a store check sends,
-// Ping; it records the calls made. Any other request would panic (the
-// embedded s3.Client is nil): a store check sends none.
-type pinger struct {
-	s3.Client
-	pingErr error
-	calls   []string
-}
-
-func (p *pinger) Ping(context.Context) error { p.calls = append(p.calls, "Ping"); return p.pingErr }
-
 func newFixture(objs ...client.Object) *fixture {
-	return &fixture{api: storagetest.NewFake(objs...), s3: &pinger{}, rec: events.NewFakeRecorder(50)}
+	return &fixture{api: storagetest.NewFake(objs...), s3: &storagetest.FakeS3{}, rec: events.NewFakeRecorder(50)}
 }
 
-// reconciler reads the stores' Secrets as the manager does, past the
-// cache. A store check asks no account driver for anything.
+// reconciler reads the stores' Secrets as the manager does, past the cache.
 func (f *fixture) reconciler() *ObjectStoreReconciler {
 	return New(f.api.Client, f.rec, stores.NewClients(f.api.APIReader, storagetest.ManagerNS, stores.Backends{
 		S3:       func(s3.Config) (s3.Client, error) { return f.s3, nil },
-		Accounts: func(s3.Config, string) (s3.Accounts, error) { return nil, nil },
+		Accounts: func(s3.Config, string) (s3.Accounts, error) { return &storagetest.FakeAccounts{}, nil },
 	}), nil, false)
 }
 
@@ -116,7 +104,7 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 				Events: []string{"Normal Reachable"}},
 			check: func(g Gomega, f *fixture, s *storagev1.ObjectStore) {
 				g.Expect(s.Finalizers).To(ConsistOf(stores.StoreFinalizer))
-				g.Expect(f.s3.calls).To(Equal([]string{"Ping"}))
+				g.Expect(f.s3.Calls).To(Equal([]string{"Ping"}))
 			},
 		},
 		"checked again, nothing changed: nothing written": {
@@ -132,17 +120,17 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 			world: []client.Object{storagetest.StoreCredentials()},
 			want: storagetest.Exit{Ready: ReasonInvalidSelector, Also: conditions.Stalled, StatusWrites: 1,
 				Events: []string{"Warning InvalidSelector"}},
-			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) { g.Expect(f.s3.calls).To(BeEmpty()) },
+			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) { g.Expect(f.s3.Calls).To(BeEmpty()) },
 		},
 		"the store does not answer: Reconciling, checked again on a back-off": {
 			store: storagetest.ReadyStore(true), world: []client.Object{storagetest.StoreCredentials()},
-			setup: func(f *fixture) { f.s3.pingErr = storagetest.ErrDown },
+			setup: func(f *fixture) { f.s3.PingErr = storagetest.ErrDown },
 			want: storagetest.Exit{Requeue: storagetest.Requeue{About: storeBackoffBase}, Ready: string(s3.ReasonStoreUnreachable), Also: conditions.Reconciling,
 				StatusWrites: 1, Events: []string{"Warning StoreUnreachable"}},
 		},
 		"the store refuses the keys: Stalled": {
 			store: storagetest.ReadyStore(true), world: []client.Object{storagetest.StoreCredentials()},
-			setup: func(f *fixture) { f.s3.pingErr = storagetest.ErrDenied },
+			setup: func(f *fixture) { f.s3.PingErr = storagetest.ErrDenied },
 			want: storagetest.Exit{Requeue: storagetest.Requeue{About: storeBackoffBase}, Ready: string(s3.ReasonAccessDenied), Also: conditions.Stalled,
 				StatusWrites: 1, Events: []string{"Warning AccessDenied"}},
 		},
@@ -150,7 +138,7 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 			store: storagetest.ReadyStore(true),
 			want: storagetest.Exit{Requeue: storagetest.Requeue{About: storeBackoffBase}, Ready: string(s3.ReasonCredentialsMissing), Also: conditions.Stalled,
 				StatusWrites: 1, Events: []string{"Warning CredentialsMissing"}},
-			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) { g.Expect(f.s3.calls).To(BeEmpty()) },
+			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) { g.Expect(f.s3.Calls).To(BeEmpty()) },
 		},
 		"the finalizer patch conflicts: retried at once, no status": {
 			store: storagetest.NewStore(storagetest.Store), world: []client.Object{storagetest.StoreCredentials()},
