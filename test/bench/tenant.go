@@ -29,7 +29,7 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
-	"github.com/trellis-dev/trellis/internal/controller/storage"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/controller/tenancy"
 	"github.com/trellis-dev/trellis/internal/manager"
 )
@@ -362,7 +362,7 @@ func (b *bench) installAdmissionPolicy() error {
 			Spec: storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: "probe"}}}
 		errBucket := b.c.Create(context.Background(), bucket, client.DryRunAll)
 		if err == nil && slices.Contains(probe.Finalizers, tenancy.Finalizer) &&
-			errBucket == nil && slices.Contains(bucket.Finalizers, storage.BucketFinalizer) {
+			errBucket == nil && slices.Contains(bucket.Finalizers, stores.BucketFinalizer) {
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -14,61 +14,10 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
-
-// fakeAccounts is an s3.Accounts holding accounts in a map; errors the test
-// sets are returned instead. It records the calls made.
-type fakeAccounts struct {
-	accounts             map[string]string // access key id -> secret
-	putErr, deleteErr    error
-	listErr              error
-	calls                []string
-	deleteFailsAfterCall int // DeleteAccount fails from this call on (0: never)
-	deletes              int
-	// onList runs as ListAccounts begins: the world moving on while the
-	// store answers.
-	onList func()
-}
-
-func (f *fakeAccounts) PutAccount(_ context.Context, id, secret string) error {
-	f.calls = append(f.calls, "PutAccount "+id)
-	if f.putErr != nil {
-		return f.putErr
-	}
-	if f.accounts == nil {
-		f.accounts = map[string]string{}
-	}
-	f.accounts[id] = secret
-	return nil
-}
-
-func (f *fakeAccounts) DeleteAccount(_ context.Context, id string) error {
-	f.calls = append(f.calls, "DeleteAccount "+id)
-	f.deletes++
-	if f.deleteErr != nil && (f.deleteFailsAfterCall == 0 || f.deletes >= f.deleteFailsAfterCall) {
-		return f.deleteErr
-	}
-	delete(f.accounts, id)
-	return nil
-}
-
-func (f *fakeAccounts) ListAccounts(context.Context) ([]string, error) {
-	f.calls = append(f.calls, "ListAccounts")
-	if f.onList != nil {
-		f.onList()
-	}
-	if f.listErr != nil {
-		return nil, f.listErr
-	}
-	ids := make([]string, 0, len(f.accounts))
-	for id := range f.accounts {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids, nil
-}
 
 func noLock() func() { return func() {} }
 
@@ -127,8 +76,8 @@ func TestAccessSync(t *testing.T) {
 	otherGrant := `{"Version":"2012-10-17","Statement":[{"Sid":"Mine","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-assets/pub/*"}]}`
 	cases := map[string]struct {
 		reason   string
-		accounts fakeAccounts
-		s3       fakeS3
+		accounts storagetest.FakeAccounts
+		s3       storagetest.FakeS3
 		mode     string
 		current  string
 		want     string
@@ -155,37 +104,37 @@ func TestAccessSync(t *testing.T) {
 			wantGranted: []string{keyV1}, wantAccounts: []string{keyV1}, wantPolicyPut: true,
 		},
 		"first key, next to the user's statements": {
-			s3:   fakeS3{policy: otherGrant},
+			s3:   storagetest.FakeS3{PolicyDoc: otherGrant},
 			mode: s3.ReadOnly, want: keyV1,
 			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true,
 			wantGranted: []string{keyV1}, wantAccounts: []string{keyV1}, wantPolicyPut: true,
 		},
 		"issued and granted: nothing to write": {
 			reason:   "a settled access costs one policy read, no write",
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s"}},
 			mode:     s3.ReadWrite, current: keyV1, want: keyV1, have: true,
 			wantProgress: conditions.Done, wantReason: ReasonGranted, wantGranted: []string{keyV1}, wantAccounts: []string{keyV1},
 		},
 		"mode changed": {
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s"}},
 			mode:     s3.ReadOnly, current: keyV1, want: keyV1, have: true,
 			wantProgress: conditions.Done, wantReason: ReasonGranted, wantGranted: []string{keyV1}, wantAccounts: []string{keyV1}, wantPolicyPut: true,
 		},
 		"Secret lost: the key is reissued under the same id": {
 			reason:   "the old secret stops working; nothing to retire",
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "lost"}},
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "lost"}},
 			mode:     s3.ReadWrite, current: keyV1, want: keyV1,
 			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true, wantGranted: []string{keyV1}, wantAccounts: []string{keyV1},
 		},
 		"rotation": {
 			reason:   "the new key is granted next to the old, which retires after the grace period",
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s"}},
 			mode:     s3.ReadWrite, current: keyV1, want: keyV2, have: true,
 			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true,
 			wantGranted: []string{keyV1, keyV2}, wantRetiring: []string{keyV1}, wantAccounts: []string{keyV1, keyV2}, wantPolicyPut: true,
 		},
 		"rotation again within the grace period": {
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}},
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s", keyV2: "s"}},
 			mode:     s3.ReadWrite, current: keyV2, want: keyV3, have: true,
 			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow.Add(time.Minute))},
 			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true,
@@ -193,21 +142,21 @@ func TestAccessSync(t *testing.T) {
 		},
 		"issuing a key id still retiring (a downgrade and back): it leaves the retiring list": {
 			reason:   "else the key issued now would be revoked when the old one's grace period ends",
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}},
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s", keyV2: "s"}},
 			mode:     s3.ReadWrite, current: keyV2, want: keyV1, have: true,
 			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow.Add(time.Minute))},
 			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true,
 			wantGranted: []string{keyV1, keyV2}, wantRetiring: []string{keyV2}, wantAccounts: []string{keyV1, keyV2},
 		},
 		"grace period not over": {
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}},
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s", keyV2: "s"}},
 			mode:     s3.ReadWrite, current: keyV2, want: keyV2, have: true,
 			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow.Add(time.Second))},
 			wantProgress: conditions.Done, wantReason: ReasonGranted,
 			wantGranted: []string{keyV1, keyV2}, wantRetiring: []string{keyV1}, wantAccounts: []string{keyV1, keyV2},
 		},
 		"grace period over: out of the policy, then revoked": {
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}},
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s", keyV2: "s"}},
 			mode:     s3.ReadWrite, current: keyV2, want: keyV2, have: true,
 			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow)},
 			wantProgress: conditions.Done, wantReason: ReasonGranted,
@@ -215,8 +164,8 @@ func TestAccessSync(t *testing.T) {
 		},
 		"other grants: the recorded one stays, forged and widened ones do not": {
 			reason:   "every rewrite holds the policy's grants to what is recorded, and says so",
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
-			s3: fakeS3{policy: `{"Statement":[` +
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s"}},
+			s3: storagetest.FakeS3{PolicyDoc: `{"Statement":[` +
 				`{"Sid":"TrellisAccessother","Effect":"Allow","Principal":{"AWS":["OTHERKEY000000001"]},"Action":["s3:GetObject","s3:GetObjectAttributes","s3:GetObjectTagging","s3:GetObjectVersion","s3:ListBucket","s3:ListBucketVersions","s3:GetBucketLocation"],"Resource":["arn:aws:s3:::` + testBucket + `","arn:aws:s3:::` + testBucket + `/*"]},` +
 				`{"Sid":"TrellisAccesswide","Effect":"Allow","Principal":{"AWS":["WIDEKEY0000000001","FORGEDKEY00000001"]},"Action":"s3:*","Resource":"*"},` +
 				`{"Sid":"TrellisAccessforged","Effect":"Allow","Principal":{"AWS":["FORGEDKEY00000001"]},"Action":"s3:*","Resource":"*"}]}`},
@@ -230,34 +179,34 @@ func TestAccessSync(t *testing.T) {
 			wantFixes: []s3.GrantFix{{Sid: "TrellisAccesswide", Rewritten: true}, {Sid: "TrellisAccessforged"}},
 		},
 		"store down while creating the account": {
-			mode: s3.ReadWrite, want: keyV1, accounts: fakeAccounts{putErr: errDown},
+			mode: s3.ReadWrite, want: keyV1, accounts: storagetest.FakeAccounts{PutErr: storagetest.ErrDown},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
 		},
 		"store without IAM": {
-			mode: s3.ReadWrite, want: keyV1, accounts: fakeAccounts{putErr: errVgwNoIAM},
+			mode: s3.ReadWrite, want: keyV1, accounts: storagetest.FakeAccounts{PutErr: errVgwNoIAM},
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonNotSupported),
 		},
 		"admin API refuses the keys": {
-			mode: s3.ReadWrite, want: keyV1, accounts: fakeAccounts{putErr: errDenied},
+			mode: s3.ReadWrite, want: keyV1, accounts: storagetest.FakeAccounts{PutErr: storagetest.ErrDenied},
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied),
 		},
 		"store fails between account and grant": {
 			reason: "the account exists, ungranted: the next reconcile finds it by name and sets a new secret",
-			mode:   s3.ReadWrite, want: keyV1, s3: fakeS3{setPolicyErr: errDown},
+			mode:   s3.ReadWrite, want: keyV1, s3: storagetest.FakeS3{SetPolicyErr: storagetest.ErrDown},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true, wantAccounts: []string{keyV1}, wantPolicyPut: true,
 		},
 		"store refuses the policy": {
-			mode: s3.ReadWrite, want: keyV1, s3: fakeS3{setPolicyErr: errBadPolicy},
+			mode: s3.ReadWrite, want: keyV1, s3: storagetest.FakeS3{SetPolicyErr: errBadPolicy},
 			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy, wantAccounts: []string{keyV1}, wantPolicyPut: true,
 		},
 		"current policy is not one": {
 			reason: "a policy Trellis cannot read is reported, never overwritten",
-			mode:   s3.ReadWrite, want: keyV1, s3: fakeS3{policy: "garbage"},
+			mode:   s3.ReadWrite, want: keyV1, s3: storagetest.FakeS3{PolicyDoc: "garbage"},
 			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy, wantAccounts: []string{keyV1},
 		},
 		"revocation fails": {
 			reason:   "the due key is out of the policy, stays on record, and is tried again",
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}, deleteErr: errDown},
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s", keyV2: "s"}, DeleteErr: storagetest.ErrDown},
 			mode:     s3.ReadWrite, current: keyV2, want: keyV2, have: true,
 			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow.Add(-time.Second))},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
@@ -269,11 +218,11 @@ func TestAccessSync(t *testing.T) {
 			g := NewWithT(t)
 			accounts, fake := tc.accounts, tc.s3
 			// The grants already in place for the settled cases.
-			if tc.current != "" && fake.policy == "" {
+			if tc.current != "" && fake.PolicyDoc == "" {
 				granted := append([]string{tc.current}, stores.KeyIDs(tc.retiring)...)
-				fake.policy, _ = s3.WithGrant("", testBucket, s3.Grant{ID: "g", Principals: granted, Mode: s3.ReadWrite})
+				fake.PolicyDoc, _ = s3.WithGrant("", testBucket, s3.Grant{ID: "g", Principals: granted, Mode: s3.ReadWrite})
 			}
-			before := fake.policy
+			before := fake.PolicyDoc
 			// Its own grant is live too, naming every key it may have granted.
 			own := stores.LiveGrant{Grant: s3.Grant{ID: "g", Principals: append([]string{tc.want, tc.current}, stores.KeyIDs(tc.retiring)...), Mode: tc.mode}}
 			live := func(context.Context) ([]stores.LiveGrant, error) {
@@ -290,11 +239,11 @@ func TestAccessSync(t *testing.T) {
 			}
 			g.Expect(fixes).To(Equal(tc.wantFixes), "a change of its own grant is no fix")
 			for _, f := range tc.live {
-				if principals, _ := grantedKeys(t, fake.policy, f.ID); principals != nil {
+				if principals, _ := grantedKeys(t, fake.PolicyDoc, f.ID); principals != nil {
 					g.Expect(principals).To(Equal(f.Principals), "another access's grant, as recorded")
 				}
 			}
-			g.Expect(fake.policy).NotTo(ContainSubstring("FORGEDKEY"))
+			g.Expect(fake.PolicyDoc).NotTo(ContainSubstring("FORGEDKEY"))
 
 			g.Expect(res.summary.Progress).To(Equal(tc.wantProgress), "%s: %s", tc.reason, res.summary.Message)
 			g.Expect(res.summary.Reason).To(Equal(tc.wantReason), res.summary.Message)
@@ -304,13 +253,13 @@ func TestAccessSync(t *testing.T) {
 			if res.issued != nil {
 				g.Expect(res.issued.accessKeyID).To(Equal(tc.want))
 				g.Expect(res.issued.secretKey).To(HaveLen(stores.SecretKeyLength))
-				g.Expect(accounts.accounts[tc.want]).To(Equal(res.issued.secretKey), "the account has the secret the Secret gets")
+				g.Expect(accounts.Accounts[tc.want]).To(Equal(res.issued.secretKey), "the account has the secret the Secret gets")
 				g.Expect(res.summary.Message).NotTo(ContainSubstring(res.issued.secretKey))
 			}
-			ids, _ := (&fakeAccounts{accounts: accounts.accounts}).ListAccounts(context.Background())
+			ids, _ := (&storagetest.FakeAccounts{Accounts: accounts.Accounts}).ListAccounts(context.Background())
 			g.Expect(ids).To(ConsistOf(tc.wantAccounts), tc.reason)
 			if tc.wantProgress == conditions.Done || tc.wantGranted != nil {
-				principals, actions := grantedKeys(t, fake.policy, "g")
+				principals, actions := grantedKeys(t, fake.PolicyDoc, "g")
 				g.Expect(principals).To(ConsistOf(tc.wantGranted), tc.reason)
 				g.Expect(actions).To(ContainElement("s3:GetObject"))
 				if tc.mode == s3.ReadOnly {
@@ -320,9 +269,9 @@ func TestAccessSync(t *testing.T) {
 				}
 			}
 			if strings.Contains(before, "Mine") {
-				g.Expect(fake.policy).To(ContainSubstring(`"Sid":"Mine"`), "the user's statements stay")
+				g.Expect(fake.PolicyDoc).To(ContainSubstring(`"Sid":"Mine"`), "the user's statements stay")
 			}
-			g.Expect(slices.Contains(fake.calls, "SetPolicy")).To(Equal(tc.wantPolicyPut), "policy written only when it changes: %v", fake.calls)
+			g.Expect(slices.Contains(fake.Calls, "SetPolicy")).To(Equal(tc.wantPolicyPut), "policy written only when it changes: %v", fake.Calls)
 			g.Expect(stores.KeyIDs(res.retiring)).To(ConsistOf(tc.wantRetiring))
 			g.Expect(res.revoked).To(Equal(tc.wantRevoked))
 			for _, k := range res.retiring {
@@ -341,15 +290,15 @@ func TestAccessSync(t *testing.T) {
 func TestAccessSyncCapsRetiringKeys(t *testing.T) {
 	g := NewWithT(t)
 	retiring := make([]storagev1.RetiringKey, 0, maxRetiringKeys)
-	accounts := fakeAccounts{accounts: map[string]string{}}
+	accounts := storagetest.FakeAccounts{Accounts: map[string]string{}}
 	for i := range maxRetiringKeys {
 		id := stores.AccessKeyID("store", "uid", int32(i+1))
-		accounts.accounts[id] = "s"
+		accounts.Accounts[id] = "s"
 		retiring = append(retiring, retiringAt(id, syncNow.Add(time.Duration(i+1)*time.Minute)))
 	}
 	current, want := stores.AccessKeyID("store", "uid", 100), stores.AccessKeyID("store", "uid", 101)
-	accounts.accounts[current] = "s"
-	fake := fakeS3{}
+	accounts.Accounts[current] = "s"
+	fake := storagetest.FakeS3{}
 	res := accessSync{accounts: &accounts, s3: &fake, lockPolicy: noLock, store: "store-a", bucket: testBucket,
 		grant: s3.Grant{ID: "g", Mode: s3.ReadOnly}, current: current, want: want, haveSecret: true,
 		retiring: retiring, now: syncNow, grace: time.Hour}.run(context.Background())
@@ -366,8 +315,8 @@ func TestAccessRevocation(t *testing.T) {
 		testBucket, s3.Grant{ID: "g", Principals: []string{keyV1, keyV2}, Mode: s3.ReadWrite})
 	cases := map[string]struct {
 		reason   string
-		accounts fakeAccounts
-		s3       fakeS3
+		accounts storagetest.FakeAccounts
+		s3       storagetest.FakeS3
 		bucket   string
 		recorded []string
 
@@ -379,51 +328,51 @@ func TestAccessRevocation(t *testing.T) {
 		wantRevoked  []string
 	}{
 		"grant out, every account of the prefix deleted, others kept": {
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s", "TRELLISBBBBV1": "s", "someone": "s"}},
-			s3:       fakeS3{policy: granted}, bucket: testBucket,
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s", keyV2: "s", "TRELLISBBBBV1": "s", "someone": "s"}},
+			s3:       storagetest.FakeS3{PolicyDoc: granted}, bucket: testBucket,
 			wantDone: true, wantAccounts: []string{"TRELLISBBBBV1", "someone"}, wantRevoked: []string{keyV1, keyV2},
 		},
 		"an account made just before a crash goes too": {
 			reason:   "found by listing, not by what the status recorded",
-			accounts: fakeAccounts{accounts: map[string]string{keyV3: "s"}},
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV3: "s"}},
 			bucket:   testBucket,
 			wantDone: true, wantRevoked: []string{keyV3},
 		},
 		"a recorded key of another mark goes too": {
 			reason:   "the status names it: a store object made anew under the same name has another mark",
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s", "TRELLISOLDMARKKEYV1": "s", "TRELLISOTHERV1": "s"}},
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s", "TRELLISOLDMARKKEYV1": "s", "TRELLISOTHERV1": "s"}},
 			bucket:   testBucket, recorded: []string{"TRELLISOLDMARKKEYV1"},
 			wantDone: true, wantAccounts: []string{"TRELLISOTHERV1"}, wantRevoked: []string{keyV1, "TRELLISOLDMARKKEYV1"},
 		},
 		"a forged grant beside its own: both out, the forged one told": {
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
-			s3: fakeS3{policy: strings.Replace(granted, `"Statement":[`,
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s"}},
+			s3: storagetest.FakeS3{PolicyDoc: strings.Replace(granted, `"Statement":[`,
 				`"Statement":[{"Sid":"TrellisAccessforged","Effect":"Allow","Principal":{"AWS":["X"]},"Action":"s3:*","Resource":"*"},`, 1)},
 			bucket:   testBucket,
 			wantDone: true, wantRevoked: []string{keyV1}, wantFixes: []s3.GrantFix{{Sid: "TrellisAccessforged"}},
 		},
 		"bucket gone already": {
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
-			s3:       fakeS3{policyErr: errNoBucket}, bucket: testBucket,
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s"}},
+			s3:       storagetest.FakeS3{PolicyErr: errNoBucket}, bucket: testBucket,
 			wantDone: true, wantRevoked: []string{keyV1},
 		},
 		"never granted anywhere": {
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s"}},
 			wantDone: true, wantRevoked: []string{keyV1},
 		},
 		"store down": {
-			accounts: fakeAccounts{accounts: map[string]string{keyV1: "s"}},
-			s3:       fakeS3{policyErr: errDown}, bucket: testBucket,
+			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s"}},
+			s3:       storagetest.FakeS3{PolicyErr: storagetest.ErrDown}, bucket: testBucket,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantAccounts: []string{keyV1},
 		},
 		"accounts cannot be listed": {
-			accounts:     fakeAccounts{accounts: map[string]string{keyV1: "s"}, listErr: errDenied},
+			accounts:     storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s"}, ListErr: storagetest.ErrDenied},
 			bucket:       testBucket,
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantAccounts: []string{keyV1},
 		},
 		"store fails half-way": {
 			reason:       "what was deleted is told; the rest is tried again",
-			accounts:     fakeAccounts{accounts: map[string]string{keyV1: "s", keyV2: "s"}, deleteErr: errDown, deleteFailsAfterCall: 2},
+			accounts:     storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s", keyV2: "s"}, DeleteErr: storagetest.ErrDown, DeleteFailsAfterCall: 2},
 			bucket:       testBucket,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantAccounts: []string{keyV2}, wantRevoked: []string{keyV1},
 		},
@@ -445,13 +394,13 @@ func TestAccessRevocation(t *testing.T) {
 				fixes = append(fixes, f.GrantFix)
 			}
 			g.Expect(fixes).To(Equal(tc.wantFixes), "its own grant is no fix")
-			ids, _ := (&fakeAccounts{accounts: accounts.accounts}).ListAccounts(context.Background())
+			ids, _ := (&storagetest.FakeAccounts{Accounts: accounts.Accounts}).ListAccounts(context.Background())
 			g.Expect(ids).To(ConsistOf(tc.wantAccounts))
 			if tc.wantDone {
-				principals, _ := grantedKeys(t, fake.policy, "g")
+				principals, _ := grantedKeys(t, fake.PolicyDoc, "g")
 				g.Expect(principals).To(BeEmpty(), "the grant is out of the policy")
-				if strings.Contains(tc.s3.policy, "Mine") {
-					g.Expect(fake.policy).To(ContainSubstring(`"Sid":"Mine"`))
+				if strings.Contains(tc.s3.PolicyDoc, "Mine") {
+					g.Expect(fake.PolicyDoc).To(ContainSubstring(`"Sid":"Mine"`))
 				}
 				return
 			}

@@ -11,117 +11,11 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
-// fakeS3 is an s3.Client whose answers the test sets; unset ones succeed
-// (a missing bucket, no owner, no objects, no settings). It records the
-// calls made, and the settings written.
-type fakeS3 struct {
-	pingErr                       error
-	exists                        bool
-	existsErr                     error
-	owner                         s3.Owner
-	ownerErr                      error
-	createErr, setOwnerErr        error
-	objects                       int
-	countErr, deleteErr, probeErr error
-
-	versioning                      string
-	versioningErr, setVersioningErr error
-	policy                          string
-	policyErr, setPolicyErr         error
-	cors                            []s3.CORSRule
-	corsErr, setCORSErr             error
-	lifecycle                       []s3.ExpirationRule
-	lifecycleErr, setLifecycleErr   error
-	calls                           []string
-	setOwnerTo                      s3.Owner
-	// onSetPolicy runs as SetPolicy is called: the world moving on.
-	onSetPolicy func()
-}
-
-func (f *fakeS3) Ping(context.Context) error { f.calls = append(f.calls, "Ping"); return f.pingErr }
-func (f *fakeS3) BucketExists(context.Context, string) (bool, error) {
-	f.calls = append(f.calls, "BucketExists")
-	return f.exists, f.existsErr
-}
-func (f *fakeS3) CreateBucket(context.Context, string) error {
-	f.calls = append(f.calls, "CreateBucket")
-	return f.createErr
-}
-func (f *fakeS3) DeleteBucket(context.Context, string) error {
-	f.calls = append(f.calls, "DeleteBucket")
-	return f.deleteErr
-}
-func (f *fakeS3) Owner(context.Context, string) (s3.Owner, error) {
-	f.calls = append(f.calls, "Owner")
-	return f.owner, f.ownerErr
-}
-func (f *fakeS3) SetOwner(_ context.Context, _ string, o s3.Owner) error {
-	f.calls = append(f.calls, "SetOwner")
-	f.setOwnerTo = o
-	return f.setOwnerErr
-}
-func (f *fakeS3) CountObjects(context.Context, string, int) (int, error) {
-	f.calls = append(f.calls, "CountObjects")
-	return f.objects, f.countErr
-}
-func (f *fakeS3) Probe(context.Context, string) error {
-	f.calls = append(f.calls, "Probe")
-	return f.probeErr
-}
-func (f *fakeS3) Versioning(context.Context, string) (string, error) {
-	f.calls = append(f.calls, "Versioning")
-	return f.versioning, f.versioningErr
-}
-func (f *fakeS3) SetVersioning(_ context.Context, _ string, v string) error {
-	f.calls = append(f.calls, "SetVersioning")
-	if f.setVersioningErr == nil {
-		f.versioning = v
-	}
-	return f.setVersioningErr
-}
-func (f *fakeS3) Policy(context.Context, string) (string, error) {
-	f.calls = append(f.calls, "Policy")
-	return f.policy, f.policyErr
-}
-func (f *fakeS3) SetPolicy(_ context.Context, _ string, p string) error {
-	f.calls = append(f.calls, "SetPolicy")
-	if f.onSetPolicy != nil {
-		f.onSetPolicy()
-	}
-	if f.setPolicyErr == nil {
-		f.policy = p
-	}
-	return f.setPolicyErr
-}
-func (f *fakeS3) CORS(context.Context, string) ([]s3.CORSRule, error) {
-	f.calls = append(f.calls, "CORS")
-	return f.cors, f.corsErr
-}
-func (f *fakeS3) SetCORS(_ context.Context, _ string, rules []s3.CORSRule) error {
-	f.calls = append(f.calls, "SetCORS")
-	if f.setCORSErr == nil {
-		f.cors = rules
-	}
-	return f.setCORSErr
-}
-func (f *fakeS3) Lifecycle(context.Context, string) ([]s3.ExpirationRule, error) {
-	f.calls = append(f.calls, "Lifecycle")
-	return f.lifecycle, f.lifecycleErr
-}
-func (f *fakeS3) SetLifecycle(_ context.Context, _ string, rules []s3.ExpirationRule) error {
-	f.calls = append(f.calls, "SetLifecycle")
-	if f.setLifecycleErr == nil {
-		f.lifecycle = rules
-	}
-	return f.setLifecycleErr
-}
-
 var (
-	errDown    = minio.ErrorResponse{Code: "ServiceUnavailable", StatusCode: 503}
-	errDenied  = minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403}
 	errTaken   = minio.ErrorResponse{Code: "BucketAlreadyExists", StatusCode: 409}
 	errBadName = minio.ErrorResponse{Code: "InvalidBucketName", StatusCode: 400}
 )
@@ -130,7 +24,7 @@ const (
 	testUID    = "uid-mine"
 	otherUID   = "uid-theirs"
 	testBucket = "team-assets"
-	testNS     = "team"
+	testNS     = storagetest.NS
 	testNSUID  = "ns-uid-team"
 	otherNS    = "team-b"
 )
@@ -152,7 +46,7 @@ var (
 func TestBucketCheck(t *testing.T) {
 	cases := map[string]struct {
 		reason string // why this case exists
-		s3     fakeS3
+		s3     storagetest.FakeS3
 		claim  storagev1.BucketClaim
 		adopt  bool
 		// mayAdopt and foreign: the store lets the namespace adopt; the name
@@ -180,138 +74,138 @@ func TestBucketCheck(t *testing.T) {
 	}{
 		"claimed and there": {
 			reason: "a claimed bucket costs exactly one HeadBucket",
-			s3:     fakeS3{exists: true}, claim: storagev1.BucketClaimed,
+			s3:     storagetest.FakeS3{Exists: true}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantCalls: []string{"BucketExists"},
 		},
 		"claimed, there, probed": {
 			reason: "the probe is the only other request",
-			s3:     fakeS3{exists: true}, claim: storagev1.BucketClaimed, probe: true,
+			s3:     storagetest.FakeS3{Exists: true}, claim: storagev1.BucketClaimed, probe: true,
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantCalls: []string{"BucketExists", "Probe"},
 		},
 		"store down on HeadBucket": {
 			reason: "the store-level check takes over",
-			s3:     fakeS3{existsErr: errDown}, claim: storagev1.BucketClaimed,
+			s3:     storagetest.FakeS3{ExistsErr: storagetest.ErrDown}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true, wantCalls: []string{"BucketExists"},
 		},
 		"credentials refused": {
 			reason:       "only a person can fix keys",
-			s3:           fakeS3{existsErr: errDenied},
+			s3:           storagetest.FakeS3{ExistsErr: storagetest.ErrDenied},
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists"},
 		},
 		"missing: intent, create, tag": {
 			reason:       "the intent is on record before the bucket exists",
-			s3:           fakeS3{},
+			s3:           storagetest.FakeS3{},
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketCreated", wantIntent: true,
 			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"}, wantTagged: mine,
 		},
 		"missing, intent already recorded": {
 			reason: "a second attempt does not write the intent again",
-			s3:     fakeS3{}, claim: storagev1.BucketCreating,
+			s3:     storagetest.FakeS3{}, claim: storagev1.BucketCreating,
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketCreated",
 			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"},
 		},
 		"missing, intent cannot be recorded": {
 			reason: "no bucket is created without the intent on record",
-			s3:     fakeS3{}, intentErr: errors.New("etcd timeout"),
+			s3:     storagetest.FakeS3{}, intentErr: errors.New("etcd timeout"),
 			wantErr: true, wantIntent: true, wantCalls: []string{"BucketExists"},
 		},
 		"missing, name taken by another account": {
 			reason:       "a name someone else holds needs a person",
-			s3:           fakeS3{createErr: errTaken},
+			s3:           storagetest.FakeS3{CreateErr: errTaken},
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonBucketNameTaken), wantIntent: true, wantCalls: []string{"BucketExists", "CreateBucket"},
 		},
 		"missing, name refused": {
-			s3:           fakeS3{createErr: errBadName},
+			s3:           storagetest.FakeS3{CreateErr: errBadName},
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonInvalidBucketName), wantIntent: true, wantCalls: []string{"BucketExists", "CreateBucket"},
 		},
 		"created, tagging failed": {
 			reason:       "the crash window: created but not tagged; the intent stays on record",
-			s3:           fakeS3{setOwnerErr: errDown},
+			s3:           storagetest.FakeS3{SetOwnerErr: storagetest.ErrDown},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantIntent: true, wantDown: true,
 			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"},
 		},
 		"created earlier, untagged, intent on record": {
 			reason: "the next check after the crash window claims it",
-			s3:     fakeS3{exists: true}, claim: storagev1.BucketCreating,
+			s3:     storagetest.FakeS3{Exists: true}, claim: storagev1.BucketCreating,
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketCreated",
 			wantCalls: []string{"BucketExists", "Owner", "SetOwner"},
 		},
 		"created earlier, untagged, tagging fails again": {
-			s3: fakeS3{exists: true, setOwnerErr: errDown}, claim: storagev1.BucketCreating,
+			s3: storagetest.FakeS3{Exists: true, SetOwnerErr: storagetest.ErrDown}, claim: storagev1.BucketCreating,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
 			wantCalls: []string{"BucketExists", "Owner", "SetOwner"},
 		},
 		"intent on record, but someone else's tag": {
 			reason: "the intent never overrides another owner",
-			s3:     fakeS3{exists: true, owner: theirs}, claim: storagev1.BucketCreating,
+			s3:     storagetest.FakeS3{Exists: true, OwnerTag: theirs}, claim: storagev1.BucketCreating,
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
 		},
 		"recreated after it vanished": {
-			s3: fakeS3{}, claim: storagev1.BucketClaimed,
+			s3: storagetest.FakeS3{}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketRecreated", wantIntent: true,
 			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"}, wantTagged: mine,
 		},
 		"exists, tagged with our UID": {
 			reason:       "status lost, tag says it is ours",
-			s3:           fakeS3{exists: true, owner: mine},
+			s3:           storagetest.FakeS3{Exists: true, OwnerTag: mine},
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantCalls: []string{"BucketExists", "Owner"},
 		},
 		"exists, tagged with our UID before namespaces were": {
 			reason:       "the namespace tag is added, so the bucket can be taken back if kept",
-			s3:           fakeS3{exists: true, owner: s3.Owner{UID: testUID}},
+			s3:           storagetest.FakeS3{Exists: true, OwnerTag: s3.Owner{UID: testUID}},
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed,
 			wantCalls: []string{"BucketExists", "Owner", "SetOwner"}, wantTagged: mine,
 		},
 		"exists, tagged with our UID before namespace UIDs were": {
 			reason:       "the namespace UID tag is added, so only this namespace takes it back if kept",
-			s3:           fakeS3{exists: true, owner: s3.Owner{UID: testUID, Namespace: testNS}},
+			s3:           storagetest.FakeS3{Exists: true, OwnerTag: s3.Owner{UID: testUID, Namespace: testNS}},
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed,
 			wantCalls: []string{"BucketExists", "Owner", "SetOwner"}, wantTagged: mine,
 		},
 		"namespace UID unreadable": {
 			reason: "an API error: nothing is asked of the store that needs it, nothing is created",
-			s3:     fakeS3{}, nsErr: errors.New("the API server is away"),
+			s3:     storagetest.FakeS3{}, nsErr: errors.New("the API server is away"),
 			wantErr: true, wantCalls: []string{"BucketExists"},
 		},
 		"namespace UID unreadable, the bucket there": {
 			reason: "an API error: whose the bucket is is not judged without it",
-			s3:     fakeS3{exists: true, owner: keptByUs}, adopt: true, nsErr: errors.New("the API server is away"),
+			s3:     storagetest.FakeS3{Exists: true, OwnerTag: keptByUs}, adopt: true, nsErr: errors.New("the API server is away"),
 			wantErr: true, wantCalls: []string{"BucketExists"},
 		},
 		"exists, untagged, not ours": {
-			s3:           fakeS3{exists: true},
+			s3:           storagetest.FakeS3{Exists: true},
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
 			notMsg: "kept for namespace",
 		},
 		"exists, another namespace's, adopted where the store allows": {
-			s3: fakeS3{exists: true, owner: theirs}, adopt: true, mayAdopt: true,
+			s3: storagetest.FakeS3{Exists: true, OwnerTag: theirs}, adopt: true, mayAdopt: true,
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketAdopted",
 			wantCalls: []string{"BucketExists", "Owner", "SetOwner"}, wantTagged: mine,
 		},
 		"exists, another namespace's, adoption not allowed": {
 			reason: "team B cannot take team A's kept bucket: untouched",
-			s3:     fakeS3{exists: true, owner: theirs}, adopt: true,
+			s3:     storagetest.FakeS3{Exists: true, OwnerTag: theirs}, adopt: true,
 			wantProgress: conditions.Blocked, wantReason: ReasonAdoptionNotAllowed, wantCalls: []string{"BucketExists", "Owner"},
 			wantMsg: "does not let this namespace adopt",
 		},
 		"exists, made outside Trellis, adoption not allowed": {
-			s3: fakeS3{exists: true}, adopt: true,
+			s3: storagetest.FakeS3{Exists: true}, adopt: true,
 			wantProgress: conditions.Blocked, wantReason: ReasonAdoptionNotAllowed, wantCalls: []string{"BucketExists", "Owner"},
 		},
 		"exists, kept by this namespace, taken back": {
 			reason: "a team takes back its own retained bucket without the store's leave",
-			s3:     fakeS3{exists: true, owner: keptByUs}, adopt: true,
+			s3:     storagetest.FakeS3{Exists: true, OwnerTag: keptByUs}, adopt: true,
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketAdopted",
 			wantCalls: []string{"BucketExists", "Owner", "SetOwner"}, wantTagged: mine,
 		},
 		"exists, kept by this namespace, under a foreign name, taken back": {
-			s3: fakeS3{exists: true, owner: keptByUs}, adopt: true, foreign: true,
+			s3: storagetest.FakeS3{Exists: true, OwnerTag: keptByUs}, adopt: true, foreign: true,
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketAdopted",
 			wantCalls: []string{"BucketExists", "Owner", "SetOwner"}, wantTagged: mine,
 		},
 		"exists, kept by an earlier namespace of this name, not taken": {
 			reason: "a namespace deleted and made again under the name is another: the store's leave is needed",
-			s3:     fakeS3{exists: true, owner: keptByEarlier}, adopt: true,
+			s3:     storagetest.FakeS3{Exists: true, OwnerTag: keptByEarlier}, adopt: true,
 			wantProgress: conditions.Blocked, wantReason: ReasonAdoptionNotAllowed, wantCalls: []string{"BucketExists", "Owner"},
 			wantMsg: "No StorageBucket claims it: it was kept for an earlier namespace named team (its tags trellis.dev/owner-namespace=team, " +
 				"trellis.dev/owner-namespace-uid=ns-uid-earlier, trellis.dev/owner-uid=uid-theirs), not this one (UID ns-uid-team): " +
@@ -320,41 +214,41 @@ func TestBucketCheck(t *testing.T) {
 				"or hand it over by setting its tag trellis.dev/owner-namespace-uid to ns-uid-team",
 		},
 		"exists, kept by an earlier namespace of this name, not asked": {
-			s3:           fakeS3{exists: true, owner: keptByEarlier},
+			s3:           storagetest.FakeS3{Exists: true, OwnerTag: keptByEarlier},
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
 			wantMsg: "does not let this namespace adopt buckets. No StorageBucket claims it: it was kept for an earlier namespace named team",
 			notMsg:  "take it back",
 		},
 		"exists, kept by an earlier namespace of this name, adopted with the store's leave": {
-			s3: fakeS3{exists: true, owner: keptByEarlier}, adopt: true, mayAdopt: true,
+			s3: storagetest.FakeS3{Exists: true, OwnerTag: keptByEarlier}, adopt: true, mayAdopt: true,
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketAdopted",
 			wantCalls: []string{"BucketExists", "Owner", "SetOwner"}, wantTagged: mine,
 		},
 		"exists, kept for this name before namespace UIDs were recorded, not taken": {
 			reason: "a name alone cannot tell this namespace from an earlier one: the store's leave is needed",
-			s3:     fakeS3{exists: true, owner: keptByName}, adopt: true,
+			s3:     storagetest.FakeS3{Exists: true, OwnerTag: keptByName}, adopt: true,
 			wantProgress: conditions.Blocked, wantReason: ReasonAdoptionNotAllowed, wantCalls: []string{"BucketExists", "Owner"},
 			wantMsg: "it was kept for a namespace named team by a Trellis that did not record namespace UIDs (its tags trellis.dev/owner-namespace=team, " +
 				"trellis.dev/owner-uid=uid-theirs), so it cannot be told from this one (UID ns-uid-team)",
 		},
 		"exists, kept for another namespace before namespace UIDs were recorded": {
-			s3:           fakeS3{exists: true, owner: s3.Owner{UID: otherUID, Namespace: otherNS}},
+			s3:           storagetest.FakeS3{Exists: true, OwnerTag: s3.Owner{UID: otherUID, Namespace: otherNS}},
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
 			wantMsg: "It was tagged by a Trellis that did not record namespace UIDs, so no namespace takes it back without the store's leave.",
 		},
 		"exists, kept by this namespace, not asked to adopt": {
-			s3:           fakeS3{exists: true, owner: keptByUs},
+			s3:           storagetest.FakeS3{Exists: true, OwnerTag: keptByUs},
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
 			wantMsg: "set adoptExisting: true to take it back", notMsg: "kept for namespace",
 		},
 		"exists, another namespace's, not asked, not allowed": {
-			s3:           fakeS3{exists: true, owner: theirs},
+			s3:           storagetest.FakeS3{Exists: true, OwnerTag: theirs},
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
 			wantMsg: "does not let this namespace adopt",
 		},
 		"exists, kept for another namespace: says so, and who can change it": {
 			reason:       "no StorageBucket claims it (that was checked first): its tags tell whose it is",
-			s3:           fakeS3{exists: true, owner: theirs},
+			s3:           storagetest.FakeS3{Exists: true, OwnerTag: theirs},
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
 			wantMsg: "No StorageBucket claims it: it was kept for namespace team-b after its StorageBucket was deleted (deletionPolicy: Retain; " +
 				"its tags trellis.dev/owner-namespace=team-b, trellis.dev/owner-namespace-uid=ns-uid-team-b, trellis.dev/owner-uid=uid-theirs). " +
@@ -364,37 +258,37 @@ func TestBucketCheck(t *testing.T) {
 				"or release it by removing its ownership tags",
 		},
 		"exists, kept for another namespace, adoption refused: says so too": {
-			s3: fakeS3{exists: true, owner: theirs}, adopt: true,
+			s3: storagetest.FakeS3{Exists: true, OwnerTag: theirs}, adopt: true,
 			wantProgress: conditions.Blocked, wantReason: ReasonAdoptionNotAllowed, wantCalls: []string{"BucketExists", "Owner"},
 			wantMsg: "so it is left untouched. No StorageBucket claims it: it was kept for namespace team-b",
 		},
 		"exists, another namespace's, not asked, allowed": {
-			s3: fakeS3{exists: true, owner: theirs}, mayAdopt: true,
+			s3: storagetest.FakeS3{Exists: true, OwnerTag: theirs}, mayAdopt: true,
 			wantProgress: conditions.Blocked, wantReason: ReasonConflict, wantCalls: []string{"BucketExists", "Owner"},
 			wantMsg: "set adoptExisting: true to take it over",
 		},
 		"missing, a foreign name, not allowed": {
 			reason: "no bucket is made under another namespace's names, and no intent recorded",
-			s3:     fakeS3{}, foreign: true,
+			s3:     storagetest.FakeS3{}, foreign: true,
 			wantProgress: conditions.Blocked, wantReason: ReasonBucketNameNotAllowed, wantCalls: []string{"BucketExists"},
 			wantMsg: "name the bucket team-",
 		},
 		"missing, a foreign name, allowed": {
-			s3: fakeS3{}, foreign: true, mayAdopt: true,
+			s3: storagetest.FakeS3{}, foreign: true, mayAdopt: true,
 			wantProgress: conditions.Done, wantReason: ReasonHealthy, wantClaim: storagev1.BucketClaimed, wantEvent: "BucketCreated", wantIntent: true,
 			wantCalls: []string{"BucketExists", "CreateBucket", "SetOwner"}, wantTagged: mine,
 		},
 		"adoption fails to tag": {
-			s3: fakeS3{exists: true, setOwnerErr: errDenied}, adopt: true, mayAdopt: true,
+			s3: storagetest.FakeS3{Exists: true, SetOwnerErr: storagetest.ErrDenied}, adopt: true, mayAdopt: true,
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists", "Owner", "SetOwner"},
 		},
 		"owner unreadable": {
-			s3:           fakeS3{exists: true, ownerErr: errDown},
+			s3:           storagetest.FakeS3{Exists: true, OwnerErr: storagetest.ErrDown},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true, wantCalls: []string{"BucketExists", "Owner"},
 		},
 		"probe fails after a claim": {
 			reason: "the claim is still recorded when the probe fails",
-			s3:     fakeS3{exists: true, owner: mine, probeErr: &s3.ProbeError{Step: "writing", Err: errors.New("quota")}}, probe: true,
+			s3:     storagetest.FakeS3{Exists: true, OwnerTag: mine, ProbeErr: &s3.ProbeError{Step: "writing", Err: errors.New("quota")}}, probe: true,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonProbeFailed), wantClaim: storagev1.BucketClaimed,
 			wantCalls: []string{"BucketExists", "Owner", "Probe"},
 		},
@@ -411,7 +305,7 @@ func TestBucketCheck(t *testing.T) {
 
 			res, err := check.run(context.Background())
 
-			g.Expect(fake.calls).To(Equal(tc.wantCalls), tc.reason)
+			g.Expect(fake.Calls).To(Equal(tc.wantCalls), tc.reason)
 			g.Expect(intent).To(Equal(tc.wantIntent), "intent recorded: %s", tc.reason)
 			if tc.wantErr {
 				g.Expect(err).To(HaveOccurred())
@@ -426,7 +320,7 @@ func TestBucketCheck(t *testing.T) {
 				g.Expect(res.summary.Message).NotTo(ContainSubstring(tc.notMsg))
 			}
 			if slices.Contains(tc.wantCalls, "SetOwner") && tc.wantTagged != (s3.Owner{}) {
-				g.Expect(fake.setOwnerTo).To(Equal(tc.wantTagged), "every tag, this StorageBucket's")
+				g.Expect(fake.SetOwnerTo).To(Equal(tc.wantTagged), "every tag, this StorageBucket's")
 			}
 			g.Expect(res.claim).To(Equal(tc.wantClaim), tc.reason)
 			g.Expect(res.storeDown).To(Equal(tc.wantDown), tc.reason)
@@ -444,7 +338,7 @@ func TestBucketCheck(t *testing.T) {
 func TestBucketDeletion(t *testing.T) {
 	cases := map[string]struct {
 		reason string
-		s3     fakeS3
+		s3     storagetest.FakeS3
 		claim  storagev1.BucketClaim
 
 		wantDone, wantDeleted bool
@@ -453,50 +347,50 @@ func TestBucketDeletion(t *testing.T) {
 		wantCalls             []string
 	}{
 		"gone already": {
-			s3: fakeS3{}, claim: storagev1.BucketClaimed, wantDone: true, wantCalls: []string{"BucketExists"},
+			s3: storagetest.FakeS3{}, claim: storagev1.BucketClaimed, wantDone: true, wantCalls: []string{"BucketExists"},
 		},
 		"ours and empty": {
-			s3: fakeS3{exists: true, owner: mine}, claim: storagev1.BucketClaimed,
+			s3: storagetest.FakeS3{Exists: true, OwnerTag: mine}, claim: storagev1.BucketClaimed,
 			wantDone: true, wantDeleted: true, wantCalls: []string{"BucketExists", "Owner", "CountObjects", "DeleteBucket"},
 		},
 		"created untagged, then deleted": {
 			reason: "the crash window: the intent says it is ours",
-			s3:     fakeS3{exists: true}, claim: storagev1.BucketCreating,
+			s3:     storagetest.FakeS3{Exists: true}, claim: storagev1.BucketCreating,
 			wantDone: true, wantDeleted: true, wantCalls: []string{"BucketExists", "Owner", "CountObjects", "DeleteBucket"},
 		},
 		"someone else's": {
 			reason: "never delete what is not ours",
-			s3:     fakeS3{exists: true, owner: theirs}, claim: storagev1.BucketClaimed,
+			s3:     storagetest.FakeS3{Exists: true, OwnerTag: theirs}, claim: storagev1.BucketClaimed,
 			wantDone: true, wantCalls: []string{"BucketExists", "Owner"},
 		},
 		"kept by this namespace, but another StorageBucket's": {
 			reason: "the namespace tag allows taking back, never deleting",
-			s3:     fakeS3{exists: true, owner: keptByUs}, claim: storagev1.BucketClaimed,
+			s3:     storagetest.FakeS3{Exists: true, OwnerTag: keptByUs}, claim: storagev1.BucketClaimed,
 			wantDone: true, wantCalls: []string{"BucketExists", "Owner"},
 		},
 		"untagged and no intent": {
-			s3: fakeS3{exists: true}, claim: storagev1.BucketClaimed,
+			s3: storagetest.FakeS3{Exists: true}, claim: storagev1.BucketClaimed,
 			wantDone: true, wantCalls: []string{"BucketExists", "Owner"},
 		},
 		"not empty": {
 			reason: "data is never lost: a person decides",
-			s3:     fakeS3{exists: true, owner: mine, objects: 3}, claim: storagev1.BucketClaimed,
+			s3:     storagetest.FakeS3{Exists: true, OwnerTag: mine, Objects: 3}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Blocked, wantReason: ReasonDeleteBlocked, wantCalls: []string{"BucketExists", "Owner", "CountObjects"},
 		},
 		"store down": {
-			s3: fakeS3{existsErr: errDown}, claim: storagev1.BucketClaimed,
+			s3: storagetest.FakeS3{ExistsErr: storagetest.ErrDown}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantCalls: []string{"BucketExists"},
 		},
 		"owner unreadable": {
-			s3: fakeS3{exists: true, ownerErr: errDenied}, claim: storagev1.BucketClaimed,
+			s3: storagetest.FakeS3{Exists: true, OwnerErr: storagetest.ErrDenied}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists", "Owner"},
 		},
 		"cannot list": {
-			s3: fakeS3{exists: true, owner: mine, countErr: errDown}, claim: storagev1.BucketClaimed,
+			s3: storagetest.FakeS3{Exists: true, OwnerTag: mine, CountErr: storagetest.ErrDown}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantCalls: []string{"BucketExists", "Owner", "CountObjects"},
 		},
 		"delete refused": {
-			s3: fakeS3{exists: true, owner: mine, deleteErr: errDenied}, claim: storagev1.BucketClaimed,
+			s3: storagetest.FakeS3{Exists: true, OwnerTag: mine, DeleteErr: storagetest.ErrDenied}, claim: storagev1.BucketClaimed,
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied), wantCalls: []string{"BucketExists", "Owner", "CountObjects", "DeleteBucket"},
 		},
 	}
@@ -506,7 +400,7 @@ func TestBucketDeletion(t *testing.T) {
 			fake := tc.s3
 			res := bucketDeletion{s3: &fake, store: "store-a", bucket: testBucket, uid: testUID, claim: tc.claim}.run(context.Background())
 
-			g.Expect(fake.calls).To(Equal(tc.wantCalls), tc.reason)
+			g.Expect(fake.Calls).To(Equal(tc.wantCalls), tc.reason)
 			g.Expect(res.done).To(Equal(tc.wantDone), tc.reason)
 			g.Expect(res.deleted).To(Equal(tc.wantDeleted), tc.reason)
 			if tc.wantDone {

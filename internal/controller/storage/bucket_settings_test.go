@@ -8,6 +8,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
@@ -27,7 +28,7 @@ func TestBucketSettings(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		spec   func(*storagev1.StorageBucketSpec)
-		s3     fakeS3
+		s3     storagetest.FakeS3
 		// principals is whom the policy may grant to (nil: anyone).
 		principals *principalRule
 		// restrictOnly: no policy declared, held to principals all the same.
@@ -42,7 +43,7 @@ func TestBucketSettings(t *testing.T) {
 		wantFixes []s3.GrantFix
 		// grantsErr: the cache cannot say which grants are live.
 		grantsErr error
-		check     func(Gomega, *fakeS3)
+		check     func(Gomega, *storagetest.FakeS3)
 	}{
 		"nothing declared": {
 			reason: "no setting in the spec: nothing is even read",
@@ -52,11 +53,11 @@ func TestBucketSettings(t *testing.T) {
 			spec:      func(s *storagev1.StorageBucketSpec) { s.Versioning = storagev1.VersioningEnabled },
 			wantCalls: []string{"Versioning", "SetVersioning"}, wantChanged: []string{settingVersioning},
 			wantProgress: conditions.Done, wantReason: ReasonApplied,
-			check: func(g Gomega, f *fakeS3) { g.Expect(f.versioning).To(Equal(s3.VersioningEnabled)) },
+			check: func(g Gomega, f *storagetest.FakeS3) { g.Expect(f.VersioningStatus).To(Equal(s3.VersioningEnabled)) },
 		},
 		"versioning in place": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.Versioning = storagev1.VersioningEnabled },
-			s3:   fakeS3{versioning: s3.VersioningEnabled}, wantCalls: []string{"Versioning"},
+			s3:   storagetest.FakeS3{VersioningStatus: s3.VersioningEnabled}, wantCalls: []string{"Versioning"},
 			wantProgress: conditions.Done, wantReason: ReasonApplied,
 		},
 		"suspended on a bucket never versioned": {
@@ -67,42 +68,48 @@ func TestBucketSettings(t *testing.T) {
 		"policy with grants in place": {
 			reason: "the user's statements are set, the grants kept",
 			spec:   func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
-			s3:     fakeS3{policy: withGrant}, wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
+			s3:     storagetest.FakeS3{PolicyDoc: withGrant}, wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
 			wantProgress: conditions.Done, wantReason: ReasonApplied,
-			check: func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withBoth)).To(BeTrue(), f.policy) },
+			check: func(g Gomega, f *storagetest.FakeS3) {
+				g.Expect(s3.SamePolicy(f.PolicyDoc, withBoth)).To(BeTrue(), f.PolicyDoc)
+			},
 		},
 		"policy in place": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
-			s3:   fakeS3{policy: withBoth}, wantCalls: []string{"Policy"},
+			s3:   storagetest.FakeS3{PolicyDoc: withBoth}, wantCalls: []string{"Policy"},
 			wantProgress: conditions.Done, wantReason: ReasonApplied,
 		},
 		"policy in place, a forged grant beside it: taken out, told": {
 			reason: "a statement with the reserved Sid that is no recorded grant",
 			spec:   func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
-			s3: fakeS3{policy: func() string {
+			s3: storagetest.FakeS3{PolicyDoc: func() string {
 				p, _ := s3.WithGrant(withBoth, testBucket, s3.Grant{ID: "forged", Principals: []string{"FORGEDKEY0000001"}, Mode: s3.ReadWrite})
 				return p
 			}()},
 			wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
 			wantProgress: conditions.Done, wantReason: ReasonApplied,
 			wantFixes: []s3.GrantFix{{Sid: s3.GrantSidPrefix + "forged"}},
-			check:     func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withBoth)).To(BeTrue(), f.policy) },
+			check: func(g Gomega, f *storagetest.FakeS3) {
+				g.Expect(s3.SamePolicy(f.PolicyDoc, withBoth)).To(BeTrue(), f.PolicyDoc)
+			},
 		},
 		"policy in place, a live grant widened: put back, told": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
-			s3: fakeS3{policy: func() string {
+			s3: storagetest.FakeS3{PolicyDoc: func() string {
 				p, _ := s3.WithGrant(withBoth, testBucket, s3.Grant{ID: "g", Principals: []string{keyV1, "FORGEDKEY0000001"}, Mode: s3.ReadWrite})
 				return p
 			}()},
 			wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
 			wantProgress: conditions.Done, wantReason: ReasonApplied,
 			wantFixes: []s3.GrantFix{{Sid: s3.GrantSidPrefix + "g", Rewritten: true}},
-			check:     func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withBoth)).To(BeTrue(), f.policy) },
+			check: func(g Gomega, f *storagetest.FakeS3) {
+				g.Expect(s3.SamePolicy(f.PolicyDoc, withBoth)).To(BeTrue(), f.PolicyDoc)
+			},
 		},
 		"the cache cannot say which grants are live: nothing sent": {
 			spec:         func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
-			s3:           fakeS3{policy: withGrant},
-			grantsErr:    errUnavailable,
+			s3:           storagetest.FakeS3{PolicyDoc: withGrant},
+			grantsErr:    storagetest.ErrUnavailable,
 			wantProgress: conditions.Working, wantReason: stores.ReasonReconcileError,
 		},
 		"policy that is not JSON": {
@@ -118,57 +125,65 @@ func TestBucketSettings(t *testing.T) {
 		},
 		"policy the store refuses": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
-			s3:   fakeS3{setPolicyErr: errBadPolicy}, wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
+			s3:   storagetest.FakeS3{SetPolicyErr: errBadPolicy}, wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
 			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy,
 		},
 		"a public policy where the store blocks it": {
 			reason: "refused: the store's policy is read, and with nothing to take out it stays as it was",
 			spec:   func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy }, principals: blocked,
-			s3:           fakeS3{policy: withGrant},
+			s3:           storagetest.FakeS3{PolicyDoc: withGrant},
 			wantCalls:    []string{"Policy"},
 			wantProgress: conditions.Blocked, wantReason: ReasonPolicyRefused,
-			check: func(g Gomega, f *fakeS3) { g.Expect(f.policy).To(Equal(withGrant)) },
+			check: func(g Gomega, f *storagetest.FakeS3) { g.Expect(f.PolicyDoc).To(Equal(withGrant)) },
 		},
 		"a public policy where the store blocks it, the store's policy already public": {
 			reason: "refused, and the public statement in the store taken out, the grant kept",
 			spec:   func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy }, principals: blocked,
-			s3:           fakeS3{policy: mustPolicy(s3.WithUserPolicy(withGrant, userPolicy))},
+			s3:           storagetest.FakeS3{PolicyDoc: mustPolicy(s3.WithUserPolicy(withGrant, userPolicy))},
 			wantCalls:    []string{"Policy", "SetPolicy"},
 			wantProgress: conditions.Blocked, wantReason: ReasonPolicyRefused,
-			check: func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withGrant)).To(BeTrue(), f.policy) },
+			check: func(g Gomega, f *storagetest.FakeS3) {
+				g.Expect(s3.SamePolicy(f.PolicyDoc, withGrant)).To(BeTrue(), f.PolicyDoc)
+			},
 		},
 		"an invalid spec.policy where the store blocks, the store's policy public: taken out all the same": {
 			spec:       func(s *storagev1.StorageBucketSpec) { s.Policy = "{}" },
-			principals: blocked, s3: fakeS3{policy: withBoth},
+			principals: blocked, s3: storagetest.FakeS3{PolicyDoc: withBoth},
 			wantCalls:    []string{"Policy", "SetPolicy"},
 			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy,
-			check: func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withGrant)).To(BeTrue(), f.policy) },
+			check: func(g Gomega, f *storagetest.FakeS3) {
+				g.Expect(s3.SamePolicy(f.PolicyDoc, withGrant)).To(BeTrue(), f.PolicyDoc)
+			},
 		},
 		"no spec.policy, the store's policy unreadable where the store blocks: replaced by the grants": {
 			spec: func(*storagev1.StorageBucketSpec) {}, principals: blocked, restrictOnly: true,
-			s3:           fakeS3{policy: `{"Statement":[],"statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"*"}]}`},
+			s3:           storagetest.FakeS3{PolicyDoc: `{"Statement":[],"statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"*"}]}`},
 			wantCalls:    []string{"Policy", "SetPolicy"},
 			wantProgress: conditions.Done, wantReason: ReasonApplied,
-			check: func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withGrant)).To(BeTrue(), f.policy) },
+			check: func(g Gomega, f *storagetest.FakeS3) {
+				g.Expect(s3.SamePolicy(f.PolicyDoc, withGrant)).To(BeTrue(), f.PolicyDoc)
+			},
 		},
 		"no spec.policy, the store refuses the held policy: Stalled, said": {
 			spec: func(*storagev1.StorageBucketSpec) {}, principals: blocked, restrictOnly: true,
-			s3:           fakeS3{policy: withBoth, setPolicyErr: errBadPolicy},
+			s3:           storagetest.FakeS3{PolicyDoc: withBoth, SetPolicyErr: errBadPolicy},
 			wantCalls:    []string{"Policy", "SetPolicy"},
 			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy,
 		},
 		"no spec.policy, the store down while holding its policy: not Done": {
 			spec: func(*storagev1.StorageBucketSpec) {}, principals: blocked, restrictOnly: true,
-			s3:        fakeS3{policyErr: errDown},
+			s3:        storagetest.FakeS3{PolicyErr: storagetest.ErrDown},
 			wantCalls: []string{"Policy"}, wantDown: true,
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable),
 		},
 		"no spec.policy, held to a blocking store: the public statement taken out": {
 			spec: func(*storagev1.StorageBucketSpec) {}, principals: blocked, restrictOnly: true,
-			s3:           fakeS3{policy: mustPolicy(s3.WithUserPolicy(withGrant, userPolicy))},
+			s3:           storagetest.FakeS3{PolicyDoc: mustPolicy(s3.WithUserPolicy(withGrant, userPolicy))},
 			wantCalls:    []string{"Policy", "SetPolicy"},
 			wantProgress: conditions.Done, wantReason: ReasonApplied,
-			check: func(g Gomega, f *fakeS3) { g.Expect(s3.SamePolicy(f.policy, withGrant)).To(BeTrue(), f.policy) },
+			check: func(g Gomega, f *storagetest.FakeS3) {
+				g.Expect(s3.SamePolicy(f.PolicyDoc, withGrant)).To(BeTrue(), f.PolicyDoc)
+			},
 		},
 		"a policy of the namespace's own key where the store blocks public access": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.Policy = ownKeyPolicy }, principals: blocked,
@@ -185,42 +200,42 @@ func TestBucketSettings(t *testing.T) {
 		"cors to set": {
 			spec:      func(s *storagev1.StorageBucketSpec) { s.CORS = cors },
 			wantCalls: []string{"CORS", "SetCORS"}, wantChanged: []string{settingCORS}, wantProgress: conditions.Done, wantReason: ReasonApplied,
-			check: func(g Gomega, f *fakeS3) { g.Expect(s3.SameCORS(f.cors, corsInStore)).To(BeTrue()) },
+			check: func(g Gomega, f *storagetest.FakeS3) { g.Expect(s3.SameCORS(f.CORSRules, corsInStore)).To(BeTrue()) },
 		},
 		"cors in place (methods in another order)": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.CORS = cors },
-			s3:   fakeS3{cors: corsInStore}, wantCalls: []string{"CORS"}, wantProgress: conditions.Done, wantReason: ReasonApplied,
+			s3:   storagetest.FakeS3{CORSRules: corsInStore}, wantCalls: []string{"CORS"}, wantProgress: conditions.Done, wantReason: ReasonApplied,
 		},
 		"cors with no rules removes them": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.CORS = &storagev1.BucketCORS{} },
-			s3:   fakeS3{cors: corsInStore}, wantCalls: []string{"CORS", "SetCORS"}, wantChanged: []string{settingCORS},
+			s3:   storagetest.FakeS3{CORSRules: corsInStore}, wantCalls: []string{"CORS", "SetCORS"}, wantChanged: []string{settingCORS},
 			wantProgress: conditions.Done, wantReason: ReasonApplied,
-			check: func(g Gomega, f *fakeS3) { g.Expect(f.cors).To(BeEmpty()) },
+			check: func(g Gomega, f *storagetest.FakeS3) { g.Expect(f.CORSRules).To(BeEmpty()) },
 		},
 		"lifecycle not implemented, the others still applied": {
 			reason: "versitygw v1.8.0: said so, never faked",
 			spec: func(s *storagev1.StorageBucketSpec) {
 				s.Versioning, s.Lifecycle = storagev1.VersioningEnabled, lifecycle
 			},
-			s3:        fakeS3{lifecycleErr: errNotImpl},
+			s3:        storagetest.FakeS3{LifecycleErr: errNotImpl},
 			wantCalls: []string{"Versioning", "SetVersioning", "Lifecycle"}, wantChanged: []string{settingVersioning},
 			wantProgress: conditions.Blocked, wantReason: ReasonSettingNotSupported,
 		},
 		"lifecycle to set": {
 			spec:      func(s *storagev1.StorageBucketSpec) { s.Lifecycle = lifecycle },
 			wantCalls: []string{"Lifecycle", "SetLifecycle"}, wantChanged: []string{settingLifecycle}, wantProgress: conditions.Done, wantReason: ReasonApplied,
-			check: func(g Gomega, f *fakeS3) {
-				g.Expect(f.lifecycle).To(Equal([]s3.ExpirationRule{{ID: "tmp", Prefix: "tmp/", Days: 7}}))
+			check: func(g Gomega, f *storagetest.FakeS3) {
+				g.Expect(f.LifecycleRules).To(Equal([]s3.ExpirationRule{{ID: "tmp", Prefix: "tmp/", Days: 7}}))
 			},
 		},
 		"store down: the rest is not tried": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.Versioning, s.CORS = storagev1.VersioningEnabled, cors },
-			s3:   fakeS3{versioningErr: errDown}, wantCalls: []string{"Versioning"},
+			s3:   storagetest.FakeS3{VersioningErr: storagetest.ErrDown}, wantCalls: []string{"Versioning"},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
 		},
 		"refused credentials": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.CORS = cors },
-			s3:   fakeS3{corsErr: errDenied}, wantCalls: []string{"CORS"},
+			s3:   storagetest.FakeS3{CORSErr: storagetest.ErrDenied}, wantCalls: []string{"CORS"},
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied),
 		},
 	}
@@ -245,7 +260,7 @@ func TestBucketSettings(t *testing.T) {
 			}
 			g.Expect(fixes).To(Equal(tc.wantFixes))
 
-			g.Expect(fake.calls).To(Equal(tc.wantCalls), tc.reason)
+			g.Expect(fake.Calls).To(Equal(tc.wantCalls), tc.reason)
 			g.Expect(res.changed).To(Equal(tc.wantChanged))
 			g.Expect(res.storeDown).To(Equal(tc.wantDown))
 			sum := res.summary()

@@ -34,9 +34,6 @@ import (
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
-// AccessFinalizer holds a BucketAccess until its key is revoked in the store.
-const AccessFinalizer = "storage.trellis.dev/access"
-
 // Reasons of a BucketAccess's conditions besides the store's (StoreNotReady,
 // StoreUnreachable, AccessDenied, NamespaceNotAllowed, ...).
 const (
@@ -110,7 +107,7 @@ func (r *AccessReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options
 		Named(accessController).
 		For(&storagev1.BucketAccess{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, operate.ReconcileRequested))).
 		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfBucket), builder.WithPredicates(bucketStateChanged)).
-		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfStore), builder.WithPredicates(storeReadyChanged)).
+		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfStore), builder.WithPredicates(stores.StoreReadyChanged)).
 		WatchesRawSource(source.Channel(r.accessEvents, &handler.TypedEnqueueRequestForObject[*storagev1.BucketAccess]{})).
 		WithOptions(opts.ControllerOptions()).
 		Complete(r)
@@ -175,12 +172,12 @@ func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		return ctrl.Result{}, err
 	}
 	obs := &accessObservation{}
-	defer finish(ctx, r.status, r.recorder, a, &obs.outcome, &result, &err,
+	defer stores.Finish(ctx, r.status, r.recorder, a, &obs.Outcome, &result, &err,
 		func() storagev1.BucketAccessStatus { return computeAccessStatus(a, obs) })
 	if !a.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, a, obs)
 	}
-	if _, err := finalizer.Ensure(ctx, r.client, a, AccessFinalizer); err != nil {
+	if _, err := finalizer.Ensure(ctx, r.client, a, stores.AccessFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	res, err := r.sync(ctx, a, obs)
@@ -188,10 +185,10 @@ func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	// a key the Secret does not hold is not in res.
 	obs.synced = &res
 	if res.issued != nil {
-		obs.did(corev1.EventTypeNormal, "KeyIssued", "Issue", "issued key %s (keyVersion %d) and wrote it to Secret %s", res.issued.accessKeyID, a.Spec.KeyVersion, a.Spec.SecretName)
+		obs.Did(corev1.EventTypeNormal, "KeyIssued", "Issue", "issued key %s (keyVersion %d) and wrote it to Secret %s", res.issued.accessKeyID, a.Spec.KeyVersion, a.Spec.SecretName)
 	}
 	for _, id := range res.revoked {
-		obs.did(corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked replaced key %s", id)
+		obs.Did(corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked replaced key %s", id)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -385,7 +382,7 @@ func (r *AccessReconciler) finalize(ctx context.Context, a *storagev1.BucketAcce
 			r.storeChecks.Request(ctx, res.store)
 		}
 		for _, id := range res.revoked {
-			obs.did(corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked key %s", id)
+			obs.Did(corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked key %s", id)
 		}
 		if !res.done {
 			obs.waits = &res.summary
@@ -400,10 +397,10 @@ func (r *AccessReconciler) finalize(ctx context.Context, a *storagev1.BucketAcce
 			Message: fmt.Sprintf("no key of it is left in the store, but the API server refused to delete Secret %s: %s", a.Spec.SecretName, apierr.Message(err))}
 		return setup.RequeueAfter(setup.ForeignChildRetry), nil
 	}
-	if err := finalizer.Remove(ctx, r.client, a, AccessFinalizer); err != nil {
+	if err := finalizer.Remove(ctx, r.client, a, stores.AccessFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.released = true
+	obs.Released = true
 	return ctrl.Result{}, nil
 }
 
@@ -415,7 +412,7 @@ func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess
 	if store == nil {
 		if state.Reason == stores.ReasonStoreNotFound {
 			// The store is gone from the cluster; nothing of it can be reached.
-			obs.did(corev1.EventTypeWarning, "StoreGone", "Revoke", "ObjectStore %s no longer exists: the key's account could not be revoked there", a.Status.StoreName)
+			obs.Did(corev1.EventTypeWarning, "StoreGone", "Revoke", "ObjectStore %s no longer exists: the key's account could not be revoked there", a.Status.StoreName)
 			return revocationResult{done: true}, nil
 		}
 		s := state

@@ -173,7 +173,7 @@ func TestBucketAccessGrantsExactlyOneBucket(t *testing.T) {
 	g.Expect(editor.Create(ctx, newAccess(ns, "writer", "data", "data-writer", storagev1.AccessReadWrite))).To(Succeed())
 	reader := eventuallyAccessReason(g, ns, "reader", ReasonGranted)
 	writer := eventuallyAccessReason(g, ns, "writer", ReasonGranted)
-	g.Expect(reader.Finalizers).To(ContainElement(AccessFinalizer))
+	g.Expect(reader.Finalizers).To(ContainElement(stores.AccessFinalizer))
 	g.Expect(reader.Status.StoreName).To(Equal(store))
 	g.Expect(reader.Status.BucketName).To(Equal(data))
 	g.Expect(reader.Status.AccessKeyID).To(Equal(stores.AccessKeyID(uidOf(g, store), reader.UID, 1)))
@@ -372,7 +372,7 @@ func TestBucketAccessThroughStoreFailures(t *testing.T) {
 		g.Expect(k8s.Delete(ctx, a)).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			a := getAccess(g, ns, "early")
-			g.Expect(a.Finalizers).To(ContainElement(AccessFinalizer), "held until the key is revoked")
+			g.Expect(a.Finalizers).To(ContainElement(stores.AccessFinalizer), "held until the key is revoked")
 			ready := meta.FindStatusCondition(a.Status.Conditions, conditions.Ready)
 			g.Expect(ready).NotTo(BeNil())
 			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))

@@ -17,7 +17,7 @@ import (
 
 // accessObservation is what one reconcile of a BucketAccess saw.
 type accessObservation struct {
-	outcome
+	stores.Outcome
 	// target is the store and bucket the accounts live in, put on record
 	// before any exists.
 	target *accessTarget
@@ -39,7 +39,7 @@ func computeAccessStatus(a *storagev1.BucketAccess, obs *accessObservation) stor
 	if obs.synced != nil {
 		found = &obs.synced.summary
 	}
-	summary := obs.summary(found)
+	summary := obs.Summary(found)
 	if summary == nil {
 		return st
 	}

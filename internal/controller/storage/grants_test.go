@@ -8,8 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
+	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
 // accessWithUID is grantedAccess under another name and UID.
@@ -26,7 +28,7 @@ func accessWithUID(name string, uid types.UID) *storagev1.BucketAccess {
 // write), each naming every key its access may have granted.
 func TestLiveGrants(t *testing.T) {
 	g := NewWithT(t)
-	store := rtStoreObj(true)
+	store := storagetest.ReadyStore(true)
 	// Recorded: current key V2, V1 retiring, V3 asked for (being issued).
 	recorded := grantedAccess()
 	recorded.Spec.KeyVersion = 3
@@ -36,7 +38,7 @@ func TestLiveGrants(t *testing.T) {
 	fresh := rtAccessObj()
 	fresh.Name, fresh.UID, fresh.Spec.Mode = "fresh", "uid-fresh", storagev1.AccessReadOnly
 	// Leaving: being deleted, its grant still its own to take out.
-	leaving := deleting(accessWithUID("leaving", "uid-leaving")).(*storagev1.BucketAccess)
+	leaving := storagetest.Deleting(accessWithUID("leaving", "uid-leaving")).(*storagev1.BucketAccess)
 	// Of another bucket, in another namespace, and of another store.
 	other := accessWithUID("other", "uid-other")
 	other.Spec.BucketRef.Name, other.Status.BucketName = "elsewhere", "team-a-elsewhere"
@@ -64,7 +66,7 @@ func TestLiveGrants(t *testing.T) {
 	g.Expect(byName["leaving"].Principals).To(ContainElement(key("uid-leaving", 1)))
 
 	// The cache failing is an error, never "no grant is live".
-	f.fail["list BucketAccess"] = errUnavailable
+	f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
 	_, err = stores.LiveGrants(context.Background(), f.c, store, testBucket)
 	g.Expect(err).To(HaveOccurred())
 }

@@ -11,6 +11,8 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
+	"github.com/trellis-dev/trellis/internal/controller/storage/store"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 	"github.com/trellis-dev/trellis/internal/testenv"
@@ -32,8 +34,8 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 	policyRefused := settingsResult{declared: []string{settingPolicy},
 		problems: []settingProblem{{setting: settingPolicy, reason: ReasonPolicyRefused, blocked: true, message: `policy: refused: Principal "*"`}}}
 	settingsApplied := settingsResult{declared: []string{settingVersioning}}
-	// What a reconcile that ends with an API error records (outcome.summary).
-	apiError := *(&outcome{failed: errors.New("etcdserver: request timed out")}).summary(nil)
+	// What a reconcile that ends with an API error records (stores.Outcome.Summary).
+	apiError := *(&stores.Outcome{Failed: errors.New("etcdserver: request timed out")}).Summary(nil)
 	deleteBlocked := conditions.Summary{Progress: conditions.Blocked, Reason: ReasonDeleteBlocked, Message: "holds 2 objects"}
 	t.Run("StorageBucket", func(t *testing.T) {
 		cases := map[string]struct {
@@ -89,17 +91,17 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 			deleting bool
 			want     kstatus.Status
 		}{
-			"reachable":        {summary: conditions.Summary{Progress: conditions.Done, Reason: ReasonReachable, Message: "answers"}, want: kstatus.CurrentStatus},
+			"reachable":        {summary: conditions.Summary{Progress: conditions.Done, Reason: store.ReasonReachable, Message: "answers"}, want: kstatus.CurrentStatus},
 			"unreachable":      {summary: storeDown, want: kstatus.InProgressStatus},
 			"no credentials":   {summary: conditions.Summary{Progress: conditions.Blocked, Reason: string(s3.ReasonCredentialsMissing), Message: "missing"}, want: kstatus.FailedStatus},
-			"invalid selector": {summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInvalidSelector, Message: "bad operator"}, want: kstatus.FailedStatus},
+			"invalid selector": {summary: conditions.Summary{Progress: conditions.Blocked, Reason: store.ReasonInvalidSelector, Message: "bad operator"}, want: kstatus.FailedStatus},
 			"in use, deleting": {summary: conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonInUse, Message: "accesses remain"}, deleting: true, want: kstatus.TerminatingStatus},
 			"an API error":     {summary: apiError, want: kstatus.InProgressStatus},
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
 				g := NewWithT(t)
-				store := testStore("a")
+				store := storagetest.NewStore("a")
 				store.Status.ObservedGeneration = store.Generation
 				if tc.deleting {
 					store.DeletionTimestamp = &now

@@ -6,9 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
-	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 )
 
 var (
@@ -50,10 +47,4 @@ func forgetBucketMetrics(key types.NamespacedName) {
 	checksTotal.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "name": key.Name})
 	lastCheck.DeleteLabelValues(key.Namespace, key.Name)
 	healthyGauge.DeleteLabelValues(key.Namespace, key.Name)
-}
-
-// forgetStoreMetrics drops the series of a deleted ObjectStore.
-func forgetStoreMetrics(store string) {
-	stores.ForgetMetrics(store)
-	sweep.ForgetMetrics(store)
 }

@@ -7,72 +7,15 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 )
-
-func TestStoreReadyChanged(t *testing.T) {
-	withReady := func(status metav1.ConditionStatus, reason string) *storagev1.ObjectStore {
-		s := testStore("a")
-		if status != "" {
-			s.Status.Conditions = []metav1.Condition{{Type: conditions.Ready, Status: status, Reason: reason}}
-		}
-		return s
-	}
-	cases := map[string]struct {
-		old, updated *storagev1.ObjectStore
-		want         bool
-	}{
-		"first check, up":         {old: withReady("", ""), updated: withReady(metav1.ConditionTrue, "Reachable"), want: true},
-		"first check, down":       {old: withReady("", ""), updated: withReady(metav1.ConditionFalse, "StoreUnreachable"), want: true},
-		"went down":               {old: withReady(metav1.ConditionTrue, "Reachable"), updated: withReady(metav1.ConditionFalse, "StoreUnreachable"), want: true},
-		"came back":               {old: withReady(metav1.ConditionFalse, "StoreUnreachable"), updated: withReady(metav1.ConditionTrue, "Reachable"), want: true},
-		"down for another reason": {old: withReady(metav1.ConditionFalse, "StoreUnreachable"), updated: withReady(metav1.ConditionFalse, "AccessDenied"), want: false},
-		"still up":                {old: withReady(metav1.ConditionTrue, "Reachable"), updated: withReady(metav1.ConditionTrue, "Reachable"), want: false},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			g.Expect(storeReadyChanged.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.updated})).To(Equal(tc.want))
-		})
-	}
-	t.Run("a new store passes", func(t *testing.T) {
-		g := NewWithT(t)
-		g.Expect(storeReadyChanged.Create(event.CreateEvent{Object: testStore("a")})).To(BeTrue())
-	})
-}
-
-func TestBucketCreatedOrGone(t *testing.T) {
-	g := NewWithT(t)
-	b := statusBucket(1, storagev1.StorageBucketStatus{})
-	g.Expect(bucketCreatedOrGone.Create(event.CreateEvent{Object: b})).To(BeTrue())
-	g.Expect(bucketCreatedOrGone.Delete(event.DeleteEvent{Object: b})).To(BeTrue())
-	g.Expect(bucketCreatedOrGone.Update(event.UpdateEvent{ObjectOld: b, ObjectNew: b})).To(BeFalse(), "a store only counts its buckets")
-	g.Expect(storeOfBucket(context.Background(), b)).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "store-a"}}}))
-}
-
-func TestStoreReadyChangedFollowsTheStoreController(t *testing.T) {
-	g := NewWithT(t)
-	old := testStore("a")
-	old.Status.ObservedGeneration = 1
-	old.Status.Conditions = []metav1.Condition{{Type: conditions.Ready, Status: metav1.ConditionTrue, Reason: ReasonReachable}}
-	edited := old.DeepCopy()
-	edited.Generation = 2
-	g.Expect(storeReadyChanged.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: edited})).To(BeFalse(),
-		"a spec change alone: its users would only find the store not checked yet")
-	seen := edited.DeepCopy()
-	seen.Status.ObservedGeneration = 2
-	g.Expect(storeReadyChanged.Update(event.UpdateEvent{ObjectOld: edited, ObjectNew: seen})).To(BeTrue(),
-		"the store controller took in the new spec (a selector may have changed)")
-}
 
 func TestBucketStateChanged(t *testing.T) {
 	base := statusBucket(1, storagev1.StorageBucketStatus{ObservedGeneration: 1, BucketName: testBucket, Claim: storagev1.BucketClaimed,
@@ -107,38 +50,10 @@ func TestAccessGone(t *testing.T) {
 	a := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"},
 		Spec:   storagev1.BucketAccessSpec{BucketRef: storagev1.BucketReference{Name: "assets"}},
 		Status: storagev1.BucketAccessStatus{StoreName: "store-a"}}
-	g.Expect(accessGone.Delete(event.DeleteEvent{Object: a})).To(BeTrue(), "a bucket or store being deleted may be waiting for it")
-	g.Expect(accessGone.Create(event.CreateEvent{Object: a})).To(BeFalse())
-	g.Expect(accessGone.Update(event.UpdateEvent{ObjectOld: a, ObjectNew: a})).To(BeFalse())
+	g.Expect(stores.AccessGone.Delete(event.DeleteEvent{Object: a})).To(BeTrue(), "a bucket or store being deleted may be waiting for it")
+	g.Expect(stores.AccessGone.Create(event.CreateEvent{Object: a})).To(BeFalse())
+	g.Expect(stores.AccessGone.Update(event.UpdateEvent{ObjectOld: a, ObjectNew: a})).To(BeFalse())
 	g.Expect(bucketOfAccess(context.Background(), a)).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: "team-a", Name: "assets"}}}))
-	g.Expect(storeOfAccess(context.Background(), a)).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "store-a"}}}))
-	a.Status.StoreName = ""
-	g.Expect(storeOfAccess(context.Background(), a)).To(BeEmpty(), "no account made anywhere yet")
-}
-
-// TestBucketsWakeTheirStoreOnlyWhileItIsDeleted: a bucket created in a store in
-// use costs the store no check; one created or gone while the store is being
-// deleted lets the deletion recount.
-func TestBucketsWakeTheirStoreOnlyWhileItIsDeleted(t *testing.T) {
-	inUse := testStore("store-a")
-	deleting := testStore("store-b")
-	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	deleting.Finalizers = []string{StoreFinalizer}
-	sch := runtime.NewScheme()
-	utilruntime.Must(storagev1.AddToScheme(sch))
-	r := &ObjectStoreReconciler{client: fake.NewClientBuilder().WithScheme(sch).WithObjects(inUse, deleting).Build()}
-	mapBucket := r.whileDeleting(storeOfBucket)
-	ctx := context.Background()
-	bucketIn := func(store string) *storagev1.StorageBucket {
-		b := statusBucket(1, storagev1.StorageBucketStatus{})
-		b.Spec.StoreRef.Name = store
-		return b
-	}
-
-	g := NewWithT(t)
-	g.Expect(mapBucket(ctx, bucketIn("store-a"))).To(BeEmpty(), "a store in use is not checked again for a new bucket")
-	g.Expect(mapBucket(ctx, bucketIn("store-b"))).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Name: "store-b"}}}))
-	g.Expect(mapBucket(ctx, bucketIn("no-such-store"))).To(BeEmpty())
 }
 
 // TestOthersHearWhenAClaimantLeaves: a StorageBucket that starts or ends its

@@ -1,9 +1,9 @@
-// Package storage reconciles ObjectStores (S3-compatible stores outside the
-// cluster), StorageBuckets (buckets in them, created, health-checked on a
-// schedule and on external events, and given the settings they declare) and
-// BucketAccesses (a key of its own to one bucket, for a workload). The three
-// controllers share the stores' clients, so they are enabled together as
-// "storage".
+// Package storage reconciles StorageBuckets (buckets in ObjectStores,
+// created, health-checked on a schedule and on external events, and given
+// the settings they declare) and BucketAccesses (a key of its own to one
+// bucket, for a workload), and registers them with the ObjectStore
+// controller (package store). The three controllers share the stores'
+// clients, so they are enabled together as "storage".
 package storage
 
 import (
@@ -20,6 +20,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/controller/storage/bucketevents"
+	"github.com/trellis-dev/trellis/internal/controller/storage/store"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 )
@@ -74,12 +75,7 @@ func setupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 	accessEvents := make(chan event.TypedGenericEvent[*storagev1.BucketAccess])
 
 	storeRec := mgr.GetEventRecorder("objectstore")
-	storeReconciler := &ObjectStoreReconciler{
-		client: mgr.GetClient(), recorder: storeRec,
-		status: status.NewPatcher(mgr.GetClient(), storeRec,
-			func(s *storagev1.ObjectStore) *storagev1.ObjectStoreStatus { return &s.Status }, storeStatusEvents...),
-		stores: clients, storeEvents: storeEvents, now: time.Now, sweeps: opts.StorageSweepInterval > 0,
-	}
+	storeReconciler := store.New(mgr.GetClient(), storeRec, clients, storeEvents, opts.StorageSweepInterval > 0)
 	if err := storeReconciler.SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
@@ -106,7 +102,7 @@ func setupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 		return err
 	}
 	sh.stores, sh.namespaces, sh.schedule = clients, namespaces, schedule
-	sh.patchers = append(sh.patchers, storeReconciler.status, bucketReconciler.status, accessReconciler.status)
+	sh.patchers = append(sh.patchers, storeReconciler.Status(), bucketReconciler.status, accessReconciler.status)
 	for _, p := range sh.patchers {
 		// Each forgets a status write once the cache shows it.
 		if err := p.FollowCache(ctx, mgr.GetCache()); err != nil {

@@ -147,11 +147,11 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 	}{
 		"no check due: untouched": {prior: wasReady, obs: &bucketObservation{}, unchanged: true},
 		"an error before any check: ReconcileError, the claim kept": {
-			prior: wasReady, obs: &bucketObservation{outcome: outcome{failed: errAPI}},
+			prior: wasReady, obs: &bucketObservation{Outcome: stores.Outcome{Failed: errAPI}},
 			wantReason: stores.ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
 		},
 		"an error after a check: what it found is recorded": {
-			obs:        &bucketObservation{outcome: outcome{failed: errAPI}, checked: &created},
+			obs:        &bucketObservation{Outcome: stores.Outcome{Failed: errAPI}, checked: &created},
 			wantReason: stores.ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
 		},
 		"a deletion waiting for its accesses": {
@@ -177,7 +177,7 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(ready.Reason).To(Equal(tt.wantReason))
 			g.Expect(conditions.IsTrue(st.Conditions, tt.alsoTrue)).To(BeTrue(), tt.alsoTrue)
-			if tt.obs.failed != nil {
+			if tt.obs.Failed != nil {
 				g.Expect(ready.Message).To(Equal(errAPI.Error()))
 			}
 		})
@@ -255,7 +255,7 @@ func TestComputeAccessStatusBeyondSync(t *testing.T) {
 	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(ReasonIssuing))
 
 	failed := errors.New("applying Secret s: etcdserver: request timed out")
-	st = computeAccessStatus(a, &accessObservation{outcome: outcome{failed: failed}, synced: &accessResult{}})
+	st = computeAccessStatus(a, &accessObservation{Outcome: stores.Outcome{Failed: failed}, synced: &accessResult{}})
 	g.Expect(st.AccessKeyID).To(Equal(keyV1))
 	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(stores.ReasonReconcileError))
 	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Message).To(Equal(failed.Error()))

@@ -196,7 +196,7 @@ func TestBucketIsCreatedTaggedAndHealthy(t *testing.T) {
 	g.Expect(b.Status.BucketName).To(Equal(ns + "-assets"))
 	g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
 	g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, conditions.Ready)).To(BeTrue())
-	g.Expect(b.Finalizers).To(ContainElement(BucketFinalizer))
+	g.Expect(b.Finalizers).To(ContainElement(stores.BucketFinalizer))
 
 	c := direct(g)
 	exists, err := c.BucketExists(ctx, ns+"-assets")

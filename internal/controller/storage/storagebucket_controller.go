@@ -32,9 +32,6 @@ import (
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
-// BucketFinalizer holds a StorageBucket until its deletion policy is applied.
-const BucketFinalizer = "storage.trellis.dev/bucket"
-
 // defaultInterval is the health-check interval of a bucket that sets none.
 const defaultInterval = 60 * time.Second
 
@@ -87,36 +84,12 @@ func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options
 		Named(bucketController).
 		For(&storagev1.StorageBucket{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, operate.ReconcileRequested))).
 		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.othersWantingBucket), builder.WithPredicates(claimantLeaving)).
-		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeReadyChanged)).
-		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(bucketOfAccess), builder.WithPredicates(accessGone)).
+		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(stores.StoreReadyChanged)).
+		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(bucketOfAccess), builder.WithPredicates(stores.AccessGone)).
 		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(r.refusedPoliciesOf), builder.WithPredicates(accessKeysChanged)).
 		WatchesRawSource(source.Channel(r.bucketEvents, &handler.TypedEnqueueRequestForObject[*storagev1.StorageBucket]{})).
 		WithOptions(opts.ControllerOptions()).
 		Complete(r)
-}
-
-// storeReadyChanged passes a store's creation, its first check, changes of
-// its Ready status (what buckets waiting on their store wait for), and the
-// store controller taking in a new spec (its selectors decide who may use
-// it). Not the spec change itself: until the store is checked against it,
-// its users would only find it "not checked yet".
-var storeReadyChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*storagev1.ObjectStore)
-		n, ok2 := e.ObjectNew.(*storagev1.ObjectStore)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return readyStatus(o) != readyStatus(n) || o.Status.ObservedGeneration != n.Status.ObservedGeneration
-	},
-}
-
-// accessGone passes the deletion of a BucketAccess: the deletion of its
-// StorageBucket may be waiting for it.
-var accessGone = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	UpdateFunc:  func(event.UpdateEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // claimantLeaving passes a StorageBucket whose deletion starts, and its
@@ -188,13 +161,6 @@ func bucketOfAccess(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.BucketRef.Name}}}
 }
 
-func readyStatus(store *storagev1.ObjectStore) metav1.ConditionStatus {
-	if c := conditions.Get(store.Status.Conditions, conditions.Ready); c != nil {
-		return c.Status
-	}
-	return ""
-}
-
 func (r *BucketReconciler) bucketsOfStore(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &storagev1.StorageBucketList{}
 	if err := r.client.List(ctx, list, client.MatchingFields{stores.BucketStoreIndex: o.GetName()}); err != nil {
@@ -219,7 +185,7 @@ func interval(b *storagev1.StorageBucket) time.Duration {
 
 // bucketObservation is what one reconcile of a StorageBucket saw.
 type bucketObservation struct {
-	outcome
+	stores.Outcome
 	// checked is what a check of the bucket found, or, while the bucket is
 	// being created, the intent to create it; nil when no check ran (none
 	// was due, or the reconcile failed first).
@@ -255,12 +221,12 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		return ctrl.Result{}, err
 	}
 	obs := &bucketObservation{}
-	defer finish(ctx, r.status, r.recorder, b, &obs.outcome, &result, &err,
+	defer stores.Finish(ctx, r.status, r.recorder, b, &obs.Outcome, &result, &err,
 		func() storagev1.StorageBucketStatus { return computeBucketStatus(b, obs) })
 	if !b.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, b, obs)
 	}
-	if _, err := finalizer.Ensure(ctx, r.client, b, BucketFinalizer); err != nil {
+	if _, err := finalizer.Ensure(ctx, r.client, b, stores.BucketFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -291,21 +257,21 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		if e.warning {
 			typ = corev1.EventTypeWarning
 		}
-		obs.did(typ, e.reason, "Check", e.format, stores.BucketName(b))
+		obs.Did(typ, e.reason, "Check", e.format, stores.BucketName(b))
 		if e.ready {
-			obs.told = append(obs.told, conditions.Ready)
+			obs.Told = append(obs.Told, conditions.Ready)
 		}
 	}
 	if res.settings != nil {
-		obs.done = append(obs.done, stores.GrantFixActions(stores.BucketName(b), res.settings.grantFixes)...)
+		obs.Done = append(obs.Done, stores.GrantFixActions(stores.BucketName(b), res.settings.grantFixes)...)
 		if r := res.settings.restricted; len(r) > 0 {
-			obs.did(corev1.EventTypeWarning, ReasonPublicAccessRemoved, "Revoke",
+			obs.Did(corev1.EventTypeWarning, ReasonPublicAccessRemoved, "Revoke",
 				"took %s out of the policy of bucket %s: ObjectStore %s blocks public access for this namespace, and they granted beyond its BucketAccesses' keys",
 				strings.Join(r, ", "), stores.BucketName(b), b.Spec.StoreRef.Name)
 		}
 	}
 	if res.settings != nil && len(res.settings.changed) > 0 {
-		obs.did(corev1.EventTypeNormal, "BucketSettingsApplied", "Apply", "set %s of bucket %s", strings.Join(res.settings.changed, ", "), stores.BucketName(b))
+		obs.Did(corev1.EventTypeNormal, "BucketSettingsApplied", "Apply", "set %s of bucket %s", strings.Join(res.settings.changed, ", "), stores.BucketName(b))
 		if slices.Contains(res.settings.changed, settingPolicy) {
 			if err := r.recheckAccesses(ctx, b); err != nil {
 				return ctrl.Result{}, err
@@ -546,15 +512,15 @@ func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBuc
 		}
 		if res.deleted {
 			log.FromContext(ctx).Info("bucket deleted", "bucket", stores.BucketName(b))
-			obs.did(corev1.EventTypeNormal, "BucketDeleted", "Delete", "deleted empty bucket %s (deletionPolicy: Delete)", stores.BucketName(b))
+			obs.Did(corev1.EventTypeNormal, "BucketDeleted", "Delete", "deleted empty bucket %s (deletionPolicy: Delete)", stores.BucketName(b))
 		}
 	} else if err := r.markRetained(ctx, b, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := finalizer.Remove(ctx, r.client, b, BucketFinalizer); err != nil {
+	if err := finalizer.Remove(ctx, r.client, b, stores.BucketFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.released = true
+	obs.Released = true
 	r.schedule.Forget(client.ObjectKeyFromObject(b))
 	forgetBucketMetrics(client.ObjectKeyFromObject(b))
 	return ctrl.Result{}, nil
@@ -597,7 +563,7 @@ func (r *BucketReconciler) markRetained(ctx context.Context, b *storagev1.Storag
 		}
 	}
 	if problem != "" {
-		obs.did(corev1.EventTypeWarning, "RetainedUntagged", "Delete",
+		obs.Did(corev1.EventTypeWarning, "RetainedUntagged", "Delete",
 			"bucket %s is kept, but its namespace tags could not be checked (%s): taking it back may need the store's adoption leave", name, problem)
 	}
 	return nil

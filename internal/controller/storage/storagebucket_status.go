@@ -19,7 +19,7 @@ func computeBucketStatus(b *storagev1.StorageBucket, obs *bucketObservation) sto
 	if obs.checked != nil {
 		found = &obs.checked.summary
 	}
-	summary := obs.summary(found)
+	summary := obs.Summary(found)
 	if summary == nil {
 		return st
 	}

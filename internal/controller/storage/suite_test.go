@@ -135,7 +135,7 @@ func waitForFinalizerPolicies(ctx context.Context, c client.Client) error {
 		a := newAccess("default", "probe", "probe", "probe", storagev1.AccessReadOnly)
 		errB := c.Create(ctx, b, client.DryRunAll)
 		errA := c.Create(ctx, a, client.DryRunAll)
-		if errB == nil && errA == nil && slices.Contains(b.Finalizers, BucketFinalizer) && slices.Contains(a.Finalizers, AccessFinalizer) {
+		if errB == nil && errA == nil && slices.Contains(b.Finalizers, stores.BucketFinalizer) && slices.Contains(a.Finalizers, stores.AccessFinalizer) {
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -13,9 +13,11 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 	"github.com/trellis-dev/trellis/internal/s3"
+	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
 // sweeper is a sweep.Sweeper over the fixture's fake API server and store.
@@ -79,7 +81,11 @@ func TestSweepStore(t *testing.T) {
 		conditions.Summarize(&b.Status.Conditions, 1, conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonNamespaceNotAllowed, Message: "closed"})
 		return b
 	}
-	s3Store := func() *storagev1.ObjectStore { s := rtStoreObj(true); s.Spec.Type = storagev1.StoreTypeS3; return s }
+	s3Store := func() *storagev1.ObjectStore {
+		s := storagetest.ReadyStore(true)
+		s.Spec.Type = storagev1.StoreTypeS3
+		return s
+	}
 	forgedGrant := grantOf("uid-nobody", s3.ReadWrite, "FORGEDKEY0000001")
 
 	cases := map[string]struct {
@@ -99,151 +105,153 @@ func TestSweepStore(t *testing.T) {
 		forgedLeft bool
 	}{
 		"nothing of Trellis' to sweep": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket(), withRetiring()},
-			setup:      func(f *fixture) { f.accounts.accounts = accountsOf(liveKeys, foreign) },
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), withRetiring()},
+			setup:      func(f *fixture) { f.accounts.Accounts = accountsOf(liveKeys, foreign) },
 			wantResult: sweep.Clean,
 		},
 		"keys of a deleted access revoked; live, leaving and foreign ones kept": {
 			reason: "by UID, not by name: the live access's current, retiring and new keys, and a leaving access's, stay",
-			store:  rtStoreObj(true),
+			store:  storagetest.ReadyStore(true),
 			world: []client.Object{claimedBucket(), withRetiring(),
-				deleting(accessWithUID("leaving", leaving)), accessWithUID("other", "uid-other")},
+				storagetest.Deleting(accessWithUID("leaving", leaving)), accessWithUID("other", "uid-other")},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(liveKeys, goneKeys, foreign, []string{sweepKey(leaving, 1), sweepKey("uid-other", 1)})
+				f.accounts.Accounts = accountsOf(liveKeys, goneKeys, foreign, []string{sweepKey(leaving, 1), sweepKey("uid-other", 1)})
 			},
 			wantResult: sweep.Revoked, wantRevoked: goneKeys,
 			wantEvents: []string{"Warning OrphanKeysRevoked"},
 		},
 		"an access recreated under the same name: the old one's keys go": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket(), accessWithUID(rtAccess, "uid-new")},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), accessWithUID(rtAccess, "uid-new")},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf([]string{sweepKey("uid-new", 1), sweepKey(live, 1)})
+				f.accounts.Accounts = accountsOf([]string{sweepKey("uid-new", 1), sweepKey(live, 1)})
 			},
 			wantResult: sweep.Revoked, wantRevoked: []string{sweepKey(live, 1)},
 			wantEvents: []string{"Warning OrphanKeysRevoked"},
 		},
 		"an account made while the store was listed: kept": {
 			reason: "the store is listed first, the cache after: the access of an account listed is in the cache then",
-			store:  rtStoreObj(true), world: []client.Object{claimedBucket()},
+			store:  storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
 			setup: func(f *fixture) {
-				f.accounts.onList = func() {
-					if err := f.c.Create(context.Background(), accessWithUID("new", "uid-new")); err != nil {
+				f.accounts.OnList = func() {
+					if err := f.api.Others().Create(context.Background(), accessWithUID("new", "uid-new")); err != nil {
 						panic(err)
 					}
-					f.accounts.accounts = accountsOf([]string{sweepKey("uid-new", 1)})
+					f.accounts.Accounts = accountsOf([]string{sweepKey("uid-new", 1)})
 				}
 			},
 			wantResult: sweep.Clean, wantAccounts: []string{sweepKey("uid-new", 1)},
 		},
 		"the store is not Ready: nothing sent": {
-			store: rtStoreObj(false), world: []client.Object{claimedBucket()},
-			setup:      func(f *fixture) { f.accounts.accounts = accountsOf(goneKeys) },
+			store: storagetest.ReadyStore(false), world: []client.Object{claimedBucket()},
+			setup:      func(f *fixture) { f.accounts.Accounts = accountsOf(goneKeys) },
 			wantResult: stores.ReasonStoreNotReady, wantS3Calls: []string{},
 		},
 		"the store's accounts cannot be listed: nothing revoked": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
-			setup:      func(f *fixture) { f.accounts.accounts, f.accounts.listErr = accountsOf(goneKeys), errDown },
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
+			setup:      func(f *fixture) { f.accounts.Accounts, f.accounts.ListErr = accountsOf(goneKeys), storagetest.ErrDown },
 			wantResult: string(s3.ReasonStoreUnreachable), wantDown: true, wantS3Calls: []string{},
 		},
 		"the store refuses the admin's keys: nothing revoked": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
-			setup:      func(f *fixture) { f.accounts.accounts, f.accounts.listErr = accountsOf(goneKeys), errDenied },
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
+			setup: func(f *fixture) {
+				f.accounts.Accounts, f.accounts.ListErr = accountsOf(goneKeys), storagetest.ErrDenied
+			},
 			wantResult: string(s3.ReasonAccessDenied), wantS3Calls: []string{},
 		},
 		"the cache cannot list BucketAccesses: nothing revoked": {
 			reason: "an error is never an empty list",
-			store:  rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			store:  storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(liveKeys, goneKeys)
-				f.fail["list BucketAccess"] = errUnavailable
+				f.accounts.Accounts = accountsOf(liveKeys, goneKeys)
+				f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
 			},
 			wantResult: stores.ReasonReconcileError, wantS3Calls: []string{},
 		},
 		"the store fails half-way: what was revoked is told, the rest waits": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(liveKeys[:1], goneKeys)
-				f.accounts.deleteErr, f.accounts.deleteFailsAfterCall = errDown, 2
+				f.accounts.Accounts = accountsOf(liveKeys[:1], goneKeys)
+				f.accounts.DeleteErr, f.accounts.DeleteFailsAfterCall = storagetest.ErrDown, 2
 			},
 			wantResult: string(s3.ReasonStoreUnreachable), wantDown: true, wantRevoked: goneKeys[:1],
 			wantAccounts: append(slices.Clone(liveKeys[:1]), goneKeys[1]), wantEvents: []string{"Warning OrphanKeysRevoked"},
 		},
 		"a forged grant in a claimed bucket: removed, said on the StorageBucket": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(liveKeys[:1])
-				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0]), forgedGrant)
+				f.accounts.Accounts = accountsOf(liveKeys[:1])
+				f.s3.PolicyDoc = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0]), forgedGrant)
 			},
 			wantResult: sweep.Revoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
 			wantS3Calls: []string{"Policy", "SetPolicy"},
 		},
 		"a live grant widened by hand: put back": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(liveKeys[:1])
-				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0], "FORGEDKEY0000001"))
+				f.accounts.Accounts = accountsOf(liveKeys[:1])
+				f.s3.PolicyDoc = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0], "FORGEDKEY0000001"))
 			},
 			wantResult: sweep.Revoked, wantGrants: 1, wantEvents: []string{"Warning GrantRewritten"},
 		},
 		"the grant of a deleted access goes with its keys": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket(), grantedAccess()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(liveKeys[:1], goneKeys)
-				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0]), grantOf(gone, s3.ReadOnly, goneKeys...))
+				f.accounts.Accounts = accountsOf(liveKeys[:1], goneKeys)
+				f.s3.PolicyDoc = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[0]), grantOf(gone, s3.ReadOnly, goneKeys...))
 			},
 			wantResult: sweep.Revoked, wantRevoked: goneKeys, wantGrants: 1,
 			wantEvents: []string{"Warning OrphanKeysRevoked", "Warning GrantRemoved"},
 		},
 		"grants as recorded: read, nothing written": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket(), withRetiring()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), withRetiring()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(liveKeys)
-				f.s3.policy = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[:2]...))
+				f.accounts.Accounts = accountsOf(liveKeys)
+				f.s3.PolicyDoc = policyWith(t, grantOf(live, s3.ReadWrite, liveKeys[:2]...))
 			},
 			wantResult: sweep.Clean, wantS3Calls: []string{"Policy"},
 		},
 		"a bucket of a namespace the store is closed to: not touched": {
-			store: rtStoreObj(true), world: []client.Object{closed()},
-			setup:      func(f *fixture) { f.s3.policy = policyWith(t, forgedGrant) },
+			store: storagetest.ReadyStore(true), world: []client.Object{closed()},
+			setup:      func(f *fixture) { f.s3.PolicyDoc = policyWith(t, forgedGrant) },
 			wantResult: sweep.Clean, wantS3Calls: []string{}, forgedLeft: true,
 		},
 		"the bucket's policy cannot be read: stops, nothing written": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
-			setup:      func(f *fixture) { f.s3.policyErr = errDown },
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
+			setup:      func(f *fixture) { f.s3.PolicyErr = storagetest.ErrDown },
 			wantResult: string(s3.ReasonStoreUnreachable), wantDown: true, wantS3Calls: []string{"Policy"},
 		},
 		"the bucket is gone: its own check says so": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
-			setup:      func(f *fixture) { f.s3.policyErr = errNoBucket },
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
+			setup:      func(f *fixture) { f.s3.PolicyErr = errNoBucket },
 			wantResult: sweep.Clean,
 		},
 		"the store refuses the policy: told, the accounts still swept": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(goneKeys)
-				f.s3.policy, f.s3.setPolicyErr = policyWith(t, forgedGrant), errBadPolicy
+				f.accounts.Accounts = accountsOf(goneKeys)
+				f.s3.PolicyDoc, f.s3.SetPolicyErr = policyWith(t, forgedGrant), errBadPolicy
 			},
 			wantResult: string(s3.ReasonInvalidRequest), wantRevoked: goneKeys, wantEvents: []string{"Warning OrphanKeysRevoked"},
 			forgedLeft: true,
 		},
 		"a policy Trellis cannot read: left as it is": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
-			setup:      func(f *fixture) { f.s3.policy = "garbage" },
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
+			setup:      func(f *fixture) { f.s3.PolicyDoc = "garbage" },
 			wantResult: stores.ReasonInvalidPolicy, wantS3Calls: []string{"Policy"},
 		},
 		"a store without IAM: its grants are still swept": {
-			store: rtStoreObj(true), world: []client.Object{claimedBucket()},
+			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket()},
 			setup: func(f *fixture) {
-				f.accounts.listErr = errVgwNoIAM
-				f.s3.policy = policyWith(t, forgedGrant)
+				f.accounts.ListErr = errVgwNoIAM
+				f.s3.PolicyDoc = policyWith(t, forgedGrant)
 			},
 			wantResult: sweep.Revoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
 		},
 		"a store of type S3: no account calls, grants swept": {
 			store: s3Store(), world: []client.Object{claimedBucket()},
 			setup: func(f *fixture) {
-				f.accounts.accounts = accountsOf(goneKeys)
-				f.s3.policy = policyWith(t, forgedGrant)
+				f.accounts.Accounts = accountsOf(goneKeys)
+				f.s3.PolicyDoc = policyWith(t, forgedGrant)
 			},
 			wantResult: sweep.Revoked, wantGrants: 1, wantEvents: []string{"Warning GrantRemoved"},
 			wantAccounts: goneKeys,
@@ -254,7 +262,7 @@ func TestSweepStore(t *testing.T) {
 			g := NewWithT(t)
 			store := tc.store.DeepCopy()
 			store.Name = fmt.Sprintf("sweep-%d", nameIndex(name))
-			world := append([]client.Object{openNamespace(), storeCredentials(), store}, tc.world...)
+			world := append([]client.Object{openNamespace(), storagetest.StoreCredentials(), store}, tc.world...)
 			for _, o := range world {
 				if b, ok := o.(*storagev1.StorageBucket); ok {
 					b.Spec.StoreRef.Name = store.Name
@@ -268,7 +276,7 @@ func TestSweepStore(t *testing.T) {
 				tc.setup(f)
 			}
 			before := map[string]string{}
-			for id := range f.accounts.accounts {
+			for id := range f.accounts.Accounts {
 				before[id] = "s"
 			}
 			accountsBefore := testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "account"))
@@ -294,25 +302,25 @@ func TestSweepStore(t *testing.T) {
 					}
 				}
 			}
-			ids, _ := (&fakeAccounts{accounts: f.accounts.accounts}).ListAccounts(context.Background())
+			ids, _ := (&storagetest.FakeAccounts{Accounts: f.accounts.Accounts}).ListAccounts(context.Background())
 			g.Expect(ids).To(ConsistOf(left), tc.reason)
 			switch {
 			case tc.wantS3Calls == nil:
 			case len(tc.wantS3Calls) == 0:
-				g.Expect(f.s3.calls).To(BeEmpty(), "nothing sent")
+				g.Expect(f.s3.Calls).To(BeEmpty(), "nothing sent")
 			default:
-				g.Expect(f.s3.calls).To(Equal(tc.wantS3Calls))
+				g.Expect(f.s3.Calls).To(Equal(tc.wantS3Calls))
 			}
 			if tc.wantResult == stores.ReasonStoreNotReady || tc.store.Spec.Type == storagev1.StoreTypeS3 {
-				g.Expect(f.accounts.calls).To(BeEmpty(), "no account request")
+				g.Expect(f.accounts.Calls).To(BeEmpty(), "no account request")
 			}
 			if !tc.forgedLeft {
-				g.Expect(f.s3.policy).NotTo(ContainSubstring("FORGEDKEY"), "no forged key is left granted")
+				g.Expect(f.s3.PolicyDoc).NotTo(ContainSubstring("FORGEDKEY"), "no forged key is left granted")
 			}
 			g.Expect(testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store.Name, tc.wantResult)) - runsBefore).To(Equal(1.0))
 			g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "account")) - accountsBefore).To(Equal(float64(len(tc.wantRevoked))))
 			g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "grant")) - grantsBefore).To(Equal(float64(tc.wantGrants)))
-			g.Expect(f.writes).To(BeEmpty(), "a sweep writes nothing to the API server")
+			g.Expect(f.api.Writes()).To(BeEmpty(), "a sweep writes nothing to the API server")
 		})
 	}
 }
@@ -332,16 +340,16 @@ func nameIndex(name string) int {
 // next takes the rest.
 func TestSweepIsBounded(t *testing.T) {
 	g := NewWithT(t)
-	store := rtStoreObj(true)
+	store := storagetest.ReadyStore(true)
 	store.Name = "sweep-bounded"
 	b := claimedBucket()
 	b.Spec.StoreRef.Name = store.Name
-	f := newFixture(openNamespace(), storeCredentials(), store, b)
-	f.accounts.accounts = map[string]string{}
+	f := newFixture(openNamespace(), storagetest.StoreCredentials(), store, b)
+	f.accounts.Accounts = map[string]string{}
 	for i := range sweep.MaxRevocations + 5 {
-		f.accounts.accounts[sweepKey(types.UID(fmt.Sprintf("uid-gone-%d", i)), 1)] = "s"
+		f.accounts.Accounts[sweepKey(types.UID(fmt.Sprintf("uid-gone-%d", i)), 1)] = "s"
 	}
-	f.s3.policy = policyWith(t, grantOf("uid-nobody", s3.ReadOnly, "FORGEDKEY0000001"))
+	f.s3.PolicyDoc = policyWith(t, grantOf("uid-nobody", s3.ReadOnly, "FORGEDKEY0000001"))
 	s := f.sweeper()
 
 	capped := testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store.Name, sweep.Capped))
@@ -349,14 +357,14 @@ func TestSweepIsBounded(t *testing.T) {
 	res := s.SweepStore(context.Background(), store)
 	g.Expect(res.Result).To(Equal(sweep.Capped))
 	g.Expect(res.Accounts).To(HaveLen(sweep.MaxRevocations))
-	g.Expect(f.accounts.accounts).To(HaveLen(5))
-	g.Expect(f.s3.calls).To(BeEmpty(), "the grants wait for the next sweep")
+	g.Expect(f.accounts.Accounts).To(HaveLen(5))
+	g.Expect(f.s3.Calls).To(BeEmpty(), "the grants wait for the next sweep")
 
 	res = s.SweepStore(context.Background(), store)
 	g.Expect(res.Result).To(Equal(sweep.Revoked))
 	g.Expect(res.Accounts).To(HaveLen(5))
 	g.Expect(res.Grants).To(Equal(1))
-	g.Expect(f.accounts.accounts).To(BeEmpty())
+	g.Expect(f.accounts.Accounts).To(BeEmpty())
 	g.Expect(testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store.Name, sweep.Capped)) - capped).To(Equal(1.0))
 	g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store.Name, "account")) - revoked).To(Equal(float64(sweep.MaxRevocations + 5)))
 }
@@ -366,16 +374,16 @@ func TestSweepIsBounded(t *testing.T) {
 // swept for its own keys only.
 func TestSweepAllStores(t *testing.T) {
 	g := NewWithT(t)
-	one, two := rtStoreObj(true), rtStoreObj(true)
+	one, two := storagetest.ReadyStore(true), storagetest.ReadyStore(true)
 	one.Name, two.Name, two.UID = "sweep-one", "sweep-two", "uid-store-two"
-	down := rtStoreObj(false)
+	down := storagetest.ReadyStore(false)
 	down.Name, down.UID = "sweep-down", "uid-store-down"
-	f := newFixture(openNamespace(), storeCredentials(), one, two, down)
+	f := newFixture(openNamespace(), storagetest.StoreCredentials(), one, two, down)
 	mine, theirs, downs := stores.AccessKeyID(one.UID, "uid-gone", 1), stores.AccessKeyID(two.UID, "uid-gone", 1), stores.AccessKeyID(down.UID, "uid-gone", 1)
-	f.accounts.accounts = map[string]string{mine: "s", theirs: "s", downs: "s"}
+	f.accounts.Accounts = map[string]string{mine: "s", theirs: "s", downs: "s"}
 	f.sweeper().Sweep(context.Background())
-	g.Expect(f.accounts.accounts).To(Equal(map[string]string{downs: "s"}), "each store its own; none in a store that is down")
+	g.Expect(f.accounts.Accounts).To(Equal(map[string]string{downs: "s"}), "each store its own; none in a store that is down")
 	g.Expect(f.events()).To(Equal([]string{"Warning OrphanKeysRevoked", "Warning OrphanKeysRevoked"}))
-	g.Expect(f.accounts.calls).To(Equal([]string{"ListAccounts", "DeleteAccount " + mine, "ListAccounts", "DeleteAccount " + theirs}),
+	g.Expect(f.accounts.Calls).To(Equal([]string{"ListAccounts", "DeleteAccount " + mine, "ListAccounts", "DeleteAccount " + theirs}),
 		"nothing sent to the store that is down")
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
@@ -77,7 +78,7 @@ func TestANewBucketCostsTwoStatusWritesAndOneEvent(t *testing.T) {
 	b := newBucket(ns, "counted", store)
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
 	if mutating {
-		g.Expect(b.Finalizers).To(ConsistOf(BucketFinalizer), "in the answer to the create")
+		g.Expect(b.Finalizers).To(ConsistOf(stores.BucketFinalizer), "in the answer to the create")
 	}
 	eventuallyReason(g, ns, "counted", ReasonHealthy)
 	reasons := func(g Gomega) []string {

@@ -1,4 +1,9 @@
-package storage
+// Package store reconciles ObjectStores: S3-compatible stores outside the
+// cluster, checked every minute (or on a back-off while down) with their
+// credentials, and kept while StorageBuckets or BucketAccesses use them.
+// storage.Controller registers it beside the StorageBucket and
+// BucketAccess controllers.
+package store
 
 import (
 	"context"
@@ -31,8 +36,9 @@ import (
 	"github.com/trellis-dev/trellis/internal/jitter"
 )
 
-// StoreFinalizer keeps an ObjectStore while StorageBuckets still use it.
-const StoreFinalizer = "storage.trellis.dev/in-use"
+// storeController names the controller: the controller label of
+// controller-runtime's metrics and trellis_reconcile_conflicts_total.
+const storeController = "objectstore"
 
 // Reasons of an ObjectStore's conditions besides those of s3.Classify.
 const (
@@ -67,6 +73,24 @@ type ObjectStoreReconciler struct {
 	sweeps bool
 }
 
+// New is the ObjectStore reconciler. clients are the stores' clients the
+// storage kinds share; storeEvents carries the requests of StorageBucket and
+// BucketAccess checks (and of the sweep) that found a store not answering;
+// sweeps says whether the sweep runs.
+func New(c client.Client, rec recorder.EventRecorder, clients *stores.Clients,
+	storeEvents <-chan event.TypedGenericEvent[*storagev1.ObjectStore], sweeps bool) *ObjectStoreReconciler {
+	return &ObjectStoreReconciler{
+		client: c, recorder: rec, stores: clients, storeEvents: storeEvents, now: time.Now, sweeps: sweeps,
+		status: status.NewPatcher(c, rec, func(s *storagev1.ObjectStore) *storagev1.ObjectStoreStatus { return &s.Status }, storeStatusEvents...),
+	}
+}
+
+// Status is the reconciler's status patcher, which follows the cache
+// (status.Patcher.FollowCache).
+func (r *ObjectStoreReconciler) Status() *status.Patcher[*storagev1.ObjectStore, storagev1.ObjectStoreStatus] {
+	return r.status
+}
+
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=objectstores,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=objectstores/status,verbs=get;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=objectstores/finalizers,verbs=update
@@ -83,7 +107,7 @@ func (r *ObjectStoreReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Op
 		Named(storeController).
 		For(&storagev1.ObjectStore{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, operate.ReconcileRequested))).
 		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.whileDeleting(storeOfBucket)), builder.WithPredicates(bucketCreatedOrGone)).
-		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(r.whileDeleting(storeOfAccess)), builder.WithPredicates(accessGone)).
+		Watches(&storagev1.BucketAccess{}, handler.EnqueueRequestsFromMapFunc(r.whileDeleting(storeOfAccess)), builder.WithPredicates(stores.AccessGone)).
 		WatchesRawSource(source.Channel(r.storeEvents, &handler.TypedEnqueueRequestForObject[*storagev1.ObjectStore]{})).
 		WithOptions(opts.ControllerOptions()).
 		Complete(r)
@@ -138,7 +162,7 @@ var bucketCreatedOrGone = predicate.Funcs{
 
 // storeObservation is what one reconcile of an ObjectStore saw.
 type storeObservation struct {
-	outcome
+	stores.Outcome
 	// found is where the store stands: what its check found, why no check
 	// was sent (a selector that cannot be used), or why its deletion waits.
 	// nil when the reconcile looked at nothing.
@@ -168,12 +192,12 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	obs := &storeObservation{}
-	defer finish(ctx, r.status, r.recorder, store, &obs.outcome, &result, &err,
+	defer stores.Finish(ctx, r.status, r.recorder, store, &obs.Outcome, &result, &err,
 		func() storagev1.ObjectStoreStatus { return computeStoreStatus(store, obs) })
 	if !store.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, store, obs)
 	}
-	if _, err := finalizer.Ensure(ctx, r.client, store, StoreFinalizer); err != nil {
+	if _, err := finalizer.Ensure(ctx, r.client, store, stores.StoreFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	return r.check(ctx, store, obs), nil
@@ -217,7 +241,7 @@ func (r *ObjectStoreReconciler) check(ctx context.Context, store *storagev1.Obje
 // so "write only on change" is a plain comparison.
 func computeStoreStatus(store *storagev1.ObjectStore, obs *storeObservation) storagev1.ObjectStoreStatus {
 	st := *store.Status.DeepCopy()
-	summary := obs.summary(obs.found)
+	summary := obs.Summary(obs.found)
 	if summary == nil {
 		return st
 	}
@@ -251,12 +275,18 @@ func (r *ObjectStoreReconciler) finalize(ctx context.Context, store *storagev1.O
 		obs.found = &conditions.Summary{Progress: conditions.Blocked, Reason: stores.ReasonInUse, Message: msg}
 		return nil
 	}
-	if err := finalizer.Remove(ctx, r.client, store, StoreFinalizer); err != nil {
+	if err := finalizer.Remove(ctx, r.client, store, stores.StoreFinalizer); err != nil {
 		return err
 	}
-	obs.released = true
+	obs.Released = true
 	r.stores.Forget(store.Name)
 	return nil
+}
+
+// forgetStoreMetrics drops the series of a deleted ObjectStore.
+func forgetStoreMetrics(store string) {
+	stores.ForgetMetrics(store)
+	sweep.ForgetMetrics(store)
 }
 
 func boolGauge(b bool) float64 {

@@ -1,4 +1,4 @@
-package storage
+package store
 
 import (
 	"fmt"
@@ -7,21 +7,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
-	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 )
-
-const testManagerNS = "trellis-system"
-
-func testStore(name string) *storagev1.ObjectStore {
-	return &storagev1.ObjectStore{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1},
-		Spec: storagev1.ObjectStoreSpec{Endpoint: "http://127.0.0.1:9000", Region: "us-east-1", PathStyle: ptr.To(true),
-			CredentialsSecretRef: storagev1.SecretReference{Namespace: testManagerNS, Name: "creds"}},
-	}
-}
 
 func TestStoreRetry(t *testing.T) {
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -40,7 +29,7 @@ func TestStoreRetry(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			store := testStore("a")
+			store := storagetest.NewStore("a")
 			if tt.ready != nil {
 				c := *tt.ready
 				c.Type, c.Reason = conditions.Ready, "StoreUnreachable"
@@ -62,7 +51,7 @@ func TestStoreRetry(t *testing.T) {
 func TestStoreRetryDoubles(t *testing.T) {
 	g := NewWithT(t)
 	down := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	store := testStore("a")
+	store := storagetest.NewStore("a")
 	store.Status.Conditions = []metav1.Condition{{Type: conditions.Ready, Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(down), Reason: "StoreUnreachable"}}
 	now := down
 	waits := make([]string, 0, 10)

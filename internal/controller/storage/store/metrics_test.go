@@ -1,4 +1,4 @@
-package storage
+package store
 
 import (
 	"context"
@@ -10,10 +10,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 )
 
-// sweepSeries returns rtStore's trellis_objectstore_sweeps_total series by
+// sweepSeries returns storagetest.Store's trellis_objectstore_sweeps_total series by
 // result, and its trellis_objectstore_sweep_revoked_total series by "revoked "+kind.
 func sweepSeries(t *testing.T) map[string]float64 {
 	t.Helper()
@@ -31,7 +32,7 @@ func sweepSeries(t *testing.T) map[string]float64 {
 				labels[l.GetName()] = l.GetValue()
 			}
 			switch {
-			case labels["store"] != rtStore:
+			case labels["store"] != storagetest.Store:
 			case f.GetName() == "trellis_objectstore_sweep_revoked_total":
 				out["revoked "+labels["kind"]] = m.GetCounter().GetValue()
 			default:
@@ -48,11 +49,11 @@ func sweepSeries(t *testing.T) map[string]float64 {
 func TestSweepSeriesStartAtZero(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	req := ctrl.Request{NamespacedName: types.NamespacedName{Name: rtStore}}
-	forgetStoreMetrics(rtStore)
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Name: storagetest.Store}}
+	forgetStoreMetrics(storagetest.Store)
 
-	f := newFixture(rtStoreObj(true))
-	r := f.storeReconciler()
+	f := newFixture(storagetest.ReadyStore(true))
+	r := f.reconciler()
 	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sweepSeries(t)).To(BeEmpty(), "no sweep, no sweep series")
@@ -69,16 +70,16 @@ func TestSweepSeriesStartAtZero(t *testing.T) {
 	g.Expect(series).To(HaveKey("StoreUnreachable"))
 
 	// A sweep counted, then the store checked again: the count stays.
-	sweep.Sweeps.WithLabelValues(rtStore, "StoreUnreachable").Inc()
+	sweep.Sweeps.WithLabelValues(storagetest.Store, "StoreUnreachable").Inc()
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sweepSeries(t)).To(HaveKeyWithValue("StoreUnreachable", 1.0))
 
-	store := rtStoreObj(true)
-	g.Expect(f.c.Get(ctx, client.ObjectKeyFromObject(store), store)).To(Succeed())
+	store := storagetest.ReadyStore(true)
+	g.Expect(f.api.Others().Get(ctx, client.ObjectKeyFromObject(store), store)).To(Succeed())
 	store.Finalizers = nil
-	g.Expect(f.c.Update(ctx, store)).To(Succeed())
-	g.Expect(f.c.Delete(ctx, store)).To(Succeed())
+	g.Expect(f.api.Others().Update(ctx, store)).To(Succeed())
+	g.Expect(f.api.Others().Delete(ctx, store)).To(Succeed())
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sweepSeries(t)).To(BeEmpty(), "a deleted store's series go")
