@@ -328,7 +328,7 @@ func settingProblemOf(setting string, err error) settingProblem {
 	}
 	var ce *stores.CacheError
 	if errors.As(err, &ce) {
-		return settingProblem{setting: setting, reason: stores.ReasonReconcileError, message: setting + ": " + ce.Error()}
+		return settingProblem{setting: setting, reason: conditions.ReasonReconcileError, message: setting + ": " + ce.Error()}
 	}
 	reason, msg := stores.ClassifyError(err)
 	p := settingProblem{setting: setting, reason: string(reason), message: setting + ": " + msg}

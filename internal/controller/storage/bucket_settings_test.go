@@ -110,7 +110,7 @@ func TestBucketSettings(t *testing.T) {
 			spec:         func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
 			s3:           storagetest.FakeS3{PolicyDoc: withGrant},
 			grantsErr:    storagetest.ErrUnavailable,
-			wantProgress: conditions.Working, wantReason: stores.ReasonReconcileError,
+			wantProgress: conditions.Working, wantReason: conditions.ReasonReconcileError,
 		},
 		"policy that is not JSON": {
 			reason:       "refused before the store is asked",

@@ -354,13 +354,13 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		"the finalizer patch fails: ReconcileError": {
 			bucket: func() *storagev1.StorageBucket { b := rtBucket(); b.Finalizers = nil; return b }(), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "StorageBucket", storagetest.ErrUnavailable) },
-			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+			want: storagetest.Exit{Err: apierr.Transient, Ready: conditions.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
 				Events: []string{"Warning ReconcileError"}},
 		},
 		"listing the other claimants fails: ReconcileError, the claim kept": {
 			bucket: claimedBucket(), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) { checkNow(f); f.api.Fail(testenv.List, "StorageBucket", storagetest.ErrUnavailable) },
-			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+			want: storagetest.Exit{Err: apierr.Transient, Ready: conditions.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
 				Events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, _ *fixture, b *storagev1.StorageBucket) {
 				g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
@@ -434,7 +434,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 				f.s3.Exists = true
 				f.s3.OnSetPolicy = func() { f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable) }
 			},
-			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+			want: storagetest.Exit{Err: apierr.Transient, Ready: conditions.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
 				Events: []string{"Warning ReconcileError", "Normal BucketSettingsApplied"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.PolicyDoc).To(ContainSubstring("Public"))
@@ -482,7 +482,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 				f.s3.Exists = true
 				f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
 			},
-			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+			want: storagetest.Exit{Err: apierr.Transient, Ready: conditions.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
 				Events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.Calls).To(BeEmpty(), "nothing asked of the store")
@@ -497,12 +497,12 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 				f.s3.Exists = true
 				f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
 			},
-			want: storagetest.Exit{Requeue: checkWait, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+			want: storagetest.Exit{Requeue: checkWait, Ready: conditions.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
 				Events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, f *fixture, b *storagev1.StorageBucket) {
 				g.Expect(f.s3.Calls).NotTo(ContainElement("SetPolicy"))
 				g.Expect(f.s3.Calls).NotTo(ContainElement("Policy"), "not even read")
-				g.Expect(conditions.Get(b.Status.Conditions, conditions.SettingsApplied).Reason).To(Equal(stores.ReasonReconcileError))
+				g.Expect(conditions.Get(b.Status.Conditions, conditions.SettingsApplied).Reason).To(Equal(conditions.ReasonReconcileError))
 			},
 		},
 		"policy written: its accesses are told": {
@@ -542,7 +542,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 		"deleted (Retain), reading the store fails: ReconcileError, the finalizer stays": {
 			bucket: storagetest.Deleting(claimedBucket()).(*storagev1.StorageBucket), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) { f.api.Fail(testenv.Get, "ObjectStore", storagetest.ErrUnavailable) },
-			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+			want: storagetest.Exit{Err: apierr.Transient, Ready: conditions.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
 				Events: []string{"Warning ReconcileError"}},
 			check: func(g Gomega, _ *fixture, b *storagev1.StorageBucket) {
 				g.Expect(b.Finalizers).To(ConsistOf(stores.BucketFinalizer))
@@ -721,7 +721,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		"the Secret write fails: ReconcileError, no key on record": {
 			access: rtAccessObj(), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
 			setup: func(f *fixture) { f.api.Fail(testenv.Apply, "Secret", storagetest.ErrUnavailable) },
-			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 2,
+			want: storagetest.Exit{Err: apierr.Transient, Ready: conditions.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 2,
 				Events: []string{"Warning ReconcileError"}},
 			check: noKey,
 		},
@@ -739,7 +739,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 			access: func() *storagev1.BucketAccess { a := rtAccessObj(); a.Finalizers = nil; return a }(),
 			world:  []client.Object{storagetest.ReadyStore(true), claimedBucket()},
 			setup:  func(f *fixture) { f.api.Fail(testenv.Patch, "BucketAccess", storagetest.ErrUnavailable) },
-			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+			want: storagetest.Exit{Err: apierr.Transient, Ready: conditions.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
 				Events: []string{"Warning ReconcileError"}},
 		},
 		"the status cannot be written: the error is returned, nothing made": {
@@ -776,7 +776,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		"deleted, reading the store fails: ReconcileError": {
 			access: storagetest.Deleting(grantedAccess()).(*storagev1.BucketAccess), world: []client.Object{storagetest.ReadyStore(true), claimedBucket()},
 			setup: func(f *fixture) { f.api.Fail(testenv.Get, "ObjectStore", storagetest.ErrUnavailable) },
-			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+			want: storagetest.Exit{Err: apierr.Transient, Ready: conditions.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
 				Events: []string{"Warning ReconcileError"}},
 		},
 	}

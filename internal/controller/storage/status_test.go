@@ -148,11 +148,11 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 		"no check due: untouched": {prior: wasReady, obs: &bucketObservation{}, unchanged: true},
 		"an error before any check: ReconcileError, the claim kept": {
 			prior: wasReady, obs: &bucketObservation{Outcome: stores.Outcome{Failed: errAPI}},
-			wantReason: stores.ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
+			wantReason: conditions.ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
 		},
 		"an error after a check: what it found is recorded": {
 			obs:        &bucketObservation{Outcome: stores.Outcome{Failed: errAPI}, checked: &created},
-			wantReason: stores.ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
+			wantReason: conditions.ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
 		},
 		"a deletion waiting for its accesses": {
 			prior: wasReady, obs: &bucketObservation{waits: &inUse},
@@ -257,7 +257,7 @@ func TestComputeAccessStatusBeyondSync(t *testing.T) {
 	failed := errors.New("applying Secret s: etcdserver: request timed out")
 	st = computeAccessStatus(a, &accessObservation{Outcome: stores.Outcome{Failed: failed}, synced: &accessResult{}})
 	g.Expect(st.AccessKeyID).To(Equal(keyV1))
-	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(stores.ReasonReconcileError))
+	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(conditions.ReasonReconcileError))
 	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Message).To(Equal(failed.Error()))
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Reconciling)).To(BeTrue())
 	g.Expect(st.ObservedGeneration).To(Equal(int64(2)))

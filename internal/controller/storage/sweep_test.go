@@ -165,7 +165,7 @@ func TestSweepStore(t *testing.T) {
 				f.accounts.Accounts = accountsOf(liveKeys, goneKeys)
 				f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
 			},
-			wantResult: stores.ReasonReconcileError, wantS3Calls: []string{},
+			wantResult: conditions.ReasonReconcileError, wantS3Calls: []string{},
 		},
 		"the store fails half-way: what was revoked is told, the rest waits": {
 			store: storagetest.ReadyStore(true), world: []client.Object{claimedBucket(), grantedAccess()},

@@ -148,7 +148,7 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 		"the finalizer patch fails: ReconcileError": {
 			store: storagetest.NewStore(storagetest.Store), world: []client.Object{storagetest.StoreCredentials()},
 			setup: func(f *fixture) { f.api.Fail(testenv.Patch, "ObjectStore", storagetest.ErrUnavailable) },
-			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+			want: storagetest.Exit{Err: apierr.Transient, Ready: conditions.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
 				Events: []string{"Warning ReconcileError"}},
 		},
 		"the status write fails: the error is returned": {
@@ -178,7 +178,7 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 		"deleted, listing its buckets fails: ReconcileError": {
 			store: storagetest.Deleting(storagetest.ReadyStore(true)).(*storagev1.ObjectStore),
 			setup: func(f *fixture) { f.api.Fail(testenv.List, "StorageBucket", storagetest.ErrUnavailable) },
-			want: storagetest.Exit{Err: apierr.Transient, Ready: stores.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
+			want: storagetest.Exit{Err: apierr.Transient, Ready: conditions.ReasonReconcileError, Also: conditions.Reconciling, StatusWrites: 1,
 				Events: []string{"Warning ReconcileError"}},
 		},
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -256,7 +257,7 @@ func ClassifyError(err error) (s3.Reason, string) {
 	switch {
 	case errors.As(err, &ce):
 		// Not the store's: the manager's cache failed; nothing was sent.
-		return ReasonReconcileError, ce.Error()
+		return conditions.ReasonReconcileError, ce.Error()
 	case errors.Is(err, errCredentialsNamespace), errors.Is(err, errCredentialsNotFound), errors.Is(err, errCredentialsForbidden):
 		return s3.ReasonCredentialsMissing, err.Error()
 	case errors.Is(err, s3.ErrCredentialsIncomplete):

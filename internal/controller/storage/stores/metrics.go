@@ -22,10 +22,6 @@ const (
 	ReasonInvalidPolicy = "InvalidPolicy"
 )
 
-// ReasonReconcileError says the reconcile met an error it returns (an API
-// error); it is retried with back-off.
-const ReasonReconcileError = "ReconcileError"
-
 // CacheError is an error of the manager's cache met while editing a
 // bucket's policy: not the store's, and nothing was written (ClassifyError).
 type CacheError struct{ Err error }

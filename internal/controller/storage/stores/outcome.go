@@ -42,7 +42,7 @@ func (o *Outcome) Did(typ, reason, action, format string, args ...any) {
 // Summary is the summary of a reconcile that failed, or the one it found.
 func (o *Outcome) Summary(found *conditions.Summary) *conditions.Summary {
 	if o.Failed != nil {
-		return &conditions.Summary{Progress: conditions.Working, Reason: ReasonReconcileError, Message: o.Failed.Error()}
+		return &conditions.Summary{Progress: conditions.Working, Reason: conditions.ReasonReconcileError, Message: o.Failed.Error()}
 	}
 	return found
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
@@ -31,7 +32,7 @@ var Results = []string{
 	Clean, Revoked, Capped, stores.ReasonStoreNotReady,
 	string(s3.ReasonStoreUnreachable), string(s3.ReasonAccessDenied), string(s3.ReasonCredentialsMissing),
 	string(s3.ReasonStoreError), string(s3.ReasonInvalidRequest), string(s3.ReasonNotSupported),
-	stores.ReasonInvalidPolicy, stores.ReasonReconcileError,
+	stores.ReasonInvalidPolicy, conditions.ReasonReconcileError,
 }
 
 // StartSeries puts the store's sweep series at 0 where they are not yet.

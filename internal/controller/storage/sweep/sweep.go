@@ -167,7 +167,7 @@ func (s *Sweeper) revokedAccounts(store *storagev1.ObjectStore, ids []string) {
 func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) Result {
 	usable, _, err := stores.UsableStore(ctx, s.Cache, store.Name)
 	if err != nil {
-		return Result{Result: stores.ReasonReconcileError}
+		return Result{Result: conditions.ReasonReconcileError}
 	}
 	if usable == nil {
 		// Down, not checked yet or gone: nothing is sent to it.
@@ -231,7 +231,7 @@ func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) Res
 			}
 		case reason == s3.ReasonBucketMissing:
 			// Its own check says so.
-		case reason == s3.ReasonStoreUnreachable || reason == stores.ReasonReconcileError:
+		case reason == s3.ReasonStoreUnreachable || reason == conditions.ReasonReconcileError:
 			return stop(err)
 		default:
 			// This bucket's policy cannot be read or written (refused, or
