@@ -212,17 +212,30 @@ func freePort() int {
 func kubectl(args ...string) (string, error) { return kubectlIn(nil, args...) }
 
 func kubectlIn(stdin []byte, args ...string) (string, error) {
-	cmd := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		cmd := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		if stdin != nil {
+			cmd.Stdin = bytes.NewReader(stdin)
+		}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if err == nil {
+			return stdout.String(), nil
+		}
+		// An Established CRD's kind can still be unknown to server-side
+		// apply for a moment (the API server builds its schema apart):
+		// nothing was done, so the command is run again.
+		if strings.Contains(stderr.String(), crdNotYetServed) && time.Now().Before(deadline) {
+			continue
+		}
 		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
 	}
-	return stdout.String(), nil
 }
+
+// crdNotYetServed is how the API server refuses a CRD's kind it does not
+// serve yet.
+const crdNotYetServed = "There can be a delay between when CustomResourceDefinitions are created and when they are available"
 
 func freeAddr() string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
