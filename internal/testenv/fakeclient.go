@@ -2,10 +2,17 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -44,17 +51,30 @@ const (
 //
 // Client stands for the manager's client: its Get and List are cache reads
 // (Get, List). APIReader stands for the manager's API reader: its reads
-// are APIGet and APIList. Both read the same objects: the fake has no
-// cache lag, so the two differ only in which failures a row injects.
+// are APIGet and APIList. Both read the same objects, unless Cache says
+// how the cache differs.
+//
+// Like a real API server, and unlike controller-runtime's fake client, it
+// gives an object created or applied without a UID one of its own
+// ("uid-<kind>-<name>"), and an applier's managed fields never claim an
+// empty status.
 type Fake struct {
 	Client    client.WithWatch
 	APIReader client.Reader
+
+	// Cache, when set, is what the manager's cache holds: it is given each
+	// object Client reads (by Get, and each item of a List), may edit it
+	// (a copy: trimmed, or behind the API server) and says whether the
+	// cache holds it at all; one it does not reads as not found, and is
+	// left out of a list. Its error is the read's.
+	Cache func(obj client.Object) (held bool, err error)
 
 	base client.WithWatch
 
 	mu     sync.Mutex
 	fail   map[request]error
 	writes []string
+	reads  []string
 }
 
 // request names what a failure applies to; an empty name is any object.
@@ -95,8 +115,10 @@ func (f *Fake) Heal() {
 	f.fail = map[request]error{}
 }
 
-// Writes lists the writes that reached the API server, "<verb> <Kind>",
-// in the order they came. A write that was made to fail is not among them.
+// Writes lists the writes the API server carried out, "<verb> <Kind>", in
+// the order they came. A write that failed (made to, or refused as a real
+// API server would: an object that exists, one that does not) is not among
+// them.
 func (f *Fake) Writes() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -114,15 +136,24 @@ func (f *Fake) Count(verb Verb, kind string) int {
 	return n
 }
 
-// ForgetWrites empties Writes, for a test that counts from here on.
+// APIReads lists the reads that reached the API server past the cache,
+// "<verb> <Kind>" (apiget, apilist), in the order they came.
+func (f *Fake) APIReads() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.reads...)
+}
+
+// ForgetWrites empties Writes and APIReads, for a test that counts from
+// here on.
 func (f *Fake) ForgetWrites() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.writes = nil
+	f.writes, f.reads = nil, nil
 }
 
 // request answers the failure injected for the request, if any, and
-// records a write that passes.
+// records a read that passes. A write is recorded by wrote, once carried out.
 func (f *Fake) request(verb Verb, kind, name string, write bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -132,9 +163,21 @@ func (f *Fake) request(verb Verb, kind, name string, write bool) error {
 	if err := f.fail[request{verb, kind, ""}]; err != nil {
 		return err
 	}
-	if write {
-		f.writes = append(f.writes, string(verb)+" "+kind)
+	if !write && (verb == APIGet || verb == APIList) {
+		f.reads = append(f.reads, string(verb)+" "+kind)
 	}
+	return nil
+}
+
+// wrote records a write of verb on kind when err says it was carried out,
+// and passes err on.
+func (f *Fake) wrote(verb Verb, kind string, err error) error {
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes = append(f.writes, string(verb)+" "+kind)
 	return nil
 }
 
@@ -170,66 +213,107 @@ func subVerb(sub string) Verb {
 
 func (f *Fake) funcs() interceptor.Funcs {
 	return interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if err := f.request(Get, f.kindOf(obj), key.Name, false); err != nil {
+		Get: func(ctx context.Context, _ client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			kind := f.kindOf(obj)
+			if err := f.request(Get, kind, key.Name, false); err != nil {
 				return err
 			}
-			return c.Get(ctx, key, obj, opts...)
+			if err := f.read(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if held, err := f.cached(obj); err != nil || held {
+				return err
+			}
+			return apierrors.NewNotFound(schema.GroupResource{Resource: strings.ToLower(kind) + "s"}, key.Name)
 		},
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		List: func(ctx context.Context, _ client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			if err := f.request(List, f.kindOf(list), "", false); err != nil {
 				return err
 			}
-			return c.List(ctx, list, opts...)
+			if err := f.list(ctx, list, opts...); err != nil {
+				return err
+			}
+			items, err := meta.ExtractList(list)
+			if err != nil {
+				return err
+			}
+			held := items[:0]
+			for _, item := range items {
+				obj, ok := item.(client.Object)
+				if !ok {
+					return fmt.Errorf("list item %T is no object", item)
+				}
+				ok, err := f.cached(obj)
+				if err != nil {
+					return err
+				}
+				if ok {
+					held = append(held, obj)
+				}
+			}
+			return meta.SetList(list, held)
 		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if err := f.request(Create, f.kindOf(obj), obj.GetName(), true); err != nil {
+			kind := f.kindOf(obj)
+			if err := f.request(Create, kind, obj.GetName(), true); err != nil {
 				return err
 			}
-			return c.Create(ctx, obj, opts...)
+			if obj.GetUID() == "" {
+				obj.SetUID(uidOf(kind, obj.GetName()))
+			}
+			return f.wrote(Create, kind, c.Create(ctx, obj, opts...))
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			if err := f.request(Update, f.kindOf(obj), obj.GetName(), true); err != nil {
+			kind := f.kindOf(obj)
+			if err := f.request(Update, kind, obj.GetName(), true); err != nil {
 				return err
 			}
-			return c.Update(ctx, obj, opts...)
+			return f.wrote(Update, kind, c.Update(ctx, obj, opts...))
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if err := f.request(Patch, f.kindOf(obj), obj.GetName(), true); err != nil {
+			kind := f.kindOf(obj)
+			if err := f.request(Patch, kind, obj.GetName(), true); err != nil {
 				return err
 			}
-			return c.Patch(ctx, obj, patch, opts...)
+			return f.wrote(Patch, kind, c.Patch(ctx, obj, patch, opts...))
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			kind, name := applied(obj)
 			if err := f.request(Apply, kind, name, true); err != nil {
 				return err
 			}
-			return c.Apply(ctx, obj, opts...)
+			if err := f.wrote(Apply, kind, c.Apply(ctx, obj, opts...)); err != nil {
+				return err
+			}
+			return f.identify(ctx, obj, kind, name)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			if err := f.request(Delete, f.kindOf(obj), obj.GetName(), true); err != nil {
+			kind := f.kindOf(obj)
+			if err := f.request(Delete, kind, obj.GetName(), true); err != nil {
 				return err
 			}
-			return c.Delete(ctx, obj, opts...)
+			return f.wrote(Delete, kind, c.Delete(ctx, obj, opts...))
 		},
 		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
-			if err := f.request(Delete, f.kindOf(obj), "", true); err != nil {
+			kind := f.kindOf(obj)
+			if err := f.request(Delete, kind, "", true); err != nil {
 				return err
 			}
-			return c.DeleteAllOf(ctx, obj, opts...)
+			return f.wrote(Delete, kind, c.DeleteAllOf(ctx, obj, opts...))
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			if err := f.request(subVerb(sub), f.kindOf(obj), obj.GetName(), true); err != nil {
+			kind := f.kindOf(obj)
+			if err := f.request(subVerb(sub), kind, obj.GetName(), true); err != nil {
 				return err
 			}
-			return c.SubResource(sub).Update(ctx, obj, opts...)
+			return f.wrote(subVerb(sub), kind, c.SubResource(sub).Update(ctx, obj, opts...))
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if err := f.request(subVerb(sub), f.kindOf(obj), obj.GetName(), true); err != nil {
+			kind := f.kindOf(obj)
+			if err := f.request(subVerb(sub), kind, obj.GetName(), true); err != nil {
 				return err
 			}
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			return f.wrote(subVerb(sub), kind, c.SubResource(sub).Patch(ctx, obj, patch, opts...))
 		},
 	}
 }
@@ -241,12 +325,107 @@ func (r apiReader) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 	if err := r.f.request(APIGet, r.f.kindOf(obj), key.Name, false); err != nil {
 		return err
 	}
-	return r.f.base.Get(ctx, key, obj, opts...)
+	return r.f.read(ctx, key, obj, opts...)
 }
 
 func (r apiReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	if err := r.f.request(APIList, r.f.kindOf(list), "", false); err != nil {
 		return err
 	}
-	return r.f.base.List(ctx, list, opts...)
+	return r.f.list(ctx, list, opts...)
+}
+
+// read is a read of the API server, as a real one answers it.
+func (f *Fake) read(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := f.base.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	return unclaimEmptyStatus(obj)
+}
+
+// list is a list of the API server, as a real one answers it.
+func (f *Fake) list(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := f.base.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	return meta.EachListItem(list, func(item runtime.Object) error {
+		obj, ok := item.(client.Object)
+		if !ok {
+			return fmt.Errorf("list item %T is no object", item)
+		}
+		return unclaimEmptyStatus(obj)
+	})
+}
+
+// cached says whether the cache holds obj (read from the API server), as
+// Cache makes it; without Cache, it holds everything.
+func (f *Fake) cached(obj client.Object) (bool, error) {
+	if f.Cache == nil {
+		return true, nil
+	}
+	return f.Cache(obj)
+}
+
+// identify gives an applied object a UID, when the apply created it.
+func (f *Fake) identify(ctx context.Context, obj runtime.ApplyConfiguration, kind, name string) error {
+	v, ok := obj.(interface {
+		GetAPIVersion() *string
+		GetNamespace() *string
+	})
+	if !ok || v.GetAPIVersion() == nil {
+		return nil
+	}
+	gv, err := schema.ParseGroupVersion(*v.GetAPIVersion())
+	if err != nil {
+		return err
+	}
+	typed, err := f.base.Scheme().New(gv.WithKind(kind))
+	if err != nil {
+		return nil // a kind the scheme does not know: left as the fake made it
+	}
+	stored, ok := typed.(client.Object)
+	if !ok {
+		return nil
+	}
+	key := client.ObjectKey{Name: name}
+	if v.GetNamespace() != nil {
+		key.Namespace = *v.GetNamespace()
+	}
+	if err := f.base.Get(ctx, key, stored); err != nil || stored.GetUID() != "" {
+		return err
+	}
+	stored.SetUID(uidOf(kind, name))
+	return f.base.Update(ctx, stored)
+}
+
+func uidOf(kind, name string) types.UID {
+	return types.UID("uid-" + strings.ToLower(kind) + "-" + name)
+}
+
+// unclaimEmptyStatus undoes a quirk of the fake client: an object created
+// by an apply gets its status cleared inside the applied configuration, so
+// the applier's managed fields claim an empty status, which a real API
+// server's do not (and which a configuration extracted from them would
+// then hold).
+func unclaimEmptyStatus(obj client.Object) error {
+	fields := obj.GetManagedFields()
+	for i, m := range fields {
+		if m.Operation != metav1.ManagedFieldsOperationApply || m.FieldsV1 == nil {
+			continue
+		}
+		set := map[string]json.RawMessage{}
+		if err := json.Unmarshal(m.FieldsV1.GetRawBytes(), &set); err != nil {
+			return err
+		}
+		if string(set["f:status"]) != "{}" {
+			continue
+		}
+		delete(set, "f:status")
+		raw, err := json.Marshal(set)
+		if err != nil {
+			return err
+		}
+		fields[i].FieldsV1 = metav1.NewFieldsV1(string(raw))
+	}
+	return nil
 }

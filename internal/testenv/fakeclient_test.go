@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoac "k8s.io/client-go/applyconfigurations"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,5 +83,78 @@ func TestFakeFailsWhatARowAsksAndCountsWrites(t *testing.T) {
 	f.ForgetWrites()
 	if got := f.Writes(); len(got) != 0 {
 		t.Errorf("writes %v after ForgetWrites", got)
+	}
+}
+
+func TestFakeCacheHoldsWhatItSaysAndTheAPIServerNamesObjects(t *testing.T) {
+	ctx := context.Background()
+	cm := func(name string, labels map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: labels},
+			Data: map[string]string{"k": "v"}}
+	}
+	f := NewFake(fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).
+		WithObjects(cm("held", map[string]string{"cached": "yes"}), cm("unheld", nil)).
+		WithReturnManagedFields().WithTypeConverters(clientgoac.NewTypeConverter(clientgoscheme.Scheme)))
+	// A cache of labelled objects only, trimmed of their data.
+	f.Cache = func(obj client.Object) (bool, error) {
+		if c, ok := obj.(*corev1.ConfigMap); ok {
+			c.Data = nil
+		}
+		return obj.GetLabels()["cached"] == "yes", nil
+	}
+
+	got := &corev1.ConfigMap{}
+	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "held"}, got); err != nil || got.Data != nil {
+		t.Errorf("cache get of a held object: %v, data %v; want it trimmed", err, got.Data)
+	}
+	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "unheld"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("cache get of an object the cache does not hold: %v, want not found", err)
+	}
+	list := &corev1.ConfigMapList{}
+	if err := f.Client.List(ctx, list); err != nil || len(list.Items) != 1 || list.Items[0].Name != "held" {
+		t.Errorf("cache list: %v, %d items; want the held one only", err, len(list.Items))
+	}
+	if err := f.APIReader.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "unheld"}, got); err != nil || got.Data["k"] != "v" {
+		t.Errorf("API get: %v, data %v; want the whole object", err, got.Data)
+	}
+	if err := f.APIReader.List(ctx, list); err != nil || len(list.Items) != 2 {
+		t.Errorf("API list: %v, %d items; want both", err, len(list.Items))
+	}
+	if want := []string{"apiget ConfigMap", "apilist ConfigMap"}; !slices.Equal(f.APIReads(), want) {
+		t.Errorf("API reads %v, want %v", f.APIReads(), want)
+	}
+
+	// Created and applied objects get a UID; an applier claims no empty status.
+	f.Cache = nil
+	created := cm("created", nil)
+	if err := f.Client.Create(ctx, created); err != nil || created.UID != "uid-configmap-created" {
+		t.Errorf("create: %v, UID %q", err, created.UID)
+	}
+	svc := corev1ac.Service("applied", "ns").WithSpec(corev1ac.ServiceSpec().WithPorts(corev1ac.ServicePort().WithPort(80)))
+	if err := f.Client.Apply(ctx, svc, client.FieldOwner("test")); err != nil {
+		t.Fatal(err)
+	}
+	stored := &corev1.Service{}
+	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "applied"}, stored); err != nil || stored.UID != "uid-service-applied" {
+		t.Errorf("applied: %v, UID %q", err, stored.UID)
+	}
+	if len(stored.ManagedFields) == 0 {
+		t.Fatal("no managed fields")
+	}
+	for _, m := range stored.ManagedFields {
+		if strings.Contains(string(m.FieldsV1.GetRawBytes()), `"f:status":{}`) {
+			t.Errorf("%s claims an empty status: %s", m.Manager, m.FieldsV1.GetRawBytes())
+		}
+	}
+	// A write the API server refuses is not counted.
+	if err := f.Client.Create(ctx, cm("held", nil)); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("create of an object that exists: %v", err)
+	}
+	if want := []string{"create ConfigMap", "apply Service"}; !slices.Equal(f.Writes(), want) {
+		t.Errorf("writes %v, want %v", f.Writes(), want)
+	}
+	f.ForgetWrites()
+	if len(f.Writes()) != 0 || len(f.APIReads()) != 0 {
+		t.Errorf("forgotten, still %v and %v", f.Writes(), f.APIReads())
 	}
 }

@@ -2,11 +2,8 @@ package view
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayac "sigs.k8s.io/gateway-api/applyconfiguration"
 	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
@@ -48,11 +44,10 @@ import (
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
-// TestMarkdownViewReconcileExits drives Reconcile through every exit, on a
-// fake API server (controller-runtime's fake client, with the errors of a
-// row injected by interceptor.Funcs) and a fake of the manager's cache in
-// front of it (labelled children only, MarkdownViews and ConfigMaps trimmed
-// by the controller's own transforms, and as far behind as a row says).
+// TestMarkdownViewReconcileExits drives Reconcile through every exit, on
+// testenv.Fake (the errors of a row injected by verb and kind) whose cache
+// holds labelled children only, MarkdownViews and ConfigMaps trimmed by the
+// controller's own transforms, and is as far behind as a row says.
 // Each row names the exit and checks the result, the class of the error,
 // the status written (Ready's reason, Reconciling or Stalled, the
 // observedGeneration), how many status writes and which child writes
@@ -143,7 +138,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) {
 				readyGauge.WithLabelValues(rxNS, rxName).Set(1)
 				availableGauge.WithLabelValues(rxNS, rxName).Set(1)
-				f.fail["cache MarkdownView"] = rxUnavailable
+				f.Fail(testenv.Get, "MarkdownView", rxUnavailable)
 			},
 			want: rxExit{err: apierr.Transient},
 			check: func(g Gomega, _ *rxFixture, _ *viewv1.MarkdownView, _ error) {
@@ -225,7 +220,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		},
 		"young, an API error: ReconcileError at once": {
 			view:  rxView(young),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["apply Deployment"] = rxUnavailable },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Apply, "Deployment", rxUnavailable) },
 			want:  with(failed, "create ConfigMap", "apply Service"),
 		},
 		"young, the ConfigMap someone else's: ChildConflict at once": {
@@ -263,7 +258,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 			want: rxExit{ready: ReasonMarkdownsTooLarge, also: conditions.Stalled, statusWrites: 1,
 				events: []string{"Warning MarkdownsTooLarge"}},
 			check: func(g Gomega, f *rxFixture, _ *viewv1.MarkdownView, _ error) {
-				g.Expect(f.reads).NotTo(ContainElement("get MarkdownView"))
+				g.Expect(f.APIReads()).NotTo(ContainElement("apiget MarkdownView"))
 			},
 		},
 
@@ -281,7 +276,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 			want: rxExit{ready: ReasonMarkdownsTooLarge, also: conditions.Stalled, statusWrites: 1,
 				events: []string{"Warning MarkdownsTooLarge"}},
 			check: func(g Gomega, f *rxFixture, _ *viewv1.MarkdownView, _ error) {
-				g.Expect(f.reads).To(ContainElement("get MarkdownView"))
+				g.Expect(f.APIReads()).To(ContainElement("apiget MarkdownView"))
 			},
 		},
 		"ConfigMap up to date, the cache's copy of the view behind: not written": {
@@ -294,7 +289,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		},
 		"reading the ConfigMap from the cache fails: ReconcileError": {
 			view:  rxView(),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["cache ConfigMap"] = rxUnavailable },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Get, "ConfigMap", rxUnavailable) },
 			want:  failed,
 		},
 		"ConfigMap someone else's, in the cache: ChildConflict": {
@@ -310,12 +305,12 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		},
 		"reading the view's files fails: ReconcileError": {
 			view:  rxView(manyFiles),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["get MarkdownView"] = rxUnavailable },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.APIGet, "MarkdownView", rxUnavailable) },
 			want:  failed,
 		},
 		"R7 the view gone when its files are read: nothing more written": {
 			view:  rxView(manyFiles),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["get MarkdownView"] = rxGone },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.APIGet, "MarkdownView", rxGone) },
 		},
 		"R7 the view replaced when its files are read: its successor's status untouched": {
 			view: rxView(manyFiles),
@@ -332,7 +327,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		},
 		"ConfigMap forbidden by a quota: ChildRejected, with the API server's words": {
 			view:  rxView(),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["create ConfigMap"] = rxQuota },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Create, "ConfigMap", rxQuota) },
 			want:  rejected,
 			check: func(g Gomega, _ *rxFixture, mv *viewv1.MarkdownView, _ error) {
 				g.Expect(conditions.Get(mv.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("exceeded quota"))
@@ -340,7 +335,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		},
 		"creating the ConfigMap fails: ReconcileError": {
 			view:  rxView(),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["create ConfigMap"] = rxUnavailable },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Create, "ConfigMap", rxUnavailable) },
 			want:  failed,
 		},
 		"ConfigMap ours, the cache behind, up to date: not written": {
@@ -367,7 +362,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 				f.settle(g, r)
 				f.edit(g, newText)
 				f.unseen["ConfigMap"] = true
-				f.fail["get ConfigMap"] = rxUnavailable
+				f.Fail(testenv.APIGet, "ConfigMap", rxUnavailable)
 			},
 			want: failed,
 		},
@@ -385,7 +380,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 			setup: func(g Gomega, f *rxFixture, r *Reconciler) {
 				f.settle(g, r)
 				f.edit(g, newText)
-				f.fail["update ConfigMap"] = rxConflict
+				f.Fail(testenv.Update, "ConfigMap", rxConflict)
 			},
 			want:  rxExit{err: apierr.Conflict, ready: ReasonRollingOut, also: conditions.Reconciling},
 			check: rxHolds("# Handbook"),
@@ -395,7 +390,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 			setup: func(g Gomega, f *rxFixture, r *Reconciler) {
 				f.settle(g, r)
 				f.edit(g, newText)
-				f.fail["update ConfigMap"] = rxInvalid
+				f.Fail(testenv.Update, "ConfigMap", rxInvalid)
 			},
 			want: rejected,
 		},
@@ -404,7 +399,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 			setup: func(g Gomega, f *rxFixture, r *Reconciler) {
 				f.settle(g, r)
 				f.edit(g, newText)
-				f.fail["update ConfigMap"] = rxUnavailable
+				f.Fail(testenv.Update, "ConfigMap", rxUnavailable)
 			},
 			want: failed,
 		},
@@ -416,12 +411,12 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		},
 		"Deployment not in the cache, the API read fails: ReconcileError": {
 			view:  rxView(),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["get Deployment"] = rxUnavailable },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.APIGet, "Deployment", rxUnavailable) },
 			want:  with(failed, "create ConfigMap", "apply Service"),
 		},
 		"reading the Deployment from the cache fails: ReconcileError": {
 			view:  rxView(),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["cache Deployment"] = rxUnavailable },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Get, "Deployment", rxUnavailable) },
 			want:  with(failed, "create ConfigMap", "apply Service"),
 		},
 		"the Deployment's applied fields unreadable: ReconcileError": {
@@ -438,17 +433,17 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		},
 		"R4 the Deployment apply conflicts: retried at once, no status": {
 			view:  rxView(),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["apply Deployment"] = rxConflict },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Apply, "Deployment", rxConflict) },
 			want:  rxExit{err: apierr.Conflict, writes: []string{"create ConfigMap", "apply Service"}},
 		},
 		"the Deployment is invalid: ChildRejected": {
 			view:  rxView(),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["apply Deployment"] = rxInvalid },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Apply, "Deployment", rxInvalid) },
 			want:  with(rejected, "create ConfigMap", "apply Service"),
 		},
 		"the Deployment is forbidden by admission: ChildRejected": {
 			view:  rxView(),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["apply Deployment"] = rxAdmission },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Apply, "Deployment", rxAdmission) },
 			want:  with(rejected, "create ConfigMap", "apply Service"),
 			check: func(g Gomega, _ *rxFixture, mv *viewv1.MarkdownView, _ error) {
 				g.Expect(conditions.Get(mv.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("denied the request"))
@@ -456,7 +451,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		},
 		"the Deployment apply fails: ReconcileError": {
 			view:  rxView(),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["apply Deployment"] = rxUnavailable },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Apply, "Deployment", rxUnavailable) },
 			want:  with(failed, "create ConfigMap", "apply Service"),
 		},
 		"Service someone else's, in the cache: ChildConflict": {
@@ -465,17 +460,17 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		},
 		"the Service is forbidden by a quota: ChildRejected": {
 			view:  rxView(),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["apply Service"] = rxQuota },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Apply, "Service", rxQuota) },
 			want:  with(rejected, "create ConfigMap", "apply Deployment"),
 		},
 		"R4 the Service apply conflicts: retried at once, no status": {
 			view:  rxView(),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["apply Service"] = rxConflict },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Apply, "Service", rxConflict) },
 			want:  rxExit{err: apierr.Conflict, writes: []string{"create ConfigMap", "apply Deployment"}},
 		},
 		"the Deployment and the Service both fail: the Deployment's error is reported": {
 			view: rxView(), world: []client.Object{rxTaken(&corev1.Service{}, "viewer-handbook", true)},
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["apply Deployment"] = rxUnavailable },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Apply, "Deployment", rxUnavailable) },
 			want:  with(failed, "create ConfigMap"),
 		},
 
@@ -492,7 +487,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		},
 		"the Ingress is invalid: ChildRejected": {
 			view:  rxView(withHost),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["apply Ingress"] = rxInvalid },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Apply, "Ingress", rxInvalid) },
 			want:  with(rejected, newSite...),
 		},
 		"Ingress no longer asked for: deleted": {
@@ -508,7 +503,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 			setup: func(g Gomega, f *rxFixture, r *Reconciler) {
 				f.settle(g, r)
 				f.edit(g, func(mv *viewv1.MarkdownView) { mv.Spec.Expose.Ingress.Host = "" })
-				f.fail["cache Ingress"] = rxUnavailable
+				f.Fail(testenv.Get, "Ingress", rxUnavailable)
 			},
 			want: failed,
 		},
@@ -521,7 +516,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 			setup: func(g Gomega, f *rxFixture, r *Reconciler) {
 				f.settle(g, r)
 				f.edit(g, func(mv *viewv1.MarkdownView) { mv.Spec.Expose.Ingress.Host = "" })
-				f.fail["delete Ingress"] = rxConflict
+				f.Fail(testenv.Delete, "Ingress", rxConflict)
 			},
 			want: rxExit{err: apierr.Conflict, ready: ReasonRollingOut, also: conditions.Reconciling},
 		},
@@ -530,7 +525,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 			setup: func(g Gomega, f *rxFixture, r *Reconciler) {
 				f.settle(g, r)
 				f.edit(g, func(mv *viewv1.MarkdownView) { mv.Spec.Expose.Ingress.Host = "" })
-				f.fail["delete Ingress"] = apierrors.NewNotFound(schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses"}, "viewer-handbook")
+				f.Fail(testenv.Delete, "Ingress", apierrors.NewNotFound(schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses"}, "viewer-handbook"))
 			},
 			want: rollingOut,
 		},
@@ -539,7 +534,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 			setup: func(g Gomega, f *rxFixture, r *Reconciler) {
 				f.settle(g, r)
 				f.edit(g, func(mv *viewv1.MarkdownView) { mv.Spec.Expose.Ingress.Host = "" })
-				f.fail["delete Ingress"] = rxAdmission
+				f.Fail(testenv.Delete, "Ingress", rxAdmission)
 			},
 			want: rejected,
 		},
@@ -548,7 +543,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 			setup: func(g Gomega, f *rxFixture, r *Reconciler) {
 				f.settle(g, r)
 				f.edit(g, func(mv *viewv1.MarkdownView) { mv.Spec.Expose.Ingress.Host = "" })
-				f.fail["delete Ingress"] = rxUnavailable
+				f.Fail(testenv.Delete, "Ingress", rxUnavailable)
 			},
 			want: failed,
 		},
@@ -586,7 +581,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		},
 		"R4 the HTTPRoute apply conflicts: retried at once, no status": {
 			view:  rxView(route),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["apply HTTPRoute"] = rxConflict },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Apply, "HTTPRoute", rxConflict) },
 			want:  rxExit{err: apierr.Conflict, writes: newSite},
 		},
 		"HTTPRoute no longer asked for: deleted": {
@@ -604,14 +599,14 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		// R5
 		"R5 the status write fails: the error, no Event": {
 			view:  rxView(),
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["status MarkdownView"] = rxUnavailable },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Status, "MarkdownView", rxUnavailable) },
 			want:  rxExit{err: apierr.Transient, writes: newSite},
 		},
 		"R5 the status write fails after a failed step: both errors": {
 			view: rxView(),
 			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) {
-				f.fail["apply Deployment"] = rxUnavailable
-				f.fail["status MarkdownView"] = rxUnavailable
+				f.Fail(testenv.Apply, "Deployment", rxUnavailable)
+				f.Fail(testenv.Status, "MarkdownView", rxUnavailable)
 			},
 			want: rxExit{err: apierr.Transient, writes: []string{"create ConfigMap", "apply Service"}},
 			check: func(g Gomega, _ *rxFixture, _ *viewv1.MarkdownView, err error) {
@@ -621,7 +616,7 @@ func TestMarkdownViewReconcileExits(t *testing.T) {
 		},
 		"R5 the status write fails while blocked: the error, not the retry": {
 			view: rxView(), world: []client.Object{rxTaken(&corev1.ConfigMap{}, "markdowns-handbook", true)},
-			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.fail["status MarkdownView"] = rxUnavailable },
+			setup: func(_ Gomega, f *rxFixture, _ *Reconciler) { f.Fail(testenv.Status, "MarkdownView", rxUnavailable) },
 			want:  rxExit{err: apierr.Transient},
 		},
 	}
@@ -800,7 +795,7 @@ func (w rxExit) check(g Gomega, f *rxFixture, res ctrl.Result, err error) *viewv
 	default:
 		g.Expect(res).To(Equal(ctrl.Result{}))
 	}
-	g.Expect(f.statusWrites()).To(Equal(w.statusWrites), "status writes %v", f.writes)
+	g.Expect(f.statusWrites()).To(Equal(w.statusWrites), "status writes %v", f.Writes())
 	g.Expect(f.childWrites()).To(ConsistOf(w.writes))
 	g.Expect(f.events()).To(Equal(w.events))
 
@@ -828,18 +823,14 @@ func (w rxExit) check(g Gomega, f *rxFixture, res ctrl.Result, err error) *viewv
 	return mv
 }
 
-// rxFixture is a fake API server and, in front of it, a fake of the
-// manager's cache.
+// rxFixture is the rows' fake API server (testenv.Fake) with a fake of
+// the manager's cache in front of it.
 type rxFixture struct {
-	raw   client.WithWatch // the objects the API server holds, read and written by the test
-	api   client.WithWatch // the API server, as the reconciler reaches it: raw, with failures injected and writes counted
-	cache client.WithWatch // the manager's client: reads from its cache, writes to api
-	rec   *events.FakeRecorder
+	*testenv.Fake
+	// raw is the API server as the test, another actor, reads and writes it.
+	raw client.Client
+	rec *events.FakeRecorder
 
-	// fail maps "<verb> <Kind>" to the error that request gets. Verbs: get
-	// (a read of the API server), cache (a read of the cache), create,
-	// update, patch, apply, delete, status (a status patch).
-	fail map[string]error
 	// unseen are the kinds whose objects the cache has not caught up with.
 	unseen map[string]bool
 	// stale, when set, edits the cache's copy of the view: a cache behind.
@@ -850,24 +841,18 @@ type rxFixture struct {
 	// conflicts is how many conflicts the reconcile counted (at least: the
 	// manager of the envtest suite counts under the same name).
 	conflicts float64
-
-	mu sync.Mutex // the Deployment and the Service are reconciled side by side
-	// writes lists the writes the API server carried out, reads the
-	// reads that reached it.
-	writes, reads []string
 }
 
 func newRxFixture(objs ...client.Object) *rxFixture {
-	f := &rxFixture{rec: events.NewFakeRecorder(50), fail: map[string]error{}, unseen: map[string]bool{}}
-	f.raw = fake.NewClientBuilder().WithScheme(rxScheme).WithObjects(objs...).WithReturnManagedFields().
+	f := &rxFixture{rec: events.NewFakeRecorder(50), unseen: map[string]bool{}}
+	f.Fake = testenv.NewFake(fake.NewClientBuilder().WithScheme(rxScheme).WithObjects(objs...).WithReturnManagedFields().
 		WithStatusSubresource(&viewv1.MarkdownView{}, &gatewayv1.HTTPRoute{}).
 		// The Gateway API's schema too, so that an HTTPRoute's managed
 		// fields are keyed as a real API server keys them.
 		WithTypeConverters(clientgoac.NewTypeConverter(rxClientGoScheme), gatewayac.NewTypeConverter(rxGatewayScheme),
-			managedfields.NewDeducedTypeConverter()).
-		Build()
-	f.api = interceptor.NewClient(f.raw, f.apiFuncs())
-	f.cache = interceptor.NewClient(f.api, interceptor.Funcs{Get: f.cacheGet})
+			managedfields.NewDeducedTypeConverter()))
+	f.raw = f.Others()
+	f.Cache = f.cached
 	return f
 }
 
@@ -877,11 +862,11 @@ func (f *rxFixture) reconciler(g Gomega, routesServed bool) *Reconciler {
 	allow, err := imagepolicy.Parse("", testViewerImage)
 	g.Expect(err).NotTo(HaveOccurred())
 	return &Reconciler{
-		client:     f.cache,
-		uncached:   f.api,
-		children:   children.Clients{Cached: f.cache, Uncached: f.api},
-		configMaps: children.Clients{Cached: f.cache, Uncached: trimmedReader{Reader: f.api, trim: trimConfigMap}},
-		status: status.NewPatcher(f.cache, f.rec,
+		client:     f.Client,
+		uncached:   f.APIReader,
+		children:   children.Clients{Cached: f.Client, Uncached: f.APIReader},
+		configMaps: children.Clients{Cached: f.Client, Uncached: trimmedReader{Reader: f.APIReader, trim: trimConfigMap}},
+		status: status.NewPatcher(f.Client, f.rec,
 			func(mv *viewv1.MarkdownView) *viewv1.MarkdownViewStatus { return &mv.Status }, statusEvents...),
 		viewerImage:  testViewerImage,
 		imageAllow:   allow,
@@ -894,7 +879,7 @@ func (f *rxFixture) reconciler(g Gomega, routesServed bool) *Reconciler {
 func (f *rxFixture) settle(g Gomega, r *Reconciler) {
 	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: rxNS, Name: rxName}})
 	g.Expect(err).NotTo(HaveOccurred())
-	f.writes, f.reads = nil, nil
+	f.ForgetWrites()
 	f.events()
 }
 
@@ -938,183 +923,32 @@ func (f *rxFixture) refuseRoute(g Gomega) {
 	g.Expect(f.raw.Status().Update(ctx, route)).To(Succeed())
 }
 
-// request fails a request the row asks to fail.
-func (f *rxFixture) request(verb string, obj any) (string, error) {
-	key := verb + " " + rxKind(obj)
-	return key, f.fail[key]
-}
-
-// done records a request the API server carried out.
-func (f *rxFixture) done(key string, err error, write bool) error {
-	if err != nil {
-		return err
+// cached is the manager's cache, as Fake's Cache: MarkdownViews trimmed
+// (and as stale as the row says), children only when labelled
+// managed-by=trellis and their kind not unseen, ConfigMaps trimmed.
+func (f *rxFixture) cached(obj client.Object) (bool, error) {
+	if f.unseen[rxKind(obj)] {
+		return false, nil
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if write {
-		f.writes = append(f.writes, key)
-	} else {
-		f.reads = append(f.reads, key)
-	}
-	return nil
-}
-
-func (f *rxFixture) apiFuncs() interceptor.Funcs {
-	return interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			req, err := f.request("get", obj)
-			if err != nil {
-				return err
-			}
-			if err := c.Get(ctx, key, obj, opts...); err != nil {
-				return err
-			}
-			return f.done(req, rxUnclaimStatus(obj), false)
-		},
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			req, err := f.request("create", obj)
-			if err != nil {
-				return err
-			}
-			if err := c.Create(ctx, obj, opts...); err != nil {
-				return err
-			}
-			return f.done(req, f.identify(ctx, obj), true)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			req, err := f.request("update", obj)
-			if err != nil {
-				return err
-			}
-			return f.done(req, c.Update(ctx, obj, opts...), true)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			req, err := f.request("patch", obj)
-			if err != nil {
-				return err
-			}
-			return f.done(req, c.Patch(ctx, obj, patch, opts...), true)
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, obj k8sruntime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			req, err := f.request("apply", obj)
-			if err != nil {
-				return err
-			}
-			if err := c.Apply(ctx, obj, opts...); err != nil {
-				return err
-			}
-			// Every child applied is viewer-<view>.
-			applied := rxApplied[rxKind(obj)]()
-			if err := c.Get(ctx, types.NamespacedName{Namespace: rxNS, Name: "viewer-handbook"}, applied); err != nil {
-				return err
-			}
-			return f.done(req, f.identify(ctx, applied), true)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			req, err := f.request("delete", obj)
-			if err != nil {
-				return err
-			}
-			return f.done(req, c.Delete(ctx, obj, opts...), true)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			req, err := f.request(sub, obj)
-			if err != nil {
-				return err
-			}
-			return f.done(req, c.SubResource(sub).Patch(ctx, obj, patch, opts...), true)
-		},
-	}
-}
-
-// identify gives an object the API server created a UID, as a real one
-// would (the fake does not): the reconcile tells a Deployment that exists
-// by it.
-func (f *rxFixture) identify(ctx context.Context, obj client.Object) error {
-	if obj.GetUID() != "" {
-		return nil
-	}
-	obj.SetUID(types.UID("uid-" + strings.ToLower(rxKind(obj)) + "-" + obj.GetName()))
-	return f.raw.Update(ctx, obj)
-}
-
-// rxApplied makes an object of each kind the reconcile applies.
-var rxApplied = map[string]func() client.Object{
-	"Deployment": func() client.Object { return &appsv1.Deployment{} },
-	"Service":    func() client.Object { return &corev1.Service{} },
-	"Ingress":    func() client.Object { return &networkingv1.Ingress{} },
-	"HTTPRoute":  func() client.Object { return &gatewayv1.HTTPRoute{} },
-}
-
-// cacheGet is a read of the manager's cache: MarkdownViews trimmed (and
-// as stale as the row says), children only when labelled managed-by=trellis
-// and their kind not unseen, ConfigMaps trimmed. It reads the API server's
-// objects directly: no request.
-func (f *rxFixture) cacheGet(ctx context.Context, _ client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	kind := rxKind(obj)
-	if err := f.fail["cache "+kind]; err != nil {
-		return err
-	}
-	notFound := apierrors.NewNotFound(schema.GroupResource{Resource: strings.ToLower(kind) + "s"}, key.Name)
-	if f.unseen[kind] {
-		return notFound
-	}
-	found := obj.DeepCopyObject().(client.Object)
-	if err := f.raw.Get(ctx, key, found, opts...); err != nil {
-		return err
-	}
-	switch o := found.(type) {
-	case *viewv1.MarkdownView:
-		if _, err := trimMarkdownView(o); err != nil {
-			return err
+	if mv, ok := obj.(*viewv1.MarkdownView); ok {
+		if _, err := trimMarkdownView(mv); err != nil {
+			return false, err
 		}
 		if f.stale != nil {
-			f.stale(o)
+			f.stale(mv)
 		}
-	default:
-		if found.GetLabels()[setup.ManagedByLabel] != setup.ManagedByValue {
-			return notFound
-		}
-		if _, err := trimConfigMap(found); err != nil {
-			return err
-		}
-		if err := rxUnclaimStatus(found); err != nil {
-			return err
-		}
-		if f.staleChild != nil {
-			f.staleChild(found)
-		}
+		return true, nil
 	}
-	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(found).Elem())
-	return nil
-}
-
-// rxUnclaimStatus undoes a quirk of the fake client: an object created by
-// an apply gets its status cleared inside the applied configuration, so
-// the applier's managed fields claim an empty status, which a real API
-// server's do not (and which the configuration extracted from them would
-// then hold, unlike the one Trellis applies).
-func rxUnclaimStatus(obj client.Object) error {
-	fields := obj.GetManagedFields()
-	for i, m := range fields {
-		if m.Manager != setup.FieldManager || m.FieldsV1 == nil {
-			continue
-		}
-		set := map[string]json.RawMessage{}
-		if err := json.Unmarshal(m.FieldsV1.GetRawBytes(), &set); err != nil {
-			return err
-		}
-		if string(set["f:status"]) != "{}" {
-			continue
-		}
-		delete(set, "f:status")
-		raw, err := json.Marshal(set)
-		if err != nil {
-			return err
-		}
-		fields[i].FieldsV1 = metav1.NewFieldsV1(string(raw))
+	if obj.GetLabels()[setup.ManagedByLabel] != setup.ManagedByValue {
+		return false, nil
 	}
-	return nil
+	if _, err := trimConfigMap(obj); err != nil {
+		return false, err
+	}
+	if f.staleChild != nil {
+		f.staleChild(obj)
+	}
+	return true, nil
 }
 
 // rxKind is the kind of an object or of an apply configuration.
@@ -1144,12 +978,12 @@ func rxKind(obj any) string {
 func (f *rxFixture) events() []string { return testenv.EventReasons(f.rec) }
 
 // statusWrites counts the status writes the API server carried out.
-func (f *rxFixture) statusWrites() int { return testenv.StatusWrites(f.writes) }
+func (f *rxFixture) statusWrites() int { return testenv.StatusWrites(f.Writes()) }
 
 // childWrites are the writes the API server carried out but the status writes.
 func (f *rxFixture) childWrites() []string {
 	var out []string
-	for _, w := range f.writes {
+	for _, w := range f.Writes() {
 		if !strings.HasPrefix(w, "status ") {
 			out = append(out, w)
 		}
