@@ -190,6 +190,28 @@ func (m *managerProc) requests() (writeCounts, error) {
 	return out, nil
 }
 
+// statusWrites is how many status writes the manager sent since it
+// started, and how many its status patcher saved: writes of a status the
+// cache had not yet shown it had written.
+func (m *managerProc) statusWrites() (sent, saved float64, err error) {
+	fams, err := m.scrape()
+	if err != nil {
+		return 0, 0, err
+	}
+	if f, ok := fams["trellis_api_requests_total"]; ok {
+		for _, metric := range f.Metric {
+			labels := map[string]string{}
+			for _, l := range metric.Label {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if (labels["verb"] == "PATCH" || labels["verb"] == "PUT") && strings.HasSuffix(labels["resource"], "/status") {
+				sent += metric.GetCounter().GetValue()
+			}
+		}
+	}
+	return sent, sumCounter(fams, "trellis_status_writes_saved_total", nil), nil
+}
+
 func (m *managerProc) reconciles(controller string) (float64, error) {
 	fams, err := m.scrape()
 	if err != nil {

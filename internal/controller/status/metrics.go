@@ -21,8 +21,16 @@ var objectsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "Objects of a kind in the manager's cache, by which of their conditions Ready, Reconciling and Stalled is True, or Suspended while spec.suspend is true (an object with none True, no status written yet, is not counted).",
 }, []string{"kind", "condition"})
 
+// savedWrites counts what remembering a write until the cache shows it
+// saves: the status writes (and their Events) a reconcile would have sent
+// again on the cache's stale copy.
+var savedWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "trellis_status_writes_saved_total",
+	Help: "Status writes not sent because the cache had not yet shown Trellis' own last write of the same status, which the status patcher put on the cache's copy; without it each would have been sent again, with its Events.",
+}, []string{"kind"})
+
 func init() {
-	metrics.Registry.MustRegister(objectsGauge)
+	metrics.Registry.MustRegister(objectsGauge, savedWrites)
 }
 
 // summaries are the conditions objectsGauge counts by, Suspended first,

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -53,9 +54,14 @@ type Patcher[O Object, S any] struct {
 	recorder recorder.EventRecorder
 	status   func(O) *S
 	events   []EventRule
+	saved    prometheus.Counter
 
 	mu      sync.Mutex
 	written map[types.NamespacedName]*written[O]
+	// stoodIn is the cache's own status of each object Get last put a
+	// remembered status on, until its Patch: had the status the reconcile
+	// computed been compared with that, it would have been written again.
+	stoodIn map[types.NamespacedName]S
 }
 
 // written is the status Trellis last wrote for an object (on an otherwise
@@ -88,7 +94,9 @@ func (w *written[O]) precedes(rv string) bool { return slices.Contains(w.before,
 
 // NewPatcher returns a Patcher; status points into an object's status.
 func NewPatcher[O Object, S any](c client.Client, rec recorder.EventRecorder, status func(O) *S, events ...EventRule) *Patcher[O, S] {
-	return &Patcher[O, S]{client: c, recorder: rec, status: status, events: events, written: map[types.NamespacedName]*written[O]{}}
+	return &Patcher[O, S]{client: c, recorder: rec, status: status, events: events,
+		saved:   savedWrites.WithLabelValues(kindOf[O]()),
+		written: map[types.NamespacedName]*written[O]{}, stoodIn: map[types.NamespacedName]S{}}
 }
 
 // Get reads the object from the cache into obj and, if the cache has not yet
@@ -114,6 +122,7 @@ func (p *Patcher[O, S]) Get(ctx context.Context, key types.NamespacedName, obj O
 		return true, nil
 	}
 	latest := w.obj.DeepCopyObject().(O)
+	p.stoodIn[key] = *p.status(obj)
 	*p.status(obj) = *p.status(latest)
 	return true, nil
 }
@@ -124,10 +133,17 @@ func (p *Patcher[O, S]) Get(ctx context.Context, key types.NamespacedName, obj O
 // says so; "Healthy" besides would tell a person nothing new). It reports
 // whether it wrote.
 func (p *Patcher[O, S]) Patch(ctx context.Context, obj O, next S, told ...string) (bool, error) {
+	key := client.ObjectKeyFromObject(obj)
+	p.mu.Lock()
+	cachedStatus, stoodIn := p.stoodIn[key]
+	delete(p.stoodIn, key)
+	p.mu.Unlock()
 	if equality.Semantic.DeepEqual(*p.status(obj), next) {
+		if stoodIn && !equality.Semantic.DeepEqual(cachedStatus, next) {
+			p.saved.Inc()
+		}
 		return false, nil
 	}
-	key := client.ObjectKeyFromObject(obj)
 	before := slices.Clone(obj.GetConditions())
 	patch := client.MergeFrom(obj.DeepCopyObject().(O))
 	*p.status(obj) = next
@@ -198,8 +214,12 @@ func (p *Patcher[O, S]) Forget(key types.NamespacedName) {
 // manager runs.
 func (p *Patcher[O, S]) drop(key types.NamespacedName) {
 	delete(p.written, key)
+	delete(p.stoodIn, key)
 	if len(p.written) == 0 {
 		p.written = map[types.NamespacedName]*written[O]{}
+	}
+	if len(p.stoodIn) == 0 {
+		p.stoodIn = map[types.NamespacedName]S{}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,6 +135,7 @@ func TestGetBuildsOnTheLastWriteWhileTheCacheLags(t *testing.T) {
 	_, err := f.patcher.Patch(ctx, before.DeepCopy(), withSummary(before, working))
 	g.Expect(err).NotTo(HaveOccurred())
 
+	saved := testutil.ToFloat64(savedWrites.WithLabelValues("Tenant"))
 	f.stale = before
 	obj := f.get(t)
 	g.Expect(conditions.Get(obj.Status.Conditions, conditions.Reconciling)).NotTo(BeNil(),
@@ -142,12 +144,20 @@ func TestGetBuildsOnTheLastWriteWhileTheCacheLags(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wrote).To(BeFalse(), "an unchanged status must not be sent twice because the cache lags")
 	g.Expect(f.writes.Load()).To(Equal(int32(1)))
+	g.Expect(testutil.ToFloat64(savedWrites.WithLabelValues("Tenant"))-saved).To(Equal(1.0), "the write saved is counted")
+
+	// A status the reconcile changes again is written, and saves nothing.
+	obj = f.get(t)
+	_, err = f.patcher.Patch(ctx, obj, withSummary(obj, conditions.Summary{Progress: conditions.Done, Reason: "Ready", Message: "all there"}))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.writes.Load()).To(Equal(int32(2)))
+	g.Expect(testutil.ToFloat64(savedWrites.WithLabelValues("Tenant"))-saved).To(Equal(1.0), "nothing more saved")
 
 	// Once the cache has a newer version, it is trusted again, and the
 	// write is forgotten.
 	f.stale = nil
 	obj = f.get(t)
-	g.Expect(conditions.Get(obj.Status.Conditions, conditions.Reconciling)).NotTo(BeNil())
+	g.Expect(conditions.IsTrue(obj.Status.Conditions, conditions.Ready)).To(BeTrue())
 	g.Expect(f.patcher.Remembered()).To(BeZero(), "a write the cache has shown is forgotten")
 }
 
