@@ -57,6 +57,19 @@ var (
 	ErrUnavailable = apierrors.NewServiceUnavailable("the API server did not answer")
 	ErrDown        = minio.ErrorResponse{Code: "ServiceUnavailable", StatusCode: 503}
 	ErrDenied      = minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403}
+	ErrNoBucket    = minio.ErrorResponse{Code: "NoSuchBucket", StatusCode: 404}
+	ErrBadPolicy   = minio.ErrorResponse{Code: "MalformedPolicy", StatusCode: 400, Message: "Invalid principal in policy"}
+	// ErrVgwNoIAM is versitygw's answer without an IAM service.
+	ErrVgwNoIAM = minio.ErrorResponse{Code: "XAdminMethodNotSupported", StatusCode: 501}
+)
+
+// Summaries the kinds' status tests feed their status functions.
+var (
+	// StoreDown is what a store that did not answer reads.
+	StoreDown = conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "no answer"}
+	// APIError is what a reconcile that ended with an API error records
+	// (stores.Outcome.Summary).
+	APIError = *(&stores.Outcome{Failed: errors.New("etcdserver: request timed out")}).Summary(nil)
 )
 
 // NewFake is the rows' API server holding objs, with the storage kinds'

@@ -1,4 +1,4 @@
-package storage
+package bucket
 
 import (
 	"context"
@@ -15,6 +15,11 @@ import (
 
 // TestBucketSettings drives every exit of applying bucket settings with a
 // fake store: each setting is read, and written only when it differs.
+// keyV1 is an access key a policy grants to.
+const keyV1 = "TRELLISAAAAV1"
+
+func noLock() func() { return func() {} }
+
 func TestBucketSettings(t *testing.T) {
 	userPolicy := `{"Version":"2012-10-17","Statement":[{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-assets/pub/*"}]}`
 	withGrant, _ := s3.WithGrant("", testBucket, s3.Grant{ID: "g", Principals: []string{keyV1}, Mode: s3.ReadOnly})
@@ -125,7 +130,7 @@ func TestBucketSettings(t *testing.T) {
 		},
 		"policy the store refuses": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
-			s3:   storagetest.FakeS3{SetPolicyErr: errBadPolicy}, wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
+			s3:   storagetest.FakeS3{SetPolicyErr: storagetest.ErrBadPolicy}, wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
 			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy,
 		},
 		"a public policy where the store blocks it": {
@@ -166,7 +171,7 @@ func TestBucketSettings(t *testing.T) {
 		},
 		"no spec.policy, the store refuses the held policy: Stalled, said": {
 			spec: func(*storagev1.StorageBucketSpec) {}, principals: blocked, restrictOnly: true,
-			s3:           storagetest.FakeS3{PolicyDoc: withBoth, SetPolicyErr: errBadPolicy},
+			s3:           storagetest.FakeS3{PolicyDoc: withBoth, SetPolicyErr: storagetest.ErrBadPolicy},
 			wantCalls:    []string{"Policy", "SetPolicy"},
 			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy,
 		},

@@ -1,4 +1,4 @@
-package storage
+package bucket
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
