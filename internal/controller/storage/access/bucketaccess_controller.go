@@ -33,6 +33,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
@@ -191,12 +192,22 @@ func (r *Reconciler) listed(ctx context.Context, opts ...client.ListOption) []re
 // bucket and nothing else, and is in its Secret; rotates it when
 // keyVersion rises; revokes replaced keys after their grace period, and
 // everything when the BucketAccess is deleted.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
-	defer apierr.RequeueConflict(accessController, &result, &err)
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.reconcile(ctx, req).Result(accessController)
+}
+
+// reconcile is the shape every kind shares (docs/architecture.md, "One
+// reconcile"): the read, the deletion or the finalizer, the key brought in
+// line, then one deferred status write computed from what it observed and
+// how it ended.
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (out outcome.Outcome) {
 	a := &storagev1.BucketAccess{}
 	found, err := r.status.Get(ctx, req.NamespacedName, a)
-	if err != nil || !found {
-		return ctrl.Result{}, err
+	if err != nil {
+		return outcome.Of(err) // a read that failed is no deletion
+	}
+	if !found {
+		return outcome.Outcome{}
 	}
 	if a.DeletionTimestamp.IsZero() && operate.IsSuspended(a.Spec.Suspend) {
 		// Deletion does not come here: deleting is exactly what a user
@@ -205,16 +216,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		next.ObservedGeneration = a.Generation
 		operate.Suspend(&next.Conditions, a.Generation)
 		_, err := r.status.Patch(ctx, a, next)
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	obs := &accessObservation{}
-	defer stores.Finish(ctx, r.status, r.recorder, a, &obs.Outcome, &result, &err,
-		func() storagev1.BucketAccessStatus { return computeAccessStatus(a, obs) })
+	defer func() {
+		out = stores.Finish(ctx, r.status, r.recorder, a, &obs.Observed, out,
+			func(o outcome.Outcome) storagev1.BucketAccessStatus { return computeAccessStatus(a, obs, o) })
+	}()
 	if !a.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, a, obs)
 	}
 	if _, err := finalizer.Ensure(ctx, r.client, a, stores.AccessFinalizer); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	res, err := r.sync(ctx, a, obs)
 	// What was done before an error stays true (replaced keys revoked);
@@ -227,12 +240,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		obs.Did(corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked replaced key %s", id)
 	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
-	return r.requeue(res), nil
+	return r.requeue(res)
 }
 
-func (r *Reconciler) requeue(res accessResult) ctrl.Result {
+func (r *Reconciler) requeue(res accessResult) outcome.Outcome {
 	wait := accessVerifyInterval
 	switch {
 	case res.summary.Progress == conditions.Blocked && (res.summary.Reason == ReasonSecretConflict || res.summary.Reason == ReasonSecretRejected):
@@ -250,10 +263,10 @@ func (r *Reconciler) requeue(res accessResult) ctrl.Result {
 		if until := res.next.Sub(r.now()); until < wait {
 			// Exactly at the deadline, not before: revoking early breaks
 			// workloads that were promised the grace period.
-			return ctrl.Result{RequeueAfter: max(until, 0) + time.Second}
+			return outcome.RequeueAfter(max(until, 0) + time.Second)
 		}
 	}
-	return setup.RequeueAfter(wait)
+	return outcome.RequeueAfter(setup.Jitter(wait))
 }
 
 // sync brings the key, its grant and its Secret to what the spec says.
@@ -391,7 +404,7 @@ func (r *Reconciler) recordTarget(ctx context.Context, a *storagev1.BucketAccess
 	obs.target = &accessTarget{store: store, bucket: bucket}
 	obs.synced = &accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonIssuing,
 		Message: fmt.Sprintf("issuing a %s key to bucket %s in %s", a.Spec.Mode, bucket, store)}}
-	if _, err := r.status.Patch(ctx, a, computeAccessStatus(a, obs)); err != nil {
+	if _, err := r.status.Patch(ctx, a, computeAccessStatus(a, obs, outcome.Outcome{})); err != nil {
 		obs.target, obs.synced = nil, nil // not on record: no account is made
 		return err
 	}
@@ -408,11 +421,11 @@ func (r *Reconciler) applySecret(ctx context.Context, a *storagev1.BucketAccess,
 
 // finalize revokes the access's key in the store, then lets it go. A store
 // that cannot be reached holds the deletion, with the reason.
-func (r *Reconciler) finalize(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation) (ctrl.Result, error) {
+func (r *Reconciler) finalize(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation) outcome.Outcome {
 	if a.Status.StoreName != "" {
 		res, err := r.revoke(ctx, a, obs)
 		if err != nil {
-			return ctrl.Result{}, err
+			return outcome.Of(err)
 		}
 		if res.storeDown && res.store != nil {
 			r.storeChecks.Request(ctx, res.store)
@@ -422,22 +435,22 @@ func (r *Reconciler) finalize(ctx context.Context, a *storagev1.BucketAccess, ob
 		}
 		if !res.done {
 			obs.waits = &res.summary
-			return setup.RequeueAfter(time.Minute), nil
+			return outcome.RequeueAfter(setup.Jitter(time.Minute))
 		}
 	}
 	if err := r.deleteSecret(ctx, a); err != nil {
 		if apierr.Classify(err) != apierr.Refused {
-			return ctrl.Result{}, err
+			return outcome.Of(err)
 		}
 		obs.waits = &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonSecretRejected,
 			Message: fmt.Sprintf("no key of it is left in the store, but the API server refused to delete Secret %s: %s", a.Spec.SecretName, apierr.Message(err))}
-		return setup.RequeueAfter(setup.ForeignChildRetry), nil
+		return outcome.RequeueAfter(setup.Jitter(setup.ForeignChildRetry))
 	}
 	if err := finalizer.Remove(ctx, r.client, a, stores.AccessFinalizer); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	obs.Released = true
-	return ctrl.Result{}, nil
+	return outcome.Outcome{}
 }
 
 func (r *Reconciler) revoke(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation) (revocationResult, error) {

@@ -9,6 +9,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
@@ -49,7 +50,7 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 			g := NewWithT(t)
 			a := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app", Generation: 2},
 				Spec: storagev1.BucketAccessSpec{BucketRef: storagev1.BucketReference{Name: "assets"}, Mode: storagev1.AccessReadOnly, SecretName: "s", KeyVersion: 1}}
-			a.Status = computeAccessStatus(a, synced(tc.res))
+			a.Status = computeAccessStatus(a, synced(tc.res), outcome.Outcome{})
 			if tc.deleting {
 				a.DeletionTimestamp = &now
 			}

@@ -204,6 +204,12 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 			want:  storagetest.Exit{Err: apierr.Transient},
 			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) { g.Expect(f.Accounts.Calls).To(BeEmpty()) },
 		},
+		"the status write conflicts: again at once, no error, nothing made": {
+			access: storagetest.Access(), world: []client.Object{storagetest.ReadyStore(true), storagetest.ClaimedBucket()},
+			setup: func(f *fixture) { f.API.Fail(testenv.Status, "BucketAccess", storagetest.ErrConflict) },
+			want:  storagetest.Exit{Err: apierr.Conflict},
+			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) { g.Expect(f.Accounts.Calls).To(BeEmpty()) },
+		},
 		"deleted: key revoked, Secret deleted, the finalizer goes": {
 			access: storagetest.Deleting(storagetest.GrantedAccess()).(*storagev1.BucketAccess), world: []client.Object{storagetest.ReadyStore(true), storagetest.ClaimedBucket(), storagetest.AccessSecret()},
 			setup: func(f *fixture) {

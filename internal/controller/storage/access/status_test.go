@@ -9,6 +9,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
@@ -25,7 +26,7 @@ func TestComputeAccessStatus(t *testing.T) {
 			RetiringKeys: []storagev1.RetiringKey{storagetest.Retiring(keyV2, syncNow)}}}
 	granted := conditions.Summary{Progress: conditions.Done, Reason: ReasonGranted, Message: "granted"}
 
-	st := computeAccessStatus(a, synced(accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "down"}}))
+	st := computeAccessStatus(a, synced(accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "down"}}), outcome.Outcome{})
 	g.Expect(st.AccessKeyID).To(Equal(keyV1), "a failed reconcile records no key")
 	g.Expect(st.KeyVersion).To(Equal(int32(1)))
 	g.Expect(st.RetiringKeys).To(HaveLen(1), "nor forgets the keys to revoke")
@@ -33,14 +34,14 @@ func TestComputeAccessStatus(t *testing.T) {
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Reconciling)).To(BeTrue())
 
 	st = computeAccessStatus(a, synced(accessResult{summary: granted, issued: &issuedKey{accessKeyID: keyV2, secretKey: "x"},
-		keysKnown: true, retiring: []storagev1.RetiringKey{storagetest.Retiring(keyV1, syncNow)}}))
+		keysKnown: true, retiring: []storagev1.RetiringKey{storagetest.Retiring(keyV1, syncNow)}}), outcome.Outcome{})
 	g.Expect(st.AccessKeyID).To(Equal(keyV2))
 	g.Expect(st.KeyVersion).To(Equal(int32(2)))
 	g.Expect(stores.KeyIDs(st.RetiringKeys)).To(Equal([]string{keyV1}))
 	g.Expect(st.StoreName).To(Equal("s"))
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Ready)).To(BeTrue())
 
-	st = computeAccessStatus(a, synced(accessResult{summary: granted, keysKnown: true}))
+	st = computeAccessStatus(a, synced(accessResult{summary: granted, keysKnown: true}), outcome.Outcome{})
 	g.Expect(st.RetiringKeys).To(BeEmpty(), "revoked keys leave the record")
 }
 
@@ -54,14 +55,14 @@ func TestComputeAccessStatusBeyondSync(t *testing.T) {
 		Status: storagev1.BucketAccessStatus{AccessKeyID: keyV1, KeyVersion: 1}}
 	issuing := conditions.Summary{Progress: conditions.Working, Reason: ReasonIssuing, Message: "issuing"}
 
-	g.Expect(computeAccessStatus(a, &accessObservation{})).To(Equal(a.Status), "nothing observed, nothing changed")
+	g.Expect(computeAccessStatus(a, &accessObservation{}, outcome.Outcome{})).To(Equal(a.Status), "nothing observed, nothing changed")
 
-	st := computeAccessStatus(a, &accessObservation{target: &accessTarget{store: "s", bucket: testBucket}, synced: &accessResult{summary: issuing}})
+	st := computeAccessStatus(a, &accessObservation{target: &accessTarget{store: "s", bucket: testBucket}, synced: &accessResult{summary: issuing}}, outcome.Outcome{})
 	g.Expect([]string{st.StoreName, st.BucketName}).To(Equal([]string{"s", testBucket}))
 	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(ReasonIssuing))
 
 	failed := errors.New("applying Secret s: etcdserver: request timed out")
-	st = computeAccessStatus(a, &accessObservation{Outcome: stores.Outcome{Failed: failed}, synced: &accessResult{}})
+	st = computeAccessStatus(a, &accessObservation{synced: &accessResult{}}, outcome.Of(failed))
 	g.Expect(st.AccessKeyID).To(Equal(keyV1))
 	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(conditions.ReasonReconcileError))
 	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Message).To(Equal(failed.Error()))
@@ -69,7 +70,7 @@ func TestComputeAccessStatusBeyondSync(t *testing.T) {
 	g.Expect(st.ObservedGeneration).To(Equal(int64(2)))
 
 	revoking := conditions.Summary{Progress: conditions.Working, Reason: ReasonRevoking, Message: "store down"}
-	st = computeAccessStatus(a, &accessObservation{waits: &revoking})
+	st = computeAccessStatus(a, &accessObservation{waits: &revoking}, outcome.Outcome{})
 	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(ReasonRevoking))
 	g.Expect(st.AccessKeyID).To(Equal(keyV1))
 }

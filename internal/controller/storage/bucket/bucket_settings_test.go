@@ -8,6 +8,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
@@ -286,7 +287,7 @@ func TestSettingsStatus(t *testing.T) {
 	b.Spec.Versioning = storagev1.VersioningEnabled
 	notSupported := settingsResult{declared: []string{settingLifecycle}, problems: []settingProblem{{setting: settingLifecycle, reason: ReasonSettingNotSupported, blocked: true, message: "lifecycle: no"}}}
 	res := checkResult{summary: notSupported.summary(), claim: storagev1.BucketClaimed, settings: &notSupported}
-	st := computeBucketStatus(b, checked(res))
+	st := computeBucketStatus(b, checked(res), outcome.Outcome{})
 	c := conditions.Get(st.Conditions, conditions.SettingsApplied)
 	g.Expect(c).NotTo(BeNil())
 	g.Expect(c.Reason).To(Equal(ReasonSettingNotSupported))
@@ -295,13 +296,13 @@ func TestSettingsStatus(t *testing.T) {
 	// The store goes down: the check stops before the settings; what is known stays.
 	b.Status = st
 	down := checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "down"}}
-	st = computeBucketStatus(b, checked(down))
+	st = computeBucketStatus(b, checked(down), outcome.Outcome{})
 	g.Expect(conditions.Get(st.Conditions, conditions.SettingsApplied).Reason).To(Equal(ReasonSettingNotSupported))
 
 	// The settings leave the spec: so does the condition.
 	b.Status = st
 	b.Spec.Versioning = ""
-	st = computeBucketStatus(b, checked(checkResult{summary: healthy(testBucket, "store-a")}))
+	st = computeBucketStatus(b, checked(checkResult{summary: healthy(testBucket, "store-a")}), outcome.Outcome{})
 	g.Expect(conditions.Get(st.Conditions, conditions.SettingsApplied)).To(BeNil())
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Ready)).To(BeTrue())
 }

@@ -9,6 +9,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
@@ -59,7 +60,7 @@ func TestKStatusReadsEveryStatus(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			b := statusBucket(2, storagev1.StorageBucketStatus{})
-			b.Status = computeBucketStatus(b, checked(tc.res))
+			b.Status = computeBucketStatus(b, checked(tc.res), outcome.Outcome{})
 			if tc.deleting {
 				b.DeletionTimestamp = &now
 			}

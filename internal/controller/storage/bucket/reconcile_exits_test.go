@@ -306,6 +306,11 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 				StatusWrites: 1, Events: []string{"Warning StoreUnreachable"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) { g.Expect(f.StoreChecked()).To(BeTrue()) },
 		},
+		"the status write conflicts: again at once, no error, nothing written": {
+			bucket: storagetest.ClaimedBucket(), world: []client.Object{storagetest.ReadyStore(false)},
+			setup: func(f *fixture) { checkNow(f); f.API.Fail(testenv.Status, "StorageBucket", storagetest.ErrConflict) },
+			want:  storagetest.Exit{Err: apierr.Conflict, Ready: ReasonHealthy},
+		},
 		"the intent cannot be written: nothing created": {
 			bucket: storagetest.Bucket(), world: []client.Object{storagetest.ReadyStore(true)},
 			setup: func(f *fixture) { f.API.Fail(testenv.Status, "StorageBucket", storagetest.ErrUnavailable) },

@@ -10,6 +10,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
@@ -77,7 +78,7 @@ func TestComputeBucketStatus(t *testing.T) {
 			b := statusBucket(4, tt.prior)
 			before := b.DeepCopy()
 
-			st := computeBucketStatus(b, checked(tt.res))
+			st := computeBucketStatus(b, checked(tt.res), outcome.Outcome{})
 
 			g.Expect(b).To(Equal(before), "the bucket itself is not modified")
 			g.Expect(st.ObservedGeneration).To(Equal(int64(4)))
@@ -112,7 +113,7 @@ func TestRecordedBucketNameIsKept(t *testing.T) {
 	b := statusBucket(1, storagev1.StorageBucketStatus{BucketName: "team-assets-0123456789", Claim: storagev1.BucketClaimed})
 	b.Namespace = "team-a"
 	g.Expect(stores.BucketName(b)).To(Equal("team-assets-0123456789"))
-	st := computeBucketStatus(b, checked(checkResult{summary: healthy("team-assets-0123456789", "store-a")}))
+	st := computeBucketStatus(b, checked(checkResult{summary: healthy("team-assets-0123456789", "store-a")}), outcome.Outcome{})
 	g.Expect(st.BucketName).To(Equal("team-assets-0123456789"))
 	g.Expect(st.Claim).To(Equal(storagev1.BucketClaimed))
 
@@ -139,6 +140,7 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 	tests := map[string]struct {
 		prior storagev1.StorageBucketStatus
 		obs   *bucketObservation
+		out   outcome.Outcome
 		// wantReason is Ready's reason, alsoTrue the condition besides it
 		// that is True; unchanged: the prior status comes back as it was.
 		wantReason, alsoTrue string
@@ -147,11 +149,11 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 	}{
 		"no check due: untouched": {prior: wasReady, obs: &bucketObservation{}, unchanged: true},
 		"an error before any check: ReconcileError, the claim kept": {
-			prior: wasReady, obs: &bucketObservation{Outcome: stores.Outcome{Failed: errAPI}},
+			prior: wasReady, obs: &bucketObservation{}, out: outcome.Of(errAPI),
 			wantReason: conditions.ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
 		},
 		"an error after a check: what it found is recorded": {
-			obs:        &bucketObservation{Outcome: stores.Outcome{Failed: errAPI}, checked: &created},
+			obs: &bucketObservation{checked: &created}, out: outcome.Of(errAPI),
 			wantReason: conditions.ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
 		},
 		"a deletion waiting for its accesses": {
@@ -164,7 +166,7 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 			g := NewWithT(t)
 			b := statusBucket(4, *tt.prior.DeepCopy())
 
-			st := computeBucketStatus(b, tt.obs)
+			st := computeBucketStatus(b, tt.obs, tt.out)
 
 			if tt.unchanged {
 				g.Expect(st).To(Equal(tt.prior))
@@ -177,7 +179,7 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(ready.Reason).To(Equal(tt.wantReason))
 			g.Expect(conditions.IsTrue(st.Conditions, tt.alsoTrue)).To(BeTrue(), tt.alsoTrue)
-			if tt.obs.Failed != nil {
+			if tt.out.Err() != nil {
 				g.Expect(ready.Message).To(Equal(errAPI.Error()))
 			}
 		})
@@ -197,11 +199,11 @@ func TestComputeBucketStatusIsIdempotent(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			b := statusBucket(3, storagev1.StorageBucketStatus{})
-			first := computeBucketStatus(b, checked(res))
+			first := computeBucketStatus(b, checked(res), outcome.Outcome{})
 			b.Status = first
 
 			time.Sleep(2 * time.Millisecond) // a churning transition time would differ
-			second := computeBucketStatus(b, checked(res))
+			second := computeBucketStatus(b, checked(res), outcome.Outcome{})
 
 			g.Expect(second).To(Equal(first))
 		})

@@ -28,9 +28,9 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
-	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
@@ -227,7 +227,7 @@ func interval(b *storagev1.StorageBucket) time.Duration {
 
 // bucketObservation is what one reconcile of a StorageBucket saw.
 type bucketObservation struct {
-	stores.Outcome
+	stores.Observed
 	// checked is what a check of the bucket found, or, while the bucket is
 	// being created, the intent to create it; nil when no check ran (none
 	// was due, or the reconcile failed first).
@@ -238,18 +238,25 @@ type bucketObservation struct {
 
 // Reconcile ensures one bucket exists and is ours, and checks its health
 // when a check is due or the bucket is not settled.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
-	defer apierr.RequeueConflict(bucketController, &result, &err)
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.reconcile(ctx, req).Result(bucketController)
+}
+
+// reconcile is the shape every kind shares (docs/architecture.md, "One
+// reconcile"): the read, the deletion or the finalizer, the check when one
+// is due, then one deferred status write computed from what it observed
+// and how it ended.
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (out outcome.Outcome) {
 	b := &storagev1.StorageBucket{}
 	found, err := r.status.Get(ctx, req.NamespacedName, b)
 	if err != nil {
-		return ctrl.Result{}, err // a read that failed is no deletion
+		return outcome.Of(err) // a read that failed is no deletion
 	}
 	if !found {
 		r.schedule.Forget(req.NamespacedName)
 		r.guards.forget(req.NamespacedName)
 		forgetBucketMetrics(req.NamespacedName)
-		return ctrl.Result{}, nil
+		return outcome.Outcome{}
 	}
 	if b.DeletionTimestamp.IsZero() && operate.IsSuspended(b.Spec.Suspend) {
 		// No check is due while suspended: none is scheduled.
@@ -260,16 +267,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		next.ObservedGeneration = b.Generation
 		operate.Suspend(&next.Conditions, b.Generation)
 		_, err := r.status.Patch(ctx, b, next)
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	obs := &bucketObservation{}
-	defer stores.Finish(ctx, r.status, r.recorder, b, &obs.Outcome, &result, &err,
-		func() storagev1.StorageBucketStatus { return computeBucketStatus(b, obs) })
+	defer func() {
+		out = stores.Finish(ctx, r.status, r.recorder, b, &obs.Observed, out,
+			func(o outcome.Outcome) storagev1.StorageBucketStatus { return computeBucketStatus(b, obs, o) })
+	}()
 	if !b.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, b, obs)
 	}
 	if _, err := finalizer.Ensure(ctx, r.client, b, stores.BucketFinalizer); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 
 	key, uid, every := req.NamespacedName, string(b.UID), interval(b)
@@ -283,13 +292,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		// a store that changed state is what they wait for; and so are all
 		// of a store whose public-access fields changed.) Nothing was
 		// observed, so nothing is written.
-		return ctrl.Result{RequeueAfter: wait}, nil
+		return outcome.RequeueAfter(wait)
 	}
 
 	start := time.Now()
 	res, err := r.check(ctx, b, obs)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	obs.checked = &res
 	r.schedule.Checked(key, uid, every)
@@ -316,11 +325,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		obs.Did(corev1.EventTypeNormal, "BucketSettingsApplied", "Apply", "set %s of bucket %s", strings.Join(res.settings.changed, ", "), stores.BucketName(b))
 		if slices.Contains(res.settings.changed, settingPolicy) {
 			if err := r.recheckAccesses(ctx, b); err != nil {
-				return ctrl.Result{}, err
+				return outcome.Of(err)
 			}
 		}
 	}
-	return ctrl.Result{RequeueAfter: r.schedule.Wait(key, uid, every)}, nil
+	return outcome.RequeueAfter(r.schedule.Wait(key, uid, every))
 }
 
 // check finds out whether the bucket exists, is ours and is healthy. Store
@@ -468,7 +477,7 @@ func (r *Reconciler) publicAccessChanged(ctx context.Context, b *storagev1.Stora
 func (r *Reconciler) recordCreating(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation, bucket, store string) error {
 	obs.checked = &checkResult{claim: storagev1.BucketCreating, summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonCreating,
 		Message: fmt.Sprintf("creating bucket %s in %s", bucket, store)}}
-	if _, err := r.status.Patch(ctx, b, computeBucketStatus(b, obs)); err != nil {
+	if _, err := r.status.Patch(ctx, b, computeBucketStatus(b, obs, outcome.Outcome{})); err != nil {
 		obs.checked = nil // not on record: nothing is created
 		return err
 	}
@@ -533,39 +542,39 @@ func claims(b *storagev1.StorageBucket, bucket string) bool {
 // finalize applies the deletion policy. Retain: the bucket stays. Delete: an
 // empty bucket we own is deleted; a non-empty one, or a store that cannot be
 // reached, holds the deletion with the reason in status.
-func (r *Reconciler) finalize(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation) (ctrl.Result, error) {
+func (r *Reconciler) finalize(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation) outcome.Outcome {
 	wait, err := r.accessesRemain(ctx, b)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	if wait != nil {
 		obs.waits = wait
 		// The deletion of each BucketAccess is an event; this is the safety net.
-		return setup.RequeueAfter(setup.ForeignChildRetry), nil
+		return outcome.RequeueAfter(setup.Jitter(setup.ForeignChildRetry))
 	}
 	if b.Spec.DeletionPolicy == storagev1.DeletionDelete {
 		res, err := r.deleteBucket(ctx, b)
 		if err != nil {
-			return ctrl.Result{}, err
+			return outcome.Of(err)
 		}
 		if !res.done {
 			obs.waits = &res.summary
-			return setup.RequeueAfter(res.retry), nil
+			return outcome.RequeueAfter(setup.Jitter(res.retry))
 		}
 		if res.deleted {
 			log.FromContext(ctx).Info("bucket deleted", "bucket", stores.BucketName(b))
 			obs.Did(corev1.EventTypeNormal, "BucketDeleted", "Delete", "deleted empty bucket %s (deletionPolicy: Delete)", stores.BucketName(b))
 		}
 	} else if err := r.markRetained(ctx, b, obs); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	if err := finalizer.Remove(ctx, r.client, b, stores.BucketFinalizer); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	obs.Released = true
 	r.schedule.Forget(client.ObjectKeyFromObject(b))
 	forgetBucketMetrics(client.ObjectKeyFromObject(b))
-	return ctrl.Result{}, nil
+	return outcome.Outcome{}
 }
 
 // markRetained makes sure a bucket kept by deletionPolicy Retain carries

@@ -25,6 +25,7 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 	"github.com/trellis-dev/trellis/internal/testenv"
@@ -67,9 +68,9 @@ var (
 var (
 	// StoreDown is what a store that did not answer reads.
 	StoreDown = conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "no answer"}
-	// APIError is what a reconcile that ended with an API error records
-	// (stores.Outcome.Summary).
-	APIError = *(&stores.Outcome{Failed: errors.New("etcdserver: request timed out")}).Summary(nil)
+	// APIError is what a reconcile that ended with an API error says
+	// (outcome.Summary).
+	APIError, _ = outcome.Of(errors.New("etcdserver: request timed out")).Summary()
 )
 
 // NewFake is the rows' API server holding objs, with the storage kinds'
