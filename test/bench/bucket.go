@@ -16,7 +16,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
-	"github.com/trellis-dev/trellis/internal/controller/storage"
+	"github.com/trellis-dev/trellis/internal/controller/storage/bucket"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -205,7 +205,7 @@ func (b *bench) floorBucket(ctx context.Context, store s3.Client, i int) error {
 	}
 	base := sb.DeepCopy()
 	sb.Status = storagev1.StorageBucketStatus{ObservedGeneration: sb.Generation, BucketName: name, Claim: storagev1.BucketClaimed}
-	conditions.Summarize(&sb.Status.Conditions, sb.Generation, conditions.Summary{Progress: conditions.Done, Reason: storage.ReasonHealthy,
+	conditions.Summarize(&sb.Status.Conditions, sb.Generation, conditions.Summary{Progress: conditions.Done, Reason: bucket.ReasonHealthy,
 		Message: fmt.Sprintf("bucket %s exists in %s and is healthy", name, sb.Spec.StoreRef.Name)})
 	return b.floor.Status().Patch(ctx, sb, client.MergeFrom(base))
 }

@@ -10,8 +10,7 @@
 //     policy or a quota can change without an event).
 //   - Conflict: the object changed since it was read. The reconcile writes
 //     no status about it and is run again at once, with no error
-//     (outcome.Result, or RequeueConflict in a reconcile that defers it):
-//     two writers meeting is no failure.
+//     (outcome.Result): two writers meeting is no failure.
 //   - Transient: anything else (a timeout, an API server that did not
 //     answer, a cache read that failed). The reconcile returns it, the work
 //     queue backs off, and the status says Reconciling, ReconcileError.

@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 var (
@@ -66,50 +63,4 @@ func TestMessage(t *testing.T) {
 	g.Expect(Message(fmt.Errorf("applying Secret s: %w", quota))).To(Equal(`secrets "s" is forbidden: exceeded quota: count/secrets`),
 		"the API server's own words, without the reconcile's context")
 	g.Expect(Message(errors.New("plain"))).To(Equal("plain"))
-}
-
-func TestRequeueConflict(t *testing.T) {
-	const controller = "test-requeue-conflict"
-	earlier := ctrl.Result{RequeueAfter: time.Hour}
-	cases := map[string]struct {
-		err     error
-		wantErr error // nil: none, and a requeue after about ConflictRetry
-		counted bool
-	}{
-		"a conflict":                          {err: conflict, counted: true},
-		"a conflict, wrapped":                 {err: fmt.Errorf("updating ConfigMap c: %w", conflict), counted: true},
-		"conflicts joined":                    {err: errors.Join(conflict, fmt.Errorf("status: %w", conflict)), counted: true},
-		"a conflict joined to nil":            {err: errors.Join(nil, conflict), counted: true},
-		"a conflict beside a transient error": {err: errors.Join(conflict, unavailable), wantErr: errors.Join(conflict, unavailable)},
-		"a conflict beside a refusal":         {err: errors.Join(invalid, conflict), wantErr: errors.Join(invalid, conflict)},
-		"a transient error":                   {err: unavailable, wantErr: unavailable},
-		"a refusal":                           {err: quota, wantErr: quota},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			before := testutil.ToFloat64(conflicts.WithLabelValues(controller))
-			result, err := earlier, tc.err
-			RequeueConflict(controller, &result, &err)
-			counted := testutil.ToFloat64(conflicts.WithLabelValues(controller)) - before
-			if tc.counted {
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(result.RequeueAfter).To(BeNumerically("~", ConflictRetry, ConflictRetry/10))
-				g.Expect(counted).To(Equal(1.0))
-				return
-			}
-			g.Expect(err).To(MatchError(tc.wantErr.Error()), "left as it is")
-			g.Expect(result).To(Equal(earlier), "left as it is")
-			g.Expect(counted).To(BeZero())
-		})
-	}
-	t.Run("no error", func(t *testing.T) {
-		g := NewWithT(t)
-		before := testutil.ToFloat64(conflicts.WithLabelValues(controller))
-		result, err := earlier, error(nil)
-		RequeueConflict(controller, &result, &err)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(result).To(Equal(earlier))
-		g.Expect(testutil.ToFloat64(conflicts.WithLabelValues(controller)) - before).To(BeZero())
-	})
 }

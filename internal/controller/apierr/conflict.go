@@ -25,25 +25,14 @@ func init() {
 // the next attempt must build on. An event about that write runs it sooner.
 const ConflictRetry = 100 * time.Millisecond
 
-// RequeueConflict turns an error of class Conflict (a conflict, wrapped or
-// joined to nothing but conflicts) into a requeue after ConflictRetry with no
-// error, and counts it in trellis_reconcile_conflicts_total{controller}. A
-// Reconcile defers it first thing, with its named results. A conflict is the
-// ordinary outcome of two writers, not a failure: returned as an error it
-// would be logged as "Reconciler error" and counted in
-// controller_runtime_reconcile_errors_total, which the TrellisReconcileErrors
-// alert reads. Any other error is left as it is. controller is the name the
-// controller is registered under, so both metrics carry the same label.
-func RequeueConflict(controller string, result *ctrl.Result, err *error) {
-	if Classify(*err) != Conflict {
-		return
-	}
-	*result, *err = CountConflict(controller), nil
-}
-
 // CountConflict counts a reconcile of controller that ended in a conflict
-// and returns its requeue, after about ConflictRetry. RequeueConflict and
-// outcome.Result both end a conflict with it.
+// and returns its requeue, after about ConflictRetry: outcome.Result ends
+// every conflict with it. A conflict is the ordinary outcome of two
+// writers, not a failure: returned as an error it would be logged as
+// "Reconciler error" and counted in
+// controller_runtime_reconcile_errors_total, which the
+// TrellisReconcileErrors alert reads. controller is the name the
+// controller is registered under, so both metrics carry the same label.
 func CountConflict(controller string) ctrl.Result {
 	conflicts.WithLabelValues(controller).Inc()
 	return ctrl.Result{RequeueAfter: jitter.Duration(ConflictRetry, 0.1)}

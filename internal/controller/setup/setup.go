@@ -190,11 +190,6 @@ func (o Options) ControllerOptions() controller.Options {
 // what Trellis labelled), so its removal is no event.
 const ForeignChildRetry = 2 * time.Minute
 
-// RequeueAfter asks for another reconcile in about d (Jitter).
-func RequeueAfter(d time.Duration) ctrl.Result {
-	return ctrl.Result{RequeueAfter: Jitter(d)}
-}
-
 // Jitter is d ±10%, so that objects that were handled together do not all
 // come back in the same instant.
 func Jitter(d time.Duration) time.Duration {

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	bucketaccess "github.com/trellis-dev/trellis/internal/controller/storage/access"
+	storagebucket "github.com/trellis-dev/trellis/internal/controller/storage/bucket"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
@@ -35,10 +37,10 @@ func TestARecreatedAccessKeepsNoKeyOfTheOldOne(t *testing.T) {
 	ns := newNamespace(t)
 	editor := editorOf(t, "dev-"+ns, ns)
 	g.Expect(editor.Create(ctx, newBucket(ns, "data", store))).To(Succeed())
-	eventuallyReason(g, ns, "data", ReasonHealthy)
+	eventuallyReason(g, ns, "data", storagebucket.ReasonHealthy)
 	bucket := ns + "-data"
 	g.Expect(editor.Create(ctx, newAccess(ns, "app", "data", "app-1", storagev1.AccessReadWrite))).To(Succeed())
-	old := eventuallyAccessReason(g, ns, "app", ReasonGranted)
+	old := eventuallyAccessReason(g, ns, "app", bucketaccess.ReasonGranted)
 	oldKey := credsOf(g, ns, "app-1")
 	g.Expect(oldKey.put(g, bucket, "before.txt")).To(Succeed())
 
@@ -51,7 +53,7 @@ func TestARecreatedAccessKeepsNoKeyOfTheOldOne(t *testing.T) {
 	// The old Secret stays (envtest runs no garbage collector), so the new
 	// access names another.
 	g.Expect(editor.Create(ctx, newAccess(ns, "app", "data", "app-2", storagev1.AccessReadWrite))).To(Succeed())
-	recreated := eventuallyAccessReason(g, ns, "app", ReasonGranted)
+	recreated := eventuallyAccessReason(g, ns, "app", bucketaccess.ReasonGranted)
 	g.Expect(recreated.UID).NotTo(Equal(old.UID))
 	newKey := credsOf(g, ns, "app-2")
 	release()
@@ -118,7 +120,7 @@ func TestStoreAnswersPublishNoKey(t *testing.T) {
 	g.Expect(k8s.Create(ctx, store)).To(Succeed())
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "data", store.Name))).To(Succeed())
-	eventuallyReason(g, ns, "data", ReasonHealthy)
+	eventuallyReason(g, ns, "data", storagebucket.ReasonHealthy)
 	g.Expect(k8s.Create(ctx, newAccess(ns, "app", "data", "app-creds", storagev1.AccessReadOnly))).To(Succeed())
 
 	var secrets []string

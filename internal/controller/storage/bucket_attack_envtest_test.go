@@ -18,6 +18,8 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	bucketaccess "github.com/trellis-dev/trellis/internal/controller/storage/access"
+	storagebucket "github.com/trellis-dev/trellis/internal/controller/storage/bucket"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -86,14 +88,14 @@ func TestPublicPolicyIsRefusedWhereBlocked(t *testing.T) {
 	c := direct(g)
 
 	g.Expect(editor.Create(ctx, newBucket(ns, "site", store))).To(Succeed())
-	eventuallyReason(g, ns, "site", ReasonHealthy)
+	eventuallyReason(g, ns, "site", storagebucket.ReasonHealthy)
 	g.Expect(editor.Create(ctx, newAccess(ns, "app", "site", "site-creds", storagev1.AccessReadOnly))).To(Succeed())
-	key := eventuallyAccessReason(g, ns, "app", ReasonGranted).Status.AccessKeyID
+	key := eventuallyAccessReason(g, ns, "app", bucketaccess.ReasonGranted).Status.AccessKeyID
 	putObject(g, bucket, "pub/index.html")
 
 	// The namespace's own key: applied.
 	setPolicy(g, editor, ns, "site", readPolicy(bucket, `{"AWS":["`+key+`"]}`))
-	eventuallyObservedReason(g, ns, "site", ReasonHealthy)
+	eventuallyObservedReason(g, ns, "site", storagebucket.ReasonHealthy)
 	before, err := c.Policy(ctx, bucket)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(before).To(ContainSubstring(`"Sid":"Read"`))
@@ -101,17 +103,17 @@ func TestPublicPolicyIsRefusedWhereBlocked(t *testing.T) {
 	// Everyone, in each spelling: refused, nothing sent.
 	for _, principal := range []string{`"*"`, `{"AWS":"*"}`, `{"AWS":["` + key + `","*"]}`} {
 		setPolicy(g, editor, ns, "site", readPolicy(bucket, principal))
-		got := eventuallyObservedReason(g, ns, "site", ReasonPolicyRefused)
+		got := eventuallyObservedReason(g, ns, "site", storagebucket.ReasonPolicyRefused)
 		g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Stalled)).To(BeTrue())
 		g.Expect(readyMessage(got)).To(ContainSubstring(`Principal "*" is everyone`))
 		g.Expect(readyMessage(got)).To(ContainSubstring("publicAccess: Blocked"))
-		g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.SettingsApplied).Reason).To(Equal(ReasonPolicyRefused))
+		g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.SettingsApplied).Reason).To(Equal(storagebucket.ReasonPolicyRefused))
 		p, err := c.Policy(ctx, bucket)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(p).To(Equal(before), "the policy in the store is the previous one")
 		g.Expect(anonymousGet(g, bucket)).To(Equal(http.StatusForbidden), "still not public")
 	}
-	g.Eventually(func(g Gomega) { g.Expect(eventReasons(g, ns)).To(ContainElement(ReasonPolicyRefused)) }, timeout, poll).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(eventReasons(g, ns)).To(ContainElement(storagebucket.ReasonPolicyRefused)) }, timeout, poll).Should(Succeed())
 	_, err = credsOf(g, ns, "site-creds").get(g, bucket, "pub/index.html")
 	g.Expect(err).NotTo(HaveOccurred(), "the key still reads")
 
@@ -132,10 +134,10 @@ func TestPublicPolicyIsRefusedWhereBlocked(t *testing.T) {
 		b.Spec.Policy = readPolicy(n+"-www", `"*"`)
 		g.Expect(k8s.Create(ctx, b)).To(Succeed())
 	}
-	eventuallyReason(g, opted, "www", ReasonHealthy)
+	eventuallyReason(g, opted, "www", storagebucket.ReasonHealthy)
 	putObject(g, opted+"-www", "pub/index.html")
 	g.Expect(anonymousGet(g, opted+"-www")).To(Equal(http.StatusOK), "public where the store allows it")
-	got := eventuallyReason(g, ns, "www", ReasonPolicyRefused)
+	got := eventuallyReason(g, ns, "www", storagebucket.ReasonPolicyRefused)
 	g.Expect(readyMessage(got)).To(ContainSubstring("publicAccessNamespaceSelector selects, not " + ns))
 	putObject(g, ns+"-www", "pub/index.html")
 	g.Expect(anonymousGet(g, ns+"-www")).To(Equal(http.StatusForbidden))
@@ -158,14 +160,14 @@ func TestPolicyNamingAnotherNamespacesKeyIsRefused(t *testing.T) {
 	bob := editorOf(t, "bob-"+teamB, teamB)
 
 	g.Expect(k8s.Create(ctx, newBucket(teamA, "data", store))).To(Succeed())
-	eventuallyReason(g, teamA, "data", ReasonHealthy)
+	eventuallyReason(g, teamA, "data", storagebucket.ReasonHealthy)
 	g.Expect(k8s.Create(ctx, newAccess(teamA, "app", "data", "data-creds", storagev1.AccessReadOnly))).To(Succeed())
-	theirKey := eventuallyAccessReason(g, teamA, "app", ReasonGranted).Status.AccessKeyID
+	theirKey := eventuallyAccessReason(g, teamA, "app", bucketaccess.ReasonGranted).Status.AccessKeyID
 
 	b := newBucket(teamB, "leak", store)
 	b.Spec.Policy = readPolicy(teamB+"-leak", `{"AWS":"`+theirKey+`"}`)
 	g.Expect(bob.Create(ctx, b)).To(Succeed())
-	got := eventuallyReason(g, teamB, "leak", ReasonPolicyRefused)
+	got := eventuallyReason(g, teamB, "leak", storagebucket.ReasonPolicyRefused)
 	g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Stalled)).To(BeTrue())
 	g.Expect(readyMessage(got)).To(ContainSubstring(fmt.Sprintf("principal %q is not a key of this namespace's BucketAccesses", theirKey)))
 	g.Expect(got.Status.Claim).To(Equal(storagev1.BucketClaimed), "the bucket itself is made")
@@ -201,13 +203,13 @@ func TestCollidingDerivedNamesStayApart(t *testing.T) {
 	squat := newBucket(acme, "squat", store)
 	squat.Spec.BucketName = theirs
 	g.Expect(alice.Create(ctx, squat)).To(Succeed())
-	got := eventuallyReason(g, acme, "squat", ReasonBucketNameNotAllowed)
+	got := eventuallyReason(g, acme, "squat", storagebucket.ReasonBucketNameNotAllowed)
 	g.Expect(got.Status.Claim).To(BeEmpty())
 
 	g.Expect(alice.Create(ctx, newBucket(acme, "dev-data", store))).To(Succeed())
 	g.Expect(k8s.Create(ctx, newBucket(acmeDev, "data", store))).To(Succeed())
-	mine := eventuallyReason(g, acme, "dev-data", ReasonHealthy)
-	other := eventuallyReason(g, acmeDev, "data", ReasonHealthy)
+	mine := eventuallyReason(g, acme, "dev-data", storagebucket.ReasonHealthy)
+	other := eventuallyReason(g, acmeDev, "data", storagebucket.ReasonHealthy)
 	g.Expect(mine.Status.BucketName).To(Equal(acme + "-dev-data"))
 	g.Expect(other.Status.BucketName).To(Equal(theirs))
 	c := direct(g)
@@ -237,16 +239,16 @@ func TestRetainedBucketSaysWhoseItIs(t *testing.T) {
 	first := newBucket(teamA, "data", store)
 	first.Spec.BucketName = kept
 	g.Expect(k8s.Create(ctx, first)).To(Succeed())
-	first = eventuallyReason(g, teamA, "data", ReasonHealthy)
+	first = eventuallyReason(g, teamA, "data", storagebucket.ReasonHealthy)
 	// A BucketAccess holds the deletion, so the middle state can be seen.
 	g.Expect(k8s.Create(ctx, newAccess(teamA, "hold", "data", "hold-creds", storagev1.AccessReadOnly))).To(Succeed())
-	eventuallyAccessReason(g, teamA, "hold", ReasonGranted)
+	eventuallyAccessReason(g, teamA, "hold", bucketaccess.ReasonGranted)
 
 	later := newBucket(teamB, "later", store)
 	later.Spec.BucketName = kept
 	later.Spec.AdoptExisting = ptr.To(true)
 	g.Expect(k8s.Create(ctx, later)).To(Succeed())
-	got := eventuallyReason(g, teamB, "later", ReasonConflict)
+	got := eventuallyReason(g, teamB, "later", storagebucket.ReasonConflict)
 	g.Expect(readyMessage(got)).To(Equal(fmt.Sprintf("bucket %s is claimed by StorageBucket %s/data", kept, teamA)))
 
 	g.Expect(k8s.Delete(ctx, first)).To(Succeed())
@@ -262,7 +264,7 @@ func TestRetainedBucketSaysWhoseItIs(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		b := getBucket(g, teamB, "later")
 		c := meta.FindStatusCondition(b.Status.Conditions, conditions.Ready)
-		g.Expect(c.Reason).To(Equal(ReasonAdoptionNotAllowed))
+		g.Expect(c.Reason).To(Equal(storagebucket.ReasonAdoptionNotAllowed))
 		g.Expect(c.Message).NotTo(ContainSubstring("is claimed by StorageBucket"), "that StorageBucket is gone")
 		for _, want := range []string{
 			"No StorageBucket claims it: it was kept for namespace " + teamA + " after its StorageBucket was deleted (deletionPolicy: Retain",
@@ -283,7 +285,7 @@ func TestRetainedBucketSaysWhoseItIs(t *testing.T) {
 	got = getBucket(g, teamB, "later")
 	got.Spec.HealthCheck.IntervalSeconds = 11 // a spec change: checked now
 	g.Expect(k8s.Update(ctx, got)).To(Succeed())
-	got = eventuallyObservedReason(g, teamB, "later", ReasonHealthy)
+	got = eventuallyObservedReason(g, teamB, "later", storagebucket.ReasonHealthy)
 	owner, err = direct(g).Owner(ctx, kept)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(owner).To(Equal(s3.Owner{UID: string(got.UID), Namespace: teamB, NamespaceUID: teamBUID}))
@@ -315,21 +317,21 @@ func TestBlockingPublicAccessHoldsWhateverCameBefore(t *testing.T) {
 		// Checks far apart: what happens below is not a periodic check.
 		b.Spec.HealthCheck = &storagev1.HealthCheck{IntervalSeconds: 3600}
 		g.Expect(k8s.Create(ctx, b)).To(Succeed())
-		eventuallyReason(g, ns, name, ReasonHealthy)
+		eventuallyReason(g, ns, name, storagebucket.ReasonHealthy)
 		putObject(g, ns+"-"+name, "pub/index.html")
 		g.Expect(anonymousGet(g, ns+"-"+name)).To(Equal(http.StatusOK), "public while the store allows it")
 	}
 	g.Expect(k8s.Create(ctx, newAccess(ns, "app", "dropped", "dropped-creds", storagev1.AccessReadOnly))).To(Succeed())
-	eventuallyAccessReason(g, ns, "app", ReasonGranted)
+	eventuallyAccessReason(g, ns, "app", bucketaccess.ReasonGranted)
 	// Unset, spec.policy leaves the statements in the store as they are.
 	g.Expect(k8s.Patch(ctx, getBucket(g, ns, "dropped"), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"policy":null}}`)))).To(Succeed())
-	eventuallyObservedReason(g, ns, "dropped", ReasonHealthy)
+	eventuallyObservedReason(g, ns, "dropped", storagebucket.ReasonHealthy)
 	g.Expect(anonymousGet(g, ns+"-dropped")).To(Equal(http.StatusOK))
 
 	g.Expect(k8s.Patch(ctx, &storagev1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: store.Name}},
 		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"publicAccess":"Blocked"}}`)))).To(Succeed())
 
-	got := eventuallyReason(g, ns, "kept", ReasonPolicyRefused)
+	got := eventuallyReason(g, ns, "kept", storagebucket.ReasonPolicyRefused)
 	g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Stalled)).To(BeTrue())
 	g.Eventually(func(g Gomega) {
 		for _, name := range []string{"kept", "dropped"} {
@@ -344,9 +346,9 @@ func TestBlockingPublicAccessHoldsWhateverCameBefore(t *testing.T) {
 	_, err := credsOf(g, ns, "dropped-creds").get(g, ns+"-dropped", "pub/index.html")
 	g.Expect(err).NotTo(HaveOccurred(), "the BucketAccess's grant stays")
 	g.Eventually(func(g Gomega) {
-		g.Expect(eventReasons(g, ns)).To(ContainElement(ReasonPublicAccessRemoved))
+		g.Expect(eventReasons(g, ns)).To(ContainElement(storagebucket.ReasonPublicAccessRemoved))
 	}, timeout, poll).Should(Succeed())
-	eventuallyReason(g, ns, "dropped", ReasonHealthy)
+	eventuallyReason(g, ns, "dropped", storagebucket.ReasonHealthy)
 
 	deleteAccess(g, ns, "app")
 	for _, name := range []string{"kept", "dropped"} {

@@ -24,6 +24,8 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	bucketaccess "github.com/trellis-dev/trellis/internal/controller/storage/access"
+	storagebucket "github.com/trellis-dev/trellis/internal/controller/storage/bucket"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 	"github.com/trellis-dev/trellis/internal/testenv"
@@ -163,16 +165,16 @@ func TestBucketAccessGrantsExactlyOneBucket(t *testing.T) {
 	for _, name := range []string{"data", "other"} {
 		g.Expect(editor.Create(ctx, newBucket(ns, name, store))).To(Succeed())
 	}
-	eventuallyReason(g, ns, "data", ReasonHealthy)
-	eventuallyReason(g, ns, "other", ReasonHealthy)
+	eventuallyReason(g, ns, "data", storagebucket.ReasonHealthy)
+	eventuallyReason(g, ns, "other", storagebucket.ReasonHealthy)
 	data, other := ns+"-data", ns+"-other"
 	putAsRoot(g, data, "seed.txt")
 	putAsRoot(g, other, "seed.txt")
 
 	g.Expect(editor.Create(ctx, newAccess(ns, "reader", "data", "data-reader", storagev1.AccessReadOnly))).To(Succeed())
 	g.Expect(editor.Create(ctx, newAccess(ns, "writer", "data", "data-writer", storagev1.AccessReadWrite))).To(Succeed())
-	reader := eventuallyAccessReason(g, ns, "reader", ReasonGranted)
-	writer := eventuallyAccessReason(g, ns, "writer", ReasonGranted)
+	reader := eventuallyAccessReason(g, ns, "reader", bucketaccess.ReasonGranted)
+	writer := eventuallyAccessReason(g, ns, "writer", bucketaccess.ReasonGranted)
 	g.Expect(reader.Finalizers).To(ContainElement(stores.AccessFinalizer))
 	g.Expect(reader.Status.StoreName).To(Equal(store))
 	g.Expect(reader.Status.BucketName).To(Equal(data))
@@ -262,13 +264,13 @@ func TestKeyRotation(t *testing.T) {
 	store := ensureStore(g)
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "rot", store))).To(Succeed())
-	eventuallyReason(g, ns, "rot", ReasonHealthy)
+	eventuallyReason(g, ns, "rot", storagebucket.ReasonHealthy)
 	bucket := ns + "-rot"
 	a := newAccess(ns, "app", "rot", "rot-creds", storagev1.AccessReadWrite)
 	const grace = 15 * time.Second
 	a.Spec.RotationGracePeriodSeconds = ptr.To(int32(grace / time.Second))
 	g.Expect(k8s.Create(ctx, a)).To(Succeed())
-	a = eventuallyAccessReason(g, ns, "app", ReasonGranted)
+	a = eventuallyAccessReason(g, ns, "app", bucketaccess.ReasonGranted)
 	old := credsOf(g, ns, "rot-creds")
 	g.Expect(old.put(g, bucket, "v1.txt")).To(Succeed())
 
@@ -312,7 +314,7 @@ func TestKeyRotation(t *testing.T) {
 		g.Expect(again.accessKey).To(Equal(next.accessKey))
 	}, timeout, poll).Should(Succeed())
 	g.Expect(again.secretKey).NotTo(Equal(next.secretKey))
-	eventuallyAccessReason(g, ns, "app", ReasonGranted)
+	eventuallyAccessReason(g, ns, "app", bucketaccess.ReasonGranted)
 	_, err := again.get(g, bucket, "after.txt")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(httpStatus(again.put(g, bucket, "ro.txt"))).To(Equal(http.StatusForbidden), "now ReadOnly")
@@ -333,7 +335,7 @@ func TestBucketAccessThroughStoreFailures(t *testing.T) {
 	store := ensureStore(g)
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "flaky", store))).To(Succeed())
-	eventuallyReason(g, ns, "flaky", ReasonHealthy)
+	eventuallyReason(g, ns, "flaky", storagebucket.ReasonHealthy)
 	bucket := ns + "-flaky"
 
 	t.Run("down while created", func(t *testing.T) {
@@ -345,7 +347,7 @@ func TestBucketAccessThroughStoreFailures(t *testing.T) {
 			g.Expect(conditions.IsTrue(a.Status.Conditions, conditions.Reconciling)).To(BeTrue(), "%+v", a.Status.Conditions)
 		}, timeout, poll).Should(Succeed())
 		g.Expect(s3srv.Start()).To(Succeed())
-		a := eventuallyAccessReason(g, ns, "early", ReasonGranted)
+		a := eventuallyAccessReason(g, ns, "early", bucketaccess.ReasonGranted)
 		c := credsOf(g, ns, "early-creds")
 		g.Expect(c.put(g, bucket, "early.txt")).To(Succeed())
 		g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(Equal([]string{stores.AccessKeyID(uidOf(g, store), a.UID, 1)}))
@@ -357,7 +359,7 @@ func TestBucketAccessThroughStoreFailures(t *testing.T) {
 			return r.Method == http.MethodPut && r.URL.Query().Has("policy") && strings.Contains(r.URL.Path, bucket)
 		}, http.StatusServiceUnavailable, 1)
 		g.Expect(k8s.Create(ctx, newAccess(ns, "mid", "flaky", "mid-creds", storagev1.AccessReadOnly))).To(Succeed())
-		a := eventuallyAccessReason(g, ns, "mid", ReasonGranted)
+		a := eventuallyAccessReason(g, ns, "mid", bucketaccess.ReasonGranted)
 		c := credsOf(g, ns, "mid-creds")
 		_, err := c.get(g, bucket, "early.txt")
 		g.Expect(err).NotTo(HaveOccurred())
@@ -458,9 +460,9 @@ func TestBucketAccessHostileInput(t *testing.T) {
 		g := NewWithT(t)
 		theirs := newNamespace(t)
 		g.Expect(k8s.Create(ctx, newBucket(theirs, "shared", store))).To(Succeed())
-		eventuallyReason(g, theirs, "shared", ReasonHealthy)
+		eventuallyReason(g, theirs, "shared", storagebucket.ReasonHealthy)
 		g.Expect(editor.Create(ctx, newAccess(ns, "grab", "shared", "grab-creds", storagev1.AccessReadWrite))).To(Succeed())
-		a := eventuallyAccessReason(g, ns, "grab", ReasonBucketNotFound)
+		a := eventuallyAccessReason(g, ns, "grab", bucketaccess.ReasonBucketNotFound)
 		g.Expect(conditions.IsTrue(a.Status.Conditions, conditions.Stalled)).To(BeTrue())
 		g.Expect(meta.FindStatusCondition(a.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("does not exist in namespace " + ns))
 		g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty())
@@ -472,11 +474,11 @@ func TestBucketAccessHostileInput(t *testing.T) {
 	t.Run("a Secret that is not ours is never overwritten", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(k8s.Create(ctx, newBucket(ns, "mine", store))).To(Succeed())
-		eventuallyReason(g, ns, "mine", ReasonHealthy)
+		eventuallyReason(g, ns, "mine", storagebucket.ReasonHealthy)
 		taken := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"}, Data: map[string][]byte{"password": []byte("hunter2")}}
 		g.Expect(k8s.Create(ctx, taken)).To(Succeed())
 		g.Expect(editor.Create(ctx, newAccess(ns, "squat", "mine", "taken", storagev1.AccessReadWrite))).To(Succeed())
-		a := eventuallyAccessReason(g, ns, "squat", ReasonSecretConflict)
+		a := eventuallyAccessReason(g, ns, "squat", bucketaccess.ReasonSecretConflict)
 		g.Expect(conditions.IsTrue(a.Status.Conditions, conditions.Stalled)).To(BeTrue())
 		g.Expect(meta.FindStatusCondition(a.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("never adopts"))
 		s := secretOf(g, ns, "taken")
@@ -496,9 +498,9 @@ func TestBucketAccessHostileInput(t *testing.T) {
 		plain.Spec.Type = storagev1.StoreTypeS3
 		g.Expect(k8s.Create(ctx, plain)).To(Succeed())
 		g.Expect(k8s.Create(ctx, newBucket(ns, "plain", "plain-s3"))).To(Succeed())
-		eventuallyReason(g, ns, "plain", ReasonHealthy)
+		eventuallyReason(g, ns, "plain", storagebucket.ReasonHealthy)
 		g.Expect(editor.Create(ctx, newAccess(ns, "noacc", "plain", "noacc-creds", storagev1.AccessReadOnly))).To(Succeed())
-		a := eventuallyAccessReason(g, ns, "noacc", ReasonAccessNotSupported)
+		a := eventuallyAccessReason(g, ns, "noacc", bucketaccess.ReasonAccessNotSupported)
 		g.Expect(conditions.IsTrue(a.Status.Conditions, conditions.Stalled)).To(BeTrue())
 		g.Expect(meta.FindStatusCondition(a.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("this store type does not support managed access"))
 		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "noacc-creds"}, &corev1.Secret{}))).To(BeTrue())
@@ -521,9 +523,9 @@ func TestDeletionWaitsForAccesses(t *testing.T) {
 	b := newBucket(ns, "held", store)
 	b.Spec.DeletionPolicy = storagev1.DeletionDelete
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
-	eventuallyReason(g, ns, "held", ReasonHealthy)
+	eventuallyReason(g, ns, "held", storagebucket.ReasonHealthy)
 	g.Expect(k8s.Create(ctx, newAccess(ns, "user", "held", "held-creds", storagev1.AccessReadWrite))).To(Succeed())
-	eventuallyAccessReason(g, ns, "user", ReasonGranted)
+	eventuallyAccessReason(g, ns, "user", bucketaccess.ReasonGranted)
 	key := credsOf(g, ns, "held-creds")
 
 	g.Expect(k8s.Delete(ctx, b)).To(Succeed())
@@ -534,7 +536,7 @@ func TestDeletionWaitsForAccesses(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(exists).To(BeTrue())
 	g.Expect(key.put(g, ns+"-held", "still.txt")).To(Succeed(), "the access keeps working meanwhile")
-	a := eventuallyAccessReason(g, ns, "user", ReasonBucketDeleting)
+	a := eventuallyAccessReason(g, ns, "user", bucketaccess.ReasonBucketDeleting)
 	g.Expect(conditions.IsTrue(a.Status.Conditions, conditions.Stalled)).To(BeTrue())
 
 	// Remove the object so deletionPolicy Delete can finish, then the access.
@@ -554,9 +556,9 @@ func TestDeletionWaitsForAccesses(t *testing.T) {
 	b = newBucket(ns, "both", store)
 	b.Spec.DeletionPolicy = storagev1.DeletionDelete
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
-	eventuallyReason(g, ns, "both", ReasonHealthy)
+	eventuallyReason(g, ns, "both", storagebucket.ReasonHealthy)
 	g.Expect(k8s.Create(ctx, newAccess(ns, "both", "both", "both-creds", storagev1.AccessReadWrite))).To(Succeed())
-	a = eventuallyAccessReason(g, ns, "both", ReasonGranted)
+	a = eventuallyAccessReason(g, ns, "both", bucketaccess.ReasonGranted)
 	g.Expect(k8s.Delete(ctx, b)).To(Succeed())
 	g.Expect(k8s.Delete(ctx, a)).To(Succeed())
 	g.Eventually(func() bool {
@@ -578,9 +580,9 @@ func TestSettledAccessCostsNoWrites(t *testing.T) {
 	g.Expect(k8s.Create(ctx, quiet)).To(Succeed())
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "calm", "quiet-s3"))).To(Succeed())
-	eventuallyReason(g, ns, "calm", ReasonHealthy)
+	eventuallyReason(g, ns, "calm", storagebucket.ReasonHealthy)
 	g.Expect(k8s.Create(ctx, newAccess(ns, "calm", "calm", "calm-creds", storagev1.AccessReadWrite))).To(Succeed())
-	eventuallyAccessReason(g, ns, "calm", ReasonGranted)
+	eventuallyAccessReason(g, ns, "calm", bucketaccess.ReasonGranted)
 	time.Sleep(time.Second)
 	holdSweeps(t) // the sweep reads policies too: only the access's count here
 

@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"os"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -15,11 +14,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	storagebucket "github.com/trellis-dev/trellis/internal/controller/storage/bucket"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 	"github.com/trellis-dev/trellis/internal/s3"
@@ -30,39 +29,6 @@ import (
 // 10,000 objects, created, used, then deleted, and read the heap after a GC
 // before and after: it must come back to within testenv.HeapSlack. Each runs
 // in a test binary of its own, away from the suite's manager.
-
-func TestMemoryScheduleFollowsBuckets(t *testing.T) {
-	if !testenv.InOwnProcess(t) {
-		return
-	}
-	g := NewWithT(t)
-	clock := newTestClock()
-	s := newTestSchedule(clock)
-	names := testenv.MemoryNames("bucket")
-	keys := make([]types.NamespacedName, testenv.MemoryObjects)
-	for i, name := range names {
-		keys[i] = types.NamespacedName{Namespace: "team", Name: name}
-	}
-
-	start := testenv.LiveHeap()
-	for i, key := range keys {
-		uid := names[i]
-		s.Wait(key, uid, time.Minute)
-		s.Checked(key, uid, time.Minute)
-	}
-	for _, key := range keys {
-		s.Forget(key)
-	}
-	end := testenv.LiveHeap()
-	left := len(s.next)
-	runtime.KeepAlive(names) // the test's own inputs are in every figure
-	runtime.KeepAlive(keys)
-
-	t.Logf("heap: %d KiB at the start, %+d KiB after %d buckets were scheduled and deleted (%d left)",
-		start>>10, (end-start)>>10, testenv.MemoryObjects, left)
-	g.Expect(left).To(BeZero())
-	g.Expect(end - start).To(BeNumerically("<=", testenv.HeapSlack(start)))
-}
 
 // TestManagerMemoryFollowsLiveBuckets runs the suite's manager over many
 // StorageBuckets, each with a policy, in a namespace of its own, on a store
@@ -110,7 +76,7 @@ func TestManagerMemoryFollowsLiveBuckets(t *testing.T) {
 			g.Eventually(func(g Gomega) {
 				c := meta.FindStatusCondition(getBucket(g, ns, "data").Status.Conditions, conditions.Ready)
 				g.Expect(c).NotTo(BeNil())
-				g.Expect(c.Reason).To(Equal(ReasonHealthy), "%s: %s", ns, c.Message)
+				g.Expect(c.Reason).To(Equal(storagebucket.ReasonHealthy), "%s: %s", ns, c.Message)
 			}, 4*timeout, poll).Should(Succeed())
 		}
 		// Status writes, once the cache has them (the other tests' objects
@@ -138,7 +104,7 @@ func TestManagerMemoryFollowsLiveBuckets(t *testing.T) {
 			"status writes":    remembered(),
 			"policy locks":     mgrShared.stores.PolicyLocksIn(store),
 			"namespace labels": mgrShared.namespaces.HeldIn(mine),
-			"check schedule":   mgrShared.schedule.countIn(mine),
+			"check schedule":   mgrShared.schedule.HeldIn(mine),
 			"store series":     seriesOf(store, stores.Requests, stores.Up, sweep.Sweeps, sweep.RevokedTotal),
 		}
 	}
@@ -191,19 +157,6 @@ func seriesOf(store string, collectors ...prometheus.Collector) int {
 					n++
 				}
 			}
-		}
-	}
-	return n
-}
-
-// countIn is how many buckets in the namespaces have a check time kept.
-func (s *Schedule) countIn(namespaces map[string]bool) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for key := range s.next {
-		if namespaces[key.Namespace] {
-			n++
 		}
 	}
 	return n

@@ -16,6 +16,8 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	bucketaccess "github.com/trellis-dev/trellis/internal/controller/storage/access"
+	storagebucket "github.com/trellis-dev/trellis/internal/controller/storage/bucket"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
@@ -46,9 +48,9 @@ func TestSuspendedStorageKeepsWhatItHas(t *testing.T) {
 	g.Expect(k8s.Create(ctx, newStore("sus-store", credsSecret))).To(Succeed())
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "susb", "sus-store"))).To(Succeed())
-	b := eventuallyReason(g, ns, "susb", ReasonHealthy)
+	b := eventuallyReason(g, ns, "susb", storagebucket.ReasonHealthy)
 	g.Expect(k8s.Create(ctx, newAccess(ns, "susa", "susb", "susa-creds", storagev1.AccessReadWrite))).To(Succeed())
-	a := eventuallyAccessReason(g, ns, "susa", ReasonGranted)
+	a := eventuallyAccessReason(g, ns, "susa", bucketaccess.ReasonGranted)
 	key := a.Status.AccessKeyID
 
 	var bucketRequests atomic.Int64
@@ -123,7 +125,7 @@ func TestBucketReconcileRequestIsAnsweredOnce(t *testing.T) {
 	b := newBucket(ns, "rnow", store)
 	b.Spec.HealthCheck.IntervalSeconds = 3600
 	g.Expect(k8s.Create(context.Background(), b)).To(Succeed())
-	eventuallyReason(g, ns, "rnow", ReasonHealthy)
+	eventuallyReason(g, ns, "rnow", storagebucket.ReasonHealthy)
 	time.Sleep(time.Second)
 
 	mergePatch(g, b, `{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"now-1"}}}`)

@@ -14,6 +14,8 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	bucketaccess "github.com/trellis-dev/trellis/internal/controller/storage/access"
+	storagebucket "github.com/trellis-dev/trellis/internal/controller/storage/bucket"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
@@ -50,7 +52,7 @@ func TestBucketSettingsAgainstVersitygw(t *testing.T) {
 		AllowedHeaders: []string{"*"}, ExposeHeaders: []string{"ETag"}, MaxAgeSeconds: 600,
 	}}}
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
-	eventuallyReason(g, ns, "set", ReasonHealthy)
+	eventuallyReason(g, ns, "set", storagebucket.ReasonHealthy)
 	applied := settingsCondition(g, ns, "set")
 	g.Expect(applied.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(applied.Message).To(Equal("versioning, policy, cors in place"))
@@ -79,7 +81,7 @@ func TestBucketSettingsAgainstVersitygw(t *testing.T) {
 
 	// A BucketAccess's grant joins the user's statement, and both stay.
 	g.Expect(k8s.Create(ctx, newAccess(ns, "app", "set", "set-creds", storagev1.AccessReadOnly))).To(Succeed())
-	a := eventuallyAccessReason(g, ns, "app", ReasonGranted)
+	a := eventuallyAccessReason(g, ns, "app", bucketaccess.ReasonGranted)
 	p, err = c.Policy(ctx, bucket)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p).To(ContainSubstring(`"Sid":"PublicRead"`))
@@ -120,14 +122,14 @@ func TestBucketSettingsAgainstVersitygw(t *testing.T) {
 	// Lifecycle rules: versitygw does not implement them. Said so; the rest stays applied.
 	g.Expect(k8s.Patch(ctx, getBucket(g, ns, "set"), client.RawPatch(types.MergePatchType,
 		[]byte(`{"spec":{"lifecycle":{"rules":[{"id":"tmp","prefix":"tmp/","expirationDays":7}]}}}`)))).To(Succeed())
-	got := eventuallyReason(g, ns, "set", ReasonSettingNotSupported)
+	got := eventuallyReason(g, ns, "set", storagebucket.ReasonSettingNotSupported)
 	g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Stalled)).To(BeTrue())
 	applied = settingsCondition(g, ns, "set")
 	g.Expect(applied.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(applied.Message).To(ContainSubstring("lifecycle: the store does not implement it"))
 	g.Expect(got.Status.Claim).To(Equal(storagev1.BucketClaimed), "the bucket itself is fine")
 	g.Expect(k8s.Patch(ctx, got, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"lifecycle":null}}`)))).To(Succeed())
-	eventuallyReason(g, ns, "set", ReasonHealthy)
+	eventuallyReason(g, ns, "set", storagebucket.ReasonHealthy)
 
 	// A policy that is not JSON: refused with the reason, nothing sent.
 	g.Expect(k8s.Patch(ctx, getBucket(g, ns, "set"), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"policy":"allow everyone please"}}`)))).To(Succeed())

@@ -1,24 +1,23 @@
-// Package storage reconciles StorageBuckets (buckets in ObjectStores,
-// created, health-checked on a schedule and on external events, and given
-// the settings they declare) and BucketAccesses (a key of its own to one
-// bucket, for a workload), and registers them with the ObjectStore
-// controller (package store). The three controllers share the stores'
-// clients, so they are enabled together as "storage".
+// Package storage registers the three storage controllers: ObjectStores
+// (package store), StorageBuckets (package bucket) and BucketAccesses
+// (package access), with the sweep (package sweep) and the bucket-event
+// receiver (package bucketevents). The three controllers share the stores'
+// clients (package stores), so they are enabled together as "storage".
 package storage
 
 import (
 	"context"
 	"fmt"
-	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
-	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
+	"github.com/trellis-dev/trellis/internal/controller/storage/access"
+	"github.com/trellis-dev/trellis/internal/controller/storage/bucket"
 	"github.com/trellis-dev/trellis/internal/controller/storage/bucketevents"
 	"github.com/trellis-dev/trellis/internal/controller/storage/store"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
@@ -52,7 +51,7 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 type shared struct {
 	stores     *stores.Clients
 	namespaces *stores.NamespaceLabels
-	schedule   *Schedule
+	schedule   *bucket.Schedule
 	sweeper    *sweep.Sweeper
 	patchers   []interface {
 		FollowCache(ctx context.Context, informers status.Informers) error
@@ -69,7 +68,7 @@ func setupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 
 	clients := stores.NewClients(mgr.GetAPIReader(), opts.Namespace, backends)
 	namespaces := stores.NewNamespaceLabels(mgr.GetAPIReader())
-	schedule := NewSchedule()
+	schedule := bucket.NewSchedule()
 	storeEvents := make(chan event.TypedGenericEvent[*storagev1.ObjectStore])
 	bucketEvents := make(chan event.TypedGenericEvent[*storagev1.StorageBucket])
 	accessEvents := make(chan event.TypedGenericEvent[*storagev1.BucketAccess])
@@ -79,30 +78,21 @@ func setupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 	if err := storeReconciler.SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
-	rec := mgr.GetEventRecorder("storagebucket")
-	bucketReconciler := &BucketReconciler{
-		client: mgr.GetClient(), recorder: rec,
-		status: status.NewPatcher(mgr.GetClient(), rec,
-			func(b *storagev1.StorageBucket) *storagev1.StorageBucketStatus { return &b.Status }, bucketStatusEvents...),
-		stores: clients, schedule: schedule, namespaces: namespaces, guards: newPublicAccessGuards(), storeChecks: storeEvents, bucketEvents: bucketEvents,
-		accessEvents: accessEvents,
-	}
+	bucketReconciler := bucket.New(mgr.GetClient(), mgr.GetEventRecorder("storagebucket"), bucket.Config{
+		Stores: clients, Namespaces: namespaces, Schedule: schedule, StoreChecks: storeEvents,
+		BucketEvents: bucketEvents, AccessEvents: accessEvents,
+	})
 	if err := bucketReconciler.SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
-	accessRec := mgr.GetEventRecorder("bucketaccess")
-	accessReconciler := &AccessReconciler{
-		client: mgr.GetClient(), recorder: accessRec,
-		children: children.Clients{Cached: mgr.GetClient(), Uncached: mgr.GetAPIReader()},
-		status: status.NewPatcher(mgr.GetClient(), accessRec,
-			func(a *storagev1.BucketAccess) *storagev1.BucketAccessStatus { return &a.Status }, accessStatusEvents...),
-		stores: clients, namespaces: namespaces, storeChecks: storeEvents, accessEvents: accessEvents, now: time.Now,
-	}
+	accessReconciler := access.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("bucketaccess"), access.Config{
+		Stores: clients, Namespaces: namespaces, StoreChecks: storeEvents, AccessEvents: accessEvents,
+	})
 	if err := accessReconciler.SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	sh.stores, sh.namespaces, sh.schedule = clients, namespaces, schedule
-	sh.patchers = append(sh.patchers, storeReconciler.Status(), bucketReconciler.status, accessReconciler.status)
+	sh.patchers = append(sh.patchers, storeReconciler.Status(), bucketReconciler.Status(), accessReconciler.Status())
 	for _, p := range sh.patchers {
 		// Each forgets a status write once the cache shows it.
 		if err := p.FollowCache(ctx, mgr.GetCache()); err != nil {
@@ -135,7 +125,7 @@ func setupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 // controller for a check now: the bucket is made due at once in the
 // schedule, and queued.
 type bucketChecks struct {
-	schedule *Schedule
+	schedule *bucket.Schedule
 	events   chan<- event.TypedGenericEvent[*storagev1.StorageBucket]
 }
 

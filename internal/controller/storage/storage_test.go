@@ -14,7 +14,6 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,8 +24,10 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	storagebucket "github.com/trellis-dev/trellis/internal/controller/storage/bucket"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
+	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
 const (
@@ -192,7 +193,7 @@ func TestBucketIsCreatedTaggedAndHealthy(t *testing.T) {
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "assets", store))).To(Succeed())
 
-	b := eventuallyReason(g, ns, "assets", ReasonHealthy)
+	b := eventuallyReason(g, ns, "assets", storagebucket.ReasonHealthy)
 	g.Expect(b.Status.BucketName).To(Equal(ns + "-assets"))
 	g.Expect(b.Status.Claim).To(Equal(storagev1.BucketClaimed))
 	g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, conditions.Ready)).To(BeTrue())
@@ -220,7 +221,7 @@ func TestExistingBucketIsAConflictUnlessAdopted(t *testing.T) {
 	b := newBucket(ns, "grab", store)
 	b.Spec.BucketName = foreign
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
-	got := eventuallyReason(g, ns, "grab", ReasonConflict)
+	got := eventuallyReason(g, ns, "grab", storagebucket.ReasonConflict)
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("adoptExisting"))
 	owner, err := c.Owner(ctx, foreign)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -238,7 +239,7 @@ func TestExistingBucketIsAConflictUnlessAdopted(t *testing.T) {
 	adopt.Spec.BucketName = foreign
 	adopt.Spec.AdoptExisting = ptr.To(true)
 	g.Expect(k8s.Create(ctx, adopt)).To(Succeed())
-	got = eventuallyReason(g, ns, "adopt", ReasonHealthy)
+	got = eventuallyReason(g, ns, "adopt", storagebucket.ReasonHealthy)
 	owner, err = c.Owner(ctx, foreign)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(owner).To(Equal(s3.Owner{UID: string(got.UID), Namespace: ns, NamespaceUID: namespaceUID(g, ns)}))
@@ -248,7 +249,7 @@ func TestExistingBucketIsAConflictUnlessAdopted(t *testing.T) {
 	second.Spec.BucketName = foreign
 	second.Spec.AdoptExisting = ptr.To(true)
 	g.Expect(k8s.Create(ctx, second)).To(Succeed())
-	got = eventuallyReason(g, second.Namespace, "copycat", ReasonConflict)
+	got = eventuallyReason(g, second.Namespace, "copycat", storagebucket.ReasonConflict)
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Ready).Message).To(ContainSubstring(ns + "/adopt"))
 	owner, _ = c.Owner(ctx, foreign)
 	g.Expect(owner.UID).NotTo(Equal(string(got.UID)))
@@ -265,7 +266,7 @@ func TestDeletionPolicies(t *testing.T) {
 
 	keep := newBucket(ns, "keep", store)
 	g.Expect(k8s.Create(ctx, keep)).To(Succeed())
-	eventuallyReason(g, ns, "keep", ReasonHealthy)
+	eventuallyReason(g, ns, "keep", storagebucket.ReasonHealthy)
 	deleteBucket(g, ns, "keep")
 	exists, err := c.BucketExists(ctx, ns+"-keep")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -274,7 +275,7 @@ func TestDeletionPolicies(t *testing.T) {
 	empty := newBucket(ns, "empty", store)
 	empty.Spec.DeletionPolicy = storagev1.DeletionDelete
 	g.Expect(k8s.Create(ctx, empty)).To(Succeed())
-	eventuallyReason(g, ns, "empty", ReasonHealthy)
+	eventuallyReason(g, ns, "empty", storagebucket.ReasonHealthy)
 	deleteBucket(g, ns, "empty")
 	exists, err = c.BucketExists(ctx, ns+"-empty")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -283,11 +284,11 @@ func TestDeletionPolicies(t *testing.T) {
 	full := newBucket(ns, "full", store)
 	full.Spec.DeletionPolicy = storagev1.DeletionDelete
 	g.Expect(k8s.Create(ctx, full)).To(Succeed())
-	eventuallyReason(g, ns, "full", ReasonHealthy)
+	eventuallyReason(g, ns, "full", storagebucket.ReasonHealthy)
 	putObject(g, ns+"-full", "a.txt")
 	putObject(g, ns+"-full", "b.txt")
 	g.Expect(k8s.Delete(ctx, full)).To(Succeed())
-	b := eventuallyReason(g, ns, "full", ReasonDeleteBlocked)
+	b := eventuallyReason(g, ns, "full", storagebucket.ReasonDeleteBlocked)
 	g.Expect(meta.FindStatusCondition(b.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("2 objects"))
 	g.Eventually(func(g Gomega) {
 		events := &corev1.EventList{}
@@ -296,7 +297,7 @@ func TestDeletionPolicies(t *testing.T) {
 		for _, e := range events.Items {
 			reasons = append(reasons, e.Reason)
 		}
-		g.Expect(reasons).To(ContainElement(ReasonDeleteBlocked))
+		g.Expect(reasons).To(ContainElement(storagebucket.ReasonDeleteBlocked))
 	}, timeout, poll).Should(Succeed())
 	// Switching to Retain releases it; the objects stay.
 	b.Spec.DeletionPolicy = storagev1.DeletionRetain
@@ -330,7 +331,7 @@ func TestStoreInUseIsProtected(t *testing.T) {
 	g.Expect(k8s.Create(ctx, newStore("guarded", credsSecret))).To(Succeed())
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "user", "guarded"))).To(Succeed())
-	eventuallyReason(g, ns, "user", ReasonHealthy)
+	eventuallyReason(g, ns, "user", storagebucket.ReasonHealthy)
 
 	g.Expect(k8s.Delete(ctx, &storagev1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -356,7 +357,7 @@ func TestBucketEventsTriggerAnImmediateCheck(t *testing.T) {
 	b := newBucket(ns, "hooked", store)
 	b.Spec.HealthCheck.IntervalSeconds = 3600 // only events can trigger a check
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
-	eventuallyReason(g, ns, "hooked", ReasonHealthy)
+	eventuallyReason(g, ns, "hooked", storagebucket.ReasonHealthy)
 	bucket := ns + "-hooked"
 
 	// The bucket disappears behind our back. A bad token changes nothing.
@@ -400,19 +401,18 @@ func TestBucketEventsTriggerAnImmediateCheck(t *testing.T) {
 		g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
 		g.Expect(events.Items).To(ContainElement(HaveField("Reason", "BucketRecreated")))
 	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
-	before := checksOf(ns, "hooked")
+	before := checksIn(g, ns)
 	g.Expect(putViaProbeClient(bucket, "hello.txt")).To(Succeed())
-	g.Eventually(func() float64 { return checksOf(ns, "hooked") }, 10*time.Second, 100*time.Millisecond).Should(BeNumerically(">", before))
+	g.Eventually(func() float64 { return checksIn(g, ns) }, 10*time.Second, 100*time.Millisecond).Should(BeNumerically(">", before))
 	deleteBucket(g, ns, "hooked")
 }
 
-// checksOf sums the bucket's health-check counter.
-func checksOf(ns, name string) float64 {
-	total := 0.0
-	for _, result := range []string{ReasonHealthy, string(s3.ReasonStoreUnreachable), string(s3.ReasonBucketMissing)} {
-		total += testutil.ToFloat64(checksTotal.WithLabelValues(ns, name, result))
-	}
-	return total
+// checksIn sums the health-check counter of the buckets in namespace ns
+// (each test's namespace holds one).
+func checksIn(g Gomega, ns string) float64 {
+	n, err := testenv.Counter("trellis_storagebucket_checks_total", "namespace", ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	return n
 }
 
 func TestStoreOutageIsBoundedAndHeals(t *testing.T) {
@@ -424,7 +424,7 @@ func TestStoreOutageIsBoundedAndHeals(t *testing.T) {
 		g.Expect(k8s.Create(ctx, newBucket(ns, fmt.Sprintf("o%d", i), store))).To(Succeed())
 	}
 	for i := range 5 {
-		eventuallyReason(g, ns, fmt.Sprintf("o%d", i), ReasonHealthy)
+		eventuallyReason(g, ns, fmt.Sprintf("o%d", i), storagebucket.ReasonHealthy)
 	}
 
 	s3srv.Stop()
@@ -467,7 +467,7 @@ func TestHealthyBucketsCostNoWrites(t *testing.T) {
 	store := ensureStore(g)
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "calm", store))).To(Succeed())
-	eventuallyReason(g, ns, "calm", ReasonHealthy)
+	eventuallyReason(g, ns, "calm", storagebucket.ReasonHealthy)
 	time.Sleep(time.Second)
 
 	mgrWrites.Reset()
@@ -567,12 +567,12 @@ func TestCreateThenTagSurvivesAStoreFailureInBetween(t *testing.T) {
 	b.Spec.DeletionPolicy = storagev1.DeletionDelete
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
 
-	got := eventuallyReason(g, ns, "fragile", ReasonHealthy)
+	got := eventuallyReason(g, ns, "fragile", storagebucket.ReasonHealthy)
 	g.Expect(got.Status.Claim).To(Equal(storagev1.BucketClaimed))
 	owner, err := direct(g).Owner(ctx, bucket)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(owner.UID).To(Equal(string(got.UID)), "the bucket Trellis created is tagged as its own")
-	g.Expect(checksOf(ns, "fragile")).To(BeNumerically(">=", 2), "the failed tagging was a check of its own")
+	g.Expect(checksIn(g, ns)).To(BeNumerically(">=", 2), "the failed tagging was a check of its own")
 
 	deleteBucket(g, ns, "fragile")
 	exists, err := direct(g).BucketExists(ctx, bucket)

@@ -16,6 +16,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	storagebucket "github.com/trellis-dev/trellis/internal/controller/storage/bucket"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
@@ -43,7 +44,7 @@ func TestStoreIsOpenOnlyToSelectedNamespaces(t *testing.T) {
 	alice, bob := editorOf(t, "alice", teamA), editorOf(t, "bob", teamB)
 
 	g.Expect(alice.Create(ctx, newBucket(teamA, "assets", "team-a-only"))).To(Succeed())
-	eventuallyReason(g, teamA, "assets", ReasonHealthy)
+	eventuallyReason(g, teamA, "assets", storagebucket.ReasonHealthy)
 
 	g.Expect(bob.Create(ctx, newBucket(teamB, "assets", "team-a-only"))).To(Succeed())
 	g.Expect(bob.Create(ctx, newBucket(teamB, "nothing", "closed"))).To(Succeed())
@@ -106,7 +107,7 @@ func TestKeptBucketStaysWithItsNamespace(t *testing.T) {
 	first := newBucket(teamA, "data", store)
 	first.Spec.BucketName = kept
 	g.Expect(alice.Create(ctx, first)).To(Succeed())
-	first = eventuallyReason(g, teamA, "data", ReasonHealthy)
+	first = eventuallyReason(g, teamA, "data", storagebucket.ReasonHealthy)
 	putObject(g, kept, "secret-plans.txt")
 	g.Expect(alice.Delete(ctx, first)).To(Succeed())
 	g.Eventually(func() bool {
@@ -122,14 +123,14 @@ func TestKeptBucketStaysWithItsNamespace(t *testing.T) {
 	grab.Spec.BucketName = kept
 	grab.Spec.AdoptExisting = ptr.To(true)
 	g.Expect(bob.Create(ctx, grab)).To(Succeed())
-	got := eventuallyReason(g, teamB, "grab", ReasonAdoptionNotAllowed)
+	got := eventuallyReason(g, teamB, "grab", storagebucket.ReasonAdoptionNotAllowed)
 	g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Stalled)).To(BeTrue())
 	g.Expect(readyMessage(got)).To(ContainSubstring("was not created for namespace " + teamB))
 	g.Expect(readyMessage(got)).To(ContainSubstring("does not let this namespace adopt buckets"))
 	peek := newBucket(teamB, "peek", store)
 	peek.Spec.BucketName = kept
 	g.Expect(bob.Create(ctx, peek)).To(Succeed())
-	got = eventuallyReason(g, teamB, "peek", ReasonConflict)
+	got = eventuallyReason(g, teamB, "peek", storagebucket.ReasonConflict)
 	g.Expect(readyMessage(got)).To(ContainSubstring("does not let this namespace adopt buckets"))
 	owner, err = c.Owner(ctx, kept)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -139,7 +140,7 @@ func TestKeptBucketStaysWithItsNamespace(t *testing.T) {
 	squat := newBucket(teamB, "squat", store)
 	squat.Spec.BucketName = teamA + "-later"
 	g.Expect(bob.Create(ctx, squat)).To(Succeed())
-	got = eventuallyReason(g, teamB, "squat", ReasonBucketNameNotAllowed)
+	got = eventuallyReason(g, teamB, "squat", storagebucket.ReasonBucketNameNotAllowed)
 	g.Expect(readyMessage(got)).To(ContainSubstring("name the bucket " + teamB + "-"))
 	exists, err := c.BucketExists(ctx, teamA+"-later")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -149,11 +150,11 @@ func TestKeptBucketStaysWithItsNamespace(t *testing.T) {
 	back := newBucket(teamA, "back", store)
 	back.Spec.BucketName = kept
 	g.Expect(alice.Create(ctx, back)).To(Succeed())
-	got = eventuallyReason(g, teamA, "back", ReasonConflict)
+	got = eventuallyReason(g, teamA, "back", storagebucket.ReasonConflict)
 	g.Expect(readyMessage(got)).To(ContainSubstring("set adoptExisting: true to take it back"))
 	got.Spec.AdoptExisting = ptr.To(true)
 	g.Expect(alice.Update(ctx, got)).To(Succeed())
-	got = eventuallyReason(g, teamA, "back", ReasonHealthy)
+	got = eventuallyReason(g, teamA, "back", storagebucket.ReasonHealthy)
 	owner, err = c.Owner(ctx, kept)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(owner).To(Equal(s3.Owner{UID: string(got.UID), Namespace: teamA, NamespaceUID: teamAUID}))
@@ -183,7 +184,7 @@ func TestKeptBucketStaysWithItsNamespaceNotItsName(t *testing.T) {
 		b := newBucket(ns, name, store)
 		b.Spec.BucketName, b.Spec.AdoptExisting = kept, ptr.To(adopt)
 		g.Expect(alice.Create(ctx, b)).To(Succeed())
-		eventuallyReason(g, ns, name, ReasonHealthy)
+		eventuallyReason(g, ns, name, storagebucket.ReasonHealthy)
 		g.Expect(alice.Delete(ctx, b)).To(Succeed())
 		g.Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(b), &storagev1.StorageBucket{}))
@@ -206,14 +207,14 @@ func TestKeptBucketStaysWithItsNamespaceNotItsName(t *testing.T) {
 	grab := newBucket(ns, "grab", store)
 	grab.Spec.BucketName, grab.Spec.AdoptExisting = kept, ptr.To(true)
 	g.Expect(mallory.Create(ctx, grab)).To(Succeed())
-	got := eventuallyReason(g, ns, "grab", ReasonAdoptionNotAllowed)
+	got := eventuallyReason(g, ns, "grab", storagebucket.ReasonAdoptionNotAllowed)
 	g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Stalled)).To(BeTrue())
 	g.Expect(readyMessage(got)).To(ContainSubstring("it was kept for an earlier namespace named " + ns))
 	g.Expect(readyMessage(got)).To(ContainSubstring("not this one (UID " + after + ")"))
 	peek := newBucket(ns, "peek", store)
 	peek.Spec.BucketName = kept
 	g.Expect(mallory.Create(ctx, peek)).To(Succeed())
-	got = eventuallyReason(g, ns, "peek", ReasonConflict)
+	got = eventuallyReason(g, ns, "peek", storagebucket.ReasonConflict)
 	g.Expect(readyMessage(got)).NotTo(ContainSubstring("take it back"))
 	g.Expect(c.Owner(ctx, kept)).To(Equal(owner), "left untouched")
 	n, err := c.CountObjects(ctx, kept, 10)
@@ -245,7 +246,7 @@ func TestAdoptionLeaveStaysWithItsNamespace(t *testing.T) {
 	b := newBucket(victim, "data", store)
 	b.Spec.BucketName = kept
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
-	eventuallyReason(g, victim, "data", ReasonHealthy)
+	eventuallyReason(g, victim, "data", storagebucket.ReasonHealthy)
 	deleteBucket(g, victim, "data")
 	c := direct(g)
 	owner, err := c.Owner(ctx, kept)
@@ -253,14 +254,14 @@ func TestAdoptionLeaveStaysWithItsNamespace(t *testing.T) {
 
 	ns := newNamespace(t, adopterLabel)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "mine", store))).To(Succeed())
-	eventuallyReason(g, ns, "mine", ReasonHealthy) // its namespace's labels read
+	eventuallyReason(g, ns, "mine", storagebucket.ReasonHealthy) // its namespace's labels read
 	deleteBucket(g, ns, "mine")
 	remakeNamespace(g, ns)
 	mallory := editorOf(t, "mallory-"+ns, ns)
 	grab := newBucket(ns, "grab", store)
 	grab.Spec.BucketName, grab.Spec.AdoptExisting = kept, ptr.To(true)
 	g.Expect(mallory.Create(ctx, grab)).To(Succeed())
-	eventuallyReason(g, ns, "grab", ReasonAdoptionNotAllowed)
+	eventuallyReason(g, ns, "grab", storagebucket.ReasonAdoptionNotAllowed)
 	g.Expect(c.Owner(ctx, kept)).To(Equal(owner), "left untouched")
 	deleteBucket(g, ns, "grab")
 }
@@ -306,7 +307,7 @@ func TestRetainRecordsTheNamespace(t *testing.T) {
 		"named": func(b *storagev1.StorageBucket) s3.Owner { return s3.Owner{UID: string(b.UID), Namespace: ns} },
 	} {
 		g.Expect(k8s.Create(ctx, newBucket(ns, name, store))).To(Succeed())
-		b := eventuallyReason(g, ns, name, ReasonHealthy)
+		b := eventuallyReason(g, ns, name, storagebucket.ReasonHealthy)
 		g.Expect(c.SetOwner(ctx, ns+"-"+name, earlier(b))).To(Succeed()) // as an earlier Trellis tagged it
 		deleteBucket(g, ns, name)
 		owner, err := c.Owner(ctx, ns+"-"+name)

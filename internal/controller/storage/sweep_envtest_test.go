@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	bucketaccess "github.com/trellis-dev/trellis/internal/controller/storage/access"
+	storagebucket "github.com/trellis-dev/trellis/internal/controller/storage/bucket"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/controller/storage/sweep"
 	"github.com/trellis-dev/trellis/internal/s3"
@@ -138,12 +140,12 @@ func TestSweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T) {
 	ns := newNamespace(t)
 	editor := editorOf(t, "dev-"+ns, ns)
 	g.Expect(editor.Create(ctx, newBucket(ns, "data", store))).To(Succeed())
-	eventuallyReason(g, ns, "data", ReasonHealthy)
+	eventuallyReason(g, ns, "data", storagebucket.ReasonHealthy)
 	bucket := ns + "-data"
 	g.Expect(editor.Create(ctx, newAccess(ns, "w", "data", "w-creds", storagev1.AccessReadWrite))).To(Succeed())
 	g.Expect(editor.Create(ctx, newAccess(ns, "keep", "data", "keep-creds", storagev1.AccessReadOnly))).To(Succeed())
-	w := eventuallyAccessReason(g, ns, "w", ReasonGranted)
-	keep := eventuallyAccessReason(g, ns, "keep", ReasonGranted)
+	w := eventuallyAccessReason(g, ns, "w", bucketaccess.ReasonGranted)
+	keep := eventuallyAccessReason(g, ns, "keep", bucketaccess.ReasonGranted)
 	key, kept := credsOf(g, ns, "w-creds"), credsOf(g, ns, "keep-creds")
 	g.Expect(key.put(g, bucket, "before.txt")).To(Succeed())
 	sid := s3.GrantSidPrefix + stores.GrantID(w.UID)
@@ -209,9 +211,9 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 	ns := newNamespace(t)
 	// The attacker's own key: a BucketAccess of another bucket.
 	g.Expect(k8s.Create(ctx, newBucket(ns, "mine", store))).To(Succeed())
-	eventuallyReason(g, ns, "mine", ReasonHealthy)
+	eventuallyReason(g, ns, "mine", storagebucket.ReasonHealthy)
 	g.Expect(k8s.Create(ctx, newAccess(ns, "attacker", "mine", "attacker-creds", storagev1.AccessReadWrite))).To(Succeed())
-	eventuallyAccessReason(g, ns, "attacker", ReasonGranted)
+	eventuallyAccessReason(g, ns, "attacker", bucketaccess.ReasonGranted)
 	attacker := credsOf(g, ns, "attacker-creds")
 
 	// setUp makes a bucket with a read-only access, plants the forgeries
@@ -220,7 +222,7 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 		bucket = ns + "-" + name
 		putAsRoot(g, bucket, "secret.txt")
 		g.Expect(k8s.Create(ctx, newAccess(ns, name+"-reader", name, name+"-reader-creds", storagev1.AccessReadOnly))).To(Succeed())
-		a := eventuallyAccessReason(g, ns, name+"-reader", ReasonGranted)
+		a := eventuallyAccessReason(g, ns, name+"-reader", bucketaccess.ReasonGranted)
 		reader = credsOf(g, ns, name+"-reader-creds")
 		forgedSid, widenedSid = s3.GrantSidPrefix+"forged0123456789", s3.GrantSidPrefix+stores.GrantID(a.UID)
 		g.Expect(statementsOf(g, policyOf(g, bucket))).To(HaveKey(widenedSid))
@@ -270,7 +272,7 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 	t.Run("by the sweep", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(k8s.Create(ctx, newBucket(ns, "swept", store))).To(Succeed())
-		eventuallyReason(g, ns, "swept", ReasonHealthy)
+		eventuallyReason(g, ns, "swept", storagebucket.ReasonHealthy)
 		release := holdSweeps(t)
 		bucket, forged, widened, reader := setUp(g, "swept")
 		release()
@@ -282,7 +284,7 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 		b := newBucket(ns, "declared", store)
 		b.Spec.Policy = `{"Version":"2012-10-17","Statement":[{"Sid":"PublicRead","Effect":"Deny","Principal":"*","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::` + ns + `-declared/pub/*"]}]}`
 		g.Expect(k8s.Create(ctx, b)).To(Succeed())
-		eventuallyReason(g, ns, "declared", ReasonHealthy)
+		eventuallyReason(g, ns, "declared", storagebucket.ReasonHealthy)
 		holdSweeps(t)
 		bucket, forged, widened, reader := setUp(g, "declared")
 		// Its next check (every 10s) puts the policy back.
@@ -293,12 +295,12 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 	t.Run("by an access's grant", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(k8s.Create(ctx, newBucket(ns, "granted", store))).To(Succeed())
-		eventuallyReason(g, ns, "granted", ReasonHealthy)
+		eventuallyReason(g, ns, "granted", storagebucket.ReasonHealthy)
 		holdSweeps(t)
 		bucket, forged, widened, reader := setUp(g, "granted")
 		// Another access of the bucket is made: its grant rewrites the policy.
 		g.Expect(k8s.Create(ctx, newAccess(ns, "second", "granted", "second-creds", storagev1.AccessReadOnly))).To(Succeed())
-		eventuallyAccessReason(g, ns, "second", ReasonGranted)
+		eventuallyAccessReason(g, ns, "second", bucketaccess.ReasonGranted)
 		takenOut(g, "granted", bucket, forged, widened, reader)
 		deleteAccess(g, ns, "second")
 	})
@@ -306,7 +308,7 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 	t.Run("not kept through a Retain and an adoption", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(k8s.Create(ctx, newBucket(ns, "kept", store))).To(Succeed())
-		eventuallyReason(g, ns, "kept", ReasonHealthy)
+		eventuallyReason(g, ns, "kept", storagebucket.ReasonHealthy)
 		bucket := ns + "-kept"
 		putAsRoot(g, bucket, "secret.txt")
 		release := holdSweeps(t)
@@ -318,7 +320,7 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 		again := newBucket(ns, "kept", store)
 		again.Spec.AdoptExisting = ptr.To(true)
 		g.Expect(k8s.Create(ctx, again)).To(Succeed())
-		eventuallyReason(g, ns, "kept", ReasonHealthy)
+		eventuallyReason(g, ns, "kept", storagebucket.ReasonHealthy)
 		release()
 		g.Eventually(func(g Gomega) {
 			_, err := attacker.get(g, bucket, "secret.txt")
@@ -349,12 +351,12 @@ func TestSweepLeavesOtherStoresAlone(t *testing.T) {
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "here", store))).To(Succeed())
 	g.Expect(k8s.Create(ctx, newBucket(ns, "there", "twin-s3"))).To(Succeed())
-	eventuallyReason(g, ns, "here", ReasonHealthy)
-	eventuallyReason(g, ns, "there", ReasonHealthy)
+	eventuallyReason(g, ns, "here", storagebucket.ReasonHealthy)
+	eventuallyReason(g, ns, "there", storagebucket.ReasonHealthy)
 	g.Expect(k8s.Create(ctx, newAccess(ns, "here", "here", "here-creds", storagev1.AccessReadWrite))).To(Succeed())
 	g.Expect(k8s.Create(ctx, newAccess(ns, "there", "there", "there-creds", storagev1.AccessReadWrite))).To(Succeed())
-	eventuallyAccessReason(g, ns, "here", ReasonGranted)
-	eventuallyAccessReason(g, ns, "there", ReasonGranted)
+	eventuallyAccessReason(g, ns, "here", bucketaccess.ReasonGranted)
+	eventuallyAccessReason(g, ns, "there", bucketaccess.ReasonGranted)
 
 	admin, err := s3.NewVersitygwAccounts(testS3Config(), "")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -396,12 +398,12 @@ func TestSweepThroughStoreFailures(t *testing.T) {
 	store := ensureStore(g)
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "flaky", store))).To(Succeed())
-	eventuallyReason(g, ns, "flaky", ReasonHealthy)
+	eventuallyReason(g, ns, "flaky", storagebucket.ReasonHealthy)
 	bucket := ns + "-flaky"
 	g.Expect(k8s.Create(ctx, newAccess(ns, "live", "flaky", "live-creds", storagev1.AccessReadWrite))).To(Succeed())
 	g.Expect(k8s.Create(ctx, newAccess(ns, "gone", "flaky", "gone-creds", storagev1.AccessReadWrite))).To(Succeed())
-	eventuallyAccessReason(g, ns, "live", ReasonGranted)
-	gone := eventuallyAccessReason(g, ns, "gone", ReasonGranted)
+	eventuallyAccessReason(g, ns, "live", bucketaccess.ReasonGranted)
+	gone := eventuallyAccessReason(g, ns, "gone", bucketaccess.ReasonGranted)
 	live, orphan := credsOf(g, ns, "live-creds"), credsOf(g, ns, "gone-creds")
 
 	var failing atomic.Bool

@@ -8,10 +8,19 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+	bucketaccess "github.com/trellis-dev/trellis/internal/controller/storage/access"
+	storagebucket "github.com/trellis-dev/trellis/internal/controller/storage/bucket"
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
+	objectstore "github.com/trellis-dev/trellis/internal/controller/storage/store"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
+	"github.com/trellis-dev/trellis/internal/s3"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
@@ -29,9 +38,9 @@ func TestEveryWriteIsTrellis(t *testing.T) {
 	store := ensureStore(g)
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "data", store))).To(Succeed())
-	eventuallyReason(g, ns, "data", ReasonHealthy)
+	eventuallyReason(g, ns, "data", storagebucket.ReasonHealthy)
 	g.Expect(k8s.Create(ctx, newAccess(ns, "app", "data", "app-s3", storagev1.AccessReadWrite))).To(Succeed())
-	eventuallyAccessReason(g, ns, "app", ReasonGranted)
+	eventuallyAccessReason(g, ns, "app", bucketaccess.ReasonGranted)
 
 	for _, obj := range []client.Object{
 		&storagev1.ObjectStore{}, &storagev1.StorageBucket{}, &storagev1.BucketAccess{},
@@ -80,7 +89,7 @@ func TestANewBucketCostsTwoStatusWritesAndOneEvent(t *testing.T) {
 	if mutating {
 		g.Expect(b.Finalizers).To(ConsistOf(stores.BucketFinalizer), "in the answer to the create")
 	}
-	eventuallyReason(g, ns, "counted", ReasonHealthy)
+	eventuallyReason(g, ns, "counted", storagebucket.ReasonHealthy)
 	reasons := func(g Gomega) []string {
 		list := &corev1.EventList{}
 		g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
@@ -105,6 +114,49 @@ func TestANewBucketCostsTwoStatusWritesAndOneEvent(t *testing.T) {
 		want = append([]string{"PATCH " + bucket}, want...) // the finalizer, before anything is made
 	}
 	g.Expect(mine).To(Equal(want))
-	g.Expect(reasons(g)).To(ConsistOf(ReasonBucketCreated))
+	g.Expect(reasons(g)).To(ConsistOf(storagebucket.ReasonBucketCreated))
 	deleteBucket(g, ns, "counted")
+}
+
+// TestReconcilingAgainWritesNothing: once an object is where its spec
+// wants it, reconciling it again (a check due, a resync) sends the API
+// server no write at all.
+func TestReconcilingAgainWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	newStore := storagetest.ReadyStore(true)
+	newStore.Finalizers, newStore.Status = nil, storagev1.ObjectStoreStatus{}
+	f := storagetest.NewFixture(storagetest.OpenNamespace(), storagetest.StoreCredentials(), newStore, storagetest.Bucket(), storagetest.Access())
+	// What the three share in the manager (setupWith).
+	clients, namespaces, schedule := f.Stores(), stores.NewNamespaceLabels(f.API.APIReader), storagebucket.NewSchedule()
+	objectStores := objectstore.New(f.C, f.Rec, clients, nil, false)
+	buckets := storagebucket.New(f.C, f.Rec, storagebucket.Config{Stores: clients, Namespaces: namespaces, Schedule: schedule,
+		StoreChecks: f.StoreChecks, AccessEvents: make(chan event.TypedGenericEvent[*storagev1.BucketAccess], 10)})
+	accesses := bucketaccess.New(f.C, f.API.APIReader, f.Rec, bucketaccess.Config{Stores: clients, Namespaces: namespaces, StoreChecks: f.StoreChecks})
+	storeKey := types.NamespacedName{Name: storagetest.Store}
+	bucketKey := types.NamespacedName{Namespace: storagetest.NS, Name: "assets"}
+	accessKey := types.NamespacedName{Namespace: storagetest.NS, Name: storagetest.AccessName}
+	reconcileAll := func() {
+		_, err := objectStores.Reconcile(ctx, ctrl.Request{NamespacedName: storeKey})
+		g.Expect(err).NotTo(HaveOccurred())
+		schedule.CheckNow(bucketKey)
+		_, err = buckets.Reconcile(ctx, ctrl.Request{NamespacedName: bucketKey})
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = accesses.Reconcile(ctx, ctrl.Request{NamespacedName: accessKey})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	// The bucket, once created, is tagged as this StorageBucket's.
+	f.S3.OwnerTag = s3.Owner{UID: storagetest.BucketUID, Namespace: storagetest.NS, NamespaceUID: storagetest.NSUID}
+
+	reconcileAll()
+	a := storagetest.Access()
+	g.Expect(f.Read(g, a)).To(BeTrue())
+	g.Expect(conditions.Get(a.Status.Conditions, conditions.Ready).Reason).To(Equal(bucketaccess.ReasonGranted), "all three in place: %v", f.API.Writes())
+	f.API.ForgetWrites()
+	f.S3.Exists = true
+
+	reconcileAll()
+	g.Expect(f.API.Writes()).To(BeEmpty())
+	g.Expect(f.S3.Calls[len(f.S3.Calls)-3:]).To(Equal([]string{"Ping", "BucketExists", "Policy"}),
+		"one request per check: the store's, the bucket's, the grant's")
 }

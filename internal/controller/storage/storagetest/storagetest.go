@@ -25,6 +25,7 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/apierr"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 	"github.com/trellis-dev/trellis/internal/testenv"
@@ -57,6 +58,19 @@ var (
 	ErrUnavailable = apierrors.NewServiceUnavailable("the API server did not answer")
 	ErrDown        = minio.ErrorResponse{Code: "ServiceUnavailable", StatusCode: 503}
 	ErrDenied      = minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403}
+	ErrNoBucket    = minio.ErrorResponse{Code: "NoSuchBucket", StatusCode: 404}
+	ErrBadPolicy   = minio.ErrorResponse{Code: "MalformedPolicy", StatusCode: 400, Message: "Invalid principal in policy"}
+	// ErrVgwNoIAM is versitygw's answer without an IAM service.
+	ErrVgwNoIAM = minio.ErrorResponse{Code: "XAdminMethodNotSupported", StatusCode: 501}
+)
+
+// Summaries the kinds' status tests feed their status functions.
+var (
+	// StoreDown is what a store that did not answer reads.
+	StoreDown = conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "no answer"}
+	// APIError is what a reconcile that ended with an API error says
+	// (outcome.Summary).
+	APIError, _ = outcome.Of(errors.New("etcdserver: request timed out")).Summary()
 )
 
 // NewFake is the rows' API server holding objs, with the storage kinds'

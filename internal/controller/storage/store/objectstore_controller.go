@@ -26,9 +26,9 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
-	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
@@ -162,7 +162,7 @@ var bucketCreatedOrGone = predicate.Funcs{
 
 // storeObservation is what one reconcile of an ObjectStore saw.
 type storeObservation struct {
-	stores.Outcome
+	stores.Observed
 	// found is where the store stands: what its check found, why no check
 	// was sent (a selector that cannot be used), or why its deletion waits.
 	// nil when the reconcile looked at nothing.
@@ -170,17 +170,23 @@ type storeObservation struct {
 }
 
 // Reconcile checks one store and records the result for its buckets.
-func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
-	defer apierr.RequeueConflict(storeController, &result, &err)
+func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.reconcile(ctx, req).Result(storeController)
+}
+
+// reconcile is the shape every kind shares (docs/architecture.md, "One
+// reconcile"): the read, the deletion or the finalizer, the check, then one
+// deferred status write computed from what it observed and how it ended.
+func (r *ObjectStoreReconciler) reconcile(ctx context.Context, req ctrl.Request) (out outcome.Outcome) {
 	store := &storagev1.ObjectStore{}
 	found, err := r.status.Get(ctx, req.NamespacedName, store)
 	if err != nil {
-		return ctrl.Result{}, err // a read that failed is no deletion
+		return outcome.Of(err) // a read that failed is no deletion
 	}
 	if !found {
 		r.stores.Forget(req.Name)
 		forgetStoreMetrics(req.Name)
-		return ctrl.Result{}, nil
+		return outcome.Outcome{}
 	}
 	if store.DeletionTimestamp.IsZero() && operate.IsSuspended(store.Spec.Suspend) {
 		// Deletion does not come here: deleting is exactly what a user
@@ -189,24 +195,26 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		next.ObservedGeneration = store.Generation
 		operate.Suspend(&next.Conditions, store.Generation)
 		_, err := r.status.Patch(ctx, store, next)
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	obs := &storeObservation{}
-	defer stores.Finish(ctx, r.status, r.recorder, store, &obs.Outcome, &result, &err,
-		func() storagev1.ObjectStoreStatus { return computeStoreStatus(store, obs) })
+	defer func() {
+		out = stores.Finish(ctx, r.status, r.recorder, store, &obs.Observed, out,
+			func(o outcome.Outcome) storagev1.ObjectStoreStatus { return computeStoreStatus(store, obs, o) })
+	}()
 	if !store.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, store, obs)
+		return outcome.Of(r.finalize(ctx, store, obs))
 	}
 	if _, err := finalizer.Ensure(ctx, r.client, store, stores.StoreFinalizer); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
-	return r.check(ctx, store, obs), nil
+	return r.check(ctx, store, obs)
 }
 
 // check sends the store one request (ListBuckets) with its current
 // credentials, unless a selector of its spec cannot be used. A store that
 // does not answer is checked again on a back-off.
-func (r *ObjectStoreReconciler) check(ctx context.Context, store *storagev1.ObjectStore, obs *storeObservation) ctrl.Result {
+func (r *ObjectStoreReconciler) check(ctx context.Context, store *storagev1.ObjectStore, obs *storeObservation) outcome.Outcome {
 	if r.sweeps {
 		sweep.StartSeries(store.Name)
 	}
@@ -214,7 +222,7 @@ func (r *ObjectStoreReconciler) check(ctx context.Context, store *storagev1.Obje
 		// Nothing a store check could change: no request is sent.
 		obs.found = &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonInvalidSelector,
 			Message: fmt.Sprintf("%v; no namespace may use the store until it is fixed", err)}
-		return ctrl.Result{}
+		return outcome.Outcome{}
 	}
 	c, checkErr := r.stores.Refresh(ctx, store)
 	if checkErr == nil {
@@ -223,7 +231,7 @@ func (r *ObjectStoreReconciler) check(ctx context.Context, store *storagev1.Obje
 	stores.Up.WithLabelValues(store.Name).Set(boolGauge(checkErr == nil))
 	if checkErr == nil {
 		obs.found = &conditions.Summary{Progress: conditions.Done, Reason: ReasonReachable, Message: "the store answers and accepts the credentials"}
-		return setup.RequeueAfter(storeCheckInterval)
+		return outcome.RequeueAfter(setup.Jitter(storeCheckInterval))
 	}
 	reason, msg := stores.ClassifyError(checkErr)
 	obs.found = &conditions.Summary{Progress: conditions.Working, Reason: string(reason), Message: msg}
@@ -234,14 +242,14 @@ func (r *ObjectStoreReconciler) check(ctx context.Context, store *storagev1.Obje
 	// storeRetry reads the status before this reconcile writes it: Ready's
 	// transition time is the same, unless Ready turns False only now, and
 	// then the back-off starts at its base either way.
-	return ctrl.Result{RequeueAfter: storeRetry(store, r.now())}
+	return outcome.RequeueAfter(storeRetry(store, r.now()))
 }
 
-// computeStoreStatus derives the status from the observation. It is pure,
-// so "write only on change" is a plain comparison.
-func computeStoreStatus(store *storagev1.ObjectStore, obs *storeObservation) storagev1.ObjectStoreStatus {
+// computeStoreStatus derives the status from the observation and the
+// outcome. It is pure, so "write only on change" is a plain comparison.
+func computeStoreStatus(store *storagev1.ObjectStore, obs *storeObservation, out outcome.Outcome) storagev1.ObjectStoreStatus {
 	st := *store.Status.DeepCopy()
-	summary := obs.Summary(obs.found)
+	summary := stores.Summary(out, obs.found)
 	if summary == nil {
 		return st
 	}

@@ -128,6 +128,14 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 			want: storagetest.Exit{Requeue: storagetest.Requeue{About: storeBackoffBase}, Ready: string(s3.ReasonStoreUnreachable), Also: conditions.Reconciling,
 				StatusWrites: 1, Events: []string{"Warning StoreUnreachable"}},
 		},
+		"the status write conflicts: again at once, no error, nothing written": {
+			store: storagetest.ReadyStore(true), world: []client.Object{storagetest.StoreCredentials()},
+			setup: func(f *fixture) {
+				f.s3.PingErr = storagetest.ErrDown
+				f.api.Fail(testenv.Status, "ObjectStore", storagetest.ErrConflict)
+			},
+			want: storagetest.Exit{Err: apierr.Conflict, Ready: ReasonReachable},
+		},
 		"the store refuses the keys: Stalled": {
 			store: storagetest.ReadyStore(true), world: []client.Object{storagetest.StoreCredentials()},
 			setup: func(f *fixture) { f.s3.PingErr = storagetest.ErrDenied },

@@ -1,4 +1,4 @@
-package storage
+package access
 
 import (
 	"strconv"
@@ -11,13 +11,14 @@ import (
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 )
 
 // accessObservation is what one reconcile of a BucketAccess saw.
 type accessObservation struct {
-	stores.Outcome
+	stores.Observed
 	// target is the store and bucket the accounts live in, put on record
 	// before any exists.
 	target *accessTarget
@@ -30,16 +31,17 @@ type accessObservation struct {
 
 type accessTarget struct{ store, bucket string }
 
-// computeAccessStatus derives the status from what one reconcile observed.
+// computeAccessStatus derives the status from what one reconcile observed
+// and how it ended.
 // A key is recorded only once the Secret holds it. It is pure, so "write
 // only on change" is a plain comparison.
-func computeAccessStatus(a *storagev1.BucketAccess, obs *accessObservation) storagev1.BucketAccessStatus {
+func computeAccessStatus(a *storagev1.BucketAccess, obs *accessObservation, out outcome.Outcome) storagev1.BucketAccessStatus {
 	st := *a.Status.DeepCopy()
 	found := obs.waits
 	if obs.synced != nil {
 		found = &obs.synced.summary
 	}
-	summary := obs.Summary(found)
+	summary := stores.Summary(out, found)
 	if summary == nil {
 		return st
 	}

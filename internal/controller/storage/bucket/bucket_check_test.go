@@ -1,4 +1,4 @@
-package storage
+package bucket
 
 import (
 	"context"
@@ -37,9 +37,8 @@ var (
 	// this one was made again under the name.
 	keptByEarlier = s3.Owner{UID: otherUID, Namespace: testNS, NamespaceUID: "ns-uid-earlier"}
 	// keptByName was kept by a Trellis that recorded the namespace's name only.
-	keptByName   = s3.Owner{UID: otherUID, Namespace: testNS}
-	errNotImpl   = minio.ErrorResponse{Code: "NotImplemented", StatusCode: 501}
-	errBadPolicy = minio.ErrorResponse{Code: "MalformedPolicy", StatusCode: 400, Message: "Invalid principal in policy"}
+	keptByName = s3.Owner{UID: otherUID, Namespace: testNS}
+	errNotImpl = minio.ErrorResponse{Code: "NotImplemented", StatusCode: 501}
 )
 
 // TestBucketCheck drives every exit of one check with a fake store.

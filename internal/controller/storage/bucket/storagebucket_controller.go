@@ -1,4 +1,9 @@
-package storage
+// Package bucket reconciles StorageBuckets: a bucket in an ObjectStore,
+// created, health-checked on a schedule and on external events, given the
+// settings it declares, and deleted or kept by its deletion policy.
+// storage.Controller registers it beside the ObjectStore and BucketAccess
+// controllers.
+package bucket
 
 import (
 	"context"
@@ -23,14 +28,18 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
-	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
+
+// bucketController names the controller: the controller label of
+// controller-runtime's metrics and trellis_reconcile_conflicts_total.
+const bucketController = "storagebucket"
 
 // defaultInterval is the health-check interval of a bucket that sets none.
 const defaultInterval = 60 * time.Second
@@ -44,8 +53,8 @@ var bucketStatusEvents = []status.EventRule{
 		Except: []string{ReasonCreating, stores.ReasonStoreNotReady, ReasonDeleting}},
 }
 
-// BucketReconciler reconciles StorageBuckets.
-type BucketReconciler struct {
+// Reconciler reconciles StorageBuckets.
+type Reconciler struct {
 	client     client.Client
 	recorder   recorder.EventRecorder
 	status     *status.Patcher[*storagev1.StorageBucket, storagev1.StorageBucketStatus]
@@ -64,6 +73,39 @@ type BucketReconciler struct {
 	accessEvents chan<- event.TypedGenericEvent[*storagev1.BucketAccess]
 }
 
+// Config is what the StorageBucket reconciler shares with the other storage
+// controllers.
+type Config struct {
+	Stores     *stores.Clients
+	Namespaces *stores.NamespaceLabels
+	// Schedule is when each bucket's next check is due; the bucket-event
+	// receiver makes one due at once.
+	Schedule *Schedule
+	// StoreChecks asks the ObjectStore controller to check a store a bucket found down.
+	StoreChecks stores.StoreChecks
+	// BucketEvents carries requests for an immediate check (the bucket-event receiver).
+	BucketEvents <-chan event.TypedGenericEvent[*storagev1.StorageBucket]
+	// AccessEvents asks the BucketAccess controller to look at the accesses
+	// of a bucket whose policy this controller rewrote.
+	AccessEvents chan<- event.TypedGenericEvent[*storagev1.BucketAccess]
+}
+
+// New is the StorageBucket reconciler.
+func New(c client.Client, rec recorder.EventRecorder, cfg Config) *Reconciler {
+	return &Reconciler{
+		client: c, recorder: rec,
+		status: status.NewPatcher(c, rec, func(b *storagev1.StorageBucket) *storagev1.StorageBucketStatus { return &b.Status }, bucketStatusEvents...),
+		stores: cfg.Stores, schedule: cfg.Schedule, namespaces: cfg.Namespaces, guards: newPublicAccessGuards(),
+		storeChecks: cfg.StoreChecks, bucketEvents: cfg.BucketEvents, accessEvents: cfg.AccessEvents,
+	}
+}
+
+// Status is the reconciler's status patcher, which follows the cache
+// (status.Patcher.FollowCache).
+func (r *Reconciler) Status() *status.Patcher[*storagev1.StorageBucket, storagev1.StorageBucketStatus] {
+	return r.status
+}
+
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets/status,verbs=get;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=storagebuckets/finalizers,verbs=update
@@ -79,7 +121,7 @@ type BucketReconciler struct {
 // message changes), and a BucketAccess whose keys change re-checks its
 // namespace's buckets whose policy was refused (it may name the new key).
 // Periodic checks are RequeueAfter results.
-func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(bucketController).
 		For(&storagev1.StorageBucket{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, operate.ReconcileRequested))).
@@ -104,7 +146,7 @@ var claimantLeaving = predicate.Funcs{
 
 // othersWantingBucket are the other StorageBuckets that name the same bucket
 // in the same store.
-func (r *BucketReconciler) othersWantingBucket(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) othersWantingBucket(ctx context.Context, o client.Object) []reconcile.Request {
 	b, ok := o.(*storagev1.StorageBucket)
 	if !ok {
 		return nil
@@ -138,7 +180,7 @@ var accessKeysChanged = predicate.Funcs{
 
 // refusedPoliciesOf are the StorageBuckets of the access's namespace whose
 // policy was refused for its principals.
-func (r *BucketReconciler) refusedPoliciesOf(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) refusedPoliciesOf(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &storagev1.StorageBucketList{}
 	if err := r.client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
 		log.FromContext(ctx).Error(err, "listing the StorageBuckets of a namespace whose keys changed", "namespace", o.GetNamespace())
@@ -161,7 +203,7 @@ func bucketOfAccess(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.BucketRef.Name}}}
 }
 
-func (r *BucketReconciler) bucketsOfStore(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) bucketsOfStore(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &storagev1.StorageBucketList{}
 	if err := r.client.List(ctx, list, client.MatchingFields{stores.BucketStoreIndex: o.GetName()}); err != nil {
 		// A map function cannot return an error; the buckets' own schedule
@@ -185,7 +227,7 @@ func interval(b *storagev1.StorageBucket) time.Duration {
 
 // bucketObservation is what one reconcile of a StorageBucket saw.
 type bucketObservation struct {
-	stores.Outcome
+	stores.Observed
 	// checked is what a check of the bucket found, or, while the bucket is
 	// being created, the intent to create it; nil when no check ran (none
 	// was due, or the reconcile failed first).
@@ -196,18 +238,25 @@ type bucketObservation struct {
 
 // Reconcile ensures one bucket exists and is ours, and checks its health
 // when a check is due or the bucket is not settled.
-func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
-	defer apierr.RequeueConflict(bucketController, &result, &err)
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.reconcile(ctx, req).Result(bucketController)
+}
+
+// reconcile is the shape every kind shares (docs/architecture.md, "One
+// reconcile"): the read, the deletion or the finalizer, the check when one
+// is due, then one deferred status write computed from what it observed
+// and how it ended.
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (out outcome.Outcome) {
 	b := &storagev1.StorageBucket{}
 	found, err := r.status.Get(ctx, req.NamespacedName, b)
 	if err != nil {
-		return ctrl.Result{}, err // a read that failed is no deletion
+		return outcome.Of(err) // a read that failed is no deletion
 	}
 	if !found {
 		r.schedule.Forget(req.NamespacedName)
 		r.guards.forget(req.NamespacedName)
 		forgetBucketMetrics(req.NamespacedName)
-		return ctrl.Result{}, nil
+		return outcome.Outcome{}
 	}
 	if b.DeletionTimestamp.IsZero() && operate.IsSuspended(b.Spec.Suspend) {
 		// No check is due while suspended: none is scheduled.
@@ -218,16 +267,18 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		next.ObservedGeneration = b.Generation
 		operate.Suspend(&next.Conditions, b.Generation)
 		_, err := r.status.Patch(ctx, b, next)
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	obs := &bucketObservation{}
-	defer stores.Finish(ctx, r.status, r.recorder, b, &obs.Outcome, &result, &err,
-		func() storagev1.StorageBucketStatus { return computeBucketStatus(b, obs) })
+	defer func() {
+		out = stores.Finish(ctx, r.status, r.recorder, b, &obs.Observed, out,
+			func(o outcome.Outcome) storagev1.StorageBucketStatus { return computeBucketStatus(b, obs, o) })
+	}()
 	if !b.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, b, obs)
 	}
 	if _, err := finalizer.Ensure(ctx, r.client, b, stores.BucketFinalizer); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 
 	key, uid, every := req.NamespacedName, string(b.UID), interval(b)
@@ -241,13 +292,13 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		// a store that changed state is what they wait for; and so are all
 		// of a store whose public-access fields changed.) Nothing was
 		// observed, so nothing is written.
-		return ctrl.Result{RequeueAfter: wait}, nil
+		return outcome.RequeueAfter(wait)
 	}
 
 	start := time.Now()
 	res, err := r.check(ctx, b, obs)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	obs.checked = &res
 	r.schedule.Checked(key, uid, every)
@@ -274,17 +325,17 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		obs.Did(corev1.EventTypeNormal, "BucketSettingsApplied", "Apply", "set %s of bucket %s", strings.Join(res.settings.changed, ", "), stores.BucketName(b))
 		if slices.Contains(res.settings.changed, settingPolicy) {
 			if err := r.recheckAccesses(ctx, b); err != nil {
-				return ctrl.Result{}, err
+				return outcome.Of(err)
 			}
 		}
 	}
-	return ctrl.Result{RequeueAfter: r.schedule.Wait(key, uid, every)}, nil
+	return outcome.RequeueAfter(r.schedule.Wait(key, uid, every))
 }
 
 // check finds out whether the bucket exists, is ours and is healthy. Store
 // errors are states, not reconcile errors: the schedule and the store-level
 // check decide when to try again. Errors of the API server are returned.
-func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation) (checkResult, error) {
+func (r *Reconciler) check(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation) (checkResult, error) {
 	name := stores.BucketName(b)
 	other, err := r.otherClaimant(ctx, b, name)
 	if err != nil {
@@ -365,7 +416,7 @@ func (r *BucketReconciler) check(ctx context.Context, b *storagev1.StorageBucket
 
 // storeAccessOf reads what the store lets the namespace do. A namespace the
 // store is not opened to gets the bucket's state and no store request.
-func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.ObjectStore, b *storagev1.StorageBucket) (stores.Access, checkResult, error) {
+func (r *Reconciler) storeAccessOf(ctx context.Context, store *storagev1.ObjectStore, b *storagev1.StorageBucket) (stores.Access, checkResult, error) {
 	nsLabels, err := r.namespaces.Get(ctx, b)
 	if err != nil {
 		return stores.Access{}, checkResult{}, err
@@ -385,7 +436,7 @@ func (r *BucketReconciler) storeAccessOf(ctx context.Context, store *storagev1.O
 // declares no policy and its policy is not due a check (guardDue); else the
 // access keys the namespace's BucketAccesses hold in the store, current and
 // retiring, as their status records them.
-func (r *BucketReconciler) principalRuleOf(ctx context.Context, b *storagev1.StorageBucket, store *storagev1.ObjectStore, access stores.Access, guardDue bool) (*principalRule, error) {
+func (r *Reconciler) principalRuleOf(ctx context.Context, b *storagev1.StorageBucket, store *storagev1.ObjectStore, access stores.Access, guardDue bool) (*principalRule, error) {
 	if access.Public || b.Spec.Policy == "" && !guardDue {
 		return nil, nil
 	}
@@ -411,7 +462,7 @@ func (r *BucketReconciler) principalRuleOf(ctx context.Context, b *storagev1.Sto
 
 // publicAccessChanged reports whether the public-access fields of the
 // bucket's store changed since its last check (public_access.go).
-func (r *BucketReconciler) publicAccessChanged(ctx context.Context, b *storagev1.StorageBucket) bool {
+func (r *Reconciler) publicAccessChanged(ctx context.Context, b *storagev1.StorageBucket) bool {
 	store := &storagev1.ObjectStore{}
 	if err := r.client.Get(ctx, client.ObjectKey{Name: b.Spec.StoreRef.Name}, store); err != nil {
 		return false // the check that is due sees it
@@ -423,10 +474,10 @@ func (r *BucketReconciler) publicAccessChanged(ctx context.Context, b *storagev1
 // StorageBucket is creating it (status claim Creating): a bucket created
 // but not yet tagged is then recognised as ours, whatever happens between.
 // This write cannot wait for the deferred one.
-func (r *BucketReconciler) recordCreating(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation, bucket, store string) error {
+func (r *Reconciler) recordCreating(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation, bucket, store string) error {
 	obs.checked = &checkResult{claim: storagev1.BucketCreating, summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonCreating,
 		Message: fmt.Sprintf("creating bucket %s in %s", bucket, store)}}
-	if _, err := r.status.Patch(ctx, b, computeBucketStatus(b, obs)); err != nil {
+	if _, err := r.status.Patch(ctx, b, computeBucketStatus(b, obs, outcome.Outcome{})); err != nil {
 		obs.checked = nil // not on record: nothing is created
 		return err
 	}
@@ -443,7 +494,7 @@ func blocked(reason, message string) checkResult {
 // An unclaimed one that is Stalled (refused by the store, or in conflict
 // itself) makes no move on the bucket, so it stands in no one's way: a
 // namespace cannot block another's bucket by naming it first.
-func (r *BucketReconciler) otherClaimant(ctx context.Context, b *storagev1.StorageBucket, bucket string) (*storagev1.StorageBucket, error) {
+func (r *Reconciler) otherClaimant(ctx context.Context, b *storagev1.StorageBucket, bucket string) (*storagev1.StorageBucket, error) {
 	list := &storagev1.StorageBucketList{}
 	if err := r.client.List(ctx, list, client.MatchingFields{stores.StoreBucketIndex: stores.StoreBucketKey(b.Spec.StoreRef.Name, bucket)}); err != nil {
 		return nil, fmt.Errorf("listing other claimants of bucket %s: %w", bucket, err)
@@ -491,39 +542,39 @@ func claims(b *storagev1.StorageBucket, bucket string) bool {
 // finalize applies the deletion policy. Retain: the bucket stays. Delete: an
 // empty bucket we own is deleted; a non-empty one, or a store that cannot be
 // reached, holds the deletion with the reason in status.
-func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation) (ctrl.Result, error) {
+func (r *Reconciler) finalize(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation) outcome.Outcome {
 	wait, err := r.accessesRemain(ctx, b)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	if wait != nil {
 		obs.waits = wait
 		// The deletion of each BucketAccess is an event; this is the safety net.
-		return setup.RequeueAfter(setup.ForeignChildRetry), nil
+		return outcome.RequeueAfter(setup.Jitter(setup.ForeignChildRetry))
 	}
 	if b.Spec.DeletionPolicy == storagev1.DeletionDelete {
 		res, err := r.deleteBucket(ctx, b)
 		if err != nil {
-			return ctrl.Result{}, err
+			return outcome.Of(err)
 		}
 		if !res.done {
 			obs.waits = &res.summary
-			return setup.RequeueAfter(res.retry), nil
+			return outcome.RequeueAfter(setup.Jitter(res.retry))
 		}
 		if res.deleted {
 			log.FromContext(ctx).Info("bucket deleted", "bucket", stores.BucketName(b))
 			obs.Did(corev1.EventTypeNormal, "BucketDeleted", "Delete", "deleted empty bucket %s (deletionPolicy: Delete)", stores.BucketName(b))
 		}
 	} else if err := r.markRetained(ctx, b, obs); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	if err := finalizer.Remove(ctx, r.client, b, stores.BucketFinalizer); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	obs.Released = true
 	r.schedule.Forget(client.ObjectKeyFromObject(b))
 	forgetBucketMetrics(client.ObjectKeyFromObject(b))
-	return ctrl.Result{}, nil
+	return outcome.Outcome{}
 }
 
 // markRetained makes sure a bucket kept by deletionPolicy Retain carries
@@ -534,7 +585,7 @@ func (r *BucketReconciler) finalize(ctx context.Context, b *storagev1.StorageBuc
 // needs the store's adoption leave to be taken back), and a Warning says
 // so. An error of the API server (reading the store from the cache, or the
 // namespace's UID) is returned: the deletion is tried again.
-func (r *BucketReconciler) markRetained(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation) error {
+func (r *Reconciler) markRetained(ctx context.Context, b *storagev1.StorageBucket, obs *bucketObservation) error {
 	name := stores.BucketName(b)
 	if b.Status.Claim != storagev1.BucketClaimed || b.Status.BucketName != name {
 		return nil
@@ -572,7 +623,7 @@ func (r *BucketReconciler) markRetained(ctx context.Context, b *storagev1.Storag
 // recheckAccesses has the BucketAccesses of a bucket look at their grants
 // now: the policy was rewritten, maybe because someone had replaced it, and
 // took their grants with it.
-func (r *BucketReconciler) recheckAccesses(ctx context.Context, b *storagev1.StorageBucket) error {
+func (r *Reconciler) recheckAccesses(ctx context.Context, b *storagev1.StorageBucket) error {
 	list := &storagev1.BucketAccessList{}
 	if err := r.client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{stores.AccessBucketIndex: b.Name}); err != nil {
 		return fmt.Errorf("listing the BucketAccesses of StorageBucket %s: %w", b.Name, err)
@@ -590,7 +641,7 @@ func (r *BucketReconciler) recheckAccesses(ctx context.Context, b *storagev1.Sto
 // accessesRemain holds the deletion of a StorageBucket while BucketAccesses
 // use it: each must first revoke its key and take its grant out of the
 // bucket's policy, which needs the bucket. It returns nil when none remain.
-func (r *BucketReconciler) accessesRemain(ctx context.Context, b *storagev1.StorageBucket) (*conditions.Summary, error) {
+func (r *Reconciler) accessesRemain(ctx context.Context, b *storagev1.StorageBucket) (*conditions.Summary, error) {
 	list := &storagev1.BucketAccessList{}
 	if err := r.client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{stores.AccessBucketIndex: b.Name}); err != nil {
 		return nil, fmt.Errorf("listing the BucketAccesses of StorageBucket %s: %w", b.Name, err)
@@ -619,7 +670,7 @@ func (r *BucketReconciler) accessesRemain(ctx context.Context, b *storagev1.Stor
 // deleteBucket deletes the bucket if it is ours and empty, or says why not.
 // A store that is not Ready is not asked: its own check says when it is back,
 // and that re-queues its buckets, this one included.
-func (r *BucketReconciler) deleteBucket(ctx context.Context, b *storagev1.StorageBucket) (deletionResult, error) {
+func (r *Reconciler) deleteBucket(ctx context.Context, b *storagev1.StorageBucket) (deletionResult, error) {
 	name := stores.BucketName(b)
 	if b.Status.Claim == "" || b.Status.BucketName != name {
 		// Never created nor claimed by this StorageBucket: nothing of ours to delete.

@@ -1,4 +1,4 @@
-package storage
+package bucket
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
@@ -15,6 +16,11 @@ import (
 
 // TestBucketSettings drives every exit of applying bucket settings with a
 // fake store: each setting is read, and written only when it differs.
+// keyV1 is an access key a policy grants to.
+const keyV1 = "TRELLISAAAAV1"
+
+func noLock() func() { return func() {} }
+
 func TestBucketSettings(t *testing.T) {
 	userPolicy := `{"Version":"2012-10-17","Statement":[{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-assets/pub/*"}]}`
 	withGrant, _ := s3.WithGrant("", testBucket, s3.Grant{ID: "g", Principals: []string{keyV1}, Mode: s3.ReadOnly})
@@ -125,7 +131,7 @@ func TestBucketSettings(t *testing.T) {
 		},
 		"policy the store refuses": {
 			spec: func(s *storagev1.StorageBucketSpec) { s.Policy = userPolicy },
-			s3:   storagetest.FakeS3{SetPolicyErr: errBadPolicy}, wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
+			s3:   storagetest.FakeS3{SetPolicyErr: storagetest.ErrBadPolicy}, wantCalls: []string{"Policy", "SetPolicy"}, wantChanged: []string{settingPolicy},
 			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy,
 		},
 		"a public policy where the store blocks it": {
@@ -166,7 +172,7 @@ func TestBucketSettings(t *testing.T) {
 		},
 		"no spec.policy, the store refuses the held policy: Stalled, said": {
 			spec: func(*storagev1.StorageBucketSpec) {}, principals: blocked, restrictOnly: true,
-			s3:           storagetest.FakeS3{PolicyDoc: withBoth, SetPolicyErr: errBadPolicy},
+			s3:           storagetest.FakeS3{PolicyDoc: withBoth, SetPolicyErr: storagetest.ErrBadPolicy},
 			wantCalls:    []string{"Policy", "SetPolicy"},
 			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy,
 		},
@@ -281,7 +287,7 @@ func TestSettingsStatus(t *testing.T) {
 	b.Spec.Versioning = storagev1.VersioningEnabled
 	notSupported := settingsResult{declared: []string{settingLifecycle}, problems: []settingProblem{{setting: settingLifecycle, reason: ReasonSettingNotSupported, blocked: true, message: "lifecycle: no"}}}
 	res := checkResult{summary: notSupported.summary(), claim: storagev1.BucketClaimed, settings: &notSupported}
-	st := computeBucketStatus(b, checked(res))
+	st := computeBucketStatus(b, checked(res), outcome.Outcome{})
 	c := conditions.Get(st.Conditions, conditions.SettingsApplied)
 	g.Expect(c).NotTo(BeNil())
 	g.Expect(c.Reason).To(Equal(ReasonSettingNotSupported))
@@ -290,13 +296,13 @@ func TestSettingsStatus(t *testing.T) {
 	// The store goes down: the check stops before the settings; what is known stays.
 	b.Status = st
 	down := checkResult{summary: conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "down"}}
-	st = computeBucketStatus(b, checked(down))
+	st = computeBucketStatus(b, checked(down), outcome.Outcome{})
 	g.Expect(conditions.Get(st.Conditions, conditions.SettingsApplied).Reason).To(Equal(ReasonSettingNotSupported))
 
 	// The settings leave the spec: so does the condition.
 	b.Status = st
 	b.Spec.Versioning = ""
-	st = computeBucketStatus(b, checked(checkResult{summary: healthy(testBucket, "store-a")}))
+	st = computeBucketStatus(b, checked(checkResult{summary: healthy(testBucket, "store-a")}), outcome.Outcome{})
 	g.Expect(conditions.Get(st.Conditions, conditions.SettingsApplied)).To(BeNil())
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Ready)).To(BeTrue())
 }

@@ -1,4 +1,4 @@
-package storage
+package bucket
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -6,20 +6,22 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 )
 
-// computeBucketStatus derives the status from what one reconcile observed.
+// computeBucketStatus derives the status from what one reconcile observed
+// and how it ended.
 // Per-check figures (time, latency) are metrics, not status: a healthy bucket
 // checked again produces an identical status and costs no write, and a
 // reconcile that checked nothing (none was due) writes nothing.
-func computeBucketStatus(b *storagev1.StorageBucket, obs *bucketObservation) storagev1.StorageBucketStatus {
+func computeBucketStatus(b *storagev1.StorageBucket, obs *bucketObservation, out outcome.Outcome) storagev1.StorageBucketStatus {
 	st := *b.Status.DeepCopy()
 	found := obs.waits
 	if obs.checked != nil {
 		found = &obs.checked.summary
 	}
-	summary := obs.Summary(found)
+	summary := stores.Summary(out, found)
 	if summary == nil {
 		return st
 	}

@@ -1,4 +1,9 @@
-package storage
+// Package access reconciles BucketAccesses: a key of its own to one
+// StorageBucket's bucket, for a workload, granted in the bucket's policy,
+// written to a Secret, rotated, and revoked with the BucketAccess.
+// storage.Controller registers it beside the ObjectStore and StorageBucket
+// controllers.
+package access
 
 import (
 	"context"
@@ -28,6 +33,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/children"
 	"github.com/trellis-dev/trellis/internal/controller/finalizer"
 	"github.com/trellis-dev/trellis/internal/controller/operate"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
@@ -57,6 +63,10 @@ const (
 	ReasonRevoking = "Revoking"
 )
 
+// accessController names the controller: the controller label of
+// controller-runtime's metrics and trellis_reconcile_conflicts_total.
+const accessController = "bucketaccess"
+
 // defaultGracePeriod is how long a replaced key keeps working by default.
 const defaultGracePeriod = time.Hour
 
@@ -77,8 +87,8 @@ var accessStatusEvents = []status.EventRule{
 		Except: []string{ReasonIssuing, ReasonBucketNotReady, stores.ReasonStoreNotReady, ReasonRevoking}},
 }
 
-// AccessReconciler reconciles BucketAccesses.
-type AccessReconciler struct {
+// Reconciler reconciles BucketAccesses.
+type Reconciler struct {
 	client     client.Client
 	recorder   recorder.EventRecorder
 	children   children.Clients
@@ -92,6 +102,33 @@ type AccessReconciler struct {
 	now          func() time.Time
 }
 
+// Config is what the BucketAccess reconciler shares with the other storage
+// controllers.
+type Config struct {
+	Stores     *stores.Clients
+	Namespaces *stores.NamespaceLabels
+	// StoreChecks asks the ObjectStore controller to check a store an access found down.
+	StoreChecks stores.StoreChecks
+	// AccessEvents carries the StorageBucket controller's requests to look
+	// now (a bucket policy rewritten).
+	AccessEvents <-chan event.TypedGenericEvent[*storagev1.BucketAccess]
+}
+
+// New is the BucketAccess reconciler; uncached reads Secrets past the cache.
+func New(c client.Client, uncached client.Reader, rec recorder.EventRecorder, cfg Config) *Reconciler {
+	return &Reconciler{
+		client: c, recorder: rec, children: children.Clients{Cached: c, Uncached: uncached},
+		status: status.NewPatcher(c, rec, func(a *storagev1.BucketAccess) *storagev1.BucketAccessStatus { return &a.Status }, accessStatusEvents...),
+		stores: cfg.Stores, namespaces: cfg.Namespaces, storeChecks: cfg.StoreChecks, accessEvents: cfg.AccessEvents, now: time.Now,
+	}
+}
+
+// Status is the reconciler's status patcher, which follows the cache
+// (status.Patcher.FollowCache).
+func (r *Reconciler) Status() *status.Patcher[*storagev1.BucketAccess, storagev1.BucketAccessStatus] {
+	return r.status
+}
+
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=bucketaccesses,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=bucketaccesses/status,verbs=get;patch
 // +kubebuilder:rbac:groups=storage.trellis.dev,resources=bucketaccesses/finalizers,verbs=update
@@ -102,7 +139,7 @@ type AccessReconciler struct {
 // store's Ready condition, and requests from the StorageBucket controller
 // when it rewrote a bucket's policy. Secrets are not watched: that needs a
 // cluster-wide watch on Secrets; a periodic check stands in for it.
-func (r *AccessReconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(accessController).
 		For(&storagev1.BucketAccess{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, operate.ReconcileRequested))).
@@ -129,15 +166,15 @@ var bucketStateChanged = predicate.Funcs{
 	},
 }
 
-func (r *AccessReconciler) accessesOfBucket(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) accessesOfBucket(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.listed(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{stores.AccessBucketIndex: o.GetName()})
 }
 
-func (r *AccessReconciler) accessesOfStore(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) accessesOfStore(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.listed(ctx, client.MatchingFields{stores.AccessStoreIndex: o.GetName()})
 }
 
-func (r *AccessReconciler) listed(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+func (r *Reconciler) listed(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	list := &storagev1.BucketAccessList{}
 	if err := r.client.List(ctx, list, opts...); err != nil {
 		// A map function cannot return an error; the periodic check still comes.
@@ -155,12 +192,22 @@ func (r *AccessReconciler) listed(ctx context.Context, opts ...client.ListOption
 // bucket and nothing else, and is in its Secret; rotates it when
 // keyVersion rises; revokes replaced keys after their grace period, and
 // everything when the BucketAccess is deleted.
-func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
-	defer apierr.RequeueConflict(accessController, &result, &err)
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.reconcile(ctx, req).Result(accessController)
+}
+
+// reconcile is the shape every kind shares (docs/architecture.md, "One
+// reconcile"): the read, the deletion or the finalizer, the key brought in
+// line, then one deferred status write computed from what it observed and
+// how it ended.
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (out outcome.Outcome) {
 	a := &storagev1.BucketAccess{}
 	found, err := r.status.Get(ctx, req.NamespacedName, a)
-	if err != nil || !found {
-		return ctrl.Result{}, err
+	if err != nil {
+		return outcome.Of(err) // a read that failed is no deletion
+	}
+	if !found {
+		return outcome.Outcome{}
 	}
 	if a.DeletionTimestamp.IsZero() && operate.IsSuspended(a.Spec.Suspend) {
 		// Deletion does not come here: deleting is exactly what a user
@@ -169,16 +216,18 @@ func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		next.ObservedGeneration = a.Generation
 		operate.Suspend(&next.Conditions, a.Generation)
 		_, err := r.status.Patch(ctx, a, next)
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	obs := &accessObservation{}
-	defer stores.Finish(ctx, r.status, r.recorder, a, &obs.Outcome, &result, &err,
-		func() storagev1.BucketAccessStatus { return computeAccessStatus(a, obs) })
+	defer func() {
+		out = stores.Finish(ctx, r.status, r.recorder, a, &obs.Observed, out,
+			func(o outcome.Outcome) storagev1.BucketAccessStatus { return computeAccessStatus(a, obs, o) })
+	}()
 	if !a.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, a, obs)
 	}
 	if _, err := finalizer.Ensure(ctx, r.client, a, stores.AccessFinalizer); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	res, err := r.sync(ctx, a, obs)
 	// What was done before an error stays true (replaced keys revoked);
@@ -191,12 +240,12 @@ func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		obs.Did(corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked replaced key %s", id)
 	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
-	return r.requeue(res), nil
+	return r.requeue(res)
 }
 
-func (r *AccessReconciler) requeue(res accessResult) ctrl.Result {
+func (r *Reconciler) requeue(res accessResult) outcome.Outcome {
 	wait := accessVerifyInterval
 	switch {
 	case res.summary.Progress == conditions.Blocked && (res.summary.Reason == ReasonSecretConflict || res.summary.Reason == ReasonSecretRejected):
@@ -214,17 +263,17 @@ func (r *AccessReconciler) requeue(res accessResult) ctrl.Result {
 		if until := res.next.Sub(r.now()); until < wait {
 			// Exactly at the deadline, not before: revoking early breaks
 			// workloads that were promised the grace period.
-			return ctrl.Result{RequeueAfter: max(until, 0) + time.Second}
+			return outcome.RequeueAfter(max(until, 0) + time.Second)
 		}
 	}
-	return setup.RequeueAfter(wait)
+	return outcome.RequeueAfter(setup.Jitter(wait))
 }
 
 // sync brings the key, its grant and its Secret to what the spec says.
 // Problems a person must fix, and store errors, are states; API errors are
 // returned (with what was done before them: a key the Secret does not hold
 // is never returned as issued).
-func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation) (accessResult, error) {
+func (r *Reconciler) sync(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation) (accessResult, error) {
 	sb, res, err := r.bucketOf(ctx, a)
 	if err != nil || sb == nil {
 		return res, err
@@ -318,7 +367,7 @@ func (r *AccessReconciler) sync(ctx context.Context, a *storagev1.BucketAccess, 
 
 // bucketOf reads the StorageBucket the access names, in its own namespace.
 // It returns nil and the access's state when the bucket cannot be granted yet.
-func (r *AccessReconciler) bucketOf(ctx context.Context, a *storagev1.BucketAccess) (*storagev1.StorageBucket, accessResult, error) {
+func (r *Reconciler) bucketOf(ctx context.Context, a *storagev1.BucketAccess) (*storagev1.StorageBucket, accessResult, error) {
 	sb := &storagev1.StorageBucket{}
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.BucketRef.Name}, sb)
 	switch {
@@ -351,11 +400,11 @@ func gracePeriod(a *storagev1.BucketAccess) time.Duration {
 // the access's accounts belong to: the deletion revokes them from there,
 // even if the StorageBucket is gone by then. This write cannot wait for the
 // deferred one.
-func (r *AccessReconciler) recordTarget(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation, store, bucket string) error {
+func (r *Reconciler) recordTarget(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation, store, bucket string) error {
 	obs.target = &accessTarget{store: store, bucket: bucket}
 	obs.synced = &accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonIssuing,
 		Message: fmt.Sprintf("issuing a %s key to bucket %s in %s", a.Spec.Mode, bucket, store)}}
-	if _, err := r.status.Patch(ctx, a, computeAccessStatus(a, obs)); err != nil {
+	if _, err := r.status.Patch(ctx, a, computeAccessStatus(a, obs, outcome.Outcome{})); err != nil {
 		obs.target, obs.synced = nil, nil // not on record: no account is made
 		return err
 	}
@@ -364,7 +413,7 @@ func (r *AccessReconciler) recordTarget(ctx context.Context, a *storagev1.Bucket
 
 // applySecret brings the Secret to the given key, creating it if needed
 // (Server-Side Apply, skipped when nothing differs).
-func (r *AccessReconciler) applySecret(ctx context.Context, a *storagev1.BucketAccess, store *storagev1.ObjectStore, bucket, accessKeyID, secretKey string, live *corev1.Secret) error {
+func (r *Reconciler) applySecret(ctx context.Context, a *storagev1.BucketAccess, store *storagev1.ObjectStore, bucket, accessKeyID, secretKey string, live *corev1.Secret) error {
 	desired := desiredSecret(a, store, bucket, accessKeyID, secretKey)
 	_, err := children.ApplyOwned(ctx, r.children, a, "Secret", live, desired, corev1ac.ExtractSecret)
 	return err
@@ -372,11 +421,11 @@ func (r *AccessReconciler) applySecret(ctx context.Context, a *storagev1.BucketA
 
 // finalize revokes the access's key in the store, then lets it go. A store
 // that cannot be reached holds the deletion, with the reason.
-func (r *AccessReconciler) finalize(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation) (ctrl.Result, error) {
+func (r *Reconciler) finalize(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation) outcome.Outcome {
 	if a.Status.StoreName != "" {
 		res, err := r.revoke(ctx, a, obs)
 		if err != nil {
-			return ctrl.Result{}, err
+			return outcome.Of(err)
 		}
 		if res.storeDown && res.store != nil {
 			r.storeChecks.Request(ctx, res.store)
@@ -386,25 +435,25 @@ func (r *AccessReconciler) finalize(ctx context.Context, a *storagev1.BucketAcce
 		}
 		if !res.done {
 			obs.waits = &res.summary
-			return setup.RequeueAfter(time.Minute), nil
+			return outcome.RequeueAfter(setup.Jitter(time.Minute))
 		}
 	}
 	if err := r.deleteSecret(ctx, a); err != nil {
 		if apierr.Classify(err) != apierr.Refused {
-			return ctrl.Result{}, err
+			return outcome.Of(err)
 		}
 		obs.waits = &conditions.Summary{Progress: conditions.Blocked, Reason: ReasonSecretRejected,
 			Message: fmt.Sprintf("no key of it is left in the store, but the API server refused to delete Secret %s: %s", a.Spec.SecretName, apierr.Message(err))}
-		return setup.RequeueAfter(setup.ForeignChildRetry), nil
+		return outcome.RequeueAfter(setup.Jitter(setup.ForeignChildRetry))
 	}
 	if err := finalizer.Remove(ctx, r.client, a, stores.AccessFinalizer); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Of(err)
 	}
 	obs.Released = true
-	return ctrl.Result{}, nil
+	return outcome.Outcome{}
 }
 
-func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation) (revocationResult, error) {
+func (r *Reconciler) revoke(ctx context.Context, a *storagev1.BucketAccess, obs *accessObservation) (revocationResult, error) {
 	store, state, err := stores.UsableStore(ctx, r.client, a.Status.StoreName)
 	if err != nil {
 		return revocationResult{}, err
@@ -461,7 +510,7 @@ func (r *AccessReconciler) revoke(ctx context.Context, a *storagev1.BucketAccess
 
 // deleteSecret deletes the access's Secret, only if it is ours: the UID
 // precondition makes sure it is the one just seen.
-func (r *AccessReconciler) deleteSecret(ctx context.Context, a *storagev1.BucketAccess) error {
+func (r *Reconciler) deleteSecret(ctx context.Context, a *storagev1.BucketAccess) error {
 	live := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Spec.SecretName}}
 	exists, err := children.LookupOwned(ctx, r.children, a, "Secret", live)
 	if children.IsNotOwned(err) || !exists {

@@ -1,4 +1,4 @@
-package storage
+package bucket
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/outcome"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
@@ -77,7 +78,7 @@ func TestComputeBucketStatus(t *testing.T) {
 			b := statusBucket(4, tt.prior)
 			before := b.DeepCopy()
 
-			st := computeBucketStatus(b, checked(tt.res))
+			st := computeBucketStatus(b, checked(tt.res), outcome.Outcome{})
 
 			g.Expect(b).To(Equal(before), "the bucket itself is not modified")
 			g.Expect(st.ObservedGeneration).To(Equal(int64(4)))
@@ -112,7 +113,7 @@ func TestRecordedBucketNameIsKept(t *testing.T) {
 	b := statusBucket(1, storagev1.StorageBucketStatus{BucketName: "team-assets-0123456789", Claim: storagev1.BucketClaimed})
 	b.Namespace = "team-a"
 	g.Expect(stores.BucketName(b)).To(Equal("team-assets-0123456789"))
-	st := computeBucketStatus(b, checked(checkResult{summary: healthy("team-assets-0123456789", "store-a")}))
+	st := computeBucketStatus(b, checked(checkResult{summary: healthy("team-assets-0123456789", "store-a")}), outcome.Outcome{})
 	g.Expect(st.BucketName).To(Equal("team-assets-0123456789"))
 	g.Expect(st.Claim).To(Equal(storagev1.BucketClaimed))
 
@@ -139,6 +140,7 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 	tests := map[string]struct {
 		prior storagev1.StorageBucketStatus
 		obs   *bucketObservation
+		out   outcome.Outcome
 		// wantReason is Ready's reason, alsoTrue the condition besides it
 		// that is True; unchanged: the prior status comes back as it was.
 		wantReason, alsoTrue string
@@ -147,11 +149,11 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 	}{
 		"no check due: untouched": {prior: wasReady, obs: &bucketObservation{}, unchanged: true},
 		"an error before any check: ReconcileError, the claim kept": {
-			prior: wasReady, obs: &bucketObservation{Outcome: stores.Outcome{Failed: errAPI}},
+			prior: wasReady, obs: &bucketObservation{}, out: outcome.Of(errAPI),
 			wantReason: conditions.ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
 		},
 		"an error after a check: what it found is recorded": {
-			obs:        &bucketObservation{Outcome: stores.Outcome{Failed: errAPI}, checked: &created},
+			obs: &bucketObservation{checked: &created}, out: outcome.Of(errAPI),
 			wantReason: conditions.ReasonReconcileError, alsoTrue: conditions.Reconciling, wantClaim: storagev1.BucketClaimed,
 		},
 		"a deletion waiting for its accesses": {
@@ -164,7 +166,7 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 			g := NewWithT(t)
 			b := statusBucket(4, *tt.prior.DeepCopy())
 
-			st := computeBucketStatus(b, tt.obs)
+			st := computeBucketStatus(b, tt.obs, tt.out)
 
 			if tt.unchanged {
 				g.Expect(st).To(Equal(tt.prior))
@@ -177,7 +179,7 @@ func TestComputeBucketStatusBeyondChecks(t *testing.T) {
 			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(ready.Reason).To(Equal(tt.wantReason))
 			g.Expect(conditions.IsTrue(st.Conditions, tt.alsoTrue)).To(BeTrue(), tt.alsoTrue)
-			if tt.obs.Failed != nil {
+			if tt.out.Err() != nil {
 				g.Expect(ready.Message).To(Equal(errAPI.Error()))
 			}
 		})
@@ -197,73 +199,13 @@ func TestComputeBucketStatusIsIdempotent(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			b := statusBucket(3, storagev1.StorageBucketStatus{})
-			first := computeBucketStatus(b, checked(res))
+			first := computeBucketStatus(b, checked(res), outcome.Outcome{})
 			b.Status = first
 
 			time.Sleep(2 * time.Millisecond) // a churning transition time would differ
-			second := computeBucketStatus(b, checked(res))
+			second := computeBucketStatus(b, checked(res), outcome.Outcome{})
 
 			g.Expect(second).To(Equal(first))
 		})
 	}
-}
-
-// synced is the observation of a reconcile that brought the key in line.
-func synced(res accessResult) *accessObservation { return &accessObservation{synced: &res} }
-
-func TestComputeAccessStatus(t *testing.T) {
-	g := NewWithT(t)
-	a := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Generation: 3},
-		Spec: storagev1.BucketAccessSpec{KeyVersion: 2},
-		Status: storagev1.BucketAccessStatus{StoreName: "s", BucketName: testBucket, AccessKeyID: keyV1, KeyVersion: 1,
-			RetiringKeys: []storagev1.RetiringKey{retiringAt(keyV2, syncNow)}}}
-	granted := conditions.Summary{Progress: conditions.Done, Reason: ReasonGranted, Message: "granted"}
-
-	st := computeAccessStatus(a, synced(accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: string(s3.ReasonStoreUnreachable), Message: "down"}}))
-	g.Expect(st.AccessKeyID).To(Equal(keyV1), "a failed reconcile records no key")
-	g.Expect(st.KeyVersion).To(Equal(int32(1)))
-	g.Expect(st.RetiringKeys).To(HaveLen(1), "nor forgets the keys to revoke")
-	g.Expect(st.ObservedGeneration).To(Equal(int64(3)))
-	g.Expect(conditions.IsTrue(st.Conditions, conditions.Reconciling)).To(BeTrue())
-
-	st = computeAccessStatus(a, synced(accessResult{summary: granted, issued: &issuedKey{accessKeyID: keyV2, secretKey: "x"},
-		keysKnown: true, retiring: []storagev1.RetiringKey{retiringAt(keyV1, syncNow)}}))
-	g.Expect(st.AccessKeyID).To(Equal(keyV2))
-	g.Expect(st.KeyVersion).To(Equal(int32(2)))
-	g.Expect(stores.KeyIDs(st.RetiringKeys)).To(Equal([]string{keyV1}))
-	g.Expect(st.StoreName).To(Equal("s"))
-	g.Expect(conditions.IsTrue(st.Conditions, conditions.Ready)).To(BeTrue())
-
-	st = computeAccessStatus(a, synced(accessResult{summary: granted, keysKnown: true}))
-	g.Expect(st.RetiringKeys).To(BeEmpty(), "revoked keys leave the record")
-}
-
-// TestComputeAccessStatusBeyondSync: the target put on record before any
-// account, an error (ReconcileError, keeping the key on record), a
-// revocation that waits, and a reconcile that observed nothing.
-func TestComputeAccessStatusBeyondSync(t *testing.T) {
-	g := NewWithT(t)
-	a := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Generation: 2},
-		Spec:   storagev1.BucketAccessSpec{KeyVersion: 1, Mode: storagev1.AccessReadWrite},
-		Status: storagev1.BucketAccessStatus{AccessKeyID: keyV1, KeyVersion: 1}}
-	issuing := conditions.Summary{Progress: conditions.Working, Reason: ReasonIssuing, Message: "issuing"}
-
-	g.Expect(computeAccessStatus(a, &accessObservation{})).To(Equal(a.Status), "nothing observed, nothing changed")
-
-	st := computeAccessStatus(a, &accessObservation{target: &accessTarget{store: "s", bucket: testBucket}, synced: &accessResult{summary: issuing}})
-	g.Expect([]string{st.StoreName, st.BucketName}).To(Equal([]string{"s", testBucket}))
-	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(ReasonIssuing))
-
-	failed := errors.New("applying Secret s: etcdserver: request timed out")
-	st = computeAccessStatus(a, &accessObservation{Outcome: stores.Outcome{Failed: failed}, synced: &accessResult{}})
-	g.Expect(st.AccessKeyID).To(Equal(keyV1))
-	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(conditions.ReasonReconcileError))
-	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Message).To(Equal(failed.Error()))
-	g.Expect(conditions.IsTrue(st.Conditions, conditions.Reconciling)).To(BeTrue())
-	g.Expect(st.ObservedGeneration).To(Equal(int64(2)))
-
-	revoking := conditions.Summary{Progress: conditions.Working, Reason: ReasonRevoking, Message: "store down"}
-	st = computeAccessStatus(a, &accessObservation{waits: &revoking})
-	g.Expect(conditions.Get(st.Conditions, conditions.Ready).Reason).To(Equal(ReasonRevoking))
-	g.Expect(st.AccessKeyID).To(Equal(keyV1))
 }

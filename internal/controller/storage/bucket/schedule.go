@@ -1,4 +1,4 @@
-package storage
+package bucket
 
 import (
 	"sync"
@@ -77,4 +77,17 @@ func (s *Schedule) Forget(key types.NamespacedName) {
 	if len(s.next) == 0 {
 		s.next = map[types.NamespacedName]time.Time{}
 	}
+}
+
+// HeldIn is how many buckets in the namespaces have a check time kept.
+func (s *Schedule) HeldIn(namespaces map[string]bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for key := range s.next {
+		if namespaces[key.Namespace] {
+			n++
+		}
+	}
+	return n
 }

@@ -1,4 +1,4 @@
-package storage
+package bucket
 
 import (
 	"context"
@@ -14,36 +14,9 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
+	"github.com/trellis-dev/trellis/internal/controller/storage/storagetest"
 	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 )
-
-func TestBucketStateChanged(t *testing.T) {
-	base := statusBucket(1, storagev1.StorageBucketStatus{ObservedGeneration: 1, BucketName: testBucket, Claim: storagev1.BucketClaimed,
-		Conditions: []metav1.Condition{{Type: conditions.Ready, Status: metav1.ConditionTrue, Reason: ReasonHealthy}}})
-	now := metav1.Now()
-	cases := map[string]struct {
-		change func(*storagev1.StorageBucket)
-		want   bool
-	}{
-		"nothing":               {change: func(*storagev1.StorageBucket) {}},
-		"a health check's news": {change: func(b *storagev1.StorageBucket) { b.Status.Conditions[0].Message = "slow" }},
-		"spec interval":         {change: func(b *storagev1.StorageBucket) { b.Generation = 2 }},
-		"claim":                 {change: func(b *storagev1.StorageBucket) { b.Status.Claim = storagev1.BucketCreating }, want: true},
-		"bucket name":           {change: func(b *storagev1.StorageBucket) { b.Status.BucketName = "other" }, want: true},
-		"deletion starts":       {change: func(b *storagev1.StorageBucket) { b.DeletionTimestamp = &now }, want: true},
-		"stalled": {change: func(b *storagev1.StorageBucket) {
-			b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: conditions.Stalled, Status: metav1.ConditionTrue})
-		}, want: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			updated := base.DeepCopy()
-			tc.change(updated)
-			g.Expect(bucketStateChanged.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: updated})).To(Equal(tc.want))
-		})
-	}
-}
 
 func TestAccessGone(t *testing.T) {
 	g := NewWithT(t)
@@ -61,13 +34,13 @@ func TestAccessGone(t *testing.T) {
 // Conflict message tells what is true now.
 func TestOthersHearWhenAClaimantLeaves(t *testing.T) {
 	g := NewWithT(t)
-	holder := claimedBucket()
+	holder := storagetest.ClaimedBucket()
 	waiting := func(ns, name, store string) *storagev1.StorageBucket {
 		return &storagev1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name)},
 			Spec: storagev1.StorageBucketSpec{StoreRef: storagev1.StoreReference{Name: store}, BucketName: testBucket}}
 	}
 	f := newFixture(holder, waiting(otherNS, "wants", rtStore), waiting(otherNS, "elsewhere", "store-b"))
-	r := f.bucketReconciler()
+	r := f.reconciler()
 
 	leaving := holder.DeepCopy()
 	leaving.DeletionTimestamp = &metav1.Time{Time: time.Now()}
@@ -85,21 +58,21 @@ func TestOthersHearWhenAClaimantLeaves(t *testing.T) {
 // have named the key before it was issued.
 func TestRefusedPoliciesHearOfNewKeys(t *testing.T) {
 	g := NewWithT(t)
-	refused := claimedBucket()
+	refused := storagetest.ClaimedBucket()
 	refused.Name = "refused"
 	conditions.Summarize(&refused.Status.Conditions, 1, conditions.Summary{Progress: conditions.Blocked, Reason: ReasonPolicyRefused, Message: "no"})
 	elsewhere := refused.DeepCopy()
 	elsewhere.Namespace = otherNS
-	f := newFixture(claimedBucket(), refused, elsewhere)
+	f := newFixture(storagetest.ClaimedBucket(), refused, elsewhere)
 
-	before := rtAccessObj()
-	after := grantedAccess()
+	before := storagetest.Access()
+	after := storagetest.GrantedAccess()
 	g.Expect(accessKeysChanged.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: after})).To(BeTrue(), "a key issued")
 	g.Expect(accessKeysChanged.Update(event.UpdateEvent{ObjectOld: after, ObjectNew: after})).To(BeFalse())
 	retired := after.DeepCopy()
 	retired.Status.RetiringKeys = []storagev1.RetiringKey{{AccessKeyID: "old"}}
 	g.Expect(accessKeysChanged.Update(event.UpdateEvent{ObjectOld: after, ObjectNew: retired})).To(BeTrue(), "a key retiring")
 	g.Expect(accessKeysChanged.Create(event.CreateEvent{Object: after})).To(BeFalse())
-	g.Expect(f.bucketReconciler().refusedPoliciesOf(context.Background(), after)).To(Equal([]reconcile.Request{
+	g.Expect(f.reconciler().refusedPoliciesOf(context.Background(), after)).To(Equal([]reconcile.Request{
 		{NamespacedName: client.ObjectKey{Namespace: testNS, Name: "refused"}}}))
 }

@@ -1,4 +1,4 @@
-package storage
+package access
 
 import (
 	"context"
@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
@@ -54,15 +52,17 @@ func grantedKeys(t *testing.T, policy, id string) (principals, actions []string)
 }
 
 var (
-	syncNow     = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	errVgwNoIAM = minio.ErrorResponse{Code: "XAdminMethodNotSupported", StatusCode: 501}
-	errNoBucket = minio.ErrorResponse{Code: "NoSuchBucket", StatusCode: 404}
+	syncNow = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 )
 
-func retiringAt(id string, at time.Time) storagev1.RetiringKey {
-	t := metav1.NewTime(at)
-	return storagev1.RetiringKey{AccessKeyID: id, RevokeAt: &t}
-}
+const (
+	testNS     = storagetest.NS
+	testBucket = storagetest.BucketName
+	rtStore    = storagetest.Store
+	rtStoreUID = storagetest.StoreUID
+	rtAccess   = storagetest.AccessName
+	rtSecret   = storagetest.SecretName
+)
 
 const (
 	keyV1 = "TRELLISAAAAV1"
@@ -136,7 +136,7 @@ func TestAccessSync(t *testing.T) {
 		"rotation again within the grace period": {
 			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s", keyV2: "s"}},
 			mode:     s3.ReadWrite, current: keyV2, want: keyV3, have: true,
-			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow.Add(time.Minute))},
+			retiring:     []storagev1.RetiringKey{storagetest.Retiring(keyV1, syncNow.Add(time.Minute))},
 			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true,
 			wantGranted: []string{keyV1, keyV2, keyV3}, wantRetiring: []string{keyV1, keyV2}, wantAccounts: []string{keyV1, keyV2, keyV3}, wantPolicyPut: true,
 		},
@@ -144,21 +144,21 @@ func TestAccessSync(t *testing.T) {
 			reason:   "else the key issued now would be revoked when the old one's grace period ends",
 			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s", keyV2: "s"}},
 			mode:     s3.ReadWrite, current: keyV2, want: keyV1, have: true,
-			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow.Add(time.Minute))},
+			retiring:     []storagev1.RetiringKey{storagetest.Retiring(keyV1, syncNow.Add(time.Minute))},
 			wantProgress: conditions.Done, wantReason: ReasonGranted, wantIssued: true,
 			wantGranted: []string{keyV1, keyV2}, wantRetiring: []string{keyV2}, wantAccounts: []string{keyV1, keyV2},
 		},
 		"grace period not over": {
 			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s", keyV2: "s"}},
 			mode:     s3.ReadWrite, current: keyV2, want: keyV2, have: true,
-			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow.Add(time.Second))},
+			retiring:     []storagev1.RetiringKey{storagetest.Retiring(keyV1, syncNow.Add(time.Second))},
 			wantProgress: conditions.Done, wantReason: ReasonGranted,
 			wantGranted: []string{keyV1, keyV2}, wantRetiring: []string{keyV1}, wantAccounts: []string{keyV1, keyV2},
 		},
 		"grace period over: out of the policy, then revoked": {
 			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s", keyV2: "s"}},
 			mode:     s3.ReadWrite, current: keyV2, want: keyV2, have: true,
-			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow)},
+			retiring:     []storagev1.RetiringKey{storagetest.Retiring(keyV1, syncNow)},
 			wantProgress: conditions.Done, wantReason: ReasonGranted,
 			wantGranted: []string{keyV2}, wantRevoked: []string{keyV1}, wantAccounts: []string{keyV2}, wantPolicyPut: true,
 		},
@@ -183,7 +183,7 @@ func TestAccessSync(t *testing.T) {
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
 		},
 		"store without IAM": {
-			mode: s3.ReadWrite, want: keyV1, accounts: storagetest.FakeAccounts{PutErr: errVgwNoIAM},
+			mode: s3.ReadWrite, want: keyV1, accounts: storagetest.FakeAccounts{PutErr: storagetest.ErrVgwNoIAM},
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonNotSupported),
 		},
 		"admin API refuses the keys": {
@@ -196,7 +196,7 @@ func TestAccessSync(t *testing.T) {
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true, wantAccounts: []string{keyV1}, wantPolicyPut: true,
 		},
 		"store refuses the policy": {
-			mode: s3.ReadWrite, want: keyV1, s3: storagetest.FakeS3{SetPolicyErr: errBadPolicy},
+			mode: s3.ReadWrite, want: keyV1, s3: storagetest.FakeS3{SetPolicyErr: storagetest.ErrBadPolicy},
 			wantProgress: conditions.Blocked, wantReason: stores.ReasonInvalidPolicy, wantAccounts: []string{keyV1}, wantPolicyPut: true,
 		},
 		"current policy is not one": {
@@ -208,7 +208,7 @@ func TestAccessSync(t *testing.T) {
 			reason:   "the due key is out of the policy, stays on record, and is tried again",
 			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s", keyV2: "s"}, DeleteErr: storagetest.ErrDown},
 			mode:     s3.ReadWrite, current: keyV2, want: keyV2, have: true,
-			retiring:     []storagev1.RetiringKey{retiringAt(keyV1, syncNow.Add(-time.Second))},
+			retiring:     []storagev1.RetiringKey{storagetest.Retiring(keyV1, syncNow.Add(-time.Second))},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
 			wantGranted: []string{keyV2}, wantRetiring: []string{keyV1}, wantAccounts: []string{keyV1, keyV2}, wantPolicyPut: true,
 		},
@@ -294,7 +294,7 @@ func TestAccessSyncCapsRetiringKeys(t *testing.T) {
 	for i := range maxRetiringKeys {
 		id := stores.AccessKeyID("store", "uid", int32(i+1))
 		accounts.Accounts[id] = "s"
-		retiring = append(retiring, retiringAt(id, syncNow.Add(time.Duration(i+1)*time.Minute)))
+		retiring = append(retiring, storagetest.Retiring(id, syncNow.Add(time.Duration(i+1)*time.Minute)))
 	}
 	current, want := stores.AccessKeyID("store", "uid", 100), stores.AccessKeyID("store", "uid", 101)
 	accounts.Accounts[current] = "s"
@@ -353,7 +353,7 @@ func TestAccessRevocation(t *testing.T) {
 		},
 		"bucket gone already": {
 			accounts: storagetest.FakeAccounts{Accounts: map[string]string{keyV1: "s"}},
-			s3:       storagetest.FakeS3{PolicyErr: errNoBucket}, bucket: testBucket,
+			s3:       storagetest.FakeS3{PolicyErr: storagetest.ErrNoBucket}, bucket: testBucket,
 			wantDone: true, wantRevoked: []string{keyV1},
 		},
 		"never granted anywhere": {

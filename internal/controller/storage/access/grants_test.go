@@ -1,4 +1,4 @@
-package storage
+package access
 
 import (
 	"context"
@@ -14,14 +14,6 @@ import (
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
-// accessWithUID is grantedAccess under another name and UID.
-func accessWithUID(name string, uid types.UID) *storagev1.BucketAccess {
-	a := grantedAccess()
-	a.Name, a.UID = name, uid
-	a.Status.AccessKeyID = stores.AccessKeyID(rtStoreUID, uid, 1)
-	return a
-}
-
 // TestLiveGrants: the grants that may stand in a bucket's policy are those
 // of the bucket's BucketAccesses in the cache, found by what their status
 // records or by their StorageBucket's claim (before their first status
@@ -30,27 +22,27 @@ func TestLiveGrants(t *testing.T) {
 	g := NewWithT(t)
 	store := storagetest.ReadyStore(true)
 	// Recorded: current key V2, V1 retiring, V3 asked for (being issued).
-	recorded := grantedAccess()
+	recorded := storagetest.GrantedAccess()
 	recorded.Spec.KeyVersion = 3
 	recorded.Status.AccessKeyID = stores.AccessKeyID(rtStoreUID, recorded.UID, 2)
-	recorded.Status.RetiringKeys = []storagev1.RetiringKey{retiringAt(stores.AccessKeyID(rtStoreUID, recorded.UID, 1), syncNow)}
+	recorded.Status.RetiringKeys = []storagev1.RetiringKey{storagetest.Retiring(stores.AccessKeyID(rtStoreUID, recorded.UID, 1), syncNow)}
 	// New: nothing on record yet; its StorageBucket claims the bucket.
-	fresh := rtAccessObj()
+	fresh := storagetest.Access()
 	fresh.Name, fresh.UID, fresh.Spec.Mode = "fresh", "uid-fresh", storagev1.AccessReadOnly
 	// Leaving: being deleted, its grant still its own to take out.
-	leaving := storagetest.Deleting(accessWithUID("leaving", "uid-leaving")).(*storagev1.BucketAccess)
+	leaving := storagetest.Deleting(storagetest.AccessWithUID("leaving", "uid-leaving")).(*storagev1.BucketAccess)
 	// Of another bucket, in another namespace, and of another store.
-	other := accessWithUID("other", "uid-other")
+	other := storagetest.AccessWithUID("other", "uid-other")
 	other.Spec.BucketRef.Name, other.Status.BucketName = "elsewhere", "team-a-elsewhere"
-	theirs := accessWithUID("theirs", "uid-theirs")
+	theirs := storagetest.AccessWithUID("theirs", "uid-theirs")
 	theirs.Namespace = "team-b"
 	theirs.Status.StoreName, theirs.Status.BucketName = "", ""
-	moved := accessWithUID("moved", "uid-moved")
+	moved := storagetest.AccessWithUID("moved", "uid-moved")
 	moved.Status.StoreName = "store-b"
 	moved.Spec.BucketRef.Name = "gone"
-	f := newFixture(openNamespace(), store, claimedBucket(), recorded, fresh, leaving, other, theirs, moved)
+	f := newFixture(storagetest.OpenNamespace(), store, storagetest.ClaimedBucket(), recorded, fresh, leaving, other, theirs, moved)
 
-	got, err := stores.LiveGrants(context.Background(), f.c, store, testBucket)
+	got, err := stores.LiveGrants(context.Background(), f.C, store, testBucket)
 	g.Expect(err).NotTo(HaveOccurred())
 	byName := map[string]s3.Grant{}
 	for _, lg := range got {
@@ -66,7 +58,7 @@ func TestLiveGrants(t *testing.T) {
 	g.Expect(byName["leaving"].Principals).To(ContainElement(key("uid-leaving", 1)))
 
 	// The cache failing is an error, never "no grant is live".
-	f.api.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
-	_, err = stores.LiveGrants(context.Background(), f.c, store, testBucket)
+	f.API.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
+	_, err = stores.LiveGrants(context.Background(), f.C, store, testBucket)
 	g.Expect(err).To(HaveOccurred())
 }
