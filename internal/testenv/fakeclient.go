@@ -73,15 +73,26 @@ type Fake struct {
 
 	mu     sync.Mutex
 	fail   map[request]error
-	writes []string
+	writes []request
 	reads  []string
 }
 
-// request names what a failure applies to; an empty name is any object.
+// request names what a failure applies to, or a write carried out: name is
+// "<namespace>/<name>" for a namespaced object; an empty name is any object.
 type request struct {
 	verb       Verb
 	kind, name string
 }
+
+// keyName is how a request names an object.
+func keyName(key client.ObjectKey) string {
+	if key.Namespace != "" {
+		return key.Namespace + "/" + key.Name
+	}
+	return key.Name
+}
+
+func nameOf(obj client.Object) string { return keyName(client.ObjectKeyFromObject(obj)) }
 
 // NewFake builds b (the scheme, the objects, the status subresources and
 // the indexes are the test's to give it) into a Fake.
@@ -97,11 +108,26 @@ func NewFake(b *fake.ClientBuilder) *Fake {
 func (f *Fake) Fail(verb Verb, kind string, err error) { f.FailNamed(verb, kind, "", err) }
 
 // FailNamed makes the requests of verb on the object of kind named name
-// answer err, until Heal. A list has no name: fail it with Fail.
+// ("<namespace>/<name>" for a namespaced object) answer err, until Heal. A
+// list has no name: fail it with Fail.
 func (f *Fake) FailNamed(verb Verb, kind, name string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fail[request{verb, kind, name}] = err
+}
+
+// FailRequests fails each request its keys name, "<verb> <Kind>" or
+// "<verb> <Kind> <name>" (as FailNamed), with its error: a table's rows can
+// say what fails as data.
+func (f *Fake) FailRequests(fails map[string]error) {
+	for key, err := range fails {
+		parts := strings.Fields(key)
+		if len(parts) < 2 || len(parts) > 3 {
+			panic(fmt.Sprintf("testenv: request %q is not \"<verb> <Kind> [<name>]\"", key))
+		}
+		parts = append(parts, "")
+		f.FailNamed(Verb(parts[0]), parts[1], parts[2], err)
+	}
 }
 
 // Others is the API server as another actor writes to it, while a
@@ -122,7 +148,23 @@ func (f *Fake) Heal() {
 func (f *Fake) Writes() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]string(nil), f.writes...)
+	out := make([]string, 0, len(f.writes))
+	for _, w := range f.writes {
+		out = append(out, string(w.verb)+" "+w.kind)
+	}
+	return out
+}
+
+// NamedWrites is Writes with the object each write was of, "<verb> <Kind>
+// <name>" ("<namespace>/<name>" for a namespaced object).
+func (f *Fake) NamedWrites() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, 0, len(f.writes))
+	for _, w := range f.writes {
+		out = append(out, string(w.verb)+" "+w.kind+" "+w.name)
+	}
+	return out
 }
 
 // Count is how many writes of verb on objects of kind reached the API server.
@@ -169,15 +211,15 @@ func (f *Fake) request(verb Verb, kind, name string, write bool) error {
 	return nil
 }
 
-// wrote records a write of verb on kind when err says it was carried out,
-// and passes err on.
-func (f *Fake) wrote(verb Verb, kind string, err error) error {
+// wrote records a write of verb on the object of kind named name when err
+// says it was carried out, and passes err on.
+func (f *Fake) wrote(verb Verb, kind, name string, err error) error {
 	if err != nil {
 		return err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.writes = append(f.writes, string(verb)+" "+kind)
+	f.writes = append(f.writes, request{verb, kind, name})
 	return nil
 }
 
@@ -190,17 +232,21 @@ func (f *Fake) kindOf(obj runtime.Object) string {
 	return strings.TrimSuffix(gvk.Kind, "List")
 }
 
-// applied is the kind and name of an apply configuration (the generated
-// ones carry both).
+// applied is the kind and name ("<namespace>/<name>" when namespaced) of
+// an apply configuration (the generated ones carry both).
 func applied(obj runtime.ApplyConfiguration) (kind, name string) {
 	kind = "?"
 	if k, ok := obj.(interface{ GetKind() *string }); ok && k.GetKind() != nil {
 		kind = *k.GetKind()
 	}
+	var key client.ObjectKey
 	if n, ok := obj.(interface{ GetName() *string }); ok && n.GetName() != nil {
-		name = *n.GetName()
+		key.Name = *n.GetName()
 	}
-	return kind, name
+	if n, ok := obj.(interface{ GetNamespace() *string }); ok && n.GetNamespace() != nil {
+		key.Namespace = *n.GetNamespace()
+	}
+	return kind, keyName(key)
 }
 
 // subVerb is the verb of a write of subresource sub.
@@ -215,7 +261,7 @@ func (f *Fake) funcs() interceptor.Funcs {
 	return interceptor.Funcs{
 		Get: func(ctx context.Context, _ client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			kind := f.kindOf(obj)
-			if err := f.request(Get, kind, key.Name, false); err != nil {
+			if err := f.request(Get, kind, keyName(key), false); err != nil {
 				return err
 			}
 			if err := f.read(ctx, key, obj, opts...); err != nil {
@@ -255,65 +301,65 @@ func (f *Fake) funcs() interceptor.Funcs {
 		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			kind := f.kindOf(obj)
-			if err := f.request(Create, kind, obj.GetName(), true); err != nil {
+			if err := f.request(Create, kind, nameOf(obj), true); err != nil {
 				return err
 			}
 			if obj.GetUID() == "" {
 				obj.SetUID(uidOf(kind, obj.GetName()))
 			}
-			return f.wrote(Create, kind, c.Create(ctx, obj, opts...))
+			return f.wrote(Create, kind, nameOf(obj), c.Create(ctx, obj, opts...))
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 			kind := f.kindOf(obj)
-			if err := f.request(Update, kind, obj.GetName(), true); err != nil {
+			if err := f.request(Update, kind, nameOf(obj), true); err != nil {
 				return err
 			}
-			return f.wrote(Update, kind, c.Update(ctx, obj, opts...))
+			return f.wrote(Update, kind, nameOf(obj), c.Update(ctx, obj, opts...))
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			kind := f.kindOf(obj)
-			if err := f.request(Patch, kind, obj.GetName(), true); err != nil {
+			if err := f.request(Patch, kind, nameOf(obj), true); err != nil {
 				return err
 			}
-			return f.wrote(Patch, kind, c.Patch(ctx, obj, patch, opts...))
+			return f.wrote(Patch, kind, nameOf(obj), c.Patch(ctx, obj, patch, opts...))
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			kind, name := applied(obj)
 			if err := f.request(Apply, kind, name, true); err != nil {
 				return err
 			}
-			if err := f.wrote(Apply, kind, c.Apply(ctx, obj, opts...)); err != nil {
+			if err := f.wrote(Apply, kind, name, c.Apply(ctx, obj, opts...)); err != nil {
 				return err
 			}
-			return f.identify(ctx, obj, kind, name)
+			return f.identify(ctx, obj, kind)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			kind := f.kindOf(obj)
-			if err := f.request(Delete, kind, obj.GetName(), true); err != nil {
+			if err := f.request(Delete, kind, nameOf(obj), true); err != nil {
 				return err
 			}
-			return f.wrote(Delete, kind, c.Delete(ctx, obj, opts...))
+			return f.wrote(Delete, kind, nameOf(obj), c.Delete(ctx, obj, opts...))
 		},
 		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
 			kind := f.kindOf(obj)
 			if err := f.request(Delete, kind, "", true); err != nil {
 				return err
 			}
-			return f.wrote(Delete, kind, c.DeleteAllOf(ctx, obj, opts...))
+			return f.wrote(Delete, kind, "", c.DeleteAllOf(ctx, obj, opts...))
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			kind := f.kindOf(obj)
-			if err := f.request(subVerb(sub), kind, obj.GetName(), true); err != nil {
+			if err := f.request(subVerb(sub), kind, nameOf(obj), true); err != nil {
 				return err
 			}
-			return f.wrote(subVerb(sub), kind, c.SubResource(sub).Update(ctx, obj, opts...))
+			return f.wrote(subVerb(sub), kind, nameOf(obj), c.SubResource(sub).Update(ctx, obj, opts...))
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			kind := f.kindOf(obj)
-			if err := f.request(subVerb(sub), kind, obj.GetName(), true); err != nil {
+			if err := f.request(subVerb(sub), kind, nameOf(obj), true); err != nil {
 				return err
 			}
-			return f.wrote(subVerb(sub), kind, c.SubResource(sub).Patch(ctx, obj, patch, opts...))
+			return f.wrote(subVerb(sub), kind, nameOf(obj), c.SubResource(sub).Patch(ctx, obj, patch, opts...))
 		},
 	}
 }
@@ -322,7 +368,7 @@ func (f *Fake) funcs() interceptor.Funcs {
 type apiReader struct{ f *Fake }
 
 func (r apiReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if err := r.f.request(APIGet, r.f.kindOf(obj), key.Name, false); err != nil {
+	if err := r.f.request(APIGet, r.f.kindOf(obj), keyName(key), false); err != nil {
 		return err
 	}
 	return r.f.read(ctx, key, obj, opts...)
@@ -367,12 +413,13 @@ func (f *Fake) cached(obj client.Object) (bool, error) {
 }
 
 // identify gives an applied object a UID, when the apply created it.
-func (f *Fake) identify(ctx context.Context, obj runtime.ApplyConfiguration, kind, name string) error {
+func (f *Fake) identify(ctx context.Context, obj runtime.ApplyConfiguration, kind string) error {
 	v, ok := obj.(interface {
 		GetAPIVersion() *string
+		GetName() *string
 		GetNamespace() *string
 	})
-	if !ok || v.GetAPIVersion() == nil {
+	if !ok || v.GetAPIVersion() == nil || v.GetName() == nil {
 		return nil
 	}
 	gv, err := schema.ParseGroupVersion(*v.GetAPIVersion())
@@ -387,14 +434,14 @@ func (f *Fake) identify(ctx context.Context, obj runtime.ApplyConfiguration, kin
 	if !ok {
 		return nil
 	}
-	key := client.ObjectKey{Name: name}
+	key := client.ObjectKey{Name: *v.GetName()}
 	if v.GetNamespace() != nil {
 		key.Namespace = *v.GetNamespace()
 	}
 	if err := f.base.Get(ctx, key, stored); err != nil || stored.GetUID() != "" {
 		return err
 	}
-	stored.SetUID(uidOf(kind, name))
+	stored.SetUID(uidOf(kind, key.Name))
 	return f.base.Update(ctx, stored)
 }
 

@@ -77,6 +77,19 @@ func TestFakeFailsWhatARowAsksAndCountsWrites(t *testing.T) {
 	if got := f.Writes(); !slices.Equal(got, want) {
 		t.Errorf("writes %v, want %v", got, want)
 	}
+	named := []string{"patch Namespace a", "status Namespace a", "apply Secret a/s", "create Namespace c", "delete Namespace c"}
+	if got := f.NamedWrites(); !slices.Equal(got, named) {
+		t.Errorf("named writes %v, want %v", got, named)
+	}
+	// Failures as a table's data: a namespaced object by namespace/name.
+	f.FailRequests(map[string]error{"apiget Secret a/s": down})
+	if err := f.APIReader.Get(ctx, client.ObjectKey{Namespace: "a", Name: "s"}, &corev1.Secret{}); !errors.Is(err, down) {
+		t.Errorf("API get of a/s: %v, want the injected error", err)
+	}
+	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: "a", Name: "s"}, &corev1.Secret{}); err != nil {
+		t.Errorf("cache get of a/s: %v, want the object", err)
+	}
+	f.Heal()
 	if n := f.Count(Status, "Namespace"); n != 1 {
 		t.Errorf("status writes %d, want 1", n)
 	}

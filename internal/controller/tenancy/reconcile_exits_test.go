@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
@@ -41,9 +38,8 @@ import (
 )
 
 // TestTenantReconcileExits drives the Tenant reconcile through every exit,
-// on a fake API server: controller-runtime's fake client, with the errors of
-// a row injected by interceptor.Funcs. The cache the reconcile reads is
-// modelled as the manager's: of the child kinds it holds only what carries
+// on testenv.Fake, with the errors of a row injected by verb, kind and
+// name. The cache the reconcile reads is modelled as the manager's: of the child kinds it holds only what carries
 // managed-by=trellis (every NetworkPolicy), so a name someone else holds is
 // found only by the uncached read after a create refused as existing. Each
 // row names the exit and checks the result, the class of the error, the
@@ -145,7 +141,7 @@ func TestTenantReconcileExits(t *testing.T) {
 		retained(g, f)
 		g.Expect(f.read(g, desiredTenantRole(exitTenant(), nil, nil))).To(BeTrue())
 	}
-	writesNothing := func(g Gomega, f *exitFixture) { g.Expect(f.writes).To(BeEmpty()) }
+	writesNothing := func(g Gomega, f *exitFixture) { g.Expect(f.writes()).To(BeEmpty()) }
 
 	cases := map[string]struct {
 		tenant *tenancyv1.Tenant // nil: none
@@ -186,7 +182,7 @@ func TestTenantReconcileExits(t *testing.T) {
 		},
 		"deleting, reading the CRD fails: returned, nothing touched, the finalizer stays": {
 			tenant: deletingTenant(), world: held(),
-			fail: map[string]error{"read CustomResourceDefinition": errExitUnavailable},
+			fail: map[string]error{"apiget CustomResourceDefinition": errExitUnavailable},
 			want: tenantExit{err: apierr.Transient},
 			check: func(g Gomega, f *exitFixture) {
 				writesNothing(g, f)
@@ -198,7 +194,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			world:  append(held()[1:], tenantCRD(true)),
 			want:   tenantExit{gone: true},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).To(Equal([]string{"patch Tenant acme"}))
+				g.Expect(f.writes()).To(Equal([]string{"patch Tenant acme"}))
 				kept(g, f)
 			},
 		},
@@ -207,7 +203,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			world:  held()[1:],
 			want:   tenantExit{gone: true},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).To(Equal([]string{"patch Tenant acme"}))
+				g.Expect(f.writes()).To(Equal([]string{"patch Tenant acme"}))
 				kept(g, f)
 			},
 		},
@@ -216,9 +212,9 @@ func TestTenantReconcileExits(t *testing.T) {
 			world:  append(held(), ourNamespace(exitTenant(), "acme-protected")),
 			want:   tenantExit{gone: true, events: []string{"Normal NamespaceDeleted"}},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).To(ConsistOf("delete Namespace acme-a", "delete ClusterRole trellis:tenant:acme",
+				g.Expect(f.writes()).To(ConsistOf("delete Namespace acme-a", "delete ClusterRole trellis:tenant:acme",
 					"delete ClusterRoleBinding trellis:tenant:acme", "patch Tenant acme"))
-				g.Expect(f.writes[len(f.writes)-1]).To(Equal("patch Tenant acme"), "let go last")
+				g.Expect(f.writes()[len(f.writes())-1]).To(Equal("patch Tenant acme"), "let go last")
 				g.Expect(f.read(g, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme-protected"}})).To(BeTrue())
 			},
 		},
@@ -226,7 +222,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			tenant: deletingTenant(), world: held(),
 			want: tenantExit{gone: true, events: []string{"Normal NamespaceReleased"}},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).To(ConsistOf("delete RoleBinding acme-a/trellis-tenant-admin", "patch Namespace acme-a",
+				g.Expect(f.writes()).To(ConsistOf("delete RoleBinding acme-a/trellis-tenant-admin", "patch Namespace acme-a",
 					"delete ClusterRole trellis:tenant:acme", "delete ClusterRoleBinding trellis:tenant:acme", "patch Tenant acme"))
 				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme-a"}}
 				g.Expect(f.read(g, ns)).To(BeTrue())
@@ -248,7 +244,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			fail: map[string]error{"delete Namespace": errExitUnavailable},
 			want: tenantExit{err: apierr.Transient},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).NotTo(ContainElement("patch Tenant acme"))
+				g.Expect(f.writes()).NotTo(ContainElement("patch Tenant acme"))
 				retained(g, f)
 			},
 		},
@@ -257,7 +253,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			fail: map[string]error{"delete Namespace": errExitConflict},
 			want: tenantExit{err: apierr.Conflict},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).NotTo(ContainElement("patch Tenant acme"))
+				g.Expect(f.writes()).NotTo(ContainElement("patch Tenant acme"))
 				retained(g, f)
 			},
 		},
@@ -266,7 +262,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			fail: map[string]error{"delete Namespace": errExitForbidden},
 			want: tenantExit{err: apierr.Refused},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).NotTo(ContainElement("patch Tenant acme"))
+				g.Expect(f.writes()).NotTo(ContainElement("patch Tenant acme"))
 				retained(g, f)
 			},
 		},
@@ -275,7 +271,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			fail: map[string]error{"delete RoleBinding": errExitUnavailable},
 			want: tenantExit{err: apierr.Transient},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).NotTo(ContainElement("patch Tenant acme"))
+				g.Expect(f.writes()).NotTo(ContainElement("patch Tenant acme"))
 				retained(g, f)
 			},
 		},
@@ -284,7 +280,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			fail: map[string]error{"patch Namespace": errExitUnavailable},
 			want: tenantExit{err: apierr.Transient},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).NotTo(ContainElement("patch Tenant acme"))
+				g.Expect(f.writes()).NotTo(ContainElement("patch Tenant acme"))
 				retained(g, f)
 			},
 		},
@@ -293,7 +289,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			fail: map[string]error{"delete ClusterRole": errExitUnavailable},
 			want: tenantExit{err: apierr.Transient, events: []string{"Normal NamespaceReleased"}},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).NotTo(ContainElement("patch Tenant acme"))
+				g.Expect(f.writes()).NotTo(ContainElement("patch Tenant acme"))
 			},
 		},
 		"deleted, the finalizer removal conflicts: retried at once": {
@@ -313,10 +309,10 @@ func TestTenantReconcileExits(t *testing.T) {
 			want: tenantExit{requeue: exitReverify, ready: conditions.ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
 				events: []string{"Normal Ready"}},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes[0]).To(Equal("patch Tenant acme"), "the finalizer first")
-				g.Expect(f.writes).To(ConsistOf("patch Tenant acme", "create Namespace acme-a", "create RoleBinding acme-a/trellis-tenant-admin",
+				g.Expect(f.writes()[0]).To(Equal("patch Tenant acme"), "the finalizer first")
+				g.Expect(f.writes()).To(ConsistOf("patch Tenant acme", "create Namespace acme-a", "create RoleBinding acme-a/trellis-tenant-admin",
 					"create ClusterRole trellis:tenant:acme", "create ClusterRoleBinding trellis:tenant:acme", "status Tenant acme"))
-				g.Expect(f.reads).To(BeEmpty(), "a new tenant costs no read of the API server")
+				g.Expect(f.APIReads()).To(BeEmpty(), "a new tenant costs no read of the API server")
 			},
 		},
 		"adding the finalizer conflicts: retried at once, no status, nothing made": {
@@ -329,7 +325,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			fail:   map[string]error{"patch Tenant": errExitUnavailable},
 			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: none},
-			check: func(g Gomega, f *exitFixture) { g.Expect(f.writes).To(Equal([]string{"status Tenant acme"})) },
+			check: func(g Gomega, f *exitFixture) { g.Expect(f.writes()).To(Equal([]string{"status Tenant acme"})) },
 		},
 
 		// Settled.
@@ -338,7 +334,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			want: tenantExit{requeue: exitReverify, ready: conditions.ReasonReady, namespaces: ready("acme-a")},
 			check: func(g Gomega, f *exitFixture) {
 				writesNothing(g, f)
-				g.Expect(f.reads).To(BeEmpty())
+				g.Expect(f.APIReads()).To(BeEmpty())
 			},
 		},
 
@@ -364,7 +360,7 @@ func TestTenantReconcileExits(t *testing.T) {
 				events:     []string{"Warning NamespaceConflict"}},
 			check: func(g Gomega, f *exitFixture) {
 				g.Expect(f.message()).To(ContainSubstring(`belongs to Tenant "other"`))
-				g.Expect(f.writes).NotTo(ContainElement(HavePrefix("patch Namespace")))
+				g.Expect(f.writes()).NotTo(ContainElement(HavePrefix("patch Namespace")))
 			},
 		},
 		"a protected namespace: ProtectedNamespace, never read nor written": {
@@ -373,7 +369,7 @@ func TestTenantReconcileExits(t *testing.T) {
 				namespaces: map[string]tenancyv1.NamespaceState{"acme-protected": tenancyv1.NamespaceProtected},
 				events:     []string{"Warning ProtectedNamespace"}},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).To(ConsistOf("create ClusterRole trellis:tenant:acme", "create ClusterRoleBinding trellis:tenant:acme",
+				g.Expect(f.writes()).To(ConsistOf("create ClusterRole trellis:tenant:acme", "create ClusterRoleBinding trellis:tenant:acme",
 					"status Tenant acme"))
 			},
 		},
@@ -394,11 +390,11 @@ func TestTenantReconcileExits(t *testing.T) {
 			fail:   map[string]error{"get Namespace": errExitUnavailable},
 			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: none},
-			check: func(g Gomega, f *exitFixture) { g.Expect(f.writes).To(Equal([]string{"status Tenant acme"})) },
+			check: func(g Gomega, f *exitFixture) { g.Expect(f.writes()).To(Equal([]string{"status Tenant acme"})) },
 		},
 		"the API server does not answer the read of a namespace that exists: ReconcileError, not a conflict": {
 			tenant: exitTenant(), world: []client.Object{foreignNamespace(nil, nil)},
-			fail: map[string]error{"read Namespace": errExitUnavailable},
+			fail: map[string]error{"apiget Namespace": errExitUnavailable},
 			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: none},
 			check: func(g Gomega, f *exitFixture) {
@@ -408,11 +404,11 @@ func TestTenantReconcileExits(t *testing.T) {
 		"a Ready namespace missing from the cache, and the API server does not answer: ReconcileError, nothing created": {
 			tenant: exitTenant(), settled: true,
 			fail: map[string]error{"get Namespace acme-a": apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "acme-a"),
-				"read Namespace": errExitUnavailable},
+				"apiget Namespace": errExitUnavailable},
 			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).To(Equal([]string{"status Tenant acme"}), "no create on a guess")
+				g.Expect(f.writes()).To(Equal([]string{"status Tenant acme"}), "no create on a guess")
 			},
 		},
 		"a namespace refused as Forbidden: GuardrailRefused, Stalled": {
@@ -436,7 +432,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			tenant: exitTenant(), world: []client.Object{withUID(markedAcmeNamespace("acme", "uid-gone"), "uid-ns-a"), leftTenantRole("uid-ns-a")},
 			want: tenantExit{requeue: exitReverify, ready: conditions.ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
 				events: []string{"Normal NamespaceReclaimed", "Normal Ready"}},
-			check: func(g Gomega, f *exitFixture) { g.Expect(f.writes).To(ContainElement("patch Namespace acme-a")) },
+			check: func(g Gomega, f *exitFixture) { g.Expect(f.writes()).To(ContainElement("patch Namespace acme-a")) },
 		},
 		"marked by a Tenant that no longer exists, but not recorded as held for it: NamespaceConflict, untouched": {
 			tenant: exitTenant(), world: []client.Object{withUID(markedAcmeNamespace("acme", "uid-gone"), "uid-ns-made-later"), leftTenantRole("uid-ns-a")},
@@ -444,7 +440,7 @@ func TestTenantReconcileExits(t *testing.T) {
 				namespaces: map[string]tenancyv1.NamespaceState{"acme-a": tenancyv1.NamespaceConflict}, events: []string{"Warning NamespaceConflict"}},
 			check: func(g Gomega, f *exitFixture) {
 				g.Expect(f.message()).To(ContainSubstring("namespace acme-a is labelled tenancy.trellis.dev/tenant=acme, but Trellis did not make it"))
-				g.Expect(f.writes).NotTo(ContainElement("patch Namespace acme-a"))
+				g.Expect(f.writes()).NotTo(ContainElement("patch Namespace acme-a"))
 			},
 		},
 		"labelled with the Tenant's name alone: NamespaceConflict, untouched": {
@@ -453,7 +449,7 @@ func TestTenantReconcileExits(t *testing.T) {
 				namespaces: map[string]tenancyv1.NamespaceState{"acme-a": tenancyv1.NamespaceConflict}, events: []string{"Warning NamespaceConflict"}},
 			check: func(g Gomega, f *exitFixture) {
 				g.Expect(f.message()).To(ContainSubstring("a label is not a claim"))
-				g.Expect(f.writes).NotTo(ContainElement("patch Namespace acme-a"))
+				g.Expect(f.writes()).NotTo(ContainElement("patch Namespace acme-a"))
 			},
 		},
 		"handed over by a cluster admin: Ready, NamespaceHandedOver": {
@@ -504,7 +500,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).To(ContainElement("create ClusterRoleBinding trellis:tenant:acme"), "the round's other writes are done")
+				g.Expect(f.writes()).To(ContainElement("create ClusterRoleBinding trellis:tenant:acme"), "the round's other writes are done")
 			},
 		},
 		"a RoleBinding write conflicts: retried at once, no status": {
@@ -527,7 +523,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			want: tenantExit{requeue: setup.ForeignChildRetry, ready: ReasonRBACConflict, also: conditions.Stalled, statusWrites: 1,
 				namespaces: ready("acme-a"), events: []string{"Warning RBACConflict"}},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).NotTo(ContainElement(HavePrefix("patch ClusterRole ")))
+				g.Expect(f.writes()).NotTo(ContainElement(HavePrefix("patch ClusterRole ")))
 			},
 		},
 		"a ClusterRole labelled for another Tenant, and reading that Tenant fails: ReconcileError, not a conflict": {
@@ -606,7 +602,7 @@ func TestTenantReconcileExits(t *testing.T) {
 		},
 		"checking a ServiceAccount admin's namespace fails: ReconcileError": {
 			tenant: exitTenant(withServiceAccountAdmin),
-			fail:   map[string]error{"read Namespace ci": errExitUnavailable},
+			fail:   map[string]error{"apiget Namespace ci": errExitUnavailable},
 			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 			check: func(g Gomega, f *exitFixture) {
@@ -621,7 +617,7 @@ func TestTenantReconcileExits(t *testing.T) {
 				namespaces: map[string]tenancyv1.NamespaceState{"acme-a": tenancyv1.NamespaceConflict},
 				events:     []string{"Warning IsolationUndone"}},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).NotTo(ContainElement(ContainSubstring("allow-all")))
+				g.Expect(f.writes()).NotTo(ContainElement(ContainSubstring("allow-all")))
 				g.Expect(f.message()).To(ContainSubstring("acme-a/allow-all"))
 			},
 		},
@@ -637,7 +633,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			want: tenantExit{requeue: exitReverify, ready: conditions.ReasonReady, statusWrites: 1, namespaces: ready("acme-a"),
 				events: []string{"Normal Ready", "Warning " + ReasonPodsViolateLevel}},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).NotTo(ContainElement(ContainSubstring("root")))
+				g.Expect(f.writes()).NotTo(ContainElement(ContainSubstring("root")))
 				c := f.condition(ConditionPodsMeetPodSecurity)
 				g.Expect(c).NotTo(BeNil())
 				g.Expect(c.Message).To(HavePrefix("pod acme-a/root (privileged, "))
@@ -646,7 +642,7 @@ func TestTenantReconcileExits(t *testing.T) {
 		"listing a namespace's pods fails: ReconcileError": {
 			tenant: exitTenant(withRestricted),
 			world:  []client.Object{ourNamespace(exitTenant(withRestricted), "acme-a")},
-			fail:   map[string]error{"read Pod": errExitUnavailable},
+			fail:   map[string]error{"apilist Pod": errExitUnavailable},
 			want: tenantExit{err: apierr.Transient, ready: conditions.ReasonReconcileError, also: conditions.Reconciling, statusWrites: 1,
 				namespaces: ready("acme-a")},
 			check: func(g Gomega, f *exitFixture) {
@@ -667,7 +663,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			fail:   map[string]error{"status Tenant": errExitUnavailable},
 			want:   tenantExit{err: apierr.Transient},
 			check: func(g Gomega, f *exitFixture) {
-				g.Expect(f.writes).To(ContainElement("create Namespace acme-a"))
+				g.Expect(f.writes()).To(ContainElement("create Namespace acme-a"))
 			},
 		},
 		"a step fails and the status write fails too: both returned": {
@@ -698,7 +694,7 @@ func TestTenantReconcileExits(t *testing.T) {
 			if tc.prepare != nil {
 				tc.prepare(f)
 			}
-			f.fail = tc.fail
+			f.FailRequests(tc.fail)
 			f.reconcile()
 			tc.want.check(g, f)
 			if tc.check != nil {
@@ -742,25 +738,14 @@ func namespaceTerminatingError() error {
 	return err
 }
 
-// exitFixture is a fake API server, the manager's cache of it, and what the
-// reconcile sent them.
+// exitFixture is the rows' fake API server (testenv.Fake), whose cache
+// holds only labelled children, and the Tenant reconciler on it.
 type exitFixture struct {
-	// base is the fake API server itself, without failures.
-	base client.WithWatch
-	// cached is the manager's client: reads from a cache that holds only
-	// labelled children; writes to the API server.
-	cached client.Client
-	rec    *events.FakeRecorder
-	r      *Reconciler
-	// fail maps "<verb> <Kind>" or "<verb> <Kind> <name>" to the error that
-	// request gets. Verbs: get and list (the cache), read (the API server),
-	// create, patch, delete, status (a status patch).
-	fail map[string]error
-
-	mu sync.Mutex // the writes of a round run side by side
-	// writes are "<verb> <Kind> <namespace/name>" of the writes that passed;
-	// reads those of the reads of the API server.
-	writes, reads []string
+	*testenv.Fake
+	// base is the API server as the test, another actor, reads and writes it.
+	base client.Client
+	rec  *events.FakeRecorder
+	r    *Reconciler
 
 	res ctrl.Result
 	err error
@@ -776,15 +761,16 @@ func newExitFixture(objs ...client.Object) *exitFixture {
 	for _, ix := range indexes {
 		b = b.WithIndex(ix.obj, ix.field, ix.value)
 	}
-	f.base = b.Build()
-	f.cached = client.WithFieldOwner(interceptor.NewClient(f.base, f.funcs()), setup.FieldManager)
-	uncached := exitAPIReader{f}
+	f.Fake = testenv.NewFake(b)
+	f.Cache = func(obj client.Object) (bool, error) { return cachedHere(obj), nil }
+	f.base = f.Others()
+	cached := client.WithFieldOwner(f.Client, setup.FieldManager)
 	extra, err := CompileProtectedPattern(".*-protected")
 	utilruntime.Must(err)
 	f.r = &Reconciler{
-		client: f.cached, apiReader: uncached, children: children.Clients{Cached: f.cached, Uncached: uncached}, recorder: f.rec,
-		status: status.NewPatcher(f.cached, f.rec, func(t *tenancyv1.Tenant) *tenancyv1.TenantStatus { return &t.Status }, statusEvents...),
-		requests: status.NewPatcher(f.cached, f.rec,
+		client: cached, apiReader: f.APIReader, children: children.Clients{Cached: cached, Uncached: f.APIReader}, recorder: f.rec,
+		status: status.NewPatcher(cached, f.rec, func(t *tenancyv1.Tenant) *tenancyv1.TenantStatus { return &t.Status }, statusEvents...),
+		requests: status.NewPatcher(cached, f.rec,
 			func(r *tenancyv1.NamespaceRequest) *tenancyv1.NamespaceRequestStatus { return &r.Status }, requestEvents...),
 		protection: Protection{ManagerNamespace: "trellis-system", Extra: extra},
 		reverify:   exitReverify,
@@ -807,9 +793,12 @@ func conflictsCounted() float64 {
 
 // reset forgets the requests and Events so far.
 func (f *exitFixture) reset() {
-	f.writes, f.reads = nil, nil
+	f.ForgetWrites()
 	f.events()
 }
+
+// writes are the writes the API server carried out, "<verb> <Kind> <name>".
+func (f *exitFixture) writes() []string { return f.NamedWrites() }
 
 func exitKind(obj runtime.Object) string {
 	gvk, err := apiutil.GVKForObject(obj, exitScheme)
@@ -819,117 +808,9 @@ func exitKind(obj runtime.Object) string {
 	return strings.TrimSuffix(gvk.Kind, "List")
 }
 
-func exitName(obj client.Object) string { return keyName(client.ObjectKeyFromObject(obj)) }
-
-func keyName(key client.ObjectKey) string {
-	if key.Namespace != "" {
-		return key.Namespace + "/" + key.Name
-	}
-	return key.Name
-}
-
-// request fails a request the row asks to fail.
-func (f *exitFixture) request(verb, kind, name string) error {
-	if err := f.fail[verb+" "+kind+" "+name]; err != nil {
-		return err
-	}
-	return f.fail[verb+" "+kind]
-}
-
-// write sends a write the row does not fail, and records it when it passed.
-func (f *exitFixture) write(verb string, obj client.Object, send func() error) error {
-	kind, name := exitKind(obj), exitName(obj)
-	if err := f.request(verb, kind, name); err != nil {
-		return err
-	}
-	if err := send(); err != nil {
-		return err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.writes = append(f.writes, verb+" "+kind+" "+name)
-	return nil
-}
-
 // cachedHere says whether the manager's cache holds obj.
 func cachedHere(obj client.Object) bool {
 	return !scopedKinds[exitKind(obj)] || obj.GetLabels()[setup.ManagedByLabel] == setup.ManagedByValue
-}
-
-func (f *exitFixture) funcs() interceptor.Funcs {
-	return interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			kind := exitKind(obj)
-			if err := f.request("get", kind, keyName(key)); err != nil {
-				return err
-			}
-			if err := c.Get(ctx, key, obj, opts...); err != nil {
-				return err
-			}
-			if !cachedHere(obj) {
-				return apierrors.NewNotFound(schema.GroupResource{Resource: strings.ToLower(kind) + "s"}, key.Name)
-			}
-			return nil
-		},
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if err := f.request("list", exitKind(list), ""); err != nil {
-				return err
-			}
-			if err := c.List(ctx, list, opts...); err != nil {
-				return err
-			}
-			items, err := apimeta.ExtractList(list)
-			if err != nil {
-				return err
-			}
-			kept := items[:0]
-			for _, item := range items {
-				if cachedHere(item.(client.Object)) {
-					kept = append(kept, item)
-				}
-			}
-			return apimeta.SetList(list, kept)
-		},
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			return f.write("create", obj, func() error { return c.Create(ctx, obj, opts...) })
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			return f.write("patch", obj, func() error { return c.Patch(ctx, obj, patch, opts...) })
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			return f.write("update", obj, func() error { return c.Update(ctx, obj, opts...) })
-		},
-		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
-			return errors.New("the Tenant reconcile does not apply")
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			return f.write("delete", obj, func() error { return c.Delete(ctx, obj, opts...) })
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			return f.write(sub, obj, func() error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) })
-		},
-	}
-}
-
-// exitAPIReader reads the API server itself, past the cache.
-type exitAPIReader struct{ f *exitFixture }
-
-func (r exitAPIReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	name := keyName(key)
-	if err := r.f.request("read", exitKind(obj), name); err != nil {
-		return err
-	}
-	r.f.mu.Lock()
-	r.f.reads = append(r.f.reads, "read "+exitKind(obj)+" "+name)
-	r.f.mu.Unlock()
-	return r.f.base.Get(ctx, key, obj, opts...)
-}
-
-func (r exitAPIReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if err := r.f.request("read", exitKind(list), ""); err != nil {
-		return err
-	}
-	return r.f.base.List(ctx, list, opts...)
 }
 
 // edit changes an object on the API server, as someone else would.
@@ -942,7 +823,7 @@ func (f *exitFixture) edit(obj client.Object, change func(client.Object)) {
 // events returns "<type> <reason>" of each Event raised, in order.
 func (f *exitFixture) events() []string { return testenv.EventReasons(f.rec) }
 
-func (f *exitFixture) statusWrites() int { return testenv.StatusWrites(f.writes) }
+func (f *exitFixture) statusWrites() int { return testenv.StatusWrites(f.Writes()) }
 
 // read reads obj back from the API server; false when it is gone.
 func (f *exitFixture) read(g Gomega, obj client.Object) bool {
@@ -1032,7 +913,7 @@ func (w tenantExit) check(g Gomega, f *exitFixture) {
 	default:
 		g.Expect(f.res).To(Equal(ctrl.Result{}))
 	}
-	g.Expect(f.statusWrites()).To(Equal(w.statusWrites), "status writes %v", f.writes)
+	g.Expect(f.statusWrites()).To(Equal(w.statusWrites), "status writes %v", f.writes())
 	g.Expect(f.events()).To(Equal(w.events))
 	t := f.tenant()
 	if w.gone {

@@ -35,10 +35,10 @@ func TestGrantIsRecordedBeforeTheNamespaceIsMade(t *testing.T) {
 		f := world()
 		f.reconcile()
 		g.Expect(f.err).NotTo(HaveOccurred())
-		recorded := slices.Index(f.writes, "status NamespaceRequest acme-a/x")
-		made := slices.Index(f.writes, "create Namespace acme-x")
-		g.Expect(recorded).To(BeNumerically(">=", 0), "writes %v", f.writes)
-		g.Expect(made).To(BeNumerically(">", recorded), "the namespace was made before the request recorded it: writes %v", f.writes)
+		recorded := slices.Index(f.writes(), "status NamespaceRequest acme-a/x")
+		made := slices.Index(f.writes(), "create Namespace acme-x")
+		g.Expect(recorded).To(BeNumerically(">=", 0), "writes %v", f.writes())
+		g.Expect(made).To(BeNumerically(">", recorded), "the namespace was made before the request recorded it: writes %v", f.writes())
 		req := &tenancyv1.NamespaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "acme-a", Name: "x"}}
 		g.Expect(f.read(g, req)).To(BeTrue())
 		g.Expect(req.Status.GrantedNamespace).To(Equal("acme-x"))
@@ -51,10 +51,10 @@ func TestGrantIsRecordedBeforeTheNamespaceIsMade(t *testing.T) {
 	t.Run("not recorded, not made", func(t *testing.T) {
 		g := NewWithT(t)
 		f := world()
-		f.fail = map[string]error{"status NamespaceRequest acme-a/x": errExitUnavailable}
+		f.FailRequests(map[string]error{"status NamespaceRequest acme-a/x": errExitUnavailable})
 		f.reconcile()
 		g.Expect(f.err).To(HaveOccurred())
-		g.Expect(f.writes).NotTo(ContainElement("create Namespace acme-x"))
+		g.Expect(f.writes()).NotTo(ContainElement("create Namespace acme-x"))
 		g.Expect(f.read(g, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme-x"}})).To(BeFalse())
 	})
 }
@@ -107,7 +107,7 @@ func TestARequestRestoredWithItsCRDKeepsItsNamespace(t *testing.T) {
 		f := world(made.Add(-time.Hour))
 		f.reconcile()
 		g.Expect(f.err).NotTo(HaveOccurred())
-		g.Expect(f.writes).To(ContainElement("delete Namespace acme-x"), "the namespace of the deleted request was kept")
+		g.Expect(f.writes()).To(ContainElement("delete Namespace acme-x"), "the namespace of the deleted request was kept")
 		_, req := read(g, f)
 		g.Expect(req.Status.GrantedNamespace).To(BeEmpty())
 		g.Expect(conditions.Get(req.Status.Conditions, conditions.Ready).Reason).To(Equal(ReasonNameTaken))
