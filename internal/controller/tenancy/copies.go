@@ -82,13 +82,21 @@ func (r *Reconciler) planCopies(ctx context.Context, s *scope, ready []string) e
 			return err
 		}
 		p.version, p.state = version, state
-		switch state {
-		case tenancyv1.CopySourceNotFound:
-			p.message = fmt.Sprintf("%s %s/%s does not exist", item.Kind, item.From.Namespace, item.From.Name)
-		case tenancyv1.CopySourceNotGranted:
-			p.message = fmt.Sprintf("the manager may not read the Secrets of namespace %s: its owner binds the ClusterRole trellis-copy-source to the manager there to allow it", item.From.Namespace)
-		}
+		p.message = stateMessage(item, state)
 		if slices.ContainsFunc(ready, func(ns string) bool { return p.due(s, ns) }) {
+			if item.Kind == tenancyv1.CopySecret {
+				// The watch that said it was granted may have outlived
+				// the owner's binding.
+				granted, err := r.sources.stillGranted(ctx, key)
+				if err != nil {
+					return err
+				}
+				if !granted {
+					p.state, p.message = tenancyv1.CopySourceNotGranted, stateMessage(item, tenancyv1.CopySourceNotGranted)
+					s.copies = append(s.copies, p)
+					continue
+				}
+			}
 			source, err := r.readSource(ctx, item)
 			switch {
 			case err != nil:
@@ -103,6 +111,17 @@ func (r *Reconciler) planCopies(ctx context.Context, s *scope, ready []string) e
 	}
 	r.sources.keepOnly(s.t.Name, needed)
 	return nil
+}
+
+// stateMessage explains an item's state other than Ready.
+func stateMessage(item tenancyv1.TenantCopy, state tenancyv1.CopyState) string {
+	switch state {
+	case tenancyv1.CopySourceNotFound:
+		return fmt.Sprintf("%s %s/%s does not exist", item.Kind, item.From.Namespace, item.From.Name)
+	case tenancyv1.CopySourceNotGranted:
+		return fmt.Sprintf("the manager may not read the Secrets of namespace %s: its owner binds the ClusterRole trellis-copy-source to the manager there to allow it", item.From.Namespace)
+	}
+	return ""
 }
 
 // readSource reads an item's source from the API server (Secrets are never

@@ -129,12 +129,8 @@ func (w *sourceWatches) ensure(ctx context.Context, tenant string, key watchKey)
 	}
 	// Asked first, so that a namespace that did not allow it costs one
 	// refused list, and no watch that fails forever.
-	_, err := w.client.Resource(key.resource()).Namespace(key.namespace).List(ctx, metav1.ListOptions{Limit: 1})
-	switch {
-	case apierrors.IsForbidden(err):
-		return nil, false, nil
-	case err != nil:
-		return nil, false, fmt.Errorf("listing the %s of namespace %s, copy sources: %w", key.resource().Resource, key.namespace, err)
+	if granted, err := w.mayList(ctx, key); err != nil || !granted {
+		return nil, false, err
 	}
 	informer := metadatainformer.NewFilteredMetadataInformer(w.client, key.resource(), key.namespace, 0, toolscache.Indexers{}, nil).Informer()
 	if err := informer.SetTransform(cutSource); err != nil {
@@ -175,6 +171,39 @@ func (w *sourceWatches) ensure(ctx context.Context, tenant string, key watchKey)
 	}
 	w.watches[key] = sw
 	return sw, true, nil
+}
+
+// mayList asks the API server whether the manager may list the objects of
+// key: for Secrets, whether the namespace's owner allows it.
+func (w *sourceWatches) mayList(ctx context.Context, key watchKey) (bool, error) {
+	_, err := w.client.Resource(key.resource()).Namespace(key.namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	switch {
+	case apierrors.IsForbidden(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("listing the %s of namespace %s, copy sources: %w", key.resource().Resource, key.namespace, err)
+	}
+	return true, nil
+}
+
+// stillGranted asks again, before a source is read, whether the manager may
+// list the objects of key: a watch the API server allowed runs on after the
+// owner removed the binding, until it times out (5 to 10 minutes), and the
+// manager's own right to get any Secret by name must not stand in for the
+// owner's consent meanwhile. A refused watch is stopped, and its Tenants
+// told.
+func (w *sourceWatches) stillGranted(ctx context.Context, key watchKey) (bool, error) {
+	granted, err := w.mayList(ctx, key)
+	if err != nil || granted {
+		return granted, err
+	}
+	w.mu.Lock()
+	sw := w.watches[key]
+	w.mu.Unlock()
+	if sw != nil {
+		w.refused(key, sw)
+	}
+	return false, nil
 }
 
 // keepOnly leaves tenant among the users of the watches of needed only,
