@@ -62,7 +62,7 @@ func (p copyPlan) due(s *scope, ns string) bool {
 	return !s.settled || !s.wasReady[ns] || p.recorded != p.version
 }
 
-// planCopies looks up each item's source in the watch of its namespace
+// planCopies looks up each item's source in its watch
 // (no API read while it is unchanged), and reads it from the API server
 // only when some ready namespace needs a write. The watches the tenant no
 // longer needs are stopped.
@@ -75,9 +75,9 @@ func (r *Reconciler) planCopies(ctx context.Context, s *scope, ready []string) e
 	s.copies = make([]copyPlan, 0, len(s.t.Spec.Copies))
 	for _, item := range s.t.Spec.Copies {
 		p := copyPlan{item: item, recorded: recorded[copyKey(item.Kind, item.Name)]}
-		key := watchKey{kind: item.Kind, namespace: item.From.Namespace}
+		key := watchKey{kind: item.Kind, namespace: item.From.Namespace, name: item.From.Name}
 		needed = append(needed, key)
-		version, state, err := r.sources.lookup(ctx, s.t.Name, key, item.From.Name)
+		version, state, err := r.sources.lookup(ctx, s.t.Name, key)
 		if err != nil {
 			return err
 		}

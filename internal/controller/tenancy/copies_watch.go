@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -28,10 +29,10 @@ const sourceSyncTimeout = 10 * time.Second
 
 var errSourcesNotStarted = errors.New("the watches of copy sources are not started yet")
 
-// watchKey is one watch: the objects of one kind in one namespace.
+// watchKey is one watch: one source, by kind, namespace and name.
 type watchKey struct {
-	kind      tenancyv1.CopyKind
-	namespace string
+	kind            tenancyv1.CopyKind
+	namespace, name string
 }
 
 func (k watchKey) resource() schema.GroupVersionResource {
@@ -42,11 +43,11 @@ func (k watchKey) resource() schema.GroupVersionResource {
 }
 
 // sourceWatches watches the sources of the Tenants' copies, so that an edit
-// of a source reaches every copy without polling: per kind and namespace
-// used as a source, one watch of the objects' metadata, each cut down to
-// its name, namespace, UID and resourceVersion (no data, no labels: a
-// source namespace costs the manager a few hundred bytes per object in
-// it). A watch is started by the first Tenant that needs it and stopped
+// of a source reaches every copy without polling: per source, one watch of
+// its metadata, selected by name and cut down to its name, namespace, UID
+// and resourceVersion (no data, no labels: a source costs the manager a few
+// hundred bytes, whatever else its namespace holds; those who may write
+// there must not grow the manager's memory). A watch is started by the first Tenant that needs it and stopped
 // when the last one no longer does. Secrets are watched only where the
 // manager may list them, which its own ClusterRole allows nowhere: a
 // namespace's owner allows it by binding trellis-copy-source to the manager
@@ -91,11 +92,10 @@ func (w *sourceWatches) Start(ctx context.Context) error {
 // NeedLeaderElection: only the leader reconciles.
 func (w *sourceWatches) NeedLeaderElection() bool { return true }
 
-// lookup returns the resourceVersion of the source name in the watch of
-// key, starting the watch for tenant if none runs: SourceNotGranted when
+// lookup returns the resourceVersion of the source key watches, starting the watch for tenant if none runs: SourceNotGranted when
 // the manager may not list there, SourceNotFound when the object does not
 // exist. A failed list is an error.
-func (w *sourceWatches) lookup(ctx context.Context, tenant string, key watchKey, name string) (string, tenancyv1.CopyState, error) {
+func (w *sourceWatches) lookup(ctx context.Context, tenant string, key watchKey) (string, tenancyv1.CopyState, error) {
 	if w == nil {
 		return "", "", errSourcesNotStarted
 	}
@@ -103,7 +103,7 @@ func (w *sourceWatches) lookup(ctx context.Context, tenant string, key watchKey,
 	if err != nil || !granted {
 		return "", tenancyv1.CopySourceNotGranted, err
 	}
-	obj, exists, err := sw.informer.GetIndexer().GetByKey(key.namespace + "/" + name)
+	obj, exists, err := sw.informer.GetIndexer().GetByKey(key.namespace + "/" + key.name)
 	if err != nil {
 		return "", "", err
 	}
@@ -132,7 +132,10 @@ func (w *sourceWatches) ensure(ctx context.Context, tenant string, key watchKey)
 	if granted, err := w.mayList(ctx, key); err != nil || !granted {
 		return nil, false, err
 	}
-	informer := metadatainformer.NewFilteredMetadataInformer(w.client, key.resource(), key.namespace, 0, toolscache.Indexers{}, nil).Informer()
+	byName := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.name).String()
+	}
+	informer := metadatainformer.NewFilteredMetadataInformer(w.client, key.resource(), key.namespace, 0, toolscache.Indexers{}, byName).Informer()
 	if err := informer.SetTransform(cutSource); err != nil {
 		return nil, false, err
 	}
