@@ -592,6 +592,7 @@ const (
 	CopyReady            CopyState = "Ready"
 	CopySourceNotFound   CopyState = "SourceNotFound"
 	CopySourceNotGranted CopyState = "SourceNotGranted"
+	CopySourceReplaced   CopyState = "SourceReplaced"
 )
 
 // TenantCopyStatus is the state of one item of spec.copies.
@@ -605,11 +606,13 @@ type TenantCopyStatus struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
 	// state is Ready (every ready namespace holds the source's
-	// sourceResourceVersion), SourceNotFound or SourceNotGranted (a Secret
+	// sourceResourceVersion), SourceNotFound, SourceNotGranted (a Secret
 	// in a namespace whose owner did not bind trellis-copy-source to the
-	// manager).
+	// manager) or SourceReplaced (the source namespace is not the one
+	// recorded: it was deleted and made again; nothing is copied from it
+	// before sourceNamespaceGeneration).
 	// +required
-	// +kubebuilder:validation:Enum=Ready;SourceNotFound;SourceNotGranted
+	// +kubebuilder:validation:Enum=Ready;SourceNotFound;SourceNotGranted;SourceReplaced
 	State CopyState `json:"state,omitempty"`
 	// message explains a state other than Ready.
 	// +optional
@@ -619,6 +622,26 @@ type TenantCopyStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	SourceResourceVersion string `json:"sourceResourceVersion,omitempty"`
+	// sourceNamespace is the namespace sourceNamespaceUID belongs to: the
+	// item's from.namespace when it was recorded.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	SourceNamespace string `json:"sourceNamespace,omitempty"`
+	// sourceNamespaceUID identifies the source namespace the copies are
+	// made from, recorded when Trellis first read a source there (trust on
+	// first copy): a namespace of that name with another UID was deleted
+	// and made again, maybe by someone else, and is SourceReplaced.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	SourceNamespaceUID string `json:"sourceNamespaceUID,omitempty"`
+	// sourceNamespaceGeneration is the Tenant's first generation that
+	// copies from that namespace: the one that first copied from it, or,
+	// for a namespace found in place of the recorded one, the generation
+	// after the one that found it. A change of the spec checks again that
+	// its editor may get every source (tenant-copy-rights).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	SourceNamespaceGeneration int64 `json:"sourceNamespaceGeneration,omitempty"`
 }
 
 // TenantStatus is what the controller observed.

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
@@ -26,8 +27,9 @@ import (
 const CopyOfAnnotation = "tenancy.trellis.dev/copy-of"
 
 // ReasonCopySourceUnavailable is the reason of a Tenant whose copy's source
-// is missing, or is a Secret in a namespace whose owner did not let the
-// manager read it.
+// is missing, is a Secret in a namespace whose owner did not let the
+// manager read it, or is in a namespace made again since the copies were
+// made (SourceReplaced).
 const ReasonCopySourceUnavailable = "CopySourceUnavailable"
 
 // copyKey names an item of spec.copies, and the copies made from it.
@@ -47,8 +49,45 @@ type copyPlan struct {
 	// version is the source's resourceVersion; recorded the version the
 	// last status says every ready namespace holds.
 	version, recorded string
-	state             tenancyv1.CopyState
-	message           string
+	// origin is the source namespace the copies are made from.
+	origin  sourceOrigin
+	state   tenancyv1.CopyState
+	message string
+}
+
+// sourceOrigin is the source namespace an item's copies are made from, as
+// status.copies records it: a namespace is its UID, not its name.
+type sourceOrigin struct {
+	namespace string
+	uid       types.UID
+	// generation is the Tenant's first generation that copies from it.
+	generation int64
+}
+
+// pending says whether the origin recorded for an item whose source is in
+// namespace from is one found in place of the namespace copied from, that
+// the spec has not changed since.
+func (o sourceOrigin) pending(from string, generation int64) bool {
+	return o.uid != "" && o.namespace == from && generation < o.generation
+}
+
+// judgeOrigin decides whether an item whose source is in namespace from may
+// be copied from the namespace of that name found now (uid) at the
+// Tenant's generation, and returns the origin to record. A namespace is
+// trusted by its name only the first time: none recorded (a new item, or a
+// status lost) or the item moved to another namespace, whose source its
+// editor was just checked for. One found in place of the recorded one was
+// deleted and made again, perhaps by someone who may only create
+// namespaces: it is trusted from the next change of the spec, which checks
+// again that its editor may get every source (tenant-copy-rights).
+func judgeOrigin(recorded sourceOrigin, from string, uid types.UID, generation int64) (sourceOrigin, bool) {
+	switch {
+	case recorded.uid == "" || recorded.namespace != from:
+		return sourceOrigin{namespace: from, uid: uid, generation: generation}, true
+	case recorded.uid != uid:
+		return sourceOrigin{namespace: from, uid: uid, generation: generation + 1}, false
+	}
+	return recorded, !recorded.pending(from, generation)
 }
 
 // due says whether the copy of p in namespace ns must be written: the
@@ -67,14 +106,16 @@ func (p copyPlan) due(s *scope, ns string) bool {
 // only when some ready namespace needs a write. The watches the tenant no
 // longer needs are stopped.
 func (r *Reconciler) planCopies(ctx context.Context, s *scope, ready []string) error {
-	recorded := map[string]string{}
+	recorded := map[string]tenancyv1.TenantCopyStatus{}
 	for _, c := range s.t.Status.Copies {
-		recorded[copyKey(c.Kind, c.Name)] = c.SourceResourceVersion
+		recorded[copyKey(c.Kind, c.Name)] = c
 	}
 	needed := make([]watchKey, 0, len(s.t.Spec.Copies))
 	s.copies = make([]copyPlan, 0, len(s.t.Spec.Copies))
 	for _, item := range s.t.Spec.Copies {
-		p := copyPlan{item: item, recorded: recorded[copyKey(item.Kind, item.Name)]}
+		rec := recorded[copyKey(item.Kind, item.Name)]
+		p := copyPlan{item: item, recorded: rec.SourceResourceVersion,
+			origin: sourceOrigin{namespace: rec.SourceNamespace, uid: types.UID(rec.SourceNamespaceUID), generation: rec.SourceNamespaceGeneration}}
 		key := watchKey{kind: item.Kind, namespace: item.From.Namespace, name: item.From.Name}
 		needed = append(needed, key)
 		version, state, err := r.sources.lookup(ctx, s.t.Name, key)
@@ -82,7 +123,10 @@ func (r *Reconciler) planCopies(ctx context.Context, s *scope, ready []string) e
 			return err
 		}
 		p.version, p.state = version, state
-		p.message = stateMessage(item, state)
+		if state == tenancyv1.CopyReady && p.origin.pending(item.From.Namespace, s.t.Generation) {
+			p.state = tenancyv1.CopySourceReplaced
+		}
+		p.message = stateMessage(item, p.state)
 		if slices.ContainsFunc(ready, func(ns string) bool { return p.due(s, ns) }) {
 			if item.Kind == tenancyv1.CopySecret {
 				// The watch that said it was granted may have outlived
@@ -98,14 +142,33 @@ func (r *Reconciler) planCopies(ctx context.Context, s *scope, ready []string) e
 				}
 			}
 			source, err := r.readSource(ctx, item)
-			switch {
-			case err != nil:
+			if err != nil {
 				return err
-			case source == nil:
-				p.state, p.message = tenancyv1.CopySourceNotFound, fmt.Sprintf("%s %s/%s does not exist", item.Kind, item.From.Namespace, item.From.Name)
-			default:
-				p.source, p.version = source, source.GetResourceVersion()
 			}
+			// The namespace is read after the source: one of the same UID
+			// then held the source when it was read (a name is not taken
+			// again while its namespace exists).
+			var uid types.UID
+			if source != nil {
+				if uid, err = r.namespaceUID(ctx, item.From.Namespace); err != nil {
+					return err
+				}
+			}
+			if source == nil || uid == "" {
+				p.state, p.message = tenancyv1.CopySourceNotFound, stateMessage(item, tenancyv1.CopySourceNotFound)
+				s.copies = append(s.copies, p)
+				continue
+			}
+			origin, trusted := judgeOrigin(p.origin, item.From.Namespace, uid, s.t.Generation)
+			p.origin = origin
+			if !trusted {
+				// Nothing of the new namespace reaches a copy; the copies
+				// keep what they hold.
+				p.state, p.message = tenancyv1.CopySourceReplaced, stateMessage(item, tenancyv1.CopySourceReplaced)
+				s.copies = append(s.copies, p)
+				continue
+			}
+			p.source, p.version = source, source.GetResourceVersion()
 		}
 		s.copies = append(s.copies, p)
 	}
@@ -120,6 +183,9 @@ func stateMessage(item tenancyv1.TenantCopy, state tenancyv1.CopyState) string {
 		return fmt.Sprintf("%s %s/%s does not exist", item.Kind, item.From.Namespace, item.From.Name)
 	case tenancyv1.CopySourceNotGranted:
 		return fmt.Sprintf("the manager may not read the Secrets of namespace %s: its owner binds the ClusterRole trellis-copy-source to the manager there to allow it", item.From.Namespace)
+	case tenancyv1.CopySourceReplaced:
+		return fmt.Sprintf("namespace %s was deleted and made again since the copies were made from it: the copies keep what they hold, and nothing is copied from the new namespace "+
+			"until the Tenant's spec changes (remove and re-add the item, or edit the spec), which checks again that its editor may get %s %s/%s", item.From.Namespace, item.Kind, item.From.Namespace, item.From.Name)
 	}
 	return ""
 }
@@ -140,6 +206,20 @@ func (r *Reconciler) readSource(ctx context.Context, item tenancyv1.TenantCopy) 
 		return nil, fmt.Errorf("reading the source of copy %s: %w", copyKey(item.Kind, item.Name), err)
 	}
 	return obj, nil
+}
+
+// namespaceUID reads the UID of a source namespace from the API server (the
+// cache holds only the namespaces Trellis marked); empty when it is gone.
+func (r *Reconciler) namespaceUID(ctx context.Context, name string) (types.UID, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.apiReader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading namespace %s, a copy source's: %w", name, err)
+	}
+	return ns.UID, nil
 }
 
 // copyWrites are the writes that keep, in one namespace, the copies due
@@ -225,13 +305,15 @@ func (r *Reconciler) ownsCopy(ctx context.Context, obj client.Object, t *tenancy
 	return r.ownsChild(ctx, obj, t)
 }
 
-// copyStatuses are the items' states as planned, their versions kept only
+// copyStatuses are the items' states as planned, with the namespace each
+// copies from, their versions kept only
 // where every write of the item went through (undone: the items a write
 // found blocked), so that a blocked copy is tried again.
 func copyStatuses(plans []copyPlan, undone map[string]bool) []tenancyv1.TenantCopyStatus {
 	out := make([]tenancyv1.TenantCopyStatus, 0, len(plans))
 	for _, p := range plans {
-		st := tenancyv1.TenantCopyStatus{Kind: p.item.Kind, Name: p.item.Name, State: p.state, Message: p.message}
+		st := tenancyv1.TenantCopyStatus{Kind: p.item.Kind, Name: p.item.Name, State: p.state, Message: p.message,
+			SourceNamespace: p.origin.namespace, SourceNamespaceUID: string(p.origin.uid), SourceNamespaceGeneration: p.origin.generation}
 		if p.state == tenancyv1.CopyReady && !undone[copyKey(p.item.Kind, p.item.Name)] {
 			st.SourceResourceVersion = p.version
 		}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
 	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
@@ -145,7 +146,9 @@ func TestCopyAttackARevokedGrantIsNotReadThrough(t *testing.T) {
 // someone puts under its name later. Once the source's namespace is gone,
 // whoever may create namespaces makes one of that name with a ConfigMap of
 // their own (a CA bundle every namespace of the tenant trusts): it must not
-// reach the copies. Identity is a UID, not a name.
+// reach the copies, which keep what they hold, and the Tenant says
+// SourceReplaced, until a change of the spec by an editor who may get the
+// new source. Identity is a UID, not a name.
 func TestCopyAttackARecreatedSourceNamespaceFeedsNoCopy(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -202,6 +205,26 @@ func TestCopyAttackARecreatedSourceNamespaceFeedsNoCopy(t *testing.T) {
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "cpn-a", Name: "ca-bundle"}, got)).To(Succeed())
 		return got.Data
 	}, 5*time.Second, interval).Should(Equal(bundle.Data), "a namespace made again under the source's name fed the copies")
+	g.Eventually(func(g Gomega) {
+		tenant := getTenant(g, "cpn")
+		g.Expect(tenant.Status.ObservedGeneration).To(Equal(tenant.Generation))
+		g.Expect(tenant.Status.Copies).To(ConsistOf(And(
+			HaveField("State", tenancyv1.CopySourceReplaced),
+			HaveField("Message", ContainSubstring("namespace cpn-shared was deleted and made again")))))
+		stalled := conditions.Get(tenant.Status.Conditions, conditions.Stalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(ReasonCopySourceUnavailable))
+	}, timeout, interval).Should(Succeed())
+	expectConfigMapCopy(g, "cpn-a", "ca-bundle", bundle.Data)
+
+	// A platform operator who may get the new source changes the spec: that
+	// is their word for the new namespace, and its ConfigMap is copied.
+	approver := platformOperator(g, "cpn-approver", "cpn-shared")
+	g.Expect(mergePatch(approver, getTenant(g, "cpn"),
+		`{"spec":{"viewers":[{"kind":"User","name":"cpn-approver","apiGroup":"rbac.authorization.k8s.io"}]}}`)).To(Succeed())
+	expectConfigMapCopy(g, "cpn-a", "ca-bundle", map[string]string{"ca.crt": "mallory's CA"})
+	eventuallyReady(g, "cpn")
+	g.Expect(getTenant(g, "cpn").Status.Copies).To(ConsistOf(HaveField("State", tenancyv1.CopyReady)))
 	deleteTenant(g, "cpn")
 }
 

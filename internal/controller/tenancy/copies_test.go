@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 )
@@ -73,20 +74,22 @@ func TestCopyIsDue(t *testing.T) {
 }
 
 // TestCopyStatuses: an item's version is recorded only when every copy of
-// it was made; the dropped items are those the status recorded that the
-// spec no longer has.
+// it was made, the namespace it copies from whatever its state; the dropped
+// items are those the status recorded that the spec no longer has.
 func TestCopyStatuses(t *testing.T) {
 	g := NewWithT(t)
 	plans := []copyPlan{
 		{item: copyItem(tenancyv1.CopySecret, "pull", "shared", "regcred"), state: tenancyv1.CopyReady, version: "7"},
 		{item: copyItem(tenancyv1.CopyConfigMap, "ca", "shared", "ca"), state: tenancyv1.CopyReady, version: "8"},
-		{item: copyItem(tenancyv1.CopySecret, "gone", "shared", "gone"), state: tenancyv1.CopySourceNotFound, message: "missing"},
+		{item: copyItem(tenancyv1.CopySecret, "gone", "shared", "gone"), state: tenancyv1.CopySourceNotFound, message: "missing",
+			origin: sourceOrigin{namespace: "shared", uid: "uid-b", generation: 4}},
 	}
 	got := copyStatuses(plans, map[string]bool{"ConfigMap/ca": true})
 	g.Expect(got).To(Equal([]tenancyv1.TenantCopyStatus{
 		{Kind: tenancyv1.CopySecret, Name: "pull", State: tenancyv1.CopyReady, SourceResourceVersion: "7"},
 		{Kind: tenancyv1.CopyConfigMap, Name: "ca", State: tenancyv1.CopyReady},
-		{Kind: tenancyv1.CopySecret, Name: "gone", State: tenancyv1.CopySourceNotFound, Message: "missing"},
+		{Kind: tenancyv1.CopySecret, Name: "gone", State: tenancyv1.CopySourceNotFound, Message: "missing",
+			SourceNamespace: "shared", SourceNamespaceUID: "uid-b", SourceNamespaceGeneration: 4},
 	}))
 
 	tenant := &tenancyv1.Tenant{
@@ -94,4 +97,41 @@ func TestCopyStatuses(t *testing.T) {
 		Status: tenancyv1.TenantStatus{Copies: got},
 	}
 	g.Expect(droppedCopies(tenant)).To(Equal(got[1:]))
+}
+
+// TestJudgeOrigin: a source namespace is its UID. One found in place of the
+// namespace copied from feeds no copy until the spec changes after it was
+// found; a namespace recorded for the first time, or for an item moved to
+// another namespace, is trusted.
+func TestJudgeOrigin(t *testing.T) {
+	trusted := sourceOrigin{namespace: "shared", uid: "uid-a", generation: 3}
+	pending := sourceOrigin{namespace: "shared", uid: "uid-b", generation: 6}
+	for name, tc := range map[string]struct {
+		recorded   sourceOrigin
+		from       string
+		uid        types.UID
+		generation int64
+		want       sourceOrigin
+		ok         bool
+	}{
+		"none recorded: trust on first copy":      {sourceOrigin{}, "shared", "uid-a", 3, trusted, true},
+		"the namespace copied from":               {trusted, "shared", "uid-a", 3, trusted, true},
+		"the namespace copied from, a later spec": {trusted, "shared", "uid-a", 9, trusted, true},
+		"made again, the spec unchanged":          {trusted, "shared", "uid-b", 5, pending, false},
+		"made again, still the same spec":         {pending, "shared", "uid-b", 5, pending, false},
+		"made again, then the spec changed":       {pending, "shared", "uid-b", 6, pending, true},
+		"made again twice before the spec changed": {pending, "shared", "uid-c", 6,
+			sourceOrigin{namespace: "shared", uid: "uid-c", generation: 7}, false},
+		"the item moved to another namespace": {trusted, "other", "uid-o", 4,
+			sourceOrigin{namespace: "other", uid: "uid-o", generation: 4}, true},
+		"moved away from a namespace made again": {pending, "other", "uid-o", 5,
+			sourceOrigin{namespace: "other", uid: "uid-o", generation: 5}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, ok := judgeOrigin(tc.recorded, tc.from, tc.uid, tc.generation)
+			g.Expect(got).To(Equal(tc.want))
+			g.Expect(ok).To(Equal(tc.ok))
+		})
+	}
 }
