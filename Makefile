@@ -163,11 +163,14 @@ BENCH_ARGS ?=
 VIEWER_BENCH_ARGS ?=
 # MarkdownViews of each kind (small, maximal, worst) for the manager's memory per view.
 MEMORY_BENCH_VIEWS ?= 80
+# Namespaces of the Tenant whose copies make bench costs (1-64).
+COPY_BENCH_NAMESPACES ?= 40
 .PHONY: bench
 bench: tools build capsule ## Micro-benchmarks, viewer latency on loopback, manager memory per MarkdownView, then scale benchmarks on a fresh local cluster beside Capsule (tens of minutes; BENCH_ARGS=--smoke for a quick run).
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/...
 	$(GO) run ./test/bench/viewerload --viewer $(LOCALBIN)/viewer $(VIEWER_BENCH_ARGS)
 	TRELLIS_MEMORY_VIEWS=$(MEMORY_BENCH_VIEWS) KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test -count=1 -timeout 30m -run='^TestManagerMemoryPerView$$' -v ./internal/controller/view/ | grep -E 'memory_test.go|^(ok|FAIL|---)'
+	TRELLIS_COPY_NAMESPACES=$(COPY_BENCH_NAMESPACES) KUBEBUILDER_ASSETS=$(LOCALBIN) $(GO) test -count=1 -run='^TestCopyCost$$' -v ./internal/controller/tenancy/ | grep -E 'copies_cost_test.go|^(ok|FAIL|---)'
 	$(GO) run ./test/bench --chart docs/performance-converge.svg $(BENCH_ARGS)
 
 .PHONY: bench-scale

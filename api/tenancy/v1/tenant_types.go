@@ -125,12 +125,77 @@ type TenantSpec struct {
 	// +optional
 	SelfService SelfService `json:"selfService,omitzero"`
 
+	// copies are objects kept in every namespace of the tenant, the
+	// namespaces granted to NamespaceRequests included: a Secret or
+	// ConfigMap copied from a source namespace, and kept in step with it
+	// (an edit of the source reaches every copy). The Tenant's editor must
+	// be allowed to get the source (checked at admission: the
+	// tenant-copies policy); a Secret is read only from a namespace whose
+	// owner bound the ClusterRole trellis-copy-source to the manager there.
+	// A copy that leaves the list, and every copy in a namespace that
+	// leaves the tenant, is deleted; an object of that name Trellis did not
+	// copy is never touched (the namespace is in Conflict). Tenant admins
+	// cannot change or delete a copy.
+	// +optional
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Copies []TenantCopy `json:"copies,omitempty"`
+
 	// suspend stops the controller acting on this object: what exists is
 	// kept as it is, nothing is created, changed or deleted, and the status
 	// says Suspended. Deleting the object still runs its deletion policy.
 	// Setting it back to false reconciles at once.
 	// +optional
 	Suspend *bool `json:"suspend,omitempty"`
+}
+
+// CopyKind is the kind of object a Tenant copies into its namespaces.
+// +kubebuilder:validation:Enum=Secret;ConfigMap
+type CopyKind string
+
+// The kinds a Tenant copies.
+const (
+	CopySecret    CopyKind = "Secret"
+	CopyConfigMap CopyKind = "ConfigMap"
+)
+
+// TenantCopy is one object kept in every namespace of the tenant.
+// +kubebuilder:validation:XValidation:rule="!self.name.startsWith('trellis-tenant-')",message="names starting with trellis-tenant- are Trellis' own"
+// +kubebuilder:validation:XValidation:rule="self.name != 'kube-root-ca.crt'",message="kube-root-ca.crt is written by Kubernetes in every namespace"
+type TenantCopy struct {
+	// kind is Secret or ConfigMap.
+	// +required
+	Kind CopyKind `json:"kind,omitempty"`
+
+	// name is the copy's name in each namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be a DNS subdomain name"
+	Name string `json:"name,omitempty"`
+
+	// from is the object copied: its data (and a Secret's type) is what
+	// every copy holds; its labels and annotations are not copied.
+	// +required
+	From CopySource `json:"from,omitzero"`
+}
+
+// CopySource names the object a copy is made from.
+type CopySource struct {
+	// namespace of the source.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+	// name of the source.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be a DNS subdomain name"
+	Name string `json:"name,omitempty"`
 }
 
 // SelfService bounds the namespaces a tenant's admins may add themselves.
@@ -519,6 +584,66 @@ type TenantNamespaceStatus struct {
 	RequestedBy string `json:"requestedBy,omitempty"`
 }
 
+// CopyState is what Trellis found of a copy's source.
+type CopyState string
+
+// The states of a copy.
+const (
+	CopyReady            CopyState = "Ready"
+	CopySourceNotFound   CopyState = "SourceNotFound"
+	CopySourceNotGranted CopyState = "SourceNotGranted"
+	CopySourceReplaced   CopyState = "SourceReplaced"
+)
+
+// TenantCopyStatus is the state of one item of spec.copies.
+type TenantCopyStatus struct {
+	// kind is the item's kind.
+	// +required
+	Kind CopyKind `json:"kind,omitempty"`
+	// name is the item's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+	// state is Ready (every ready namespace holds the source's
+	// sourceResourceVersion), SourceNotFound, SourceNotGranted (a Secret
+	// in a namespace whose owner did not bind trellis-copy-source to the
+	// manager) or SourceReplaced (the source namespace is not the one
+	// recorded: it was deleted and made again; nothing is copied from it
+	// before sourceNamespaceGeneration).
+	// +required
+	// +kubebuilder:validation:Enum=Ready;SourceNotFound;SourceNotGranted;SourceReplaced
+	State CopyState `json:"state,omitempty"`
+	// message explains a state other than Ready.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// sourceResourceVersion is the source's version the copies hold.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	SourceResourceVersion string `json:"sourceResourceVersion,omitempty"`
+	// sourceNamespace is the namespace sourceNamespaceUID belongs to: the
+	// item's from.namespace when it was recorded.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	SourceNamespace string `json:"sourceNamespace,omitempty"`
+	// sourceNamespaceUID identifies the source namespace the copies are
+	// made from, recorded when Trellis first read a source there (trust on
+	// first copy): a namespace of that name with another UID was deleted
+	// and made again, maybe by someone else, and is SourceReplaced.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	SourceNamespaceUID string `json:"sourceNamespaceUID,omitempty"`
+	// sourceNamespaceGeneration is the Tenant's first generation that
+	// copies from that namespace: the one that first copied from it, or,
+	// for a namespace found in place of the recorded one, the generation
+	// after the one that found it. A change of the spec checks again that
+	// its editor may get every source (tenant-copy-rights).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	SourceNamespaceGeneration int64 `json:"sourceNamespaceGeneration,omitempty"`
+}
+
 // TenantStatus is what the controller observed.
 type TenantStatus struct {
 	// conditions are Ready (the summary), Reconciling (work in progress),
@@ -556,6 +681,17 @@ type TenantStatus struct {
 	// +kubebuilder:validation:MaxItems=128
 	// +kubebuilder:validation:items:MaxLength=63
 	NamespaceNames []string `json:"namespaceNames,omitempty"`
+
+	// copies is what each item of spec.copies last found of its source:
+	// the source's resourceVersion copied into every ready namespace, or
+	// why nothing was copied. It is also the record of the copies kept, by
+	// which those whose item leaves the spec are deleted.
+	// +optional
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Copies []TenantCopyStatus `json:"copies,omitempty"`
 
 	// quota is the tenant-wide quota: the limits and the usage of its
 	// namespaces' ResourceQuotas, summed over the namespaces that are ready.

@@ -41,7 +41,12 @@ func (r *Reconciler) reconcileContents(ctx context.Context, s *scope) error {
 	if err := r.planTenantQuota(ctx, s, ready); err != nil {
 		return err
 	}
-	writes := make([]write, 0, 5*len(ready)+len(dropped)+1) // five per namespace
+	if len(s.t.Spec.Copies)+len(s.t.Status.Copies) > 0 {
+		if err := r.planCopies(ctx, s, ready); err != nil {
+			return err
+		}
+	}
+	writes := make([]write, 0, (5+len(s.copies))*len(ready)+len(dropped)+1) // five per namespace, and its copies
 	for _, ns := range ready {
 		writes = append(writes, r.namespaceContents(s, ns)...)
 	}
@@ -53,6 +58,9 @@ func (r *Reconciler) reconcileContents(ctx context.Context, s *scope) error {
 	writes = append(writes, func(ctx context.Context) (found, error) { return r.reconcileTenantRole(ctx, s, ready) })
 	err = s.runRound(ctx, writes)
 	s.quota.report(s.obs, s.t, ready)
+	if err == nil && s.raced == nil {
+		s.obs.copies, s.obs.copiesTold = copyStatuses(s.copies, s.obs.copiesUndone), true
+	}
 	if err != nil || s.raced != nil || s.t.Spec.NetworkIsolation == nil {
 		return err
 	}
@@ -73,11 +81,19 @@ func (r *Reconciler) namespaceContents(s *scope, ns string) []write {
 	var writes []write
 	// With quota.tenant, nobody is bound in a namespace before its quota
 	// enforces the tenant's limit (quotaPlan.admits).
+	copies := r.copyWrites(s, ns)
 	if s.quota.admits(ns, t.Spec.Quota.Tenant.Hard) {
-		writes = append(writes, func(ctx context.Context) (found, error) {
+		bind := func(ctx context.Context) (found, error) {
 			return ensureChild(ctx, r, s, "RoleBinding", &rbacv1.RoleBinding{},
 				desiredRoleBinding(t, ns, adminRoleBindingName, builtinAdminRole, adminSubjects(t)), syncRoleBinding, expect)
-		})
+		}
+		if !s.wasReady[ns] && len(copies) > 0 {
+			// A namespace new to the tenant holds its copies before its
+			// admins are bound in it.
+			bind = inOrder(append(copies, bind)...)
+			copies = nil
+		}
+		writes = append(writes, bind)
 		if viewers := viewerSubjects(t); len(viewers) > 0 {
 			writes = append(writes, func(ctx context.Context) (found, error) {
 				return ensureChild(ctx, r, s, "RoleBinding", &rbacv1.RoleBinding{},
@@ -116,7 +132,7 @@ func (r *Reconciler) namespaceContents(s *scope, ns string) []write {
 	} else {
 		writes = append(writes, r.removeChild(s, "NetworkPolicy", ns, networkPolicyName, &networkingv1.NetworkPolicy{}))
 	}
-	return writes
+	return append(writes, copies...)
 }
 
 // reconcileTenantRole keeps the per-tenant ClusterRole, naming the
@@ -171,13 +187,23 @@ func (r *Reconciler) waitingNamespaces(ctx context.Context, t *tenancyv1.Tenant)
 // that lost a race (retried at once); any other error is a failure.
 func ensureChild[T client.Object](ctx context.Context, r *Reconciler, s *scope, kind string, live, desired T,
 	syncFn func(live, desired T, t *tenancyv1.Tenant) bool, expect bool) (found, error) {
-	_, err := children.CreateOrSync(ctx, r.children, children.Child[T]{
+	return ensureChildWith(ctx, r, r.children, s, kind, live, desired, syncFn, expect)
+}
+
+// ensureChildWith is ensureChild reading through clients: a copy is read
+// around the cache, and is the tenant's only if it says it is a copy.
+func ensureChildWith[T client.Object](ctx context.Context, r *Reconciler, clients children.Clients, s *scope, kind string, live, desired T,
+	syncFn func(live, desired T, t *tenancyv1.Tenant) bool, expect bool) (found, error) {
+	_, err := children.CreateOrSync(ctx, clients, children.Child[T]{
 		Kind: kind, Live: live, Desired: desired,
 		Owns: func(l T) (bool, error) {
 			if want, ok := roleRefOf(desired); ok {
 				if got, _ := roleRefOf(l); got != want {
 					return false, nil
 				}
+			}
+			if _, copied := desired.GetAnnotations()[CopyOfAnnotation]; copied {
+				return r.ownsCopy(ctx, l, s.t)
 			}
 			return r.ownsChild(ctx, l, s.t)
 		},

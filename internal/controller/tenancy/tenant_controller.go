@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	"github.com/trellis-dev/trellis/internal/conditions"
@@ -123,6 +125,10 @@ type Reconciler struct {
 	protection Protection
 	// reverify is how often a Ready tenant is looked at again.
 	reverify time.Duration
+	// sources watches the sources of copies; copyClients read copies
+	// around the cache (copies.go).
+	sources     *sourceWatches
+	copyClients children.Clients
 }
 
 // NewReconciler builds the reconciler from the manager's clients and the options.
@@ -137,8 +143,9 @@ func NewReconciler(mgr ctrl.Manager, opts setup.Options, protection Protection) 
 			func(t *tenancyv1.Tenant) *tenancyv1.TenantStatus { return &t.Status }, statusEvents...),
 		requests: status.NewPatcher(mgr.GetClient(), rec,
 			func(r *tenancyv1.NamespaceRequest) *tenancyv1.NamespaceRequestStatus { return &r.Status }, requestEvents...),
-		protection: protection,
-		reverify:   opts.TenantReverifyInterval,
+		protection:  protection,
+		reverify:    opts.TenantReverifyInterval,
+		copyClients: children.Clients{Cached: readThrough{Client: mgr.GetClient(), reader: mgr.GetAPIReader()}, Uncached: mgr.GetAPIReader()},
 	}
 }
 
@@ -155,6 +162,8 @@ func NewReconciler(mgr ctrl.Manager, opts setup.Options, protection Protection) 
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=admin;view
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=tenants.tenancy.trellis.dev;namespacerequests.tenancy.trellis.dev
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;patch;delete
 
 // SetupWithManager wires the watches: the Tenant (spec changes, and the
 // start of its deletion, which bumps the generation), and everything it
@@ -176,6 +185,14 @@ func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts contr
 	if err := r.requests.FollowCache(ctx, mgr.GetCache()); err != nil {
 		return err
 	}
+	meta, err := metadata.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	r.sources = newSourceWatches(meta, mgr.GetCache())
+	if err := mgr.Add(r.sources); err != nil {
+		return err
+	}
 	toTenant := handler.EnqueueRequestsFromMapFunc(childToTenant)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -183,7 +200,9 @@ func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts contr
 		Watches(&corev1.Namespace{}, toTenant, builder.WithPredicates(namespaceChanged)).
 		// A request made or deleted; its status is the controller's own.
 		Watches(&tenancyv1.NamespaceRequest{}, handler.EnqueueRequestsFromMapFunc(requestToTenant(mgr.GetClient())),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A copy's source changed (copies_watch.go).
+		WatchesRawSource(source.Channel(r.sources.events, &handler.EnqueueRequestForObject{}))
 	for _, obj := range []client.Object{
 		&rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
 		&corev1.ResourceQuota{}, &corev1.LimitRange{},
@@ -213,6 +232,7 @@ var indexes = []struct {
 	{&tenancyv1.Tenant{}, tenantUIDIndex, func(o client.Object) []string {
 		return []string{string(o.GetUID())}
 	}},
+	{&tenancyv1.Tenant{}, copySourceIndex, sourceKeys},
 	{&tenancyv1.NamespaceRequest{}, requestTenantIndex, func(o client.Object) []string {
 		if t := o.(*tenancyv1.NamespaceRequest).Status.Tenant; t != "" {
 			return []string{t}
@@ -267,6 +287,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (out outco
 	}
 	if !exists {
 		forgetMetrics(req.Name)
+		r.sources.keepOnly(req.Name, nil)
 		return outcome.Outcome{}
 	}
 	if !t.DeletionTimestamp.IsZero() {
@@ -384,6 +405,8 @@ type scope struct {
 	// waiting are the namespaces kept although their request is gone, each
 	// with the requests in it that hold namespaces (waitingNamespaces).
 	waiting map[string][]string
+	// copies is what each item of spec.copies needs (copies.go).
+	copies []copyPlan
 }
 
 func (r *Reconciler) newScope(t *tenancyv1.Tenant) *scope {
@@ -441,6 +464,9 @@ type found struct {
 	// held: whether the namespace is the tenant's once the write of the
 	// namespace itself is done; told by that write only.
 	held hold
+	// copiesUndone are the items of spec.copies (copyKey) whose copy the
+	// write could not make as wanted (a conflict, a refusal).
+	copiesUndone []string
 }
 
 // hold is what the write of a namespace found of whose it is.
@@ -463,10 +489,31 @@ func (f found) then(next found) found {
 		f.conflict = next.conflict
 	}
 	f.refused = append(f.refused, next.refused...)
+	f.copiesUndone = append(f.copiesUndone, next.copiesUndone...)
 	if f.raced == nil {
 		f.raced = next.raced
 	}
 	return f
+}
+
+// inOrder runs writes one after the other, as one write: it stops at the
+// first that fails or loses a race, and adds up what they found.
+func inOrder(writes ...write) write {
+	return func(ctx context.Context) (found, error) {
+		var f found
+		for i, w := range writes {
+			next, err := w(ctx)
+			if i == 0 {
+				f = next
+			} else {
+				f = f.then(next)
+			}
+			if err != nil || f.raced != nil {
+				return f, err
+			}
+		}
+		return f, nil
+	}
 }
 
 // runRound runs writes side by side, at most maxParallelRequests at a time,

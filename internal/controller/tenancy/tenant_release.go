@@ -95,6 +95,10 @@ func (r *Reconciler) release(ctx context.Context, s *scope, ns *corev1.Namespace
 			return f, err
 		}
 	}
+	// Copies are the tenant's things, not restrictions: they go too.
+	if err := r.removeCopies(ctx, s, ns.Name); err != nil {
+		return f, err
+	}
 	before := ns.DeepCopy()
 	if releaseNamespace(ns, t) {
 		if err := r.client.Patch(ctx, ns, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {

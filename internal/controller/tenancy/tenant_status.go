@@ -82,6 +82,12 @@ type observation struct {
 	// name, without its UID, that hold a quota labelled as the tenant's
 	// (tenant_quota.go).
 	unrecorded []string
+	// copies are the states of spec.copies' items, told (copiesTold) once
+	// every write of the round is done; copiesUndone, the items a write
+	// could not make (copies.go).
+	copies       []tenancyv1.TenantCopyStatus
+	copiesTold   bool
+	copiesUndone map[string]bool
 }
 
 // newObservation lists the tenant's namespaces, in order, not yet looked
@@ -149,6 +155,12 @@ func (o *observation) record(f found, hard corev1.ResourceList) {
 		o.rbacConflict = f.conflict
 	}
 	o.refused = append(o.refused, f.refused...)
+	for _, k := range f.copiesUndone {
+		if o.copiesUndone == nil {
+			o.copiesUndone = map[string]bool{}
+		}
+		o.copiesUndone[k] = true
+	}
 	o.pods.record(f)
 	if f.quota != nil {
 		o.addQuota(hard, f.quota.Status.Used)
@@ -193,7 +205,19 @@ func (o *observation) blocked() bool {
 			return true
 		}
 	}
-	return o.rbacConflict != "" || len(o.refused) > 0 || len(o.undone) > 0 || len(o.unrecorded) > 0
+	return o.rbacConflict != "" || len(o.refused) > 0 || len(o.undone) > 0 || len(o.unrecorded) > 0 || len(o.unavailableCopies()) > 0
+}
+
+// unavailableCopies are the messages of the copies whose source is missing
+// or not granted.
+func (o *observation) unavailableCopies() []string {
+	var out []string
+	for _, c := range o.copies {
+		if c.State != tenancyv1.CopyReady {
+			out = append(out, "copy "+string(c.Kind)+" "+c.Name+": "+c.Message)
+		}
+	}
+	return out
 }
 
 // computeStatus derives the whole status from what was observed and how the
@@ -215,6 +239,12 @@ func computeStatus(t *tenancyv1.Tenant, obs *observation, out outcome.Outcome) t
 		}
 	}
 	st.Quota = tenancyv1.TenantQuotaStatus{Hard: obs.quotaHard, Used: obs.quotaUsed}
+	if obs.copiesTold {
+		st.Copies = nil
+		if len(obs.copies) > 0 {
+			st.Copies = obs.copies
+		}
+	}
 	switch {
 	case obs.subjectsChecked && len(obs.missingSubjects) > 0:
 		conditions.Set(&st.Conditions, gen, ConditionSubjectsFound, false, ReasonSubjectNamespaceMissing,
@@ -300,6 +330,12 @@ func summarize(t *tenancyv1.Tenant, obs *observation, out outcome.Outcome) condi
 			reason = ReasonGuardrailRefused
 		}
 		msgs = append(msgs, obs.refused...)
+	}
+	if unavailable := obs.unavailableCopies(); len(unavailable) > 0 {
+		if reason == "" {
+			reason = ReasonCopySourceUnavailable
+		}
+		msgs = append(msgs, unavailable...)
 	}
 	if len(obs.unrecorded) > 0 {
 		if reason == "" {
