@@ -139,6 +139,11 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 			access: storagetest.Access(), world: []client.Object{storagetest.ReadyStore(true), storagetest.Bucket()},
 			want: storagetest.Exit{Requeue: storagetest.Requeue{About: time.Minute}, Ready: ReasonBucketNotReady, Also: conditions.Reconciling, StatusWrites: 1},
 		},
+		"the bucket is not claimed yet, the status write conflicts: again at once, no error, nothing written": {
+			access: storagetest.Access(), world: []client.Object{storagetest.ReadyStore(true), storagetest.Bucket()},
+			setup: func(f *fixture) { f.API.Fail(testenv.Status, "BucketAccess", storagetest.ErrConflict) },
+			want:  storagetest.Exit{Err: apierr.Conflict},
+		},
 		"a store without accounts: Stalled": {
 			access: storagetest.Access(), world: []client.Object{s3Store(), storagetest.ClaimedBucket()},
 			want: storagetest.Exit{Requeue: storagetest.Requeue{About: time.Minute}, Ready: ReasonAccessNotSupported, Also: conditions.Stalled, StatusWrites: 1,
