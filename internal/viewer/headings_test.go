@@ -121,6 +121,7 @@ func TestHeadingIDs(t *testing.T) {
 		{name: "headings in lists and quotes", src: "> ## Quoted\n\n- ## Listed\n", want: []string{"quoted", "listed"}},
 		{name: "raw HTML is not text", src: "## A <b onclick=x>bold</b> move\n", want: []string{"a-bold-move"}},
 		{name: "an image's alt text is not text", src: "## ![logo](logo.png) Trellis\n", want: []string{"-trellis"}},
+		{name: "a footnote reference is its number", src: "## Notes[^n]\n\n[^n]: text\n", want: []string{"notes1"}},
 		{name: "attribute syntax stays text", src: "## Title {#custom onclick=x}\n", want: []string{"title-custom-onclickx"}},
 		{name: "long headings are not cut", src: "## " + strings.Repeat("word ", 40) + "\n", want: []string{strings.TrimSuffix(strings.Repeat("word-", 40), "-")}},
 	}
@@ -199,6 +200,7 @@ func FuzzHeadingIDs(f *testing.F) {
 	f.Add("Title\n=====\n> # q\n- ## l\n")
 	f.Add("## " + strings.Repeat("é", 100) + "\n")
 	f.Add("# Ⅱ İ ½ Ⓐ a‿b\n## x[^1]\n\n[^1]: y\n# -\n# -1\n#\n")
+	f.Add("# fn:1\n# fnref:1\nx[^a] y[^a] z[^b]\n\n[^a]: # fn:2\n[^b]: > [!NOTE]\n    > ## n\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		g := NewWithT(t)
 		r, err := RenderPage([]byte(src))
@@ -210,6 +212,11 @@ func FuzzHeadingIDs(f *testing.F) {
 			seen[h.ID] = true
 			g.Expect(h.Level).To(BeNumerically(">=", 1))
 			g.Expect(h.Level).To(BeNumerically("<=", 6))
+		}
+		pageIDs := map[string]bool{}
+		for _, id := range idsOf(r.HTML) {
+			g.Expect(pageIDs[id]).To(BeFalse(), "id %q used twice in the page of %q", id, src)
+			pageIDs[id] = true
 		}
 		again, err := RenderPage([]byte(src))
 		g.Expect(err).NotTo(HaveOccurred())

@@ -23,19 +23,27 @@ import (
 // GFM is spelled out so table alignment is written as an align attribute:
 // goldmark's default inline style would be blocked by our CSP (no 'unsafe-inline').
 // Fenced code goes through codeRenderer (syntax highlighting with classes).
-// Heading ids are set by RenderPage, not by the parser.
+// Heading ids are set by RenderPage, not by the parser. Footnotes are
+// numbered in the order they are first referred to, and their ids ("fn:1",
+// "fnref:1", "fnref1:1" for a second reference) hold a ':', which no heading
+// id has (headingIDs drops it), so the two never collide; a label is never
+// written out. Alerts are GitHub's (alerts.go).
 var markdown = goldmark.New(
 	goldmark.WithExtensions(
 		extension.Linkify,
 		extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute)),
 		extension.Strikethrough,
 		extension.TaskList,
+		footnotes{},
+		alerts{},
 	),
 	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(codeRenderer{}, 100))),
 )
 
 // Rendered is one Markdown page, rendered.
 type Rendered struct {
+	// Title is the page's front matter title; empty when it has none.
+	Title string
 	// HTML is a fragment that is safe to embed in a page.
 	HTML []byte
 	// Headings lists every heading in document order, with its id.
@@ -68,8 +76,20 @@ func Render(src []byte) ([]byte, error) {
 	return r.HTML, nil
 }
 
-// RenderPage renders Markdown and extracts its headings and text.
+// RenderPage renders Markdown and extracts its front matter title, headings
+// and text. Front matter is not rendered.
 func RenderPage(src []byte) (*Rendered, error) {
+	title, body := splitFrontMatter(src)
+	r, err := renderMarkdown(body)
+	if err != nil {
+		return nil, err
+	}
+	r.Title = title
+	return r, nil
+}
+
+// renderMarkdown renders src as it is: front matter already split off.
+func renderMarkdown(src []byte) (*Rendered, error) {
 	doc := markdown.Parser().Parse(text.NewReader(src))
 	out := &Rendered{}
 	collectText(doc, src, out)
@@ -212,7 +232,8 @@ func slugSource(h *ast.Heading, src []byte) string {
 // whitespace dropped. A repeat gets "-1", "-2", …, skipping ids in use. A
 // heading with nothing kept gets "" (no id) the first time, then "-1"….
 // An id depends only on the headings before it, so it is the same on every
-// render and survives edits further down.
+// render and survives edits further down. No id holds a ':', so none is a
+// footnote's.
 //
 // The map holds every id given, and for a base id the last number tried,
 // so n repeats cost O(n), not O(n²).
