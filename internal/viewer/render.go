@@ -23,19 +23,27 @@ import (
 // GFM is spelled out so table alignment is written as an align attribute:
 // goldmark's default inline style would be blocked by our CSP (no 'unsafe-inline').
 // Fenced code goes through codeRenderer (syntax highlighting with classes).
-// Heading ids are set by RenderPage, not by the parser.
+// Heading ids are set by RenderPage, not by the parser. Footnotes are
+// numbered in the order they are first referred to, and their ids ("fn:1",
+// "fnref:1", "fnref1:1" for a second reference) hold a ':', which no heading
+// id has (headingIDs drops it), so the two never collide; a label is never
+// written out. Alerts are GitHub's (alerts.go).
 var markdown = goldmark.New(
 	goldmark.WithExtensions(
 		extension.Linkify,
 		extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute)),
 		extension.Strikethrough,
 		extension.TaskList,
+		footnotes{},
+		alerts{},
 	),
 	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(codeRenderer{}, 100))),
 )
 
 // Rendered is one Markdown page, rendered.
 type Rendered struct {
+	// Title is the page's front matter title; empty when it has none.
+	Title string
 	// HTML is a fragment that is safe to embed in a page.
 	HTML []byte
 	// Headings lists every heading in document order, with its id.
@@ -48,7 +56,7 @@ type Rendered struct {
 // Heading is a heading of a page and the id of its element.
 type Heading struct {
 	Level int
-	ID    string
+	ID    string // empty for the first heading without a letter or digit, as on GitHub: the element has no id
 	Text  string
 }
 
@@ -68,8 +76,20 @@ func Render(src []byte) ([]byte, error) {
 	return r.HTML, nil
 }
 
-// RenderPage renders Markdown and extracts its headings and text.
+// RenderPage renders Markdown and extracts its front matter title, headings
+// and text. Front matter is not rendered.
 func RenderPage(src []byte) (*Rendered, error) {
+	title, body := splitFrontMatter(src)
+	r, err := renderMarkdown(body)
+	if err != nil {
+		return nil, err
+	}
+	r.Title = title
+	return r, nil
+}
+
+// renderMarkdown renders src as it is: front matter already split off.
+func renderMarkdown(src []byte) (*Rendered, error) {
 	doc := markdown.Parser().Parse(text.NewReader(src))
 	out := &Rendered{}
 	collectText(doc, src, out)
@@ -117,8 +137,10 @@ func collectText(doc ast.Node, src []byte, out *Rendered) {
 			}
 			inHeading = false
 			headingText := strings.Join(strings.Fields(heading.String()), " ")
-			id := ids.next(headingText)
-			n.SetAttributeString("id", []byte(id))
+			id := ids.next(slugSource(n, src))
+			if id != "" {
+				n.SetAttributeString("id", []byte(id))
+			}
 			current = Heading{Level: n.Level, ID: id, Text: headingText}
 			out.Headings = append(out.Headings, current)
 		case *ast.Text:
@@ -170,39 +192,78 @@ func inlineText(value []byte, raw bool) []byte {
 	return util.ResolveEntityNames(util.ResolveNumericReferences(util.UnescapePunctuations(value)))
 }
 
-// maxIDBytes bounds a heading id, so a long heading gives a usable anchor.
-const maxIDBytes = 80
+// slugSource is a heading's text as GitHub makes its id from it: the text
+// of the rendered heading, where a line break is a newline (which the id
+// drops), an image is nothing (its alt text is an attribute) and a footnote
+// reference is its number.
+func slugSource(h *ast.Heading, src []byte) string {
+	var b strings.Builder
+	_ = ast.Walk(h, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.Text:
+			b.Write(inlineText(n.Value(src), n.IsRaw()))
+			if n.SoftLineBreak() || n.HardLineBreak() {
+				b.WriteByte('\n')
+			}
+		case *ast.String:
+			b.Write(inlineText(n.Value, n.IsRaw()))
+		case *ast.AutoLink:
+			b.Write(n.Label(src))
+		case *ast.Image:
+			return ast.WalkSkipChildren, nil
+		case *extast.FootnoteLink:
+			b.WriteString(strconv.Itoa(n.Index))
+		}
+		return ast.WalkContinue, nil
+	})
+	return b.String()
+}
 
-// headingIDs gives the headings of one page ids the way GitHub does: the
-// heading's text in lower case, letters, digits, marks, '-' and '_' kept,
-// spaces turned into '-', anything else dropped; "-1", "-2", … appended to
-// repeats. An id depends only on the headings before it, so it is the same on
-// every render and survives edits elsewhere in the page.
-type headingIDs map[string]bool
+// headingIDs gives the headings of one page the ids GitHub gives them. The
+// rules are GitHub's ("Section links" in docs.github.com's "Basic writing
+// and formatting syntax"), in the detail github-slugger
+// (github.com/Flet/github-slugger) takes from headings rendered on
+// github.com: the text in lower case; letters, marks, decimal and letter
+// numbers (Ⅱ), connector punctuation ('_', '‿'), letters drawn as symbols
+// (Ⓐ) and '-' kept; each space a '-'; any other punctuation, symbol or
+// whitespace dropped. A repeat gets "-1", "-2", …, skipping ids in use. A
+// heading with nothing kept gets "" (no id) the first time, then "-1"….
+// An id depends only on the headings before it, so it is the same on every
+// render and survives edits further down. No id holds a ':', so none is a
+// footnote's.
+//
+// The map holds every id given, and for a base id the last number tried,
+// so n repeats cost O(n), not O(n²).
+type headingIDs map[string]int
 
 func (ids headingIDs) next(heading string) string {
 	var b strings.Builder
-	for _, r := range strings.ToLower(heading) {
+	b.Grow(len(heading))
+	for _, r := range heading {
 		switch {
-		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || r == '-' || r == '_':
 		case r == ' ':
-			r = '-'
-		default:
-			continue
+			b.WriteByte('-')
+		case r < utf8.RuneSelf:
+			if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '-' || r == '_' {
+				b.WriteRune(r)
+			} else if 'A' <= r && r <= 'Z' {
+				b.WriteRune(r + 'a' - 'A')
+			}
+		case r == 'İ':
+			b.WriteString("i\u0307") // lower case in full, as GitHub (Ruby's downcase) does
+		case unicode.In(r, unicode.L, unicode.M, unicode.Nd, unicode.Nl, unicode.Pc, unicode.Other_Alphabetic):
+			b.WriteRune(unicode.ToLower(r))
 		}
-		if b.Len()+utf8.RuneLen(r) > maxIDBytes {
-			break
-		}
-		b.WriteRune(r)
 	}
 	base := b.String()
-	if base == "" {
-		base = "section"
-	}
 	id := base
-	for i := 1; ids[id]; i++ {
-		id = base + "-" + strconv.Itoa(i)
+	for _, taken := ids[id]; taken; _, taken = ids[id] {
+		ids[base]++
+		id = base + "-" + strconv.Itoa(ids[base])
 	}
-	ids[id] = true
+	ids[id] = 0
 	return id
 }

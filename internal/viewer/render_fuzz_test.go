@@ -16,6 +16,8 @@ var normalDocuments = []string{
 	"Setext\n======\n\n~~gone~~ https://example.com www.example.org <https://example.com/a>\n\n---\n",
 	"[ref][1] ![img](https://example.com/i.png)\n\n[1]: https://example.com \"Ref\"\n",
 	"Line with a hard break  \nnext line\\\nlast\n\n    indented code\n",
+	"---\ntitle: Page\ntags: [a]\n---\n# Page\n\nText[^1] and more[^note].\n\n[^1]: One.\n[^note]: Two,\n\n    in two blocks.\n",
+	"> [!NOTE]\n> Useful.\n\n> [!warning]\n>\n> - a\n> - b\n\n> [!TIP] not an alert\n\n- > [!CAUTION]\n  > nested\n",
 }
 
 func FuzzRender(f *testing.F) {

@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -31,12 +32,22 @@ var allowedTags = map[string]bool{
 	"tr": true, "th": true, "td": true, "blockquote": true, "hr": true, "br": true,
 	"span": true, // highlighted code (and a search hit's page name): <span class="…">
 	"mark": true, // matches in search results
+	"sup":  true, // footnote references
+	"div":  true, // alerts and the footnotes, with divClass only
 }
 
 var allowedAttrs = map[string]bool{
 	"href": true, "src": true, "alt": true, "title": true, "id": true, "class": true,
 	"type": true, "checked": true, "disabled": true, "start": true, "align": true, "style": true,
+	"role": true,
 }
+
+// divClass is the class of every <div> the renderer writes: an alert's or
+// the footnotes'.
+var divClass = regexp.MustCompile(`^(markdown-alert markdown-alert-(note|tip|important|warning|caution)|footnotes)$`)
+
+// roles are the ARIA roles goldmark's footnotes carry.
+var roles = map[string]bool{"doc-noteref": true, "doc-backlink": true, "doc-endnotes": true}
 
 // rawURLAttr finds href and src values in the raw output; goldmark always
 // quotes attributes with '"' and escapes '"' inside them.
@@ -108,6 +119,11 @@ func safetyProblems(out []byte) []string {
 			if !allowedTags[tok.Data] {
 				problems = append(problems, "unexpected element <"+tok.Data+">")
 			}
+			if tok.Data == "div" && tt != xhtml.EndTagToken && !slices.ContainsFunc(tok.Attr, func(a xhtml.Attribute) bool {
+				return a.Key == "class" && divClass.MatchString(a.Val)
+			}) {
+				problems = append(problems, "a <div> that is no alert and not the footnotes")
+			}
 			for _, a := range tok.Attr {
 				key := strings.ToLower(a.Key)
 				switch {
@@ -119,6 +135,8 @@ func safetyProblems(out []byte) []string {
 					problems = append(problems, fmt.Sprintf("dangerous %s=%q on <%s>", key, a.Val, tok.Data))
 				case key == "class" && !safeClass.MatchString(a.Val):
 					problems = append(problems, fmt.Sprintf("unexpected class=%q on <%s>", a.Val, tok.Data))
+				case key == "role" && !roles[a.Val]:
+					problems = append(problems, fmt.Sprintf("unexpected role=%q on <%s>", a.Val, tok.Data))
 				case key == "style" && !tableAlignStyle.MatchString(a.Val):
 					problems = append(problems, fmt.Sprintf("unexpected style=%q on <%s>", a.Val, tok.Data))
 				}
@@ -151,6 +169,9 @@ func TestSafetyCheck(t *testing.T) {
 		`<style>*{}</style>`,
 		`<p style="background:url(x)">x</p>`,
 		`<div>x</div>`,
+		`<div class="markdown-alert markdown-alert-danger">x</div>`,
+		`<div class="footnotes x">x</div>`,
+		`<a href="#x" role="button">x</a>`,
 	}
 	for _, s := range unsafe {
 		NewWithT(t).Expect(safetyProblems([]byte(s))).NotTo(BeEmpty(), "should flag %q", s)
@@ -165,6 +186,9 @@ func TestSafetyCheck(t *testing.T) {
 		`<table><thead><tr><th style="text-align:right">a</th></tr></thead></table>`,
 		`<ul><li><input checked="" disabled="" type="checkbox"> done</li></ul>`,
 		`<pre><code class="language-go">&lt;iframe&gt;</code></pre>`,
+		"<div class=\"markdown-alert markdown-alert-note\">\n<p class=\"markdown-alert-title\">Note</p>\n<p>x</p>\n</div>\n",
+		`<p>x<sup id="fnref:1"><a href="#fn:1" class="footnote-ref" role="doc-noteref">1</a></sup></p>` +
+			`<div class="footnotes" role="doc-endnotes"><hr><ol><li id="fn:1"><p>y&#160;<a href="#fnref:1" class="footnote-backref" role="doc-backlink">&#x21a9;&#xfe0e;</a></p></li></ol></div>`,
 	}
 	for _, s := range safe {
 		NewWithT(t).Expect(safetyProblems([]byte(s))).To(BeEmpty(), "should accept %q", s)
@@ -394,6 +418,19 @@ var xssCorpus = []struct {
 	{name: "heading with a handler in its text", src: "## x\" onmouseover=\"alert(1)\n", want: []string{`id="x-onmouseoveralert1"`}},
 	{name: "image naming an asset through javascript", src: "![x](javascript:logo.png)", want: []string{`<img src="" alt="x">`}},
 	{name: "image naming an SVG asset", src: "![x](diagram.svg)", want: []string{`<img src="diagram.svg" alt="x">`}},
+	// Alerts, footnotes and front matter.
+	{name: "HTML in an alert", src: "> [!NOTE]\n> <script>alert(1)</script>\n> <img src=x onerror=alert(1)>\n", want: []string{`<div class="markdown-alert markdown-alert-note">`}},
+	{name: "javascript link in an alert", src: "> [!WARNING]\n> [x](javascript:alert(1))\n", want: []string{`<p class="markdown-alert-title">Warning</p>`, `<a href="">x</a>`}},
+	{name: "HTML in an alert's marker", src: "> [!NOTE<script>alert(1)</script>]\n> x\n", want: []string{"<blockquote>"}},
+	{name: "class breakout in an alert's marker", src: "> [!NOTE\" onmouseover=\"alert(1)]\n> x\n", want: []string{"<blockquote>"}},
+	{name: "alert marker then raw HTML block", src: "> [!CAUTION]\n> <div onclick=alert(1)>\n> *md*\n", want: []string{"markdown-alert-caution"}},
+	{name: "footnote label with quotes", src: "x[^\"onmouseover=\"alert(1)]\n\n[^\"onmouseover=\"alert(1)]: y\n", want: []string{`<a href="#fn:1" class="footnote-ref" role="doc-noteref">1</a>`}},
+	{name: "footnote label with angle brackets", src: "x[^<script>alert(1)</script>]\n\n[^<script>alert(1)</script>]: y\n", want: []string{`<li id="fn:1">`}},
+	{name: "footnote with HTML and a javascript link", src: "x[^1]\n\n[^1]: see <iframe src=x></iframe> [y](javascript:alert(1))\n", want: []string{`<a href="">y</a>`}},
+	{name: "footnote reference in an image's alt", src: "![x[^1]](javascript:alert(1))\n\n[^1]: y\n", want: []string{`src=""`}},
+	{name: "front matter title with script", src: "---\ntitle: \"</title><script>alert(1)</script>\"\n---\n# Page\n", want: []string{`<h1 id="page">Page</h1>`}},
+	{name: "malformed front matter with script", src: "---\ntitle: <script>alert(1)</script>\n: [\n---\nText\n", want: []string{"<hr>", "Text"}},
+	{name: "front matter then raw HTML", src: "---\ntitle: x\n---\n<script>alert(1)</script>\n<img src=x onerror=alert(1)>\n"},
 }
 
 func TestRenderXSSCorpus(t *testing.T) {

@@ -35,7 +35,7 @@ type site struct {
 // sitePage is one page, rendered on first use.
 type sitePage struct {
 	name, title string
-	text        string // the Markdown, until rendered
+	text        string // the Markdown without front matter, until rendered
 
 	once     sync.Once
 	rendered *Rendered // its HTML is dropped once in html; headings and sections stay
@@ -53,11 +53,23 @@ type siteAsset struct {
 
 func newSite(snap *Snapshot) *site {
 	st := &site{version: snap.Version, pages: map[string]*sitePage{}, assets: map[string]*siteAsset{}}
-	exists := func(name string) bool { _, ok := snap.Pages[name]; return ok && IsMarkdownName(name) }
-	if summary, ok := snap.Pages[SummaryFile]; ok {
-		st.nav = ParseSummary(summary, exists)
+	// Front matter is read first: its title names the page in the navigation.
+	titles, bodies := map[string]string{}, map[string]string{}
+	for name, text := range snap.Pages {
+		if IsMarkdownName(name) {
+			titles[name], bodies[name] = frontMatterOf(text)
+		}
+	}
+	exists := func(name string) bool { _, ok := bodies[name]; return ok }
+	if _, ok := snap.Pages[SummaryFile]; ok {
+		st.nav = ParseSummary(bodies[SummaryFile], exists)
 	} else {
 		st.nav = AlphabeticalNav(sortedNames(snap.Pages))
+	}
+	for i, item := range st.nav {
+		if title := titles[item.File]; title != "" {
+			st.nav[i].Title = title
+		}
 	}
 	st.root = firstPage(st.nav, snap.Pages)
 
@@ -74,7 +86,11 @@ func newSite(snap *Snapshot) *site {
 		}
 	}
 	for _, name := range st.order {
-		st.pages[name] = &sitePage{name: name, title: pageTitle(st.nav, name), text: snap.Pages[name]}
+		title := titles[name]
+		if title == "" {
+			title = pageTitle(st.nav, name)
+		}
+		st.pages[name] = &sitePage{name: name, title: title, text: bodies[name]}
 	}
 	for _, name := range sortedNames(snap.Assets) {
 		contentType := AssetType(name)
@@ -94,8 +110,8 @@ func newSite(snap *Snapshot) *site {
 // render renders p, once.
 func (st *site) render(p *sitePage) error {
 	p.once.Do(func() {
-		p.rendered, p.err = RenderPage([]byte(p.text))
-		p.text = "" // not needed again
+		p.rendered, p.err = renderMarkdown([]byte(p.text)) // front matter is off already
+		p.text = ""                                        // not needed again
 		if p.err != nil {
 			return
 		}
@@ -105,7 +121,7 @@ func (st *site) render(p *sitePage) error {
 		}
 		var buf bytes.Buffer
 		buf.Grow(len(p.rendered.HTML) + len(nav) + 4<<10)
-		// Safe: RenderPage escapes raw HTML and neutralises dangerous URLs.
+		// Safe: renderMarkdown escapes raw HTML and neutralises dangerous URLs.
 		body := template.HTML(p.rendered.HTML)
 		p.err = pageTemplate.Execute(&buf, pageData{
 			Title: p.title, NavHTML: nav, TOC: tableOfContents(p.rendered.Headings), Body: body,

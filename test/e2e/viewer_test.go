@@ -127,7 +127,7 @@ func indent(s, prefix string) string {
 }
 
 // TestXSSCorpusRunsNoScriptInABrowser loads every entry of the viewer's XSS
-// corpus (internal/viewer/testdata/xss-corpus.json, 76 attempts) as pages of
+// corpus (internal/viewer/testdata/xss-corpus.json, 88 attempts) as pages of
 // one MarkdownView, renders each in headless Chromium, and checks the DOM the
 // browser built: no script element, no event-handler attribute, no script URL.
 func TestXSSCorpusRunsNoScriptInABrowser(t *testing.T) {
