@@ -66,8 +66,13 @@ func newSite(snap *Snapshot) *site {
 	} else {
 		st.nav = AlphabeticalNav(sortedNames(snap.Pages))
 	}
+	// A title names its page's first entry only: every page keeps the whole
+	// navigation, and a SUMMARY.md of many short links to one page would
+	// repeat a long title in it thousands of times.
+	titled := map[string]bool{}
 	for i, item := range st.nav {
-		if title := titles[item.File]; title != "" {
+		if title := titles[item.File]; title != "" && !titled[item.File] {
+			titled[item.File] = true
 			st.nav[i].Title = title
 		}
 	}
