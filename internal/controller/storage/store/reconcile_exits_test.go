@@ -30,20 +30,33 @@ type fixture struct {
 	api *testenv.Fake
 	s3  *storagetest.FakeS3
 	rec *events.FakeRecorder
+	// clients are the stores' clients, kept across the row's reconciles
+	// as the manager keeps them.
+	clients *stores.Clients
 	// conflicts is how many conflicts the last reconcile counted.
 	conflicts float64
 }
 
 func newFixture(objs ...client.Object) *fixture {
-	return &fixture{api: storagetest.NewFake(objs...), s3: &storagetest.FakeS3{}, rec: events.NewFakeRecorder(50)}
-}
-
-// reconciler reads the stores' Secrets as the manager does, past the cache.
-func (f *fixture) reconciler() *ObjectStoreReconciler {
-	return New(f.api.Client, f.rec, stores.NewClients(f.api.APIReader, storagetest.ManagerNS, stores.Backends{
+	f := &fixture{api: storagetest.NewFake(objs...), s3: &storagetest.FakeS3{}, rec: events.NewFakeRecorder(50)}
+	// The stores' Secrets are read as the manager reads them, past the cache.
+	f.clients = stores.NewClients(f.api.APIReader, storagetest.ManagerNS, stores.Backends{
 		S3:       func(s3.Config) (s3.Client, error) { return f.s3, nil },
 		Accounts: func(s3.Config, string) (s3.Accounts, error) { return &storagetest.FakeAccounts{}, nil },
-	}), nil, false)
+	})
+	return f
+}
+
+// reconciler is the ObjectStore reconciler on the fixture.
+func (f *fixture) reconciler() *ObjectStoreReconciler {
+	return New(f.api.Client, f.rec, f.clients, nil, false)
+}
+
+// connect makes the store's client, as an earlier reconcile would have.
+func (f *fixture) connect(g Gomega, store *storagev1.ObjectStore) {
+	_, err := f.clients.Client(context.Background(), store)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.clients.Holds(store.Name)).To(BeTrue())
 }
 
 // events returns "<type> <reason>" of each Event raised, in order.
@@ -74,23 +87,30 @@ func TestObjectStoreReconcileExits(t *testing.T) {
 		want  storagetest.Exit
 		check func(Gomega, *fixture, *storagev1.ObjectStore)
 	}{
-		"not found: nothing to do, its metrics forgotten": {
-			setup: func(*fixture) { stores.Up.WithLabelValues(storagetest.Store).Set(1) },
-			want:  storagetest.Exit{Gone: true},
-			check: func(g Gomega, _ *fixture, _ *storagev1.ObjectStore) {
+		"not found: nothing to do, its metrics and client forgotten": {
+			world: []client.Object{storagetest.StoreCredentials()},
+			setup: func(f *fixture) {
+				stores.Up.WithLabelValues(storagetest.Store).Set(1)
+				f.connect(NewWithT(t), storagetest.ReadyStore(true))
+			},
+			want: storagetest.Exit{Gone: true},
+			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) {
 				g.Expect(stores.Up.DeleteLabelValues(storagetest.Store)).To(BeFalse(), "the series was dropped")
+				g.Expect(f.clients.Holds(storagetest.Store)).To(BeFalse(), "the client was dropped")
 			},
 		},
-		"reading the ObjectStore fails: returned, nothing written, its metrics kept": {
+		"reading the ObjectStore fails: returned, nothing written, its metrics and client kept": {
 			store: storagetest.ReadyStore(true), world: []client.Object{storagetest.StoreCredentials()},
 			setup: func(f *fixture) {
 				stores.Up.WithLabelValues(storagetest.Store).Set(1)
+				f.connect(NewWithT(t), storagetest.ReadyStore(true))
 				f.api.Fail(testenv.Get, "ObjectStore", storagetest.ErrUnavailable)
 			},
 			want: storagetest.Exit{Err: apierr.Transient, Ready: ReasonReachable},
 			check: func(g Gomega, f *fixture, _ *storagev1.ObjectStore) {
 				g.Expect(f.api.Writes()).To(BeEmpty())
 				g.Expect(stores.Up.DeleteLabelValues(storagetest.Store)).To(BeTrue(), "a read that failed is no deletion")
+				g.Expect(f.clients.Holds(storagetest.Store)).To(BeTrue(), "a read that failed is no deletion")
 			},
 		},
 		"new: finalizer, then checked and Reachable": {

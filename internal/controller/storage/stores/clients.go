@@ -209,6 +209,14 @@ func (s *Clients) PolicyLocksIn(store string) int {
 	return n
 }
 
+// Holds reports whether a client of the store is kept.
+func (s *Clients) Holds(store string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.clients[store]
+	return ok
+}
+
 // Forget drops a deleted store's client.
 func (s *Clients) Forget(store string) {
 	s.mu.Lock()
