@@ -288,9 +288,14 @@ func leaseHolder() string {
 	return strings.TrimSpace(out)
 }
 
+// describeManagerPods ends with the nodes' taints: a pod left Pending on a
+// node with DiskPressure (this machine's disk nearly full) says nothing of
+// it in its own description.
 func describeManagerPods() string {
 	out, _ := kubectl("-n", managerNS, "describe", "pods", "-l", managerLabel)
-	return tail(out, 60)
+	nodes, _ := kubectl("get", "nodes", "-o",
+		`custom-columns=NODE:.metadata.name,TAINTS:.spec.taints[*].key,UNSCHEDULABLE:.spec.unschedulable`)
+	return tail(out, 60) + "\n" + nodes
 }
 
 // saveDeployedManagerLogs writes each deployed manager pod's log to .dev and
