@@ -156,6 +156,13 @@ step "end-to-end: the real node's Debian packages and Chromium, then the suite s
 # changes, and by rename (Makefile: manifests, deploy). Its whole log goes
 # to .dev/e2e.log and is printed at the end.
 make --no-print-directory -s node-packages chromium
+# The real node taints itself DiskPressure when under 1% of its disk is
+# free (hack/node/kubelet.yaml), and a pod then stays Pending with no word
+# why: say it now, not after the suite's timeouts.
+free_gib=$(($(df --output=avail -k . | tail -n1) / 1024 / 1024))
+if [ "$free_gib" -lt 10 ]; then
+  echo "only $free_gib GiB free on $(df --output=target . | tail -n1): the e2e suite needs 10 (its node stops scheduling near a full disk)"; exit 1
+fi
 rm -f .dev/e2e.rc
 e2e_started=$SECONDS
 (
