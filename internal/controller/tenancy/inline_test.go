@@ -1,0 +1,193 @@
+package tenancy
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
+	"github.com/trellis-dev/trellis/internal/conditions"
+)
+
+// inlineRole, inlineBinding, inlinePolicy and inlineLimits are items of
+// spec.copies given inline.
+func inlineRole(name string, rules ...rbacv1.PolicyRule) tenancyv1.TenantCopy {
+	return tenancyv1.TenantCopy{Kind: tenancyv1.CopyRole, Name: name, Inline: &tenancyv1.InlineObject{Rules: rules}}
+}
+
+func inlineBinding(name, roleKind, role string, subjects ...rbacv1.Subject) tenancyv1.TenantCopy {
+	return tenancyv1.TenantCopy{Kind: tenancyv1.CopyRoleBinding, Name: name, Inline: &tenancyv1.InlineObject{
+		RoleRef: &rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: roleKind, Name: role}, Subjects: subjects}}
+}
+
+func inlinePolicy(name string, spec networkingv1.NetworkPolicySpec) tenancyv1.TenantCopy {
+	return tenancyv1.TenantCopy{Kind: tenancyv1.CopyNetworkPolicy, Name: name, Inline: &tenancyv1.InlineObject{NetworkPolicy: &spec}}
+}
+
+func inlineLimits(name, maxCPU string) tenancyv1.TenantCopy {
+	return tenancyv1.TenantCopy{Kind: tenancyv1.CopyLimitRange, Name: name, Inline: &tenancyv1.InlineObject{LimitRange: &corev1.LimitRangeSpec{
+		Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(maxCPU)}}}}}}
+}
+
+func readPods(verbs ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: verbs}
+}
+
+// inlineAuthor is a client of a platform operator who holds
+// tenant-editor-role and may write, in every namespace, what the inline
+// copies of the tests hold: Roles (escalate included), RoleBindings to
+// them and to view, NetworkPolicies and LimitRanges; and no more.
+func inlineAuthor(g Gomega, user string, escalate bool) client.Client {
+	ctx := context.Background()
+	platformOperator(g, user)
+	roleVerbs := []string{"create", "bind"}
+	if escalate {
+		roleVerbs = append(roleVerbs, "escalate")
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user + "-inline"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles"}, Verbs: roleVerbs},
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"create"}},
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{"view"}, Verbs: []string{"bind"}},
+		{APIGroups: []string{networkingv1.GroupName}, Resources: []string{"networkpolicies"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"limitranges"}, Verbs: []string{"create"}},
+	}}
+	g.Expect(k8s.Create(ctx, role)).To(Succeed())
+	g.Expect(k8s.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	})).To(Succeed())
+	return clientAs(g, user)
+}
+
+// expectInline waits until every namespace holds the four inline copies
+// of TestTenantInlineCopies, the Role with rules.
+func expectInline(g Gomega, rules []rbacv1.PolicyRule, namespaces ...string) {
+	ctx := context.Background()
+	for _, ns := range namespaces {
+		g.Eventually(func(g Gomega) {
+			role := &rbacv1.Role{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ci"}, role)).To(Succeed())
+			g.Expect(role.Rules).To(Equal(rules))
+			g.Expect(role.Labels).To(HaveKeyWithValue(TenantLabel, "inl"))
+			g.Expect(role.Annotations).To(HaveKeyWithValue(CopyOfAnnotation, "inline"))
+			binding := &rbacv1.RoleBinding{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ci"}, binding)).To(Succeed())
+			g.Expect(binding.RoleRef.Name).To(Equal("ci"))
+			g.Expect(binding.Subjects).To(ConsistOf(HaveField("Name", "ci-bot")))
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "auditors"}, binding)).To(Succeed())
+			g.Expect(binding.RoleRef.Name).To(Equal("view"))
+			np := &networkingv1.NetworkPolicy{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "same-namespace"}, np)).To(Succeed())
+			g.Expect(np.Spec.Ingress).To(HaveLen(1))
+			lr := &corev1.LimitRange{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "small"}, lr)).To(Succeed())
+			g.Expect(lr.Spec.Limits[0].Max.Cpu().String()).To(Equal("2"))
+		}, timeout, interval).Should(Succeed(), ns)
+	}
+}
+
+// TestTenantInlineCopies: a Role, RoleBindings (to it and to view), a
+// NetworkPolicy and a LimitRange given inline, by a platform operator who
+// may write them everywhere, are in every namespace of the tenant, a
+// requested one too (before its admins are bound there); an edit of an
+// item reaches every copy; a team's own Role of an item's name is left
+// untouched and reported; removing an item removes its copies.
+func TestTenantInlineCopies(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	operator := inlineAuthor(g, "inl-operator", true)
+	bot := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "inl-a", Name: "ci-bot"}
+	sameNamespace := networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{
+		{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}}}}
+	tenant := newTenant("inl", "inl-", "a", "b")
+	tenant.Spec.SelfService = tenancyv1.SelfService{MaxNamespaces: 1}
+	rules := []rbacv1.PolicyRule{readPods("get", "list")}
+	tenant.Spec.Copies = []tenancyv1.TenantCopy{
+		inlineRole("ci", rules...),
+		inlineBinding("ci", "Role", "ci", bot),
+		inlineBinding("auditors", "ClusterRole", "view", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "auditors"}),
+		inlinePolicy("same-namespace", sameNamespace),
+		inlineLimits("small", "2"),
+	}
+	g.Expect(operator.Create(ctx, tenant)).To(Succeed())
+	eventuallyReady(g, "inl")
+	expectInline(g, rules, "inl-a", "inl-b")
+
+	t.Run("a requested namespace holds them before its admins are bound", func(t *testing.T) {
+		g := NewWithT(t)
+		letRequest(g, "inl-admins", "inl-a")
+		admin := clientAs(g, "ines", "inl-admins")
+		g.Eventually(func() error { return admin.Create(ctx, newRequest("inl-a", "extra")) }, timeout, interval).Should(Succeed())
+		expectInline(g, rules, "inl-extra")
+		role, binding := &rbacv1.Role{}, &rbacv1.RoleBinding{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-extra", Name: "ci"}, role)).To(Succeed())
+		g.Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: "inl-extra", Name: adminRoleBindingName}, binding)
+		}, timeout, interval).Should(Succeed())
+		g.Expect(revisionOf(g, role)).To(BeNumerically("<", revisionOf(g, binding)))
+	})
+
+	t.Run("an edit of an item reaches every copy", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "inl"}, tenant)).To(Succeed())
+		rules = []rbacv1.PolicyRule{readPods("get", "list", "watch")}
+		tenant.Spec.Copies[0] = inlineRole("ci", rules...)
+		g.Expect(operator.Update(ctx, tenant)).To(Succeed())
+		expectInline(g, rules, "inl-a", "inl-b", "inl-extra")
+	})
+
+	t.Run("a team's own Role of an item's name is left untouched, and reported", func(t *testing.T) {
+		g := NewWithT(t)
+		own := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "inl-b", Name: "deployer"}, Rules: []rbacv1.PolicyRule{readPods("get")}}
+		g.Expect(k8s.Create(ctx, own)).To(Succeed())
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "inl"}, tenant)).To(Succeed())
+		tenant.Spec.Copies = append(tenant.Spec.Copies, inlineRole("deployer", readPods("get", "list")))
+		g.Expect(operator.Update(ctx, tenant)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-a", Name: "deployer"}, &rbacv1.Role{})).To(Succeed())
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "inl"}, tenant)).To(Succeed())
+			g.Expect(conditions.Get(tenant.Status.Conditions, conditions.Ready).Reason).To(Equal(ReasonNamespaceConflict))
+			g.Expect(nsState(g, "inl", "inl-b").Message).To(ContainSubstring("Role inl-b/deployer exists and was not created by this Tenant"))
+		}, timeout, interval).Should(Succeed())
+		got := &rbacv1.Role{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(own), got)).To(Succeed())
+		g.Expect(got.ResourceVersion).To(Equal(own.ResourceVersion), "never written")
+	})
+
+	t.Run("removing an item removes its copies, and nothing else", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "inl"}, tenant)).To(Succeed())
+		tenant.Spec.Copies = tenant.Spec.Copies[:4] // the LimitRange and deployer go
+		g.Expect(operator.Update(ctx, tenant)).To(Succeed())
+		for _, ns := range []string{"inl-a", "inl-b", "inl-extra"} {
+			g.Eventually(func() bool {
+				return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "small"}, &corev1.LimitRange{}))
+			}, timeout, interval).Should(BeTrue(), ns)
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ci"}, &rbacv1.Role{})).To(Succeed())
+		}
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-a", Name: "deployer"}, &rbacv1.Role{}))
+		}, timeout, interval).Should(BeTrue())
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-b", Name: "deployer"}, &rbacv1.Role{})).To(Succeed(), "the team's own stays")
+		eventuallyReady(g, "inl")
+	})
+	deleteTenant(g, "inl")
+}
+
+// revisionOf is the etcd revision an object was last written at: the
+// order of the writes.
+func revisionOf(g Gomega, o client.Object) int64 {
+	n, err := strconv.ParseInt(o.GetResourceVersion(), 10, 64)
+	g.Expect(err).NotTo(HaveOccurred())
+	return n
+}
