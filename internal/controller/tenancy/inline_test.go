@@ -191,3 +191,131 @@ func revisionOf(g Gomega, o client.Object) int64 {
 	g.Expect(err).NotTo(HaveOccurred())
 	return n
 }
+
+// TestInlineCopyAttacks: what an inline copy could give someone, each
+// tried as the actor. A platform operator who may not escalate roles cannot
+// have a Role made for them; nobody, a cluster admin included, gets an
+// inline RoleBinding to cluster-admin, a Role that grants more than it
+// lists, or a NetworkPolicy that admits traffic from outside the tenant;
+// a tenant admin can neither change nor delete an inline copy.
+func TestInlineCopyAttacks(t *testing.T) {
+	ctx := context.Background()
+	refused := func(g Gomega, err error, says ...string) {
+		g.Expect(err).To(HaveOccurred(), "allowed")
+		g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "not a refusal: %v", err)
+		for _, s := range says {
+			g.Expect(err.Error()).To(ContainSubstring(s))
+		}
+	}
+	same := &metav1.LabelSelector{}
+	for name, c := range map[string]struct {
+		actor func(g Gomega) client.Client
+		item  tenancyv1.TenantCopy
+		says  []string
+	}{
+		"platform operator without escalate: a Role wider than themselves": {
+			actor: func(g Gomega) client.Client { return inlineAuthor(g, "ina-noesc", false) },
+			item:  inlineRole("secrets", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list"}}),
+			says: []string{"ValidatingAdmissionPolicy 'tenant-copy-rights'",
+				"spec.copies Role secrets: an inline Role may hold any rule", "you may not create and escalate roles"},
+		},
+		"cluster admin: a RoleBinding to cluster-admin": {
+			item: inlineBinding("root", "ClusterRole", "cluster-admin", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "ina-admins"}),
+			says: []string{"never cluster-admin"},
+		},
+		"cluster admin: a RoleBinding to a Role not given inline": {
+			item: inlineBinding("other", "Role", "someone-elses", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "ina-admins"}),
+			says: []string{"may bind only a Role given inline in this list"},
+		},
+		"cluster admin: a Role that lets the team escalate": {
+			item: inlineRole("rbac", rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles"}, Verbs: []string{"create", "escalate"}}),
+			says: []string{"spec.copies Role rbac: an inline Role lists its verbs", "escalate, bind and impersonate are refused"},
+		},
+		"cluster admin: a Role of every verb": {
+			item: inlineRole("all", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"*"}}),
+			says: []string{"an inline Role lists its verbs"},
+		},
+		"cluster admin: a NetworkPolicy admitting every address": {
+			item: inlinePolicy("open", networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{
+				{From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}}}}}}),
+			says: []string{"spec.copies NetworkPolicy open: an inline NetworkPolicy may admit traffic only from", "undo the tenant's isolation"},
+		},
+		"cluster admin: a NetworkPolicy admitting every namespace": {
+			item: inlinePolicy("all-namespaces", networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{
+				{From: []networkingv1.NetworkPolicyPeer{{PodSelector: same, NamespaceSelector: &metav1.LabelSelector{}}}}}}),
+			says: []string{"spec.copies NetworkPolicy all-namespaces"},
+		},
+		"cluster admin: a NetworkPolicy rule without from": {
+			item: inlinePolicy("anyone", networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{{}}}),
+			says: []string{"spec.copies NetworkPolicy anyone"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			actor := k8s
+			if c.actor != nil {
+				actor = c.actor(g)
+			}
+			tenant := newTenant("ina-refused", "ina-refused-", "a")
+			tenant.Spec.Copies = []tenancyv1.TenantCopy{c.item}
+			refused(g, actor.Create(ctx, tenant), c.says...)
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "ina-refused"}, &tenancyv1.Tenant{}))).To(BeTrue())
+		})
+	}
+
+	g := NewWithT(t)
+	tenant := newTenant("ina", "ina-", "a")
+	tenant.Spec.Copies = []tenancyv1.TenantCopy{
+		inlineRole("ci", readPods("get")),
+		inlineBinding("ci", "Role", "ci", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "ina-ci"}),
+		inlinePolicy("same-namespace", networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{
+			{From: []networkingv1.NetworkPolicyPeer{{PodSelector: same}}}}}),
+		inlineLimits("small", "2"),
+	}
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	eventuallyReady(g, "ina")
+	emulateBuiltinRoles(g, "ina-a")
+	admin := clientAs(g, "mallory", "ina-admins")
+	g.Eventually(func() error {
+		return admin.List(ctx, &rbacv1.RoleList{}, client.InNamespace("ina-a"))
+	}, timeout, interval).Should(Succeed())
+	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: "ina-a", Name: name} }
+	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "ina-a", Name: name} }
+	for name, try := range map[string]func() error{
+		"widen the Role": func() error {
+			return mergePatch(admin, &rbacv1.Role{ObjectMeta: meta("ci")}, `{"rules":[{"apiGroups":[""],"resources":["secrets"],"verbs":["get"]}]}`)
+		},
+		"take the Role's labels off": func() error {
+			return mergePatch(admin, &rbacv1.Role{ObjectMeta: meta("ci")}, `{"metadata":{"labels":{"tenancy.trellis.dev/tenant":null}}}`)
+		},
+		"delete the Role":        func() error { return admin.Delete(ctx, &rbacv1.Role{ObjectMeta: meta("ci")}) },
+		"delete every Role":      func() error { return admin.DeleteAllOf(ctx, &rbacv1.Role{}, client.InNamespace("ina-a")) },
+		"add to the RoleBinding": func() error { return mergePatch(admin, &rbacv1.RoleBinding{ObjectMeta: meta("ci")}, `{"subjects":[{"kind":"User","name":"mallory","apiGroup":"rbac.authorization.k8s.io"}]}`) },
+		"delete the RoleBinding": func() error { return admin.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: meta("ci")}) },
+		"open the NetworkPolicy": func() error {
+			return mergePatch(admin, &networkingv1.NetworkPolicy{ObjectMeta: meta("same-namespace")}, `{"spec":{"ingress":[{}]}}`)
+		},
+		"delete the LimitRange": func() error { return admin.Delete(ctx, &corev1.LimitRange{ObjectMeta: meta("small")}) },
+	} {
+		t.Run("tenant admin: "+name, func(t *testing.T) {
+			g := NewWithT(t)
+			refused(g, try(), "ValidatingAdmissionPolicy", "only those who may change Tenants")
+		})
+	}
+	role := &rbacv1.Role{}
+	g.Expect(k8s.Get(ctx, key("ci"), role)).To(Succeed())
+	g.Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{readPods("get")}))
+	g.Expect(role.Labels).To(HaveKeyWithValue(TenantLabel, "ina"))
+	for _, obj := range []client.Object{&rbacv1.RoleBinding{}, &networkingv1.NetworkPolicy{}, &corev1.LimitRange{}} {
+		name := "ci"
+		switch obj.(type) {
+		case *networkingv1.NetworkPolicy:
+			name = "same-namespace"
+		case *corev1.LimitRange:
+			name = "small"
+		}
+		g.Expect(k8s.Get(ctx, key(name), obj)).To(Succeed())
+		g.Expect(obj.GetDeletionTimestamp()).To(BeNil())
+	}
+	deleteTenant(g, "ina")
+}
