@@ -288,9 +288,11 @@ func TestInlineCopyAttacks(t *testing.T) {
 		"take the Role's labels off": func() error {
 			return mergePatch(admin, &rbacv1.Role{ObjectMeta: meta("ci")}, `{"metadata":{"labels":{"tenancy.trellis.dev/tenant":null}}}`)
 		},
-		"delete the Role":        func() error { return admin.Delete(ctx, &rbacv1.Role{ObjectMeta: meta("ci")}) },
-		"delete every Role":      func() error { return admin.DeleteAllOf(ctx, &rbacv1.Role{}, client.InNamespace("ina-a")) },
-		"add to the RoleBinding": func() error { return mergePatch(admin, &rbacv1.RoleBinding{ObjectMeta: meta("ci")}, `{"subjects":[{"kind":"User","name":"mallory","apiGroup":"rbac.authorization.k8s.io"}]}`) },
+		"delete the Role":   func() error { return admin.Delete(ctx, &rbacv1.Role{ObjectMeta: meta("ci")}) },
+		"delete every Role": func() error { return admin.DeleteAllOf(ctx, &rbacv1.Role{}, client.InNamespace("ina-a")) },
+		"add to the RoleBinding": func() error {
+			return mergePatch(admin, &rbacv1.RoleBinding{ObjectMeta: meta("ci")}, `{"subjects":[{"kind":"User","name":"mallory","apiGroup":"rbac.authorization.k8s.io"}]}`)
+		},
 		"delete the RoleBinding": func() error { return admin.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: meta("ci")}) },
 		"open the NetworkPolicy": func() error {
 			return mergePatch(admin, &networkingv1.NetworkPolicy{ObjectMeta: meta("same-namespace")}, `{"spec":{"ingress":[{}]}}`)
