@@ -275,8 +275,11 @@ func (r *Reconciler) removeCopy(s *scope, ns string, c tenancyv1.TenantCopyStatu
 	}
 }
 
-// removeCopies deletes every copy of the tenant in ns: those the spec asks
-// for and those the last status recorded (a namespace given up keeps none).
+// removeCopies deletes the copies of the tenant in a namespace it gives
+// up: those the spec asks for and those the last status recorded. A
+// NetworkPolicy or LimitRange given inline is a restriction, and stays
+// (releasing never loosens anything, as with the guardrails); the
+// tenant-guardrails policy keeps protecting it by its tenant label.
 func (r *Reconciler) removeCopies(ctx context.Context, s *scope, ns string) error {
 	kept := map[string]tenancyv1.TenantCopyStatus{}
 	for _, c := range s.t.Status.Copies {
@@ -286,6 +289,9 @@ func (r *Reconciler) removeCopies(ctx context.Context, s *scope, ns string) erro
 		kept[copyKey(c.Kind, c.Name)] = tenancyv1.TenantCopyStatus{Kind: c.Kind, Name: c.Name}
 	}
 	for _, key := range slices.Sorted(maps.Keys(kept)) {
+		if restricts(kept[key].Kind) {
+			continue
+		}
 		if _, err := r.removeCopy(s, ns, kept[key])(ctx); err != nil {
 			return err
 		}

@@ -43,6 +43,12 @@ func inlineVersion(item tenancyv1.TenantCopy) (string, error) {
 	return "inline-" + hex.EncodeToString(sum[:16]), nil
 }
 
+// restricts says whether copies of a kind restrict the namespace rather
+// than give it something: they stay in a namespace the tenant releases.
+func restricts(kind tenancyv1.CopyKind) bool {
+	return kind == tenancyv1.CopyNetworkPolicy || kind == tenancyv1.CopyLimitRange
+}
+
 // emptyCopy is an object of a copy's kind, to read or delete one.
 func emptyCopy(kind tenancyv1.CopyKind) client.Object {
 	switch kind {

@@ -101,7 +101,9 @@ func expectInline(g Gomega, rules []rbacv1.PolicyRule, namespaces ...string) {
 // may write them everywhere, are in every namespace of the tenant, a
 // requested one too (before its admins are bound there); an edit of an
 // item reaches every copy; a team's own Role of an item's name is left
-// untouched and reported; removing an item removes its copies.
+// untouched and reported; a namespace given up loses the Role and
+// RoleBindings and keeps the NetworkPolicy and LimitRange (restrictions);
+// removing an item removes its copies.
 func TestTenantInlineCopies(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -164,12 +166,27 @@ func TestTenantInlineCopies(t *testing.T) {
 		g.Expect(got.ResourceVersion).To(Equal(own.ResourceVersion), "never written")
 	})
 
+	t.Run("a namespace given up loses the Role and RoleBindings, and keeps the restrictions", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "inl"}, tenant)).To(Succeed())
+		tenant.Spec.Namespaces = []string{"a"} // b is released (Retain)
+		g.Expect(operator.Update(ctx, tenant)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-b", Name: "ci"}, &rbacv1.Role{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-b", Name: "ci"}, &rbacv1.RoleBinding{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-b", Name: "auditors"}, &rbacv1.RoleBinding{}))).To(BeTrue())
+		}, timeout, interval).Should(Succeed())
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-b", Name: "same-namespace"}, &networkingv1.NetworkPolicy{})).To(Succeed())
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-b", Name: "small"}, &corev1.LimitRange{})).To(Succeed())
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-b", Name: "deployer"}, &rbacv1.Role{})).To(Succeed(), "the team's own stays")
+	})
+
 	t.Run("removing an item removes its copies, and nothing else", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "inl"}, tenant)).To(Succeed())
 		tenant.Spec.Copies = tenant.Spec.Copies[:4] // the LimitRange and deployer go
 		g.Expect(operator.Update(ctx, tenant)).To(Succeed())
-		for _, ns := range []string{"inl-a", "inl-b", "inl-extra"} {
+		for _, ns := range []string{"inl-a", "inl-extra"} {
 			g.Eventually(func() bool {
 				return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "small"}, &corev1.LimitRange{}))
 			}, timeout, interval).Should(BeTrue(), ns)
@@ -178,7 +195,6 @@ func TestTenantInlineCopies(t *testing.T) {
 		g.Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-a", Name: "deployer"}, &rbacv1.Role{}))
 		}, timeout, interval).Should(BeTrue())
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-b", Name: "deployer"}, &rbacv1.Role{})).To(Succeed(), "the team's own stays")
 		eventuallyReady(g, "inl")
 	})
 	deleteTenant(g, "inl")
