@@ -141,10 +141,8 @@ func TestTenantInlineCopies(t *testing.T) {
 
 	t.Run("an edit of an item reaches every copy", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "inl"}, tenant)).To(Succeed())
 		rules = []rbacv1.PolicyRule{readPods("get", "list", "watch")}
-		tenant.Spec.Copies[0] = inlineRole("ci", rules...)
-		g.Expect(operator.Update(ctx, tenant)).To(Succeed())
+		editTenant(g, operator, "inl", func(t *tenancyv1.Tenant) { t.Spec.Copies[0] = inlineRole("ci", rules...) })
 		expectInline(g, rules, "inl-a", "inl-b", "inl-extra")
 	})
 
@@ -152,9 +150,9 @@ func TestTenantInlineCopies(t *testing.T) {
 		g := NewWithT(t)
 		own := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "inl-b", Name: "deployer"}, Rules: []rbacv1.PolicyRule{readPods("get")}}
 		g.Expect(k8s.Create(ctx, own)).To(Succeed())
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "inl"}, tenant)).To(Succeed())
-		tenant.Spec.Copies = append(tenant.Spec.Copies, inlineRole("deployer", readPods("get", "list")))
-		g.Expect(operator.Update(ctx, tenant)).To(Succeed())
+		editTenant(g, operator, "inl", func(t *tenancyv1.Tenant) {
+			t.Spec.Copies = append(t.Spec.Copies, inlineRole("deployer", readPods("get", "list")))
+		})
 		g.Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-a", Name: "deployer"}, &rbacv1.Role{})).To(Succeed())
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "inl"}, tenant)).To(Succeed())
@@ -168,9 +166,7 @@ func TestTenantInlineCopies(t *testing.T) {
 
 	t.Run("a namespace given up loses the Role and RoleBindings, and keeps the restrictions", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "inl"}, tenant)).To(Succeed())
-		tenant.Spec.Namespaces = []string{"a"} // b is released (Retain)
-		g.Expect(operator.Update(ctx, tenant)).To(Succeed())
+		editTenant(g, operator, "inl", func(t *tenancyv1.Tenant) { t.Spec.Namespaces = []string{"a"} }) // b is released (Retain)
 		g.Eventually(func(g Gomega) {
 			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-b", Name: "ci"}, &rbacv1.Role{}))).To(BeTrue())
 			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-b", Name: "ci"}, &rbacv1.RoleBinding{}))).To(BeTrue())
@@ -183,9 +179,7 @@ func TestTenantInlineCopies(t *testing.T) {
 
 	t.Run("removing an item removes its copies, and nothing else", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "inl"}, tenant)).To(Succeed())
-		tenant.Spec.Copies = tenant.Spec.Copies[:4] // the LimitRange and deployer go
-		g.Expect(operator.Update(ctx, tenant)).To(Succeed())
+		editTenant(g, operator, "inl", func(t *tenancyv1.Tenant) { t.Spec.Copies = t.Spec.Copies[:4] }) // the LimitRange and deployer go
 		for _, ns := range []string{"inl-a", "inl-extra"} {
 			g.Eventually(func() bool {
 				return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "small"}, &corev1.LimitRange{}))
@@ -198,6 +192,19 @@ func TestTenantInlineCopies(t *testing.T) {
 		eventuallyReady(g, "inl")
 	})
 	deleteTenant(g, "inl")
+}
+
+// editTenant changes a Tenant's spec as c, read afresh until no status
+// write comes in between.
+func editTenant(g Gomega, c client.Client, name string, edit func(*tenancyv1.Tenant)) {
+	g.Eventually(func() error {
+		t := &tenancyv1.Tenant{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, t); err != nil {
+			return err
+		}
+		edit(t)
+		return c.Update(context.Background(), t)
+	}, timeout, interval).Should(Succeed())
 }
 
 // revisionOf is the etcd revision an object was last written at: the
