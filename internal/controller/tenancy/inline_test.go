@@ -142,7 +142,7 @@ func TestTenantInlineCopies(t *testing.T) {
 	t.Run("an edit of an item reaches every copy", func(t *testing.T) {
 		g := NewWithT(t)
 		rules = []rbacv1.PolicyRule{readPods("get", "list", "watch")}
-		editTenant(g, operator, "inl", func(t *tenancyv1.Tenant) { t.Spec.Copies[0] = inlineRole("ci", rules...) })
+		editInlineTenant(g, operator, func(t *tenancyv1.Tenant) { t.Spec.Copies[0] = inlineRole("ci", rules...) })
 		expectInline(g, rules, "inl-a", "inl-b", "inl-extra")
 	})
 
@@ -150,7 +150,7 @@ func TestTenantInlineCopies(t *testing.T) {
 		g := NewWithT(t)
 		own := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "inl-b", Name: "deployer"}, Rules: []rbacv1.PolicyRule{readPods("get")}}
 		g.Expect(k8s.Create(ctx, own)).To(Succeed())
-		editTenant(g, operator, "inl", func(t *tenancyv1.Tenant) {
+		editInlineTenant(g, operator, func(t *tenancyv1.Tenant) {
 			t.Spec.Copies = append(t.Spec.Copies, inlineRole("deployer", readPods("get", "list")))
 		})
 		g.Eventually(func(g Gomega) {
@@ -166,7 +166,7 @@ func TestTenantInlineCopies(t *testing.T) {
 
 	t.Run("a namespace given up loses the Role and RoleBindings, and keeps the restrictions", func(t *testing.T) {
 		g := NewWithT(t)
-		editTenant(g, operator, "inl", func(t *tenancyv1.Tenant) { t.Spec.Namespaces = []string{"a"} }) // b is released (Retain)
+		editInlineTenant(g, operator, func(t *tenancyv1.Tenant) { t.Spec.Namespaces = []string{"a"} }) // b is released (Retain)
 		g.Eventually(func(g Gomega) {
 			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-b", Name: "ci"}, &rbacv1.Role{}))).To(BeTrue())
 			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: "inl-b", Name: "ci"}, &rbacv1.RoleBinding{}))).To(BeTrue())
@@ -179,7 +179,7 @@ func TestTenantInlineCopies(t *testing.T) {
 
 	t.Run("removing an item removes its copies, and nothing else", func(t *testing.T) {
 		g := NewWithT(t)
-		editTenant(g, operator, "inl", func(t *tenancyv1.Tenant) { t.Spec.Copies = t.Spec.Copies[:4] }) // the LimitRange and deployer go
+		editInlineTenant(g, operator, func(t *tenancyv1.Tenant) { t.Spec.Copies = t.Spec.Copies[:4] }) // the LimitRange and deployer go
 		for _, ns := range []string{"inl-a", "inl-extra"} {
 			g.Eventually(func() bool {
 				return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "small"}, &corev1.LimitRange{}))
@@ -194,12 +194,12 @@ func TestTenantInlineCopies(t *testing.T) {
 	deleteTenant(g, "inl")
 }
 
-// editTenant changes a Tenant's spec as c, read afresh until no status
-// write comes in between.
-func editTenant(g Gomega, c client.Client, name string, edit func(*tenancyv1.Tenant)) {
+// editInlineTenant changes the spec of TestTenantInlineCopies' Tenant as
+// c, read afresh until no status write comes in between.
+func editInlineTenant(g Gomega, c client.Client, edit func(*tenancyv1.Tenant)) {
 	g.Eventually(func() error {
 		t := &tenancyv1.Tenant{}
-		if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, t); err != nil {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: "inl"}, t); err != nil {
 			return err
 		}
 		edit(t)
