@@ -220,7 +220,8 @@ func revisionOf(g Gomega, o client.Object) int64 {
 // have a Role made for them; nobody, a cluster admin included, gets an
 // inline RoleBinding to cluster-admin, a Role that grants more than it
 // lists, or a NetworkPolicy that admits traffic from outside the tenant;
-// a tenant admin can neither change nor delete an inline copy.
+// a tenant admin can neither change nor delete an inline copy; an inline
+// RoleBinding's roleRef does not change in place.
 func TestInlineCopyAttacks(t *testing.T) {
 	ctx := context.Background()
 	refused := func(g Gomega, err error, says ...string) {
@@ -342,5 +343,18 @@ func TestInlineCopyAttacks(t *testing.T) {
 		g.Expect(k8s.Get(ctx, key(name), obj)).To(Succeed())
 		g.Expect(obj.GetDeletionTimestamp()).To(BeNil())
 	}
+
+	t.Run("cluster admin: an inline RoleBinding's roleRef changed in place", func(t *testing.T) {
+		g := NewWithT(t)
+		var err error
+		g.Eventually(func() bool {
+			tn := &tenancyv1.Tenant{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "ina"}, tn)).To(Succeed())
+			tn.Spec.Copies[1].Inline.RoleRef = &rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"}
+			err = k8s.Update(ctx, tn)
+			return !apierrors.IsConflict(err)
+		}, timeout, interval).Should(BeTrue())
+		refused(g, err, "an inline RoleBinding's roleRef is immutable")
+	})
 	deleteTenant(g, "ina")
 }
