@@ -2,6 +2,8 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -128,19 +130,23 @@ type TenantSpec struct {
 	// copies are objects kept in every namespace of the tenant, the
 	// namespaces granted to NamespaceRequests included: a Secret or
 	// ConfigMap copied from a source namespace, and kept in step with it
-	// (an edit of the source reaches every copy). The Tenant's editor must
-	// be allowed to get the source (checked at admission: the
-	// tenant-copies policy); a Secret is read only from a namespace whose
-	// owner bound the ClusterRole trellis-copy-source to the manager there.
-	// A copy that leaves the list, and every copy in a namespace that
-	// leaves the tenant, is deleted; an object of that name Trellis did not
-	// copy is never touched (the namespace is in Conflict). Tenant admins
-	// cannot change or delete a copy.
+	// (an edit of the source reaches every copy), or a Role, RoleBinding,
+	// NetworkPolicy or LimitRange given inline. The Tenant's editor must
+	// be allowed to get the source, and to create (for a Role, also
+	// escalate; for a RoleBinding, also bind) every inline kind in every
+	// namespace (checked at admission: the tenant-copy-rights policy); a
+	// Secret is read only from a namespace whose owner bound the
+	// ClusterRole trellis-copy-source to the manager there. A copy that
+	// leaves the list, and every copy in a namespace that leaves the
+	// tenant, is deleted; an object of that name Trellis did not copy is
+	// never touched (the namespace is in Conflict). Tenant admins cannot
+	// change or delete a copy.
 	// +optional
 	// +listType=map
 	// +listMapKey=kind
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.kind != 'RoleBinding' || !has(c.inline) || !has(c.inline.roleRef) || (c.inline.roleRef.kind == 'ClusterRole' && c.inline.roleRef.name in ['admin', 'edit', 'view']) || (c.inline.roleRef.kind == 'Role' && self.exists(r, r.kind == 'Role' && r.name == c.inline.roleRef.name)))",message="an inline RoleBinding may bind only a Role given inline in this list, or the ClusterRole admin, edit or view (what the tenant admins hold already): never cluster-admin or any other ClusterRole"
 	Copies []TenantCopy `json:"copies,omitempty"`
 
 	// suspend stops the controller acting on this object: what exists is
@@ -152,20 +158,30 @@ type TenantSpec struct {
 }
 
 // CopyKind is the kind of object a Tenant copies into its namespaces.
-// +kubebuilder:validation:Enum=Secret;ConfigMap
+// +kubebuilder:validation:Enum=Secret;ConfigMap;Role;RoleBinding;NetworkPolicy;LimitRange
 type CopyKind string
 
-// The kinds a Tenant copies.
+// The kinds a Tenant copies: Secrets and ConfigMaps from a source, the
+// others given inline.
 const (
-	CopySecret    CopyKind = "Secret"
-	CopyConfigMap CopyKind = "ConfigMap"
+	CopySecret        CopyKind = "Secret"
+	CopyConfigMap     CopyKind = "ConfigMap"
+	CopyRole          CopyKind = "Role"
+	CopyRoleBinding   CopyKind = "RoleBinding"
+	CopyNetworkPolicy CopyKind = "NetworkPolicy"
+	CopyLimitRange    CopyKind = "LimitRange"
 )
 
 // TenantCopy is one object kept in every namespace of the tenant.
 // +kubebuilder:validation:XValidation:rule="!self.name.startsWith('trellis-tenant-')",message="names starting with trellis-tenant- are Trellis' own"
 // +kubebuilder:validation:XValidation:rule="self.name != 'kube-root-ca.crt'",message="kube-root-ca.crt is written by Kubernetes in every namespace"
+// +kubebuilder:validation:XValidation:rule="(self.kind in ['Secret', 'ConfigMap']) == has(self.from) && (self.kind in ['Secret', 'ConfigMap']) != has(self.inline)",message="a Secret or ConfigMap is copied from a source (from); a Role, RoleBinding, NetworkPolicy or LimitRange is given inline (inline)"
+// +kubebuilder:validation:XValidation:rule="!has(self.inline) || [has(self.inline.rules), has(self.inline.roleRef), has(self.inline.networkPolicy), has(self.inline.limitRange)] == [self.kind == 'Role', self.kind == 'RoleBinding', self.kind == 'NetworkPolicy', self.kind == 'LimitRange']",message="inline holds the field of its kind only: rules for a Role, roleRef (and subjects) for a RoleBinding, networkPolicy for a NetworkPolicy, limitRange for a LimitRange"
+// +kubebuilder:validation:XValidation:rule="!has(self.inline) || !has(self.inline.subjects) || self.kind == 'RoleBinding'",message="inline.subjects are a RoleBinding's"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.inline) || !has(oldSelf.inline.roleRef) || !has(self.inline) || !has(self.inline.roleRef) || self.inline.roleRef == oldSelf.inline.roleRef",message="an inline RoleBinding's roleRef is immutable, as a RoleBinding's is: remove the item, then add it again"
 type TenantCopy struct {
-	// kind is Secret or ConfigMap.
+	// kind is Secret or ConfigMap (copied from a source), or Role,
+	// RoleBinding, NetworkPolicy or LimitRange (given inline).
 	// +required
 	Kind CopyKind `json:"kind,omitempty"`
 
@@ -176,10 +192,48 @@ type TenantCopy struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be a DNS subdomain name"
 	Name string `json:"name,omitempty"`
 
-	// from is the object copied: its data (and a Secret's type) is what
-	// every copy holds; its labels and annotations are not copied.
-	// +required
+	// from is the object a Secret or ConfigMap is copied from: its data
+	// (and a Secret's type) is what every copy holds; its labels and
+	// annotations are not copied.
+	// +optional
 	From CopySource `json:"from,omitzero"`
+
+	// inline is what a Role, RoleBinding, NetworkPolicy or LimitRange
+	// holds in every namespace.
+	// +optional
+	Inline *InlineObject `json:"inline,omitempty"`
+}
+
+// InlineObject is the content of an object given inline: the field of its
+// kind only. What it may hold is bounded at admission (tenant-copy-rights):
+// a Role lists its verbs (no '*', escalate, bind or impersonate); a
+// NetworkPolicy admits traffic only from the tenant's own namespaces.
+type InlineObject struct {
+	// rules of a Role.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Rules []rbacv1.PolicyRule `json:"rules,omitempty"`
+
+	// roleRef is the role a RoleBinding grants: a Role given inline in
+	// the same Tenant, or the ClusterRole admin, edit or view. Immutable.
+	// +optional
+	RoleRef *rbacv1.RoleRef `json:"roleRef,omitempty"`
+
+	// subjects of a RoleBinding.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Subjects []rbacv1.Subject `json:"subjects,omitempty"`
+
+	// networkPolicy is a NetworkPolicy's spec.
+	// +optional
+	NetworkPolicy *networkingv1.NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// limitRange is a LimitRange's spec.
+	// +optional
+	LimitRange *corev1.LimitRangeSpec `json:"limitRange,omitempty"`
 }
 
 // CopySource names the object a copy is made from.
@@ -618,7 +672,8 @@ type TenantCopyStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
-	// sourceResourceVersion is the source's version the copies hold.
+	// sourceResourceVersion is the source's version the copies hold; for
+	// an item given inline, a hash of what the copies hold.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	SourceResourceVersion string `json:"sourceResourceVersion,omitempty"`

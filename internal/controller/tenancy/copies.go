@@ -1,7 +1,8 @@
-// Copies (spec.copies): a Secret or ConfigMap of a source namespace kept in
-// every namespace of the tenant. Part of the second step (tenant_children.go):
-// planCopies looks at each item's source, copyWrites keep the copies of one
-// namespace, and a new namespace gets them before its admins are bound.
+// Copies (spec.copies): a Secret or ConfigMap of a source namespace, or an
+// object given inline (inline.go), kept in every namespace of the tenant.
+// Part of the second step (tenant_children.go): planCopies looks at each
+// item's source, copyWrites keep the copies of one namespace, and a new
+// namespace gets them before its admins are bound.
 
 package tenancy
 
@@ -21,9 +22,10 @@ import (
 )
 
 // CopyOfAnnotation is on every copy: the kind, namespace and name of its
-// source (<kind>/<namespace>/<name>). With the tenant label, which only
-// those who may change Tenants may put on a Secret or ConfigMap (the
-// tenant-copies admission policy), it is what makes an object a copy.
+// source (<kind>/<namespace>/<name>), or "inline". With the tenant label,
+// which only those who may change Tenants may put on an object of a kind
+// Trellis copies (the tenant-copies and tenant-guardrails admission
+// policies), it is what makes an object a copy.
 const CopyOfAnnotation = "tenancy.trellis.dev/copy-of"
 
 // ReasonCopySourceUnavailable is the reason of a Tenant whose copy's source
@@ -116,6 +118,15 @@ func (r *Reconciler) planCopies(ctx context.Context, s *scope, ready []string) e
 		rec := recorded[copyKey(item.Kind, item.Name)]
 		p := copyPlan{item: item, recorded: rec.SourceResourceVersion,
 			origin: sourceOrigin{namespace: rec.SourceNamespace, uid: types.UID(rec.SourceNamespaceUID), generation: rec.SourceNamespaceGeneration}}
+		if isInline(item) {
+			version, err := inlineVersion(item)
+			if err != nil {
+				return err
+			}
+			p.version, p.state, p.origin = version, tenancyv1.CopyReady, sourceOrigin{}
+			s.copies = append(s.copies, p)
+			continue
+		}
 		key := watchKey{kind: item.Kind, namespace: item.From.Namespace, name: item.From.Name}
 		needed = append(needed, key)
 		version, state, err := r.sources.lookup(ctx, s.t.Name, key)
@@ -227,13 +238,15 @@ func (r *Reconciler) namespaceUID(ctx context.Context, name string) (types.UID, 
 func (r *Reconciler) copyWrites(s *scope, ns string) []write {
 	writes := make([]write, 0, len(s.copies))
 	for _, p := range s.copies {
-		if p.source == nil || !p.due(s, ns) {
+		if (p.source == nil && !isInline(p.item)) || !p.due(s, ns) {
 			continue
 		}
 		writes = append(writes, func(ctx context.Context) (found, error) {
 			var f found
 			var err error
 			switch src := p.source.(type) {
+			case nil:
+				f, err = r.writeInline(ctx, s, p.item, ns)
 			case *corev1.Secret:
 				f, err = ensureChildWith(ctx, r, r.copyClients, s, "Secret", &corev1.Secret{}, desiredSecretCopy(s.t, p.item, src, ns), syncSecretCopy, s.wasReady[ns])
 			case *corev1.ConfigMap:
@@ -254,10 +267,7 @@ func (r *Reconciler) copyWrites(s *scope, ns string) []write {
 // removeCopy deletes a copy in ns if it is the tenant's (ownsCopy).
 func (r *Reconciler) removeCopy(s *scope, ns string, c tenancyv1.TenantCopyStatus) write {
 	return func(ctx context.Context) (found, error) {
-		var obj client.Object = &corev1.ConfigMap{}
-		if c.Kind == tenancyv1.CopySecret {
-			obj = &corev1.Secret{}
-		}
+		obj := emptyCopy(c.Kind)
 		obj.SetNamespace(ns)
 		obj.SetName(c.Name)
 		_, err := children.DeleteOwned(ctx, r.copyClients, string(c.Kind), obj, func(o client.Object) (bool, error) { return r.ownsCopy(ctx, o, s.t) })
@@ -265,8 +275,11 @@ func (r *Reconciler) removeCopy(s *scope, ns string, c tenancyv1.TenantCopyStatu
 	}
 }
 
-// removeCopies deletes every copy of the tenant in ns: those the spec asks
-// for and those the last status recorded (a namespace given up keeps none).
+// removeCopies deletes the copies of the tenant in a namespace it gives
+// up: those the spec asks for and those the last status recorded. A
+// NetworkPolicy or LimitRange given inline is a restriction, and stays
+// (releasing never loosens anything, as with the guardrails); the
+// tenant-guardrails policy keeps protecting it by its tenant label.
 func (r *Reconciler) removeCopies(ctx context.Context, s *scope, ns string) error {
 	kept := map[string]tenancyv1.TenantCopyStatus{}
 	for _, c := range s.t.Status.Copies {
@@ -276,6 +289,9 @@ func (r *Reconciler) removeCopies(ctx context.Context, s *scope, ns string) erro
 		kept[copyKey(c.Kind, c.Name)] = tenancyv1.TenantCopyStatus{Kind: c.Kind, Name: c.Name}
 	}
 	for _, key := range slices.Sorted(maps.Keys(kept)) {
+		if restricts(kept[key].Kind) {
+			continue
+		}
 		if _, err := r.removeCopy(s, ns, kept[key])(ctx); err != nil {
 			return err
 		}
@@ -326,6 +342,9 @@ func copyStatuses(plans []copyPlan, undone map[string]bool) []tenancyv1.TenantCo
 func copyMeta(t *tenancyv1.Tenant, item tenancyv1.TenantCopy, ns string) metav1.ObjectMeta {
 	m := childMeta(t, ns, item.Name)
 	m.Annotations = map[string]string{CopyOfAnnotation: sourceKey(item)}
+	if isInline(item) {
+		m.Annotations[CopyOfAnnotation] = inlineCopyOf
+	}
 	return m
 }
 

@@ -307,6 +307,9 @@ func sourceKeys(o client.Object) []string {
 	}
 	out := make([]string, 0, len(t.Spec.Copies))
 	for _, c := range t.Spec.Copies {
+		if isInline(c) {
+			continue
+		}
 		out = append(out, sourceKey(c))
 	}
 	return out

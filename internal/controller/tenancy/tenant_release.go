@@ -95,7 +95,8 @@ func (r *Reconciler) release(ctx context.Context, s *scope, ns *corev1.Namespace
 			return f, err
 		}
 	}
-	// Copies are the tenant's things, not restrictions: they go too.
+	// Copies are the tenant's things: they go too, but for the inline
+	// NetworkPolicies and LimitRanges, which are restrictions.
 	if err := r.removeCopies(ctx, s, ns.Name); err != nil {
 		return f, err
 	}
