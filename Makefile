@@ -427,10 +427,11 @@ $(LOCALBIN)/kube-apiserver-$(KUBE_OLDEST_VERSION):
 $(LOCALBIN)/etcd-$(ETCD_VERSION):
 	cd hack/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
 
-# go-install-tool builds package $(2)@$(3) into bin/$(1)-$(3).
+# go-install-tool builds package $(2)@$(3) into bin/$(1)-$(3), with
+# linker flags $(4) and build tags $(5).
 define go-install-tool
 @mkdir -p $(LOCALBIN)/.gobin-$(1)
-GOBIN=$(LOCALBIN)/.gobin-$(1) $(GO) install -trimpath -ldflags "-s -w $(4)" $(2)@$(3)
+GOBIN=$(LOCALBIN)/.gobin-$(1) $(GO) install -trimpath -tags "$(5)" -ldflags "-s -w $(4)" $(2)@$(3)
 mv $(LOCALBIN)/.gobin-$(1)/* $(LOCALBIN)/$(1)-$(3)
 rmdir $(LOCALBIN)/.gobin-$(1)
 endef
@@ -452,8 +453,11 @@ $(LOCALBIN)/helm-$(HELM_VERSION):
 # Helm 3's command is named helm too: go-install-tool renames it helm3-VERSION.
 $(LOCALBIN)/helm3-$(HELM3_VERSION):
 	$(call go-install-tool,helm3,helm.sh/helm/v3/cmd/helm,$(HELM3_VERSION),-X helm.sh/helm/v3/internal/version.version=$(HELM3_VERSION) -X helm.sh/helm/v3/internal/version.gitTreeState=clean)
+# Without service discovery (Prometheus' own build tag): promtool only
+# checks and unit-tests rules here, and the cloud SDKs its discovery pulls
+# in (EC2, OCI, Azure...) are a fifth of its packages.
 $(LOCALBIN)/promtool-$(PROMTOOL_VERSION):
-	$(call go-install-tool,promtool,github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
+	$(call go-install-tool,promtool,github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION),,remove_all_sd)
 $(LOCALBIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION):
 	$(call go-install-tool,cyclonedx-gomod,github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION))
 $(LOCALBIN)/cosign-$(COSIGN_VERSION):
