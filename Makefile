@@ -14,6 +14,9 @@ KUBE_VERSION           := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes
 # admission and attack suites too (make test; docs/operations.md).
 KUBE_OLDEST_VERSION    := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/kube-oldest/go.mod)
 ETCD_VERSION           := $(shell awk '$$1=="require" && $$2=="go.etcd.io/etcd/server/v3" {print $$3}' hack/etcd/go.mod)
+# Flux's source-controller, for the tests of MarkdownView's spec.source;
+# pinned in its wrapper module (hack/source-controller).
+SOURCE_CONTROLLER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/fluxcd/source-controller" {print $$3}' hack/source-controller/go.mod)
 KWOK_VERSION           ?= v0.8.0
 VERSITYGW_VERSION      ?= v1.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
@@ -392,6 +395,9 @@ promtool: $(LOCALBIN)/promtool
 cyclonedx-gomod: $(LOCALBIN)/cyclonedx-gomod
 cosign: $(LOCALBIN)/cosign
 
+.PHONY: source-controller
+source-controller: $(LOCALBIN)/source-controller $(LOCALBIN)/source-controller-crds ## Flux's source-controller (SOURCE_CONTROLLER_VERSION) and its CRDs into bin/, for spec.source's tests (not yet in make tools).
+
 .PHONY: capsule
 capsule: $(LOCALBIN)/capsule ## Build Capsule (CAPSULE_VERSION) from its released source in PEERS, for make bench.
 
@@ -423,6 +429,17 @@ kube-oldest: $(LOCALBIN)/kube-apiserver-$(KUBE_OLDEST_VERSION) $(LOCALBIN)/etcd 
 	@ln -sfn ../gateway-api-crds $(LOCALBIN)/kube-oldest/gateway-api-crds
 $(LOCALBIN)/kube-apiserver-$(KUBE_OLDEST_VERSION):
 	cd hack/kube-oldest && $(GO) build -trimpath -ldflags "$(call kube-ldflags,$(KUBE_OLDEST_VERSION))" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+
+# source-controller and its CRDs, both from the module its wrapper pins.
+$(LOCALBIN)/source-controller-$(SOURCE_CONTROLLER_VERSION):
+	cd hack/source-controller && $(GO) build -trimpath -ldflags "-s -w" -o $@ github.com/fluxcd/source-controller
+$(LOCALBIN)/source-controller-crds-$(SOURCE_CONTROLLER_VERSION):
+	rm -rf $@.tmp && mkdir -p $@.tmp
+	cp "$$(cd hack/source-controller && $(GO) list -m -f '{{.Dir}}' github.com/fluxcd/source-controller)"/config/crd/bases/*.yaml $@.tmp/
+	chmod u+w $@.tmp/*.yaml
+	mv $@.tmp $@
+$(LOCALBIN)/source-controller-crds: $(LOCALBIN)/source-controller-crds-$(SOURCE_CONTROLLER_VERSION)
+	ln -sfn source-controller-crds-$(SOURCE_CONTROLLER_VERSION) $@
 
 $(LOCALBIN)/etcd-$(ETCD_VERSION):
 	cd hack/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
@@ -486,6 +503,7 @@ $(eval $(call link-tool,promtool,$(PROMTOOL_VERSION)))
 $(eval $(call link-tool,cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION)))
 $(eval $(call link-tool,cosign,$(COSIGN_VERSION)))
 $(eval $(call link-tool,capsule,$(CAPSULE_VERSION)))
+$(eval $(call link-tool,source-controller,$(SOURCE_CONTROLLER_VERSION)))
 
 # The Gateway API's standard-channel CRDs (HTTPRoute and friends), copied from
 # the sigs.k8s.io/gateway-api module that go.mod pins (its module zip carries
