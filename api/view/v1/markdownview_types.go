@@ -16,6 +16,7 @@ import (
 //
 // A site is held one of two ways: inline, in markdowns (and assets), or in
 // a Flux source, named by source.
+// +kubebuilder:validation:MinProperties=1
 // +kubebuilder:validation:XValidation:rule="!has(self.markdowns) || self.markdowns.map(k, size(k) + size(self.markdowns[k])).sum() <= 1048576",message="markdowns must total at most 1 MiB (file names and contents), the limit of the ConfigMap that carries them"
 // +kubebuilder:validation:XValidation:rule="has(self.markdowns) != has(self.source)",message="a MarkdownView holds its site either inline (markdowns) or in a Flux source (source): set exactly one"
 // +kubebuilder:validation:XValidation:rule="!has(self.source) || !has(self.assets)",message="assets go with markdowns: a site from a source takes its images from the source"

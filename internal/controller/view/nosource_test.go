@@ -43,7 +43,7 @@ func TestSourceWithoutFlux(t *testing.T) {
 		want string
 	}{
 		{"both", viewv1.MarkdownViewSpec{Markdowns: map[string]viewv1.MarkdownText{"a.md": "# A"}, Source: viewv1.SourceReference{Kind: "GitRepository", Name: "x"}}, "set exactly one"},
-		{"neither", viewv1.MarkdownViewSpec{}, "set exactly one"},
+		{"neither", viewv1.MarkdownViewSpec{Replicas: 2}, "set exactly one"},
 		{"dot-dot", viewv1.MarkdownViewSpec{Source: viewv1.SourceReference{Kind: "GitRepository", Name: "x", Path: "docs/../.."}}, "without '..'"},
 		{"absolute", viewv1.MarkdownViewSpec{Source: viewv1.SourceReference{Kind: "GitRepository", Name: "x", Path: "/etc"}}, "no leading '/'"},
 		{"kind", viewv1.MarkdownViewSpec{Source: viewv1.SourceReference{Kind: "HelmChart", Name: "x"}}, "Unsupported value"},
