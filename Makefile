@@ -347,7 +347,7 @@ CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod
 COSIGN         ?= $(LOCALBIN)/cosign
 
 .PHONY: tools
-tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign gateway-api-crds ## Build every pinned tool into bin/.
+tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign gateway-api-crds source-controller ## Build every pinned tool into bin/.
 
 # The packages `go install`ed at their pins below (the Kubernetes and etcd
 # wrapper modules download through their go.mod).
@@ -367,13 +367,15 @@ GO_INSTALL_TOOLS := sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION) \
 # all at once, before any compile: on a new machine the builds below would
 # otherwise each wait for their own downloads, one tool after another.
 # (`go install -n` loads the packages, downloading what they need, and
-# compiles nothing.) With the modules already here it takes seconds.
+# compiles nothing; so does `go list -deps` for source-controller, whose
+# go.mod names modules the proxy does not serve and its build never needs.) With the modules already here it takes seconds.
 .PHONY: tools-download
 tools-download:
 	@pids=(); \
 	( cd hack/kube && $(GO) mod download ) & pids+=($$!); \
 	( cd hack/etcd && $(GO) mod download ) & pids+=($$!); \
 	( cd hack/kube-oldest && $(GO) mod download ) & pids+=($$!); \
+	( cd hack/source-controller && $(GO) list -deps github.com/fluxcd/source-controller >/dev/null ) & pids+=($$!); \
 	$(GO) mod download & pids+=($$!); \
 	( cd hack/images && $(GO) mod download ) & pids+=($$!); \
 	for t in $(GO_INSTALL_TOOLS); do $(GO) install -n $$t >/dev/null 2>&1 & pids+=($$!); done; \
@@ -396,7 +398,7 @@ cyclonedx-gomod: $(LOCALBIN)/cyclonedx-gomod
 cosign: $(LOCALBIN)/cosign
 
 .PHONY: source-controller
-source-controller: $(LOCALBIN)/source-controller $(LOCALBIN)/source-controller-crds ## Flux's source-controller (SOURCE_CONTROLLER_VERSION) and its CRDs into bin/, for spec.source's tests (not yet in make tools).
+source-controller: $(LOCALBIN)/source-controller $(LOCALBIN)/source-controller-crds ## Flux's source-controller (SOURCE_CONTROLLER_VERSION) and its CRDs into bin/, for spec.source's tests.
 
 .PHONY: capsule
 capsule: $(LOCALBIN)/capsule ## Build Capsule (CAPSULE_VERSION) from its released source in PEERS, for make bench.
