@@ -25,6 +25,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -210,6 +211,16 @@ func TestGitRepositorySite(t *testing.T) {
 	for _, path := range []string{"/main.go", "/.github/CODEOWNERS"} {
 		g.Expect(pod.get(path).Code).To(Equal(http.StatusNotFound), path)
 	}
+
+	// The pods read the artifact's address from their volume and download
+	// into a bounded /tmp (the root filesystem is read-only).
+	d := &appsv1.Deployment{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "viewer-handbook"}, d)).To(Succeed())
+	spec := d.Spec.Template.Spec
+	g.Expect(spec.Containers[0].Args).To(ContainElement("--artifact=/markdown/" + viewer.ArtifactFile))
+	g.Expect(spec.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", "/tmp")))
+	g.Expect(spec.Volumes).To(ContainElement(HaveField("EmptyDir.SizeLimit.String()", "64Mi")))
+	g.Expect(*spec.AutomountServiceAccountToken).To(BeFalse())
 
 	// A push: source-controller (polling every second) makes an artifact,
 	// the manager points the viewers at it, they fetch it.
