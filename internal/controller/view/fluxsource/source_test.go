@@ -20,6 +20,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -45,6 +47,8 @@ import (
 var (
 	k8s   client.Client
 	suite *testenv.Suite
+	// mgrWrites counts the manager's writes.
+	mgrWrites testenv.WriteCounter
 )
 
 func TestMain(m *testing.M) {
@@ -54,6 +58,7 @@ func TestMain(m *testing.M) {
 		FluxSource:  true,
 		Options:     func(opts *manager.Options) { opts.ViewerImage = "example.com/viewer:test" },
 		Controllers: []setup.Controller{view.Controller},
+		Wrap:        mgrWrites.Wrap,
 	}
 	os.Exit(suite.Run(m, func(s *testenv.Suite) error {
 		k8s = s.Client
@@ -211,6 +216,18 @@ func TestGitRepositorySite(t *testing.T) {
 	for _, path := range []string{"/main.go", "/.github/CODEOWNERS"} {
 		g.Expect(pod.get(path).Code).To(Equal(http.StatusNotFound), path)
 	}
+
+	// No write beyond what changes: events on the source that bring no new
+	// artifact (here, labels) make the manager write nothing at all.
+	mgrWrites.Reset()
+	for i := range 3 {
+		src := &unstructured.Unstructured{}
+		src.SetGroupVersionKind(schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"})
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "handbook"}, src)).To(Succeed())
+		src.SetLabels(map[string]string{"touched": strconv.Itoa(i)})
+		g.Expect(k8s.Update(ctx, src)).To(Succeed())
+	}
+	g.Consistently(func() []string { _, paths := mgrWrites.Writes(); return paths }, 3*time.Second, interval).Should(BeEmpty())
 
 	// The pods read the artifact's address from their volume and download
 	// into a bounded /tmp (the root filesystem is read-only).
