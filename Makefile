@@ -14,6 +14,9 @@ KUBE_VERSION           := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes
 # admission and attack suites too (make test; docs/operations.md).
 KUBE_OLDEST_VERSION    := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/kube-oldest/go.mod)
 ETCD_VERSION           := $(shell awk '$$1=="require" && $$2=="go.etcd.io/etcd/server/v3" {print $$3}' hack/etcd/go.mod)
+# Flux's source-controller, for the tests of MarkdownView's spec.source;
+# pinned in its wrapper module (hack/source-controller).
+SOURCE_CONTROLLER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/fluxcd/source-controller" {print $$3}' hack/source-controller/go.mod)
 KWOK_VERSION           ?= v0.8.0
 VERSITYGW_VERSION      ?= v1.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
@@ -344,7 +347,7 @@ CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod
 COSIGN         ?= $(LOCALBIN)/cosign
 
 .PHONY: tools
-tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign gateway-api-crds ## Build every pinned tool into bin/.
+tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign gateway-api-crds source-controller ## Build every pinned tool into bin/.
 
 # The packages `go install`ed at their pins below (the Kubernetes and etcd
 # wrapper modules download through their go.mod).
@@ -364,13 +367,15 @@ GO_INSTALL_TOOLS := sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION) \
 # all at once, before any compile: on a new machine the builds below would
 # otherwise each wait for their own downloads, one tool after another.
 # (`go install -n` loads the packages, downloading what they need, and
-# compiles nothing.) With the modules already here it takes seconds.
+# compiles nothing; so does `go list -deps` for source-controller, whose
+# go.mod names modules the proxy does not serve and its build never needs.) With the modules already here it takes seconds.
 .PHONY: tools-download
 tools-download:
 	@pids=(); \
 	( cd hack/kube && $(GO) mod download ) & pids+=($$!); \
 	( cd hack/etcd && $(GO) mod download ) & pids+=($$!); \
 	( cd hack/kube-oldest && $(GO) mod download ) & pids+=($$!); \
+	( cd hack/source-controller && $(GO) list -deps github.com/fluxcd/source-controller >/dev/null ) & pids+=($$!); \
 	$(GO) mod download & pids+=($$!); \
 	( cd hack/images && $(GO) mod download ) & pids+=($$!); \
 	for t in $(GO_INSTALL_TOOLS); do $(GO) install -n $$t >/dev/null 2>&1 & pids+=($$!); done; \
@@ -391,6 +396,9 @@ helm3: $(LOCALBIN)/helm3
 promtool: $(LOCALBIN)/promtool
 cyclonedx-gomod: $(LOCALBIN)/cyclonedx-gomod
 cosign: $(LOCALBIN)/cosign
+
+.PHONY: source-controller
+source-controller: $(LOCALBIN)/source-controller $(LOCALBIN)/source-controller-crds ## Flux's source-controller (SOURCE_CONTROLLER_VERSION) and its CRDs into bin/, for spec.source's tests.
 
 .PHONY: capsule
 capsule: $(LOCALBIN)/capsule ## Build Capsule (CAPSULE_VERSION) from its released source in PEERS, for make bench.
@@ -423,6 +431,17 @@ kube-oldest: $(LOCALBIN)/kube-apiserver-$(KUBE_OLDEST_VERSION) $(LOCALBIN)/etcd 
 	@ln -sfn ../gateway-api-crds $(LOCALBIN)/kube-oldest/gateway-api-crds
 $(LOCALBIN)/kube-apiserver-$(KUBE_OLDEST_VERSION):
 	cd hack/kube-oldest && $(GO) build -trimpath -ldflags "$(call kube-ldflags,$(KUBE_OLDEST_VERSION))" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+
+# source-controller and its CRDs, both from the module its wrapper pins.
+$(LOCALBIN)/source-controller-$(SOURCE_CONTROLLER_VERSION):
+	cd hack/source-controller && $(GO) build -trimpath -ldflags "-s -w" -o $@ github.com/fluxcd/source-controller
+$(LOCALBIN)/source-controller-crds-$(SOURCE_CONTROLLER_VERSION):
+	rm -rf $@.tmp && mkdir -p $@.tmp
+	cp "$$(cd hack/source-controller && $(GO) list -m -f '{{.Dir}}' github.com/fluxcd/source-controller)"/config/crd/bases/*.yaml $@.tmp/
+	chmod u+w $@.tmp/*.yaml
+	mv $@.tmp $@
+$(LOCALBIN)/source-controller-crds: $(LOCALBIN)/source-controller-crds-$(SOURCE_CONTROLLER_VERSION)
+	ln -sfn source-controller-crds-$(SOURCE_CONTROLLER_VERSION) $@
 
 $(LOCALBIN)/etcd-$(ETCD_VERSION):
 	cd hack/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
@@ -490,6 +509,7 @@ $(eval $(call link-tool,promtool,$(PROMTOOL_VERSION)))
 $(eval $(call link-tool,cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION)))
 $(eval $(call link-tool,cosign,$(COSIGN_VERSION)))
 $(eval $(call link-tool,capsule,$(CAPSULE_VERSION)))
+$(eval $(call link-tool,source-controller,$(SOURCE_CONTROLLER_VERSION)))
 
 # The Gateway API's standard-channel CRDs (HTTPRoute and friends), copied from
 # the sigs.k8s.io/gateway-api module that go.mod pins (its module zip carries

@@ -103,7 +103,7 @@ kube_version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' hack/ku
 [ -f "$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$kube_version.zip" ] || new_machine=1
 make --no-print-directory -s tools-download
 make --no-print-directory -s -j3 --output-sync=target kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool \
-  gateway-api-crds containerd helm3 cyclonedx-gomod
+  gateway-api-crds containerd helm3 cyclonedx-gomod source-controller
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go'))

@@ -31,6 +31,12 @@ func main() {
 		dir          = flag.String("dir", "/markdown", "Directory of Markdown files and images (a mounted ConfigMap).")
 		markdownView = flag.String("markdownview", "", "Serve this MarkdownView (namespace/name) from the cluster instead of --dir.")
 		kubeconfig   = flag.String("kubeconfig", "", "Kubeconfig for --markdownview (default: in-cluster or $KUBECONFIG).")
+		artifact     = flag.String("artifact", "", "Serve the Flux source artifact this file names (JSON: url, digest, revision, path) instead of --dir.")
+		interval     = flag.Duration("artifact-interval", 2*time.Second, "How often --artifact's file is read, and a failed fetch retried.")
+		maxDownload  = flag.Int64("max-artifact-bytes", viewer.DefaultLimits.Download, "The most bytes of an artifact (the gzipped tarball) fetched.")
+		maxUnpacked  = flag.Int64("max-unpacked-bytes", viewer.DefaultLimits.Unpacked, "The most bytes read out of an artifact, served or not.")
+		maxEntries   = flag.Int("max-artifact-entries", viewer.DefaultLimits.Entries, "The most entries (files, folders, links) of an artifact.")
+		maxSite      = flag.Int64("max-site-bytes", viewer.DefaultLimits.Site, "The most bytes of pages and images kept from an artifact.")
 		showVersion  = flag.Bool("version", false, "Print the version and exit.")
 	)
 	flag.Parse()
@@ -44,6 +50,16 @@ func main() {
 	defer stop()
 
 	var source viewer.Source = viewer.DirSource{Dir: *dir}
+	if *artifact != "" {
+		// No credentials: the artifact server is reached as anyone in the
+		// cluster may, and what it serves is checked against the digest.
+		src := &viewer.ArtifactSource{
+			File: *artifact, Client: &http.Client{Timeout: 2 * time.Minute}, Interval: *interval, Log: log,
+			Limits: viewer.Limits{Download: *maxDownload, Unpacked: *maxUnpacked, Entries: *maxEntries, Site: *maxSite},
+		}
+		go src.Run(ctx)
+		source = src
+	}
 	if *markdownView != "" {
 		ns, name, ok := strings.Cut(*markdownView, "/")
 		if !ok || ns == "" || name == "" {

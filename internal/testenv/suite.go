@@ -30,6 +30,9 @@ type Suite struct {
 	GatewayAPI bool
 	// Admission installs config/admission as shipped (InstallAdmission).
 	Admission bool
+	// FluxSource installs Flux source-controller's CRDs and runs
+	// source-controller itself (StartSourceController).
+	FluxSource bool
 	// Prepare, if set, runs once the API server is up (with config/admission
 	// installed, and the manager's namespace and ServiceAccount created),
 	// before the manager starts.
@@ -48,6 +51,8 @@ type Suite struct {
 	Config *rest.Config
 	// Client is a client on Config.
 	Client client.Client
+	// SourceController is the running source-controller, with FluxSource.
+	SourceController *SourceController
 
 	env         *envtest.Environment
 	stopManager func() error
@@ -70,6 +75,13 @@ func (s *Suite) Start(ctx context.Context) (err error) {
 		}
 		crdDirs = append(crdDirs, dir)
 	}
+	if s.FluxSource {
+		dir, err := SourceControllerCRDs()
+		if err != nil {
+			return err
+		}
+		crdDirs = append(crdDirs, dir)
+	}
 	if s.env, s.Config, err = Start(s.Scheme, crdDirs...); err != nil {
 		return err
 	}
@@ -83,6 +95,11 @@ func (s *Suite) Start(ctx context.Context) (err error) {
 	}
 	if s.Admission {
 		if err := InstallAdmission(ctx, s.Client); err != nil {
+			return err
+		}
+	}
+	if s.FluxSource {
+		if s.SourceController, err = StartSourceController(s.Config); err != nil {
 			return err
 		}
 	}
@@ -112,7 +129,7 @@ func (s *Suite) Start(ctx context.Context) (err error) {
 	return err
 }
 
-// Stop stops the manager, then the API server, and reports how the manager
+// Stop stops the manager, then source-controller, then the API server, and reports how the manager
 // ended. (How the API server ended is not the tests' business: on a loaded
 // machine, envtest may time out waiting for it to exit.)
 func (s *Suite) Stop() error {
@@ -122,6 +139,12 @@ func (s *Suite) Stop() error {
 			err = fmt.Errorf("manager: %w", merr)
 		}
 		s.stopManager = nil
+	}
+	if s.SourceController != nil {
+		if serr := s.SourceController.Stop(); serr != nil {
+			err = errors.Join(err, fmt.Errorf("source-controller: %w", serr))
+		}
+		s.SourceController = nil
 	}
 	if s.env != nil {
 		_ = s.env.Stop()

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,6 +85,9 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{.Body}}
 </article>
 {{- end}}
+{{- with .Revision}}
+<footer class="revision">Revision {{.}}</footer>
+{{- end}}
 </main>
 </body>
 </html>
@@ -113,6 +118,8 @@ type pageData struct {
 	TOC     []tocEntry
 	Body    template.HTML
 	Search  *Results
+	// Revision is the artifact revision served, for the footer.
+	Revision string
 }
 
 // Server serves the site of a Source.
@@ -172,8 +179,16 @@ func (s *Server) warm(st *site) {
 	}
 }
 
-// ServeHTTP serves /healthz, /style.css, /search, / (the first page),
-// /<file>.md and /<image>.
+// StatusReporter is a Source that can say what it serves, such as an
+// ArtifactSource: the server answers /status with it, as JSON.
+type StatusReporter interface {
+	Status() ArtifactStatus
+}
+
+// ServeHTTP serves /healthz, /status (for an ArtifactSource), /style.css,
+// /search, / (the first page), /<file>.md and /<image>; in a site with
+// folders also /<folder>/ (its README.md or index.md) and
+// /<folder>/<file>, so that relative links resolve as on GitHub.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
@@ -189,6 +204,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set("Cache-Control", "public, max-age=3600")
 		_, _ = w.Write(styleCSS)
 		return
+	}
+
+	if r.URL.Path == "/status" {
+		if rep, ok := s.source.(StatusReporter); ok {
+			h.Set("Content-Type", "application/json")
+			h.Set("Cache-Control", "no-store")
+			_ = json.NewEncoder(w).Encode(rep.Status())
+			return
+		}
 	}
 
 	st, err := s.site(r.Context())
@@ -210,6 +234,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(r.URL.Path, "/")
 	if name == "" {
 		name = st.root
+	}
+	if folder, ok := strings.CutSuffix(name, "/"); ok {
+		if page, ok := st.folders[folder]; ok {
+			name = page
+		}
+	} else if _, ok := st.folders[name]; ok {
+		// On to the folder's own URL, where its page's relative links
+		// resolve inside it.
+		http.Redirect(w, r, (&url.URL{Path: "/" + name + "/"}).EscapedPath(), http.StatusFound)
+		return
 	}
 	if p, ok := st.pages[name]; ok {
 		s.servePage(w, r, st, p)

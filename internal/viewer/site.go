@@ -15,7 +15,11 @@ import (
 // version changes: pages are rendered once each (on first view) and the
 // search index is built once (on first search).
 type site struct {
-	version string
+	version  string
+	revision string // shown in each page's footer, when set
+	// folders maps a folder ("guide") to its page ("guide/README.md"), in
+	// a site with folders.
+	folders map[string]string
 	nav     []NavItem
 	root    string   // the page "/" shows
 	order   []string // page names: navigation order, then the rest by name
@@ -52,19 +56,29 @@ type siteAsset struct {
 }
 
 func newSite(snap *Snapshot) *site {
-	st := &site{version: snap.Version, pages: map[string]*sitePage{}, assets: map[string]*siteAsset{}}
+	st := &site{version: snap.Version, revision: snap.Revision, pages: map[string]*sitePage{}, assets: map[string]*siteAsset{}}
+	isPage, assetType := IsMarkdownName, AssetType
+	if snap.Tree {
+		isPage, assetType = IsPagePath, assetTypeOf
+	}
 	// Front matter is read first: its title names the page in the navigation.
 	titles, bodies := map[string]string{}, map[string]string{}
 	for name, text := range snap.Pages {
-		if IsMarkdownName(name) {
+		if isPage(name) {
 			titles[name], bodies[name] = frontMatterOf(text)
 		}
 	}
 	exists := func(name string) bool { _, ok := bodies[name]; return ok }
-	if _, ok := snap.Pages[SummaryFile]; ok {
+	switch _, summary := bodies[SummaryFile]; {
+	case summary:
 		st.nav = ParseSummary(bodies[SummaryFile], exists)
-	} else {
+	case snap.Tree:
+		st.nav = TreeNav(sortedNames(bodies))
+	default:
 		st.nav = AlphabeticalNav(sortedNames(snap.Pages))
+	}
+	if snap.Tree {
+		st.folders = folderPages(sortedNames(bodies))
 	}
 	// A title names its page's first entry only: every page keeps the whole
 	// navigation, and a SUMMARY.md of many short links to one page would
@@ -86,7 +100,7 @@ func newSite(snap *Snapshot) *site {
 		}
 	}
 	for _, name := range sortedNames(snap.Pages) {
-		if IsMarkdownName(name) && !listed[name] {
+		if isPage(name) && !listed[name] {
 			st.order = append(st.order, name)
 		}
 	}
@@ -98,7 +112,7 @@ func newSite(snap *Snapshot) *site {
 		st.pages[name] = &sitePage{name: name, title: title, text: bodies[name]}
 	}
 	for _, name := range sortedNames(snap.Assets) {
-		contentType := AssetType(name)
+		contentType := assetType(name)
 		if contentType == "" {
 			continue
 		}
@@ -130,6 +144,7 @@ func (st *site) render(p *sitePage) error {
 		body := template.HTML(p.rendered.HTML)
 		p.err = pageTemplate.Execute(&buf, pageData{
 			Title: p.title, NavHTML: nav, TOC: tableOfContents(p.rendered.Headings), Body: body,
+			Revision: st.revision,
 		})
 		p.html = bytes.Clone(buf.Bytes()) // exactly sized: it is kept as long as the version
 		p.etag = etagOf(p.html)

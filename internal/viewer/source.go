@@ -24,6 +24,11 @@ type Snapshot struct {
 	// Assets holds other files by file name ("logo.png"). Which of them are
 	// served, and as what, is decided by AssetType.
 	Assets map[string][]byte
+	// Tree is set when names may hold folders ("guide/setup.md"): a site
+	// from an artifact. A flat source's names never do.
+	Tree bool
+	// Revision, when set, is shown in the footer of every page.
+	Revision string
 }
 
 // Source yields the site's files.

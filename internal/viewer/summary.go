@@ -4,7 +4,9 @@
 package viewer
 
 import (
+	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -86,5 +88,73 @@ func AlphabeticalNav(files []string) []NavItem {
 		}
 		items = append(items, NavItem{Title: strings.TrimSuffix(name, ".md"), File: name})
 	}
+	return items
+}
+
+// folderPageNames are the pages that stand for their folder, best first,
+// as on GitHub.
+var folderPageNames = []string{"README.md", "index.md"}
+
+// folderPages maps each folder of pages ("" for the root, "guide") to the
+// page that stands for it: its README.md, else its index.md.
+func folderPages(pages []string) map[string]string {
+	folders := map[string]string{}
+	for _, want := range slices.Backward(folderPageNames) {
+		for _, name := range pages {
+			if path.Base(name) == want {
+				folders[strings.TrimSuffix(strings.TrimSuffix(name, want), "/")] = name
+			}
+		}
+	}
+	return folders
+}
+
+// TreeNav lists a site with folders as its tree: in each folder, its own
+// page (README.md or index.md) first, then its other pages by name, then
+// its sub-folders by name, each entry of a folder one level deeper than
+// the folder's. A folder is named by its page's entry; a folder without
+// one gets an entry that links nowhere.
+func TreeNav(pages []string) []NavItem {
+	folders := folderPages(pages)
+	files, subs := map[string][]string{}, map[string][]string{}
+	for _, name := range pages {
+		if name == SummaryFile || !IsPagePath(name) {
+			continue
+		}
+		dir := path.Dir(name)
+		if dir == "." {
+			dir = ""
+		}
+		files[dir] = append(files[dir], name)
+		for dir != "" {
+			parent := path.Dir(dir)
+			if parent == "." {
+				parent = ""
+			}
+			if !slices.Contains(subs[parent], dir) {
+				subs[parent] = append(subs[parent], dir)
+			}
+			dir = parent
+		}
+	}
+	var items []NavItem
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		own := folders[dir]
+		if dir == "" && own != "" {
+			items = append(items, NavItem{Title: strings.TrimSuffix(path.Base(own), ".md"), File: own})
+		}
+		for _, name := range files[dir] {
+			if name != own {
+				items = append(items, NavItem{Title: strings.TrimSuffix(path.Base(name), ".md"), File: name, Depth: depth})
+			}
+		}
+		slices.Sort(subs[dir])
+		for _, sub := range subs[dir] {
+			items = append(items, NavItem{Title: path.Base(sub), File: folders[sub], Depth: depth})
+			walk(sub, depth+1)
+		}
+	}
+	walk("", 0)
 	return items
 }

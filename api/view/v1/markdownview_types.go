@@ -13,12 +13,18 @@ import (
 // base64 fields refuses standard base64 (kube-openapi#633, in Kubernetes
 // 1.37.1 and earlier). The controller counts the bytes of both and reports a
 // MarkdownView that is too large in its status.
-// +kubebuilder:validation:XValidation:rule="self.markdowns.map(k, size(k) + size(self.markdowns[k])).sum() <= 1048576",message="markdowns must total at most 1 MiB (file names and contents), the limit of the ConfigMap that carries them"
+//
+// A site is held one of two ways: inline, in markdowns (and assets), or in
+// a Flux source, named by source.
+// +kubebuilder:validation:MinProperties=1
+// +kubebuilder:validation:XValidation:rule="!has(self.markdowns) || self.markdowns.map(k, size(k) + size(self.markdowns[k])).sum() <= 1048576",message="markdowns must total at most 1 MiB (file names and contents), the limit of the ConfigMap that carries them"
+// +kubebuilder:validation:XValidation:rule="has(self.markdowns) != has(self.source)",message="a MarkdownView holds its site either inline (markdowns) or in a Flux source (source): set exactly one"
+// +kubebuilder:validation:XValidation:rule="!has(self.source) || !has(self.assets)",message="assets go with markdowns: a site from a source takes its images from the source"
 type MarkdownViewSpec struct {
 	// markdowns maps file names to Markdown text. SUMMARY.md, when present,
 	// gives the navigation in mdBook's format; otherwise files are listed
-	// alphabetically.
-	// +required
+	// alphabetically. Exclusive with source.
+	// +optional
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=128
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && k.matches('^[-._a-zA-Z0-9]+\\\\.md$') && !k.startsWith('..'))",message="file names must be valid ConfigMap keys (letters, digits, '-', '_', '.') ending in .md, at most 253 characters"
@@ -33,6 +39,13 @@ type MarkdownViewSpec struct {
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && k.matches('^[-_a-zA-Z0-9][-._a-zA-Z0-9]*\\\\.(?i:png|jpe?g|gif|webp|avif|svg)$'))",message="asset names must be valid ConfigMap keys (letters, digits, '-', '_', '.'), not start with '.', end in .png, .jpg, .jpeg, .gif, .webp, .avif or .svg, and have at most 253 characters"
 	Assets map[string][]byte `json:"assets,omitempty"`
+
+	// source serves the site from a Flux source in this namespace: the
+	// artifact of a GitRepository, OCIRepository, Bucket or
+	// ExternalArtifact, fetched by the viewers and checked against its
+	// digest. Its folders become the site's tree. Exclusive with markdowns.
+	// +optional
+	Source SourceReference `json:"source,omitzero"`
 
 	// replicas is the number of viewer pods.
 	// +optional
@@ -66,6 +79,31 @@ type MarkdownViewSpec struct {
 	// Setting it back to false reconciles at once.
 	// +optional
 	Suspend *bool `json:"suspend,omitempty"`
+}
+
+// SourceReference names a Flux source in the MarkdownView's own namespace
+// (there is no namespace field: Flux's own lockdown refuses references
+// across namespaces) and a folder of its artifact.
+type SourceReference struct {
+	// kind of the source.
+	// +required
+	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;Bucket;ExternalArtifact
+	Kind string `json:"kind,omitempty"`
+
+	// name of the source.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="name must be a DNS subdomain name"
+	Name string `json:"name,omitempty"`
+
+	// path is the folder of the artifact the site is made of, such as
+	// docs; when unset, the whole artifact.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)\\\\.\\\\.(/|$)') && self.matches('^[-._/a-zA-Z0-9]+$')",message="path must be a folder inside the artifact: relative (no leading '/'), without '..', of letters, digits, '-', '_', '.' and '/'"
+	Path string `json:"path,omitempty"`
 }
 
 // MarkdownText is the content of one Markdown file.
@@ -291,11 +329,29 @@ type MarkdownViewStatus struct {
 	// +kubebuilder:validation:MaxLength=512
 	URL string `json:"url,omitempty"`
 
+	// source is the artifact of spec.source that the viewers were last
+	// told to serve, after the manager checked its size and digest.
+	// +optional
+	Source SourceStatus `json:"source,omitzero"`
+
 	// lastHandledReconcileAt is the value of the reconcile.fluxcd.io/requestedAt
 	// annotation the controller last answered with a reconcile.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+}
+
+// SourceStatus is the artifact of a source that the viewers serve.
+type SourceStatus struct {
+	// revision of the artifact, such as main@sha1:<commit>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Revision string `json:"revision,omitempty"`
+
+	// digest of the artifact, such as sha256:<hex>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Digest string `json:"digest,omitempty"`
 }
 
 // MarkdownView serves Markdown held in the resource as a rendered website.

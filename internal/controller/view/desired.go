@@ -152,6 +152,10 @@ func desiredConfigMap(mv *viewv1.MarkdownView, data map[string]string, binaryDat
 	}
 }
 
+// artifactTmpSize bounds the viewer's /tmp, where an artifact is
+// downloaded (at most maxArtifactBytes) before it is checked.
+const artifactTmpSize = "64Mi"
+
 // desiredDeployment is the viewer Deployment as Trellis applies it.
 func desiredDeployment(mv *viewv1.MarkdownView, image string) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	if mv.UID == "" {
@@ -169,10 +173,14 @@ func desiredDeployment(mv *viewv1.MarkdownView, image string) (*appsv1ac.Deploym
 	if pod.Resources != nil {
 		resources = *pod.Resources
 	}
+	args := []string{"--dir=" + markdownDir, "--addr=:8080"}
+	if mv.Spec.Source.Kind != "" {
+		args = []string{"--artifact=" + markdownDir + "/" + artifactKey, "--addr=:8080"}
+	}
 	container := corev1ac.Container().
 		WithName("viewer").
 		WithImage(image).
-		WithArgs("--dir="+markdownDir, "--addr=:8080").
+		WithArgs(args...).
 		WithPorts(corev1ac.ContainerPort().WithName(portName).WithContainerPort(viewerPort).WithProtocol(corev1.ProtocolTCP)).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName("markdowns").WithMountPath(markdownDir).WithReadOnly(true)).
 		WithReadinessProbe(corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").WithPort(intstr.FromString(portName)))).
@@ -182,6 +190,11 @@ func desiredDeployment(mv *viewv1.MarkdownView, image string) (*appsv1ac.Deploym
 			WithReadOnlyRootFilesystem(true).
 			WithRunAsNonRoot(true).
 			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+	if mv.Spec.Source.Kind != "" {
+		// The viewer downloads the artifact into /tmp before it checks the
+		// digest and unpacks it; the root filesystem is read-only.
+		container.WithVolumeMounts(corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp"))
+	}
 	if len(resources.Requests) > 0 || len(resources.Limits) > 0 {
 		// Copies: an apply configuration keeps the map it is given, and the
 		// client decodes the API server's answer into it, which would write
@@ -208,6 +221,10 @@ func desiredDeployment(mv *viewv1.MarkdownView, image string) (*appsv1ac.Deploym
 		WithVolumes(corev1ac.Volume().
 			WithName("markdowns").
 			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(configMapName(mv))))
+	if mv.Spec.Source.Kind != "" {
+		spec.WithVolumes(corev1ac.Volume().WithName("tmp").
+			WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(resource.MustParse(artifactTmpSize))))
+	}
 	if err := withScheduling(spec, mv); err != nil {
 		return nil, err
 	}

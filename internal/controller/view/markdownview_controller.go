@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -99,6 +101,9 @@ type Reconciler struct {
 	viewerImage  string
 	imageAllow   imagepolicy.AllowList
 	routesServed bool
+	// verify checks an artifact's size and digest before viewers are
+	// pointed at it.
+	verify verifier
 }
 
 // NewReconciler builds the reconciler from the manager's clients and the options.
@@ -118,6 +123,7 @@ func NewReconciler(mgr ctrl.Manager, opts setup.Options) (*Reconciler, error) {
 		viewerImage:  opts.ViewerImage,
 		imageAllow:   allow,
 		routesServed: opts.Serves(httpRouteGVK),
+		verify:       httpVerifier(&http.Client{Timeout: artifactVerifyTimeout}),
 	}, nil
 }
 
@@ -130,6 +136,7 @@ func NewReconciler(mgr ctrl.Manager, opts setup.Options) (*Reconciler, error) {
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets;externalartifacts,verbs=get;list;watch
 
 // SetupWithManager wires the watches: the MarkdownView itself (spec changes
 // only, so our status writes do not echo back), and its children. HTTPRoutes
@@ -151,6 +158,15 @@ func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts contr
 		Owns(&networkingv1.Ingress{})
 	if r.routesServed {
 		b = b.Owns(&gatewayv1.HTTPRoute{})
+	}
+	// Flux is optional: a source kind is watched (its metadata only) when
+	// the API server serves it at start-up; a view naming one it did not
+	// serve says so, and looks again now and then.
+	for _, kind := range SourceKinds {
+		if _, err := mgr.GetRESTMapper().RESTMapping(sourceGVK(kind).GroupKind(), "v1"); err != nil {
+			continue
+		}
+		b = b.WatchesMetadata(sourceMetadata(kind), handler.EnqueueRequestsFromMapFunc(r.viewsOfSource(kind)))
 	}
 	return b.WithOptions(opts).Complete(r)
 }
@@ -258,6 +274,7 @@ func (r *Reconciler) finish(ctx context.Context, mv *viewv1.MarkdownView, obs *o
 func (r *Reconciler) reconcileChildren(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) outcome.Outcome {
 	for _, step := range []func(context.Context, *viewv1.MarkdownView, *observation) error{
 		r.checkSpec,
+		r.resolveSource,
 		r.reconcileConfigMap,
 		r.reconcileDeploymentAndService,
 		r.reconcileIngress,
@@ -271,6 +288,9 @@ func (r *Reconciler) reconcileChildren(ctx context.Context, mv *viewv1.MarkdownV
 			return outcomeOf(err)
 		}
 	}
+	if obs.sourceWaiting != nil {
+		return outcome.RequeueAfter(setup.Jitter(sourceRetry))
+	}
 	return outcome.Outcome{}
 }
 
@@ -280,7 +300,10 @@ func (r *Reconciler) reconcileChildren(ctx context.Context, mv *viewv1.MarkdownV
 // Neither the foreign object (outside the cache) going away nor a policy or
 // quota changing is an event, so they are looked at again later.
 func outcomeOf(err error) outcome.Outcome {
+	var again lookAgain
 	switch {
+	case errors.As(err, &again):
+		return outcome.Of(err).LookAgainAfter(setup.Jitter(sourceRetry))
 	case children.IsNotOwned(err):
 		return outcome.Stalled(ReasonChildConflict, err.Error()).LookAgainAfter(setup.Jitter(setup.ForeignChildRetry))
 	case apierr.Classify(err) == apierr.Refused:
@@ -317,7 +340,10 @@ func contentTooLargeMessage(n int) string {
 // ConfigMap the cache does not have is created outright: AlreadyExists is
 // the check that nothing of someone else's is taken, and saves the confirming
 // read on every new view.
-func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.MarkdownView, _ *observation) error {
+//
+// A view with a source holds in it only the address of the artifact the
+// viewers serve (resolveSource), written when it changes.
+func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.MarkdownView, obs *observation) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: configMapName(mv), Namespace: mv.Namespace}}
 	key := client.ObjectKeyFromObject(cm)
 	exists := true
@@ -334,24 +360,36 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 		return exists && hash != "" && cm.Annotations[cachedContentHash] == hash && cm.Annotations[contentHashAnnotation] == hash &&
 			hasLabels(cm.Labels, labels)
 	}
-	if upToDate(mv.Annotations[cachedContentHash]) {
-		return nil
-	}
-
-	full, err := r.files(ctx, mv)
-	if err != nil {
-		return err
-	}
-	if full == nil {
-		return errGone
-	}
-	data, binaryData := desiredContent(full)
-	if size := contentSize(data, binaryData); size > maxConfigMapBytes {
-		return outcome.Block(ReasonMarkdownsTooLarge, contentTooLargeMessage(size))
+	var data map[string]string
+	var binaryData map[string][]byte
+	switch {
+	case mv.Spec.Source.Kind != "" && obs.artifact == nil:
+		if exists {
+			return nil // the viewers keep the artifact they have
+		}
+		data = map[string]string{} // mounted all the same: the pods start, and wait
+	case mv.Spec.Source.Kind != "":
+		data = artifactData(*obs.artifact)
+	default:
+		if upToDate(mv.Annotations[cachedContentHash]) {
+			return nil
+		}
+		full, err := r.files(ctx, mv)
+		if err != nil {
+			return err
+		}
+		if full == nil {
+			return errGone
+		}
+		data, binaryData = desiredContent(full)
+		if size := contentSize(data, binaryData); size > maxConfigMapBytes {
+			return outcome.Block(ReasonMarkdownsTooLarge, contentTooLargeMessage(size))
+		}
 	}
 	hash := contentHash(data, binaryData)
 	if upToDate(hash) {
-		return nil // the cache's copy of the MarkdownView was behind
+		obs.artifactWritten = obs.artifact != nil
+		return nil // the cache's copy of the MarkdownView was behind, or the artifact is the one served
 	}
 	if !exists {
 		created := desiredConfigMap(mv, data, binaryData, hash)
@@ -361,6 +399,7 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 		err := r.client.Create(ctx, created)
 		if err == nil {
 			log.FromContext(ctx).Info("ConfigMap created", "configmap", cm.Name)
+			obs.artifactWritten = obs.artifact != nil
 			return nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -377,6 +416,7 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 		}
 		exists = true
 		if upToDate(hash) {
+			obs.artifactWritten = obs.artifact != nil
 			return nil
 		}
 	}
@@ -397,6 +437,7 @@ func (r *Reconciler) reconcileConfigMap(ctx context.Context, mv *viewv1.Markdown
 		return fmt.Errorf("updating ConfigMap %s: %w", cm.Name, err)
 	}
 	log.FromContext(ctx).Info("ConfigMap updated", "configmap", cm.Name)
+	obs.artifactWritten = obs.artifact != nil
 	return nil
 }
 

@@ -368,7 +368,7 @@ func TestAdmissionRejectsBadInput(t *testing.T) {
 	}{
 		"no files": {
 			mutate: func(mv *viewv1.MarkdownView) { mv.Spec.Markdowns = map[string]viewv1.MarkdownText{} },
-			want:   "spec.markdowns: Required value",
+			want:   "holds its site either inline (markdowns) or in a Flux source (source): set exactly one",
 		},
 		"file name without .md": {
 			mutate: func(mv *viewv1.MarkdownView) { mv.Spec.Markdowns = map[string]viewv1.MarkdownText{"notes.txt": "x"} },

@@ -37,6 +37,13 @@ const (
 type observation struct {
 	// deployment is the live viewer Deployment; nil when it does not exist yet.
 	deployment *appsv1.Deployment
+	// artifact is the sound artifact of spec.source the viewers are to
+	// serve; artifactWritten says their ConfigMap names it.
+	artifact        *artifact
+	artifactWritten bool
+	// sourceWaiting says why the viewers keep the artifact they have while
+	// the manager retries (no artifact yet, a digest that does not match).
+	sourceWaiting *conditions.Summary
 	// gone: the MarkdownView turned out to be gone, or replaced by a new
 	// object of the same name, since the cache read it; no status is written.
 	gone bool
@@ -55,6 +62,12 @@ func computeStatus(mv *viewv1.MarkdownView, obs observation, out outcome.Outcome
 	st.LastHandledReconcileAt = operate.RequestedAt(mv)
 	operate.Resume(&st.Conditions)
 	st.URL = siteURL(mv)
+	switch {
+	case mv.Spec.Source.Kind == "":
+		st.Source = viewv1.SourceStatus{}
+	case obs.artifactWritten:
+		st.Source = viewv1.SourceStatus{Revision: obs.artifact.Revision, Digest: obs.artifact.Digest}
+	}
 
 	d := obs.deployment
 	st.AvailableReplicas = 0
@@ -82,6 +95,9 @@ func summarize(mv *viewv1.MarkdownView, obs observation, out outcome.Outcome, st
 	}
 	if s, says := out.Summary(); says {
 		return s
+	}
+	if obs.sourceWaiting != nil {
+		return *obs.sourceWaiting
 	}
 	d := obs.deployment
 	if d == nil {
@@ -131,6 +147,9 @@ const firstStatusGrace = 2 * time.Minute
 func firstStatusWait(mv *viewv1.MarkdownView, next viewv1.MarkdownViewStatus, now time.Time) time.Duration {
 	if !equality.Semantic.DeepEqual(mv.Status, viewv1.MarkdownViewStatus{}) {
 		return 0
+	}
+	if next.Source != (viewv1.SourceStatus{}) {
+		return 0 // the revision the viewers were pointed at is news
 	}
 	if ready := conditions.Get(next.Conditions, conditions.Ready); ready == nil || ready.Reason != ReasonRollingOut {
 		return 0
