@@ -14,6 +14,10 @@ KUBE_VERSION           := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes
 # admission and attack suites too (make test; docs/operations.md).
 KUBE_OLDEST_VERSION    := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/kube-oldest/go.mod)
 ETCD_VERSION           := $(shell awk '$$1=="require" && $$2=="go.etcd.io/etcd/server/v3" {print $$3}' hack/etcd/go.mod)
+# SeaweedFS (weed: its S3 gateway and IAM API), for the IAM account driver's
+# tests; pinned in its wrapper module (hack/seaweedfs), by pseudo-version:
+# its Go module has no release tags.
+SEAWEEDFS_VERSION      := $(shell awk '$$1=="require" && $$2=="github.com/seaweedfs/seaweedfs" {print $$3}' hack/seaweedfs/go.mod)
 KWOK_VERSION           ?= v0.8.0
 VERSITYGW_VERSION      ?= v1.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
@@ -377,10 +381,11 @@ tools-download:
 	failed=0; for p in "$${pids[@]}"; do wait $$p || failed=1; done; \
 	[ $$failed = 0 ] || { echo "tools-download: a download failed; the builds below say which" >&2; }
 
-.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign
+.PHONY: kube etcd seaweedfs kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
+seaweedfs: $(LOCALBIN)/weed ## SeaweedFS's weed (SEAWEEDFS_VERSION) into bin/, for the IAM driver's tests (not yet in make tools).
 kwok: $(LOCALBIN)/kwok $(LOCALBIN)/kwokctl
 versitygw: $(LOCALBIN)/versitygw
 controller-gen: $(LOCALBIN)/controller-gen
@@ -426,6 +431,12 @@ $(LOCALBIN)/kube-apiserver-$(KUBE_OLDEST_VERSION):
 
 $(LOCALBIN)/etcd-$(ETCD_VERSION):
 	cd hack/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
+
+# weed reports the commit of its pseudo-version (`weed version`).
+$(LOCALBIN)/weed-$(SEAWEEDFS_VERSION):
+	cd hack/seaweedfs && $(GO) build -trimpath \
+	  -ldflags "-s -w -X github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT=$(lastword $(subst -, ,$(SEAWEEDFS_VERSION)))" \
+	  -o $@ github.com/seaweedfs/seaweedfs/weed
 
 # go-install-tool builds package $(2)@$(3) into bin/$(1)-$(3).
 define go-install-tool
@@ -474,6 +485,7 @@ endef
 $(foreach c,$(KUBE_CMDS),$(eval $(call link-tool,$(c),$(KUBE_VERSION))))
 $(foreach c,$(CONTAINERD_CMDS),$(eval $(call link-tool,$(c),$(CONTAINERD_VERSION))))
 $(eval $(call link-tool,etcd,$(ETCD_VERSION)))
+$(eval $(call link-tool,weed,$(SEAWEEDFS_VERSION)))
 $(eval $(call link-tool,kwok,$(KWOK_VERSION)))
 $(eval $(call link-tool,kwokctl,$(KWOK_VERSION)))
 $(eval $(call link-tool,versitygw,$(VERSITYGW_VERSION)))
