@@ -2,8 +2,11 @@ package s3
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"math/big"
+	"strings"
 )
 
 // Accounts manages a store's own accounts, which S3 itself has no API for:
@@ -24,6 +27,38 @@ type Accounts interface {
 	ListAccounts(ctx context.Context) ([]string, error)
 }
 
+// KeyAccounts is the account driver as every store type with accounts can
+// serve it, versitygw's admin API and the IAM API alike: Trellis names each
+// account (one per key version of a BucketAccess, carrying the marks the
+// sweep reads), and the store may make the key itself. On versitygw the
+// account is the access key id; on an IAM store it is a user, whose key
+// the server generates and whose name is not the key id. The storage
+// controllers move to it from Accounts, whose PutAccount only fits a store
+// that takes the key id and secret Trellis chose.
+type KeyAccounts interface {
+	// IssueKey creates the account when it does not exist and gives it a
+	// new key, returned once and never again: the account's other keys
+	// stop working. The account itself may do nothing until a bucket
+	// policy names its Principal.
+	IssueKey(ctx context.Context, account string) (Key, error)
+	// Principal is how a bucket policy names the account's keys: the access
+	// key id on versitygw, the user's ARN on an IAM store.
+	Principal(ctx context.Context, account string) (string, error)
+	// DeleteAccount deletes the account and its keys, which stop working at
+	// once; one that does not exist is no error.
+	DeleteAccount(ctx context.Context, account string) error
+	// ListAccounts returns the names of the accounts the driver may manage
+	// (never a secret). Which of them are Trellis' is read from the marks in
+	// the names, never from their being listed.
+	ListAccounts(ctx context.Context) ([]string, error)
+}
+
+// Key is an access key as the store issued it.
+type Key struct {
+	AccessKeyID string
+	SecretKey   string
+}
+
 // ErrAccessNotSupported is what a store without an account driver answers.
 var ErrAccessNotSupported = errors.New("this store type does not support managed access")
 
@@ -39,4 +74,23 @@ func validAccessKeyID(id string) error {
 		}
 	}
 	return nil
+}
+
+// secretKeyLength is the length of the secret keys Trellis makes (AWS's too).
+const secretKeyLength = 40
+
+const secretKeyAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// newSecretKey returns a random secret key: 40 letters and digits, 238 bits.
+func newSecretKey() (string, error) {
+	var b strings.Builder
+	limit := big.NewInt(int64(len(secretKeyAlphabet)))
+	for range secretKeyLength {
+		n, err := rand.Int(rand.Reader, limit)
+		if err != nil {
+			return "", fmt.Errorf("generating a secret key: %w", err)
+		}
+		b.WriteByte(secretKeyAlphabet[n.Int64()])
+	}
+	return b.String(), nil
 }

@@ -119,6 +119,42 @@ func TestVersitygwAccounts(t *testing.T) {
 	g.Expect(ids).To(ConsistOf(testAccountB))
 }
 
+// TestVersitygwIssueKey: as a KeyAccounts, versitygw's account is its key:
+// IssueKey makes it with a secret of Trellis', the bucket policy names it by
+// its key id, and a second IssueKey replaces the secret.
+func TestVersitygwIssueKey(t *testing.T) {
+	gw := startGateway(t)
+	ctx := context.Background()
+	g := NewWithT(t)
+	a, err := NewVersitygwAccounts(gw.config(), "")
+	g.Expect(err).NotTo(HaveOccurred())
+	accounts := a.(KeyAccounts)
+	c, err := New(gw.config())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.CreateBucket(ctx, "granted")).To(Succeed())
+
+	key, err := accounts.IssueKey(ctx, testAccountA)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(key.AccessKeyID).To(Equal(testAccountA))
+	g.Expect(key.SecretKey).To(MatchRegexp("^[A-Za-z0-9]{40}$"))
+	principal, err := accounts.Principal(ctx, testAccountA)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(principal).To(Equal(testAccountA))
+	doc, err := WithGrant("", "granted", Grant{ID: "a", Principals: []string{principal}, Mode: ReadWrite})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.SetPolicy(ctx, "granted", doc)).To(Succeed())
+	g.Expect(put(ctx, gw.as(t, key.AccessKeyID, key.SecretKey), "granted", "a.txt")).To(Succeed())
+
+	again, err := accounts.IssueKey(ctx, testAccountA)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.SecretKey).NotTo(Equal(key.SecretKey))
+	g.Expect(put(ctx, gw.as(t, key.AccessKeyID, key.SecretKey), "granted", "b.txt")).NotTo(Succeed(), "the old secret is refused")
+	g.Expect(put(ctx, gw.as(t, again.AccessKeyID, again.SecretKey), "granted", "b.txt")).To(Succeed())
+
+	_, err = accounts.Principal(ctx, "WITH/SLASH0000000000")
+	g.Expect(err).To(MatchError(ContainSubstring("access key id")))
+}
+
 func TestVersitygwWithoutIAMSaysSo(t *testing.T) {
 	gw := startGatewayWith(t, false)
 	g := NewWithT(t)

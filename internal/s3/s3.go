@@ -43,7 +43,10 @@ type Owner struct {
 // probeKey is the small object the optional write/read/delete probe uses.
 const probeKey = ".trellis-health-probe"
 
-const schemeHTTPS = "https"
+const (
+	schemeHTTP  = "http"
+	schemeHTTPS = "https"
+)
 
 // Config is how to reach a store. Credentials stay in memory only.
 type Config struct {
@@ -111,7 +114,7 @@ const (
 // New builds a Client for cfg.
 func New(cfg Config) (Client, error) {
 	u, err := url.Parse(cfg.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != schemeHTTPS) || u.Host == "" {
+	if err != nil || (u.Scheme != schemeHTTP && u.Scheme != schemeHTTPS) || u.Host == "" {
 		return nil, fmt.Errorf("endpoint %q is not an http(s) URL", cfg.Endpoint)
 	}
 	if cfg.AccessKey == "" || cfg.SecretKey == "" {
