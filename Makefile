@@ -15,7 +15,7 @@ KUBE_VERSION           := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes
 KUBE_OLDEST_VERSION    := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/kube-oldest/go.mod)
 ETCD_VERSION           := $(shell awk '$$1=="require" && $$2=="go.etcd.io/etcd/server/v3" {print $$3}' hack/etcd/go.mod)
 # SeaweedFS (weed: its S3 gateway and IAM API), for the IAM account driver's
-# tests; pinned in its wrapper module (hack/seaweedfs), by pseudo-version:
+# tests and the storage suites' SeaweedFS column (make test builds it); pinned in its wrapper module (hack/seaweedfs), by pseudo-version:
 # its Go module has no release tags.
 SEAWEEDFS_VERSION      := $(shell awk '$$1=="require" && $$2=="github.com/seaweedfs/seaweedfs" {print $$3}' hack/seaweedfs/go.mod)
 KWOK_VERSION           ?= v0.8.0
@@ -348,7 +348,7 @@ CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod
 COSIGN         ?= $(LOCALBIN)/cosign
 
 .PHONY: tools
-tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign gateway-api-crds ## Build every pinned tool into bin/.
+tools: tools-download kube etcd seaweedfs kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign gateway-api-crds ## Build every pinned tool into bin/.
 
 # The packages `go install`ed at their pins below (the Kubernetes and etcd
 # wrapper modules download through their go.mod).
@@ -374,6 +374,7 @@ tools-download:
 	@pids=(); \
 	( cd hack/kube && $(GO) mod download ) & pids+=($$!); \
 	( cd hack/etcd && $(GO) mod download ) & pids+=($$!); \
+	( cd hack/seaweedfs && $(GO) mod download ) & pids+=($$!); \
 	( cd hack/kube-oldest && $(GO) mod download ) & pids+=($$!); \
 	$(GO) mod download & pids+=($$!); \
 	( cd hack/images && $(GO) mod download ) & pids+=($$!); \
@@ -385,7 +386,7 @@ tools-download:
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
-seaweedfs: $(LOCALBIN)/weed ## SeaweedFS's weed (SEAWEEDFS_VERSION) into bin/, for the IAM driver's tests (not yet in make tools).
+seaweedfs: $(LOCALBIN)/weed ## SeaweedFS's weed (SEAWEEDFS_VERSION) into bin/, for the IAM driver's tests.
 kwok: $(LOCALBIN)/kwok $(LOCALBIN)/kwokctl
 versitygw: $(LOCALBIN)/versitygw
 controller-gen: $(LOCALBIN)/controller-gen
