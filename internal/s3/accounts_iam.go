@@ -28,7 +28,7 @@ import (
 // driver manages, the ObjectStore's mark: it refuses any other name, lists
 // no other user, and puts its users under the path /trellis/<scope>/, so
 // that a store which keeps paths (AWS) lists only them.
-func NewIAMAccounts(cfg Config, iamEndpoint, scope string) (KeyAccounts, error) {
+func NewIAMAccounts(cfg Config, iamEndpoint, scope string) (Accounts, error) {
 	if iamEndpoint == "" {
 		iamEndpoint = cfg.Endpoint
 	}
@@ -79,8 +79,8 @@ type iamAccounts struct {
 }
 
 var (
-	_ KeyAccounts = (*iamAccounts)(nil)
-	_ KeyAccounts = (*versitygw)(nil)
+	_ Accounts = (*iamAccounts)(nil)
+	_ Accounts = (*versitygw)(nil)
 )
 
 // Codes of the IAM API's errors that the driver handles itself.
@@ -176,10 +176,19 @@ func (a *iamAccounts) Principal(ctx context.Context, account string) (string, er
 	}
 	arn = aws.ToString(user.User.Arn)
 	if !strings.HasPrefix(arn, "arn:") || !strings.HasSuffix(arn, "/"+account) {
-		return "", fmt.Errorf("the IAM API reports user %s with ARN %q, not one a bucket policy can name", account, arn)
+		// Without a principal for the user alone, no grant names only it.
+		return "", &CannotScopeError{What: fmt.Sprintf("the IAM API reports user %s with ARN %s, which a bucket policy cannot name it by alone", account, quoteShort(arn))}
 	}
 	a.remember(account, arn)
 	return arn, nil
+}
+
+// KnownPrincipal is the ARN of a user this driver made or asked about.
+func (a *iamAccounts) KnownPrincipal(account string) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	arn, ok := a.arns[account]
+	return arn, ok
 }
 
 func (a *iamAccounts) remember(account, arn string) {

@@ -235,38 +235,45 @@ func iamAnswer(code string) string {
 // redirect is not followed.
 func TestIAMAccountsErrors(t *testing.T) {
 	cases := map[string]struct {
-		call        func(KeyAccounts) error
+		call        func(Accounts) error
 		answer      func(action string) (int, string)
 		wantActions []string
 		wantErr     Reason
 	}{
 		"refused": {
-			call:        func(a KeyAccounts) error { _, err := a.ListAccounts(context.Background()); return err },
+			call:        func(a Accounts) error { _, err := a.ListAccounts(context.Background()); return err },
 			answer:      func(string) (int, string) { return http.StatusForbidden, iamAnswer("AccessDenied") },
 			wantActions: []string{"ListUsers"}, wantErr: ReasonAccessDenied,
 		},
 		"a key the store does not know": {
-			call:        func(a KeyAccounts) error { _, err := a.IssueKey(context.Background(), iamReader); return err },
+			call:        func(a Accounts) error { _, err := a.IssueKey(context.Background(), iamReader); return err },
 			answer:      func(string) (int, string) { return http.StatusForbidden, iamAnswer("InvalidClientTokenId") },
 			wantActions: []string{"CreateUser"}, wantErr: ReasonAccessDenied,
 		},
 		"store failing": {
-			call:        func(a KeyAccounts) error { return a.DeleteAccount(context.Background(), iamReader) },
+			call:        func(a Accounts) error { return a.DeleteAccount(context.Background(), iamReader) },
 			answer:      func(string) (int, string) { return http.StatusServiceUnavailable, "not xml" },
 			wantActions: []string{"ListAccessKeys"}, wantErr: ReasonStoreUnreachable,
 		},
 		"a redirect is not followed": {
-			call:        func(a KeyAccounts) error { _, err := a.Principal(context.Background(), iamReader); return err },
+			call:        func(a Accounts) error { _, err := a.Principal(context.Background(), iamReader); return err },
 			answer:      func(string) (int, string) { return http.StatusTemporaryRedirect, "" },
 			wantActions: []string{"GetUser"}, wantErr: ReasonStoreError,
 		},
+		"a user whose ARN names more than it: no principal, the access Stalled": {
+			call: func(a Accounts) error { _, err := a.Principal(context.Background(), iamReader); return err },
+			answer: func(string) (int, string) {
+				return http.StatusOK, `<GetUserResponse><GetUserResult><User><UserName>` + iamReader + `</UserName><Arn>*</Arn></User></GetUserResult></GetUserResponse>`
+			},
+			wantActions: []string{"GetUser"}, wantErr: ReasonNotSupported,
+		},
 		"deleting a user that is gone": {
-			call:        func(a KeyAccounts) error { return a.DeleteAccount(context.Background(), iamReader) },
+			call:        func(a Accounts) error { return a.DeleteAccount(context.Background(), iamReader) },
 			answer:      func(string) (int, string) { return http.StatusNotFound, iamAnswer("NoSuchEntity") },
 			wantActions: []string{"ListAccessKeys"},
 		},
 		"a user made before: its old keys go, then a new one": {
-			call: func(a KeyAccounts) error {
+			call: func(a Accounts) error {
 				key, err := a.IssueKey(context.Background(), iamReader)
 				if err == nil && (key.AccessKeyID != "AKIANEW" || key.SecretKey != "new-secret") {
 					return fmt.Errorf("got key %+v", key)

@@ -59,7 +59,7 @@ type Config struct {
 	Timeout time.Duration
 	// OnRequest, when set, is called once for every operation a client
 	// built from this config sends, with the operation's name
-	// ("HeadBucket", "PutAccount", ...): the one place where the requests
+	// ("HeadBucket", "IssueKey", ...): the one place where the requests
 	// to a store are counted.
 	OnRequest func(op string)
 }
@@ -337,6 +337,10 @@ func Classify(err error) (Reason, string) {
 	}
 	if errors.Is(err, ErrProbeMismatch) {
 		return ReasonProbeFailed, err.Error()
+	}
+	var scope *CannotScopeError
+	if errors.As(err, &scope) {
+		return ReasonNotSupported, scope.Error()
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) || isConnectionError(err) {

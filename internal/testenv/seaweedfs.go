@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,12 +52,29 @@ func (l *lockedBuffer) String() string {
 // test ends. It skips the test when bin/weed was not built.
 func StartSeaweedFS(t testing.TB) *SeaweedFS {
 	t.Helper()
-	bin := filepath.Join(RepoRoot(), "bin", "weed")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("SeaweedFS not found at %s (run `make seaweedfs`): %v", bin, err)
+	if !HaveSeaweedFS() {
+		t.Skipf("SeaweedFS not found at %s (run `make seaweedfs`)", weedBin())
 	}
+	s, stop, err := RunSeaweedFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return s
+}
+
+func weedBin() string { return filepath.Join(RepoRoot(), "bin", "weed") }
+
+// HaveSeaweedFS reports whether bin/weed was built.
+func HaveSeaweedFS() bool {
+	_, err := os.Stat(weedBin())
+	return err == nil
+}
+
+// RunSeaweedFS starts SeaweedFS as StartSeaweedFS does, keeping its data in
+// dir, for a suite that shares one among its tests; stop ends it.
+func RunSeaweedFS(dir string) (*SeaweedFS, func(), error) {
 	s := &SeaweedFS{AccessKey: "seaweedadmin" + randomHex(4), SecretKey: randomHex(20)}
-	dir := t.TempDir()
 	port := func() string { return strconv.Itoa(freePort()) }
 	s3Port := port()
 	s.Endpoint = "http://127.0.0.1:" + s3Port
@@ -74,25 +92,30 @@ func StartSeaweedFS(t testing.TB) *SeaweedFS {
 		"-s3.iam.readOnly=false",
 		// Small volumes, and no report to SeaweedFS' telemetry server.
 		"-master.volumeSizeLimitMB", "64", "-volume.max", "100",
+		// A test writes kilobytes: a nearly full disk (below the default
+		// 1% free) must not turn every volume read-only, which SeaweedFS
+		// answers with 500 InternalError to every write.
+		"-volume.minFreeSpace", "64MiB",
 		"-master.telemetry=false",
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(weedBin(), args...)
 	// The admin identity, out of argv: SeaweedFS takes these as an admin.
 	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+s.AccessKey, "AWS_SECRET_ACCESS_KEY="+s.SecretKey)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting SeaweedFS: %v", err)
+		return nil, nil, fmt.Errorf("starting SeaweedFS: %w", err)
 	}
-	t.Cleanup(func() {
+	stop := func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-	})
-	if err := s.waitReady(60 * time.Second); err != nil {
-		t.Fatalf("SeaweedFS did not get ready: %v; its output:\n%s", err, out.String())
 	}
-	return s
+	if err := s.waitReady(60 * time.Second); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("SeaweedFS did not get ready: %w; its output:\n%s", err, out.String())
+	}
+	return s, stop, nil
 }
 
 // waitReady waits until the S3 gateway answers a signed ListBuckets of the

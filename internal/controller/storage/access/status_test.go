@@ -33,7 +33,7 @@ func TestComputeAccessStatus(t *testing.T) {
 	g.Expect(st.ObservedGeneration).To(Equal(int64(3)))
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Reconciling)).To(BeTrue())
 
-	st = computeAccessStatus(a, synced(accessResult{summary: granted, issued: &issuedKey{accessKeyID: keyV2, secretKey: "x"},
+	st = computeAccessStatus(a, synced(accessResult{summary: granted, issued: &issuedKey{Key: stores.Key{AccessKeyID: keyV2}, secretKey: "x"},
 		keysKnown: true, retiring: []storagev1.RetiringKey{storagetest.Retiring(keyV1, syncNow)}}), outcome.Outcome{})
 	g.Expect(st.AccessKeyID).To(Equal(keyV2))
 	g.Expect(st.KeyVersion).To(Equal(int32(2)))
