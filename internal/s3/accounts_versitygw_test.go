@@ -158,6 +158,20 @@ func TestVersitygwIssueKey(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("access key id")))
 }
 
+// TestNewSecretKey: the secret keys Trellis makes (versitygw's) are 40
+// letters and digits, and never the same twice.
+func TestNewSecretKey(t *testing.T) {
+	g := NewWithT(t)
+	seen := map[string]bool{}
+	for range 100 {
+		k, err := newSecretKey()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(k).To(MatchRegexp(`^[A-Za-z0-9]{40}$`))
+		g.Expect(seen[k]).To(BeFalse())
+		seen[k] = true
+	}
+}
+
 func TestVersitygwWithoutIAMSaysSo(t *testing.T) {
 	gw := startGatewayWith(t, false)
 	g := NewWithT(t)

@@ -2,7 +2,7 @@
 // bucket-event receiver share: the clients of each ObjectStore (built from
 // its credentials Secret, each request counted), the labels of namespaces
 // that the stores' selectors match, the field indexes, and the marks
-// Trellis puts in the access key ids it issues.
+// Trellis puts in the names of the store accounts it makes.
 package stores
 
 import (

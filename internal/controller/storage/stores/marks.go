@@ -1,11 +1,8 @@
 package stores
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
-	"math/big"
 	"strconv"
 	"strings"
 
@@ -14,8 +11,9 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 )
 
-// Every store account of a BucketAccess has a name derived from
-// the ObjectStore's UID, the BucketAccess's UID and the key's version:
+// Every store account of a BucketAccess (on versitygw also its access key
+// id; on an IAM store the user's name) has a name derived from the
+// ObjectStore's UID, the BucketAccess's UID and the key's version:
 // "TRELLIS", the store's mark (10 hex digits of its UID's hash), 20 hex
 // digits of the access UID's hash, "V" and the version. Nothing needs
 // remembering to find them again: an account created just before a crash,
@@ -26,10 +24,10 @@ import (
 // one store (in one cluster or in two) never take each other's accounts
 // for their own.
 
-// keyIDPrefix starts every access key id Trellis makes.
+// keyIDPrefix starts every account name Trellis makes.
 const keyIDPrefix = "TRELLIS"
 
-// storeMark is the mark of one ObjectStore in the access key ids it issues.
+// storeMark is the mark of one ObjectStore in the account names it makes.
 func storeMark(storeUID types.UID) string {
 	sum := sha256.Sum256([]byte(storeUID))
 	return strings.ToUpper(hex.EncodeToString(sum[:5]))
@@ -79,25 +77,6 @@ func KeyOwner(storePrefix, id string) (string, bool) {
 func GrantID(uid types.UID) string {
 	sum := sha256.Sum256([]byte(uid))
 	return hex.EncodeToString(sum[:grantIDLength/2])
-}
-
-// SecretKeyLength is the length of generated secret keys (AWS uses 40).
-const SecretKeyLength = 40
-
-const secretKeyAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-// NewSecretKey returns a random secret key: 40 letters and digits, 238 bits.
-func NewSecretKey() (string, error) {
-	var b strings.Builder
-	max := big.NewInt(int64(len(secretKeyAlphabet)))
-	for range SecretKeyLength {
-		n, err := rand.Int(rand.Reader, max)
-		if err != nil {
-			return "", fmt.Errorf("generating a secret key: %w", err)
-		}
-		b.WriteByte(secretKeyAlphabet[n.Int64()])
-	}
-	return b.String(), nil
 }
 
 // Key is a key of a BucketAccess as its status records it: the access key

@@ -45,12 +45,4 @@ func TestAccessKeyNames(t *testing.T) {
 		g.Expect(owner).To(Equal(want), id)
 	}
 
-	seen := map[string]bool{}
-	for range 100 {
-		k, err := NewSecretKey()
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(k).To(MatchRegexp(`^[A-Za-z0-9]{40}$`))
-		g.Expect(seen[k]).To(BeFalse())
-		seen[k] = true
-	}
 }
