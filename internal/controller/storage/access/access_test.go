@@ -190,6 +190,12 @@ func TestAccessSync(t *testing.T) {
 			mode: s3.ReadWrite, want: keyV1, accounts: storagetest.FakeAccounts{IssueErr: storagetest.ErrDenied},
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied),
 		},
+		"a store that cannot name the account alone in a policy": {
+			reason: "Stalled, saying why, and nothing granted: the key, made, is not handed out",
+			mode:   s3.ReadWrite, want: keyV1,
+			accounts:     storagetest.FakeAccounts{PrincipalErr: &s3.CannotScopeError{What: "the user's ARN names more than the user"}},
+			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonNotSupported), wantAccounts: []string{keyV1},
+		},
 		"store fails between account and grant": {
 			reason: "the account exists, ungranted: the next reconcile finds it by name and sets a new secret",
 			mode:   s3.ReadWrite, want: keyV1, s3: storagetest.FakeS3{SetPolicyErr: storagetest.ErrDown},
