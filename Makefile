@@ -17,6 +17,11 @@ ETCD_VERSION           := $(shell awk '$$1=="require" && $$2=="go.etcd.io/etcd/s
 # Flux's source-controller, for the tests of MarkdownView's spec.source;
 # pinned in its wrapper module (hack/source-controller).
 SOURCE_CONTROLLER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/fluxcd/source-controller" {print $$3}' hack/source-controller/go.mod)
+# SeaweedFS (weed: its S3 gateway and IAM API), for the IAM account driver's
+# tests and the storage suites' SeaweedFS column (make test builds it);
+# pinned in its wrapper module (hack/seaweedfs), by pseudo-version: its Go
+# module has no release tags.
+SEAWEEDFS_VERSION      := $(shell awk '$$1=="require" && $$2=="github.com/seaweedfs/seaweedfs" {print $$3}' hack/seaweedfs/go.mod)
 KWOK_VERSION           ?= v0.8.0
 VERSITYGW_VERSION      ?= v1.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
@@ -347,7 +352,7 @@ CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod
 COSIGN         ?= $(LOCALBIN)/cosign
 
 .PHONY: tools
-tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign gateway-api-crds source-controller ## Build every pinned tool into bin/.
+tools: tools-download kube etcd seaweedfs kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign gateway-api-crds source-controller ## Build every pinned tool into bin/.
 
 # The packages `go install`ed at their pins below (the Kubernetes and etcd
 # wrapper modules download through their go.mod).
@@ -374,6 +379,7 @@ tools-download:
 	@pids=(); \
 	( cd hack/kube && $(GO) mod download ) & pids+=($$!); \
 	( cd hack/etcd && $(GO) mod download ) & pids+=($$!); \
+	( cd hack/seaweedfs && $(GO) mod download ) & pids+=($$!); \
 	( cd hack/kube-oldest && $(GO) mod download ) & pids+=($$!); \
 	( cd hack/source-controller && $(GO) list -deps github.com/fluxcd/source-controller >/dev/null ) & pids+=($$!); \
 	$(GO) mod download & pids+=($$!); \
@@ -382,10 +388,11 @@ tools-download:
 	failed=0; for p in "$${pids[@]}"; do wait $$p || failed=1; done; \
 	[ $$failed = 0 ] || { echo "tools-download: a download failed; the builds below say which" >&2; }
 
-.PHONY: kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign
+.PHONY: kube etcd seaweedfs kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
+seaweedfs: $(LOCALBIN)/weed ## SeaweedFS's weed (SEAWEEDFS_VERSION) into bin/, for the IAM driver's tests.
 kwok: $(LOCALBIN)/kwok $(LOCALBIN)/kwokctl
 versitygw: $(LOCALBIN)/versitygw
 controller-gen: $(LOCALBIN)/controller-gen
@@ -446,6 +453,12 @@ $(LOCALBIN)/source-controller-crds: $(LOCALBIN)/source-controller-crds-$(SOURCE_
 $(LOCALBIN)/etcd-$(ETCD_VERSION):
 	cd hack/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
 
+# weed reports the commit of its pseudo-version (`weed version`).
+$(LOCALBIN)/weed-$(SEAWEEDFS_VERSION):
+	cd hack/seaweedfs && $(GO) build -trimpath \
+	  -ldflags "-s -w -X github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT=$(lastword $(subst -, ,$(SEAWEEDFS_VERSION)))" \
+	  -o $@ github.com/seaweedfs/seaweedfs/weed
+
 # go-install-tool builds package $(2)@$(3) into bin/$(1)-$(3), with
 # linker flags $(4) and build tags $(5).
 define go-install-tool
@@ -497,6 +510,7 @@ endef
 $(foreach c,$(KUBE_CMDS),$(eval $(call link-tool,$(c),$(KUBE_VERSION))))
 $(foreach c,$(CONTAINERD_CMDS),$(eval $(call link-tool,$(c),$(CONTAINERD_VERSION))))
 $(eval $(call link-tool,etcd,$(ETCD_VERSION)))
+$(eval $(call link-tool,weed,$(SEAWEEDFS_VERSION)))
 $(eval $(call link-tool,kwok,$(KWOK_VERSION)))
 $(eval $(call link-tool,kwokctl,$(KWOK_VERSION)))
 $(eval $(call link-tool,versitygw,$(VERSITYGW_VERSION)))

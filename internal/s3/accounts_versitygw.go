@@ -29,7 +29,7 @@ func NewVersitygwAccounts(cfg Config, adminEndpoint string) (Accounts, error) {
 		adminEndpoint = cfg.Endpoint
 	}
 	u, err := url.Parse(adminEndpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != schemeHTTPS) || u.Host == "" {
+	if err != nil || (u.Scheme != schemeHTTP && u.Scheme != schemeHTTPS) || u.Host == "" {
 		return nil, fmt.Errorf("admin endpoint %q is not an http(s) URL", adminEndpoint)
 	}
 	if cfg.AccessKey == "" || cfg.SecretKey == "" {
@@ -43,17 +43,22 @@ func NewVersitygwAccounts(cfg Config, adminEndpoint string) (Accounts, error) {
 	if region == "" {
 		region = "us-east-1"
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.DialContext = (&net.Dialer{Timeout: timeout}).DialContext
-	transport.ResponseHeaderTimeout = timeout
 	return &versitygw{
 		base: strings.TrimRight(u.String(), "/"), region: region, timeout: timeout,
 		access: cfg.AccessKey, secret: cfg.SecretKey, onRequest: cfg.OnRequest,
-		http: &http.Client{Transport: transport, Timeout: timeout,
-			// The admin API answers, it never redirects; a redirect would
-			// carry a signed request somewhere else.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		http: adminHTTPClient(timeout),
 	}, nil
+}
+
+// adminHTTPClient is the HTTP client of an account driver: every request
+// bounded by timeout, and no redirect followed. An admin API answers, it
+// never redirects; a redirect would carry a signed request somewhere else.
+func adminHTTPClient(timeout time.Duration) *http.Client {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.DialContext = (&net.Dialer{Timeout: timeout}).DialContext
+	transport.ResponseHeaderTimeout = timeout
+	return &http.Client{Transport: transport, Timeout: timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 type versitygw struct {
@@ -97,8 +102,34 @@ type vgwAccounts struct {
 // what bucket policies and ACLs grant.
 const roleUser = "user"
 
-func (v *versitygw) PutAccount(ctx context.Context, accessKeyID, secretKey string) error {
-	v.count("PutAccount")
+// IssueKey makes the account's key with a secret of Trellis': versitygw
+// takes the key id and secret it is given, and the key id is the account.
+func (v *versitygw) IssueKey(ctx context.Context, account string) (Key, error) {
+	v.count("IssueKey")
+	secret, err := newSecretKey()
+	if err != nil {
+		return Key{}, err
+	}
+	if err := v.put(ctx, account, secret); err != nil {
+		return Key{}, err
+	}
+	return Key{AccessKeyID: account, SecretKey: secret}, nil
+}
+
+// Principal: versitygw's bucket policies name accounts by access key id.
+func (v *versitygw) Principal(_ context.Context, account string) (string, error) {
+	if err := validAccessKeyID(account); err != nil {
+		return "", err
+	}
+	return account, nil
+}
+
+// KnownPrincipal is the account itself, as Principal says.
+func (v *versitygw) KnownPrincipal(account string) (string, bool) {
+	return account, validAccessKeyID(account) == nil
+}
+
+func (v *versitygw) put(ctx context.Context, accessKeyID, secretKey string) error {
 	if err := validAccessKeyID(accessKeyID); err != nil {
 		return err
 	}

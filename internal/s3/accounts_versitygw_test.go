@@ -49,7 +49,7 @@ func get(ctx context.Context, mc *minio.Client, bucket, key string) error {
 
 // TestVersitygwAccounts: accounts made through the admin API can do exactly
 // what the bucket policy grants them, on that bucket only, and nothing once
-// deleted; a second PutAccount replaces the secret.
+// deleted; a second IssueKey replaces the secret.
 func TestVersitygwAccounts(t *testing.T) {
 	gw := startGateway(t)
 	ctx := context.Background()
@@ -68,13 +68,15 @@ func TestVersitygwAccounts(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ids).To(BeEmpty())
 
-	g.Expect(accounts.PutAccount(ctx, testAccountA, secretOne)).To(Succeed())
-	g.Expect(accounts.PutAccount(ctx, testAccountB, secretOne)).To(Succeed())
+	keyA, err := accounts.IssueKey(ctx, testAccountA)
+	g.Expect(err).NotTo(HaveOccurred())
+	keyB, err := accounts.IssueKey(ctx, testAccountB)
+	g.Expect(err).NotTo(HaveOccurred())
 	ids, err = accounts.ListAccounts(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ids).To(ConsistOf(testAccountA, testAccountB))
 
-	userA := gw.as(t, testAccountA, secretOne)
+	userA := gw.as(t, keyA.AccessKeyID, keyA.SecretKey)
 	g.Expect(get(ctx, userA, "granted", "seed.txt")).NotTo(Succeed(), "an account can do nothing before a grant")
 
 	doc, err := WithGrant("", "granted", Grant{ID: "a", Principals: []string{testAccountA}, Mode: ReadOnly})
@@ -83,7 +85,7 @@ func TestVersitygwAccounts(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.SetPolicy(ctx, "granted", doc)).To(Succeed())
 
-	userB := gw.as(t, testAccountB, secretOne)
+	userB := gw.as(t, keyB.AccessKeyID, keyB.SecretKey)
 	g.Expect(get(ctx, userA, "granted", "seed.txt")).To(Succeed(), "ReadOnly reads")
 	g.Expect(put(ctx, userA, "granted", "a.txt")).To(HaveOccurred(), "ReadOnly does not write")
 	g.Expect(put(ctx, userB, "granted", "b.txt")).To(Succeed(), "ReadWrite writes")
@@ -96,17 +98,19 @@ func TestVersitygwAccounts(t *testing.T) {
 	}
 
 	// Not an admin: the account's keys are refused by the admin API.
-	asUser, err := NewVersitygwAccounts(Config{Endpoint: gw.endpoint, Region: "us-east-1", AccessKey: testAccountB, SecretKey: secretOne}, "")
+	asUser, err := NewVersitygwAccounts(Config{Endpoint: gw.endpoint, Region: "us-east-1", AccessKey: keyB.AccessKeyID, SecretKey: keyB.SecretKey}, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = asUser.ListAccounts(ctx)
 	reason, _ := Classify(err)
 	g.Expect(reason).To(Equal(ReasonAccessDenied), "%v", err)
-	g.Expect(asUser.PutAccount(ctx, "TRELLISSNEAKYACCOUNT", secretOne)).To(HaveOccurred())
+	_, err = asUser.IssueKey(ctx, "TRELLISSNEAKYACCOUNT")
+	g.Expect(err).To(HaveOccurred())
 
-	// PutAccount on an existing account replaces its secret: the old one stops.
-	g.Expect(accounts.PutAccount(ctx, testAccountB, secretTwo)).To(Succeed())
+	// IssueKey on an existing account replaces its secret: the old one stops.
+	keyB2, err := accounts.IssueKey(ctx, testAccountB)
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(put(ctx, userB, "granted", "b2.txt")).To(HaveOccurred(), "the old secret is refused")
-	g.Expect(put(ctx, gw.as(t, testAccountB, secretTwo), "granted", "b2.txt")).To(Succeed())
+	g.Expect(put(ctx, gw.as(t, keyB2.AccessKeyID, keyB2.SecretKey), "granted", "b2.txt")).To(Succeed())
 
 	// Deleted: the key stops working at once; deleting again is no error.
 	g.Expect(accounts.DeleteAccount(ctx, testAccountA)).To(Succeed())
@@ -119,12 +123,61 @@ func TestVersitygwAccounts(t *testing.T) {
 	g.Expect(ids).To(ConsistOf(testAccountB))
 }
 
+// TestVersitygwIssueKey: versitygw's account is its key:
+// IssueKey makes it with a secret of Trellis', the bucket policy names it by
+// its key id, and a second IssueKey replaces the secret.
+func TestVersitygwIssueKey(t *testing.T) {
+	gw := startGateway(t)
+	ctx := context.Background()
+	g := NewWithT(t)
+	accounts, err := NewVersitygwAccounts(gw.config(), "")
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := New(gw.config())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.CreateBucket(ctx, "granted")).To(Succeed())
+
+	key, err := accounts.IssueKey(ctx, testAccountA)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(key.AccessKeyID).To(Equal(testAccountA))
+	g.Expect(key.SecretKey).To(MatchRegexp("^[A-Za-z0-9]{40}$"))
+	principal, err := accounts.Principal(ctx, testAccountA)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(principal).To(Equal(testAccountA))
+	doc, err := WithGrant("", "granted", Grant{ID: "a", Principals: []string{principal}, Mode: ReadWrite})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.SetPolicy(ctx, "granted", doc)).To(Succeed())
+	g.Expect(put(ctx, gw.as(t, key.AccessKeyID, key.SecretKey), "granted", "a.txt")).To(Succeed())
+
+	again, err := accounts.IssueKey(ctx, testAccountA)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.SecretKey).NotTo(Equal(key.SecretKey))
+	g.Expect(put(ctx, gw.as(t, key.AccessKeyID, key.SecretKey), "granted", "b.txt")).NotTo(Succeed(), "the old secret is refused")
+	g.Expect(put(ctx, gw.as(t, again.AccessKeyID, again.SecretKey), "granted", "b.txt")).To(Succeed())
+
+	_, err = accounts.Principal(ctx, "WITH/SLASH0000000000")
+	g.Expect(err).To(MatchError(ContainSubstring("access key id")))
+}
+
+// TestNewSecretKey: the secret keys Trellis makes (versitygw's) are 40
+// letters and digits, and never the same twice.
+func TestNewSecretKey(t *testing.T) {
+	g := NewWithT(t)
+	seen := map[string]bool{}
+	for range 100 {
+		k, err := newSecretKey()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(k).To(MatchRegexp(`^[A-Za-z0-9]{40}$`))
+		g.Expect(seen[k]).To(BeFalse())
+		seen[k] = true
+	}
+}
+
 func TestVersitygwWithoutIAMSaysSo(t *testing.T) {
 	gw := startGatewayWith(t, false)
 	g := NewWithT(t)
 	accounts, err := NewVersitygwAccounts(gw.config(), "")
 	g.Expect(err).NotTo(HaveOccurred())
-	err = accounts.PutAccount(context.Background(), testAccountA, secretOne)
+	_, err = accounts.IssueKey(context.Background(), testAccountA)
 	g.Expect(err).To(HaveOccurred())
 	reason, msg := Classify(err)
 	g.Expect(reason).To(Equal(ReasonNotSupported), "%v", err)
@@ -162,12 +215,12 @@ func TestVersitygwAdminRequests(t *testing.T) {
 		wantErr   Reason
 	}{
 		"create": {
-			call:      func(a Accounts) error { return a.PutAccount(context.Background(), testAccountA, fakeSecretKey) },
+			call:      func(a Accounts) error { return a.(*versitygw).put(context.Background(), testAccountA, fakeSecretKey) },
 			answer:    func(*http.Request) (int, string) { return http.StatusCreated, "" },
 			wantPaths: []string{"/create-user"},
 		},
 		"exists: the secret is replaced": {
-			call: func(a Accounts) error { return a.PutAccount(context.Background(), testAccountA, fakeSecretKey) },
+			call: func(a Accounts) error { return a.(*versitygw).put(context.Background(), testAccountA, fakeSecretKey) },
 			answer: func(r *http.Request) (int, string) {
 				if r.URL.Path == "/create-user" {
 					return http.StatusConflict, `<Error><Code>XAdminUserExists</Code><Message>exists</Message></Error>`
@@ -177,14 +230,14 @@ func TestVersitygwAdminRequests(t *testing.T) {
 			wantPaths: []string{"/create-user", "/update-user?access=" + testAccountA},
 		},
 		"create refused": {
-			call: func(a Accounts) error { return a.PutAccount(context.Background(), testAccountA, fakeSecretKey) },
+			call: func(a Accounts) error { return a.(*versitygw).put(context.Background(), testAccountA, fakeSecretKey) },
 			answer: func(*http.Request) (int, string) {
 				return http.StatusForbidden, `<Error><Code>XAdminAccessDenied</Code><Message>Only admin users have access to this resource.</Message></Error>`
 			},
 			wantPaths: []string{"/create-user"}, wantErr: ReasonAccessDenied,
 		},
 		"an answer echoing the request, secret key and all, as its code": {
-			call: func(a Accounts) error { return a.PutAccount(context.Background(), testAccountA, fakeSecretKey) },
+			call: func(a Accounts) error { return a.(*versitygw).put(context.Background(), testAccountA, fakeSecretKey) },
 			answer: func(r *http.Request) (int, string) {
 				body, _ := io.ReadAll(r.Body)
 				var code strings.Builder
@@ -194,14 +247,14 @@ func TestVersitygwAdminRequests(t *testing.T) {
 			wantPaths: []string{"/create-user"}, wantErr: ReasonStoreError,
 		},
 		"an answer echoing the secret key alone as its code": {
-			call: func(a Accounts) error { return a.PutAccount(context.Background(), testAccountA, fakeSecretKey) },
+			call: func(a Accounts) error { return a.(*versitygw).put(context.Background(), testAccountA, fakeSecretKey) },
 			answer: func(*http.Request) (int, string) {
 				return http.StatusBadRequest, "<Error><Code>" + fakeSecretKey + "</Code></Error>"
 			},
 			wantPaths: []string{"/create-user"}, wantErr: ReasonStoreError,
 		},
 		"an answer echoing the request as the message of a refused policy": {
-			call: func(a Accounts) error { return a.PutAccount(context.Background(), testAccountA, fakeSecretKey) },
+			call: func(a Accounts) error { return a.(*versitygw).put(context.Background(), testAccountA, fakeSecretKey) },
 			answer: func(r *http.Request) (int, string) {
 				body, _ := io.ReadAll(r.Body)
 				var msg strings.Builder
@@ -281,7 +334,8 @@ func TestVersitygwAccountsRefuseBadInput(t *testing.T) {
 	a, err := NewVersitygwAccounts(Config{Endpoint: "http://127.0.0.1:1", AccessKey: "a", SecretKey: "b"}, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, id := range []string{"short", "WITH/SLASH0000000000", "with space 000000000", strings.Repeat("A", 129), "UNICODEÄ000000000000"} {
-		g.Expect(a.PutAccount(context.Background(), id, "s")).To(MatchError(ContainSubstring("access key id")), id)
+		_, err := a.IssueKey(context.Background(), id)
+		g.Expect(err).To(MatchError(ContainSubstring("access key id")), id)
 		g.Expect(a.DeleteAccount(context.Background(), id)).To(MatchError(ContainSubstring("access key id")), id)
 	}
 }

@@ -13,7 +13,8 @@ import (
 // TestEveryOperationIsCountedOnce: Config.OnRequest hears every operation
 // of a client and of the account driver once, by its name, whatever the
 // store answers and however many HTTP requests the operation takes (a
-// PutAccount of an account that exists is two calls of the admin API).
+// versitygw IssueKey of an account that exists is two calls of the admin API, an
+// IssueKey of the IAM driver at least three of the IAM API).
 // These names are the op label of trellis_objectstore_requests_total.
 func TestEveryOperationIsCountedOnce(t *testing.T) {
 	g := NewWithT(t)
@@ -32,6 +33,8 @@ func TestEveryOperationIsCountedOnce(t *testing.T) {
 	c, err := New(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
 	a, err := NewVersitygwAccounts(cfg, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	viaIAM, err := NewIAMAccounts(cfg, "", iamScope)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	ctx, b := context.Background(), "bucket"
@@ -55,9 +58,13 @@ func TestEveryOperationIsCountedOnce(t *testing.T) {
 		{"PutBucketCors", func() error { return c.SetCORS(ctx, b, nil) }},
 		{"GetBucketLifecycle", func() error { _, err := c.Lifecycle(ctx, b); return err }},
 		{"PutBucketLifecycle", func() error { return c.SetLifecycle(ctx, b, nil) }},
-		{"PutAccount", func() error { return a.PutAccount(ctx, testAccountA, fakeSecretKey) }},
 		{"DeleteAccount", func() error { return a.DeleteAccount(ctx, testAccountA) }},
 		{"ListAccounts", func() error { _, err := a.ListAccounts(ctx); return err }},
+		{"IssueKey", func() error { _, err := a.IssueKey(ctx, testAccountA); return err }},
+		{"IssueKey", func() error { _, err := viaIAM.IssueKey(ctx, iamReader); return err }},
+		{"Principal", func() error { _, err := viaIAM.Principal(ctx, iamReader); return err }},
+		{"DeleteAccount", func() error { return viaIAM.DeleteAccount(ctx, iamReader) }},
+		{"ListAccounts", func() error { _, err := viaIAM.ListAccounts(ctx); return err }},
 	}
 	for _, tc := range calls {
 		ops = nil

@@ -13,15 +13,16 @@ import (
 // Block Public Access, as Trellis keeps it for the policies people write
 // (StorageBucket spec.policy). Unless the store lets the bucket's namespace
 // grant to anyone, every statement that can grant access (any Effect but
-// "Deny") must name its principals, and each must be an access key id of a
-// BucketAccess of that namespace. Refused:
+// "Deny") must name its principals, and each must be the principal of a key
+// of a BucketAccess of that namespace, exactly: its access key id on
+// versitygw, its IAM user's ARN on an IAM store. Refused:
 //
 //   - Principal "*", {"AWS": "*"}, or a list holding "*": everyone;
 //   - NotPrincipal: everyone but those named;
 //   - a principal type other than AWS (Service, Federated, CanonicalUser):
 //     nothing Trellis issued;
-//   - any other id: an account outside the namespace, another namespace's
-//     key, or a pattern ("TRELLIS*");
+//   - any other id or ARN: an account outside the namespace, another
+//     namespace's key, or a pattern ("TRELLIS*", "arn:aws:iam::*:user/*");
 //   - a statement that names no principal at all;
 //   - a statement that grants a way to undo the block (guardActions), even
 //     to the namespace's own keys.
@@ -51,10 +52,10 @@ func (e *PrincipalsRefusedError) Error() string {
 	return strings.Join(shown, "; ") + more
 }
 
-// CheckPrincipals refuses a policy that grants to anyone but the access key
-// ids held reports true for (see above). It returns nil or a
-// *PrincipalsRefusedError.
-func CheckPrincipals(doc string, held func(accessKeyID string) bool) error {
+// CheckPrincipals refuses a policy that grants to anyone but the principals
+// (access key ids, ARNs) held reports true for (see above). It returns nil
+// or a *PrincipalsRefusedError.
+func CheckPrincipals(doc string, held func(principal string) bool) error {
 	v, err := decodeStrict(doc)
 	if err != nil {
 		return &PrincipalsRefusedError{Problems: []string{"the policy cannot be checked: " + err.Error()}}
@@ -252,10 +253,15 @@ func field(obj map[string]any, name string) (any, bool) {
 	return nil, false
 }
 
-// quoteShort quotes a string from the policy for a message, cut to 64 bytes.
+// maxQuoted is how much of a string from the policy a message shows: a
+// whole IAM user's ARN as Trellis names its users (about 100 bytes, with
+// AWS's path), so a refusal says which key it means.
+const maxQuoted = 128
+
+// quoteShort quotes a string from the policy for a message, cut to maxQuoted bytes.
 func quoteShort(s string) string {
-	if len(s) > 64 {
-		return fmt.Sprintf("%q…", s[:64])
+	if len(s) > maxQuoted {
+		return fmt.Sprintf("%q…", s[:maxQuoted])
 	}
 	return fmt.Sprintf("%q", s)
 }
@@ -349,7 +355,7 @@ func foldKey(s string) string {
 // or by someone else. Statements with the grant Sid prefix are left to
 // KeepGrants; every other statement stays as it is, in its place. With
 // nothing to take out, current comes back as it was.
-func RestrictPrincipals(current string, held func(accessKeyID string) bool) (string, []string, error) {
+func RestrictPrincipals(current string, held func(principal string) bool) (string, []string, error) {
 	d, err := parsePolicy(current)
 	if err != nil {
 		return "", nil, fmt.Errorf("the bucket's current policy: %w", err)

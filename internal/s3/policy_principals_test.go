@@ -13,7 +13,9 @@ import (
 
 func TestCheckPrincipals(t *testing.T) {
 	const mine, retiring, theirs = "TRELLISAAAAV1", "TRELLISAAAAV0", "TRELLISBBBBV1"
-	held := func(id string) bool { return id == mine || id == retiring }
+	// On an IAM store a policy names a key's user by ARN.
+	const mineARN, theirsARN = "arn:aws:iam::000000000000:user/TRELLISAAAAV2", "arn:aws:iam::000000000000:user/TRELLISBBBBV2"
+	held := func(id string) bool { return id == mine || id == retiring || id == mineARN }
 	// one is a policy of one statement, whose fields are given as JSON.
 	one := func(fields string) string {
 		return `{"Version":"2012-10-17","Statement":[{"Sid":"S",` + fields + `,"Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}]}`
@@ -43,6 +45,10 @@ func TestCheckPrincipals(t *testing.T) {
 		"NotPrincipal":                        {policy: one(`"Effect":"Allow","NotPrincipal":{"AWS":"` + theirs + `"}`), refused: []string{"NotPrincipal", "no Principal"}},
 		"NotPrincipal beside a Principal":     {policy: one(`"Effect":"Allow","Principal":"` + mine + `","NotPrincipal":"x"`), refused: []string{"NotPrincipal"}},
 		"another namespace's key":             {policy: one(`"Effect":"Allow","Principal":{"AWS":["` + mine + `","` + theirs + `"]}`), refused: []string{theirs}},
+		"the namespace's user, by ARN":        {policy: one(`"Effect":"Allow","Principal":{"AWS":["` + mineARN + `","` + mine + `"]}`)},
+		"another namespace's user, by ARN":    {policy: one(`"Effect":"Allow","Principal":{"AWS":"` + theirsARN + `"}`), refused: []string{theirsARN}},
+		"a pattern of users' ARNs":            {policy: one(`"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/TRELLIS*"}`), refused: []string{"user/TRELLIS*"}},
+		"the user's ARN in other case":        {policy: one(`"Effect":"Allow","Principal":{"AWS":"` + strings.ToUpper(mineARN) + `"}`), refused: []string{"ARN:AWS"}},
 		"an account ARN":                      {policy: one(`"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::123456789012:root"}`), refused: []string{"arn:aws:iam"}},
 		"a pattern of keys":                   {policy: one(`"Effect":"Allow","Principal":{"AWS":"TRELLIS*"}`), refused: []string{"TRELLIS*"}},
 		"a key with a space":                  {policy: one(`"Effect":"Allow","Principal":" ` + mine + `"`), refused: []string{"not a key"}},
@@ -103,7 +109,7 @@ func TestCheckPrincipalsMessageIsStable(t *testing.T) {
 	g.Expect(first).To(HavePrefix(`statement 1: principal type "Federated"`))
 	g.Expect(first).To(HaveSuffix("and 27 more"))
 	g.Expect(CheckPrincipals(`{"Statement":[{"Effect":"Allow","Principal":"`+strings.Repeat("x", 5000)+`"}]}`, func(string) bool { return false }).Error()).
-		To(HaveLen(len(`statement 1: principal "`) + 64 + len(`"… is not a key of this namespace's BucketAccesses`)))
+		To(HaveLen(len(`statement 1: principal "`) + maxQuoted + len(`"… is not a key of this namespace's BucketAccesses`)))
 }
 
 // FuzzCheckPrincipals: whatever CheckPrincipals accepts, read the way

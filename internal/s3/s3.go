@@ -43,7 +43,10 @@ type Owner struct {
 // probeKey is the small object the optional write/read/delete probe uses.
 const probeKey = ".trellis-health-probe"
 
-const schemeHTTPS = "https"
+const (
+	schemeHTTP  = "http"
+	schemeHTTPS = "https"
+)
 
 // Config is how to reach a store. Credentials stay in memory only.
 type Config struct {
@@ -56,7 +59,7 @@ type Config struct {
 	Timeout time.Duration
 	// OnRequest, when set, is called once for every operation a client
 	// built from this config sends, with the operation's name
-	// ("HeadBucket", "PutAccount", ...): the one place where the requests
+	// ("HeadBucket", "IssueKey", ...): the one place where the requests
 	// to a store are counted.
 	OnRequest func(op string)
 }
@@ -111,7 +114,7 @@ const (
 // New builds a Client for cfg.
 func New(cfg Config) (Client, error) {
 	u, err := url.Parse(cfg.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != schemeHTTPS) || u.Host == "" {
+	if err != nil || (u.Scheme != schemeHTTP && u.Scheme != schemeHTTPS) || u.Host == "" {
 		return nil, fmt.Errorf("endpoint %q is not an http(s) URL", cfg.Endpoint)
 	}
 	if cfg.AccessKey == "" || cfg.SecretKey == "" {
@@ -334,6 +337,10 @@ func Classify(err error) (Reason, string) {
 	}
 	if errors.Is(err, ErrProbeMismatch) {
 		return ReasonProbeFailed, err.Error()
+	}
+	var scope *CannotScopeError
+	if errors.As(err, &scope) {
+		return ReasonNotSupported, scope.Error()
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) || isConnectionError(err) {

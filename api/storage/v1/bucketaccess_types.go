@@ -82,6 +82,18 @@ type RetiringKey struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	AccessKeyID string `json:"accessKeyID,omitempty"`
+	// account is the store's account of the key, which revoking it deletes;
+	// the access key id when unset (versitygw, where they are the same).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Account string `json:"account,omitempty"`
+	// principal is how the bucket policy names the key (an IAM user's ARN);
+	// the access key id when unset.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	Principal string `json:"principal,omitempty"`
 	// revokeAt is when the key is revoked.
 	// +required
 	RevokeAt *metav1.Time `json:"revokeAt,omitempty"`
@@ -123,6 +135,22 @@ type BucketAccessStatus struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	AccessKeyID string `json:"accessKeyID,omitempty"`
+
+	// account is the store's account of the current key, which revoking it
+	// deletes: an IAM user's name, the access key id on versitygw (unset
+	// there by earlier versions of Trellis).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Account string `json:"account,omitempty"`
+
+	// principal is how the bucket policy names the current key: an IAM
+	// user's ARN, the access key id on versitygw (where it may be unset).
+	// StorageBucket policies name it to grant the key more.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	Principal string `json:"principal,omitempty"`
 
 	// keyVersion is the spec.keyVersion the current key was issued for.
 	// +optional

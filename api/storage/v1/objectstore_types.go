@@ -21,7 +21,7 @@ type SecretReference struct {
 
 // StoreType names the software behind an ObjectStore, which decides what
 // Trellis can manage in it besides buckets.
-// +kubebuilder:validation:Enum=S3;Versitygw
+// +kubebuilder:validation:Enum=S3;Versitygw;IAM
 type StoreType string
 
 const (
@@ -32,6 +32,10 @@ const (
 	// BucketAccesses, through its admin API (it must run with an IAM backend,
 	// e.g. --iam-dir).
 	StoreTypeVersitygw StoreType = "Versitygw"
+	// StoreTypeIAM is a store that serves the AWS IAM API beside S3 (AWS,
+	// Ceph RGW, SeaweedFS): also scoped accounts for BucketAccesses, as IAM
+	// users whose keys the store makes. Tested against SeaweedFS only.
+	StoreTypeIAM StoreType = "IAM"
 )
 
 // PublicAccess says whether the bucket policies of a store may grant beyond
@@ -61,13 +65,27 @@ type VersitygwOptions struct {
 	AdminEndpoint string `json:"adminEndpoint,omitempty"`
 }
 
+// IAMOptions are the settings only an IAM store has.
+type IAMOptions struct {
+	// endpoint is the URL of the store's IAM API when it is served apart
+	// from S3 (AWS: https://iam.amazonaws.com); the S3 endpoint when unset
+	// (SeaweedFS, Ceph RGW).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/?#@]+/?$')",message="iam.endpoint must be an http(s) URL with a host and optional port, and no path, query or credentials"
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
 // ObjectStoreSpec is how to reach an S3-compatible object store, and who may
 // use it.
 // +kubebuilder:validation:XValidation:rule="!has(self.versitygw) || self.type == 'Versitygw'",message="versitygw options need type: Versitygw"
+// +kubebuilder:validation:XValidation:rule="!has(self.iam) || self.type == 'IAM'",message="iam options need type: IAM"
 type ObjectStoreSpec struct {
 	// type is the store's software: S3 (default: any S3-compatible store;
-	// buckets and bucket settings) or Versitygw (also scoped accounts for
-	// BucketAccesses).
+	// buckets and bucket settings), Versitygw (also scoped accounts for
+	// BucketAccesses, through its admin API) or IAM (also scoped accounts,
+	// through the AWS IAM API: AWS, Ceph RGW, SeaweedFS).
 	// +optional
 	// +default="S3"
 	Type StoreType `json:"type,omitempty"`
@@ -75,6 +93,10 @@ type ObjectStoreSpec struct {
 	// versitygw holds options of a Versitygw store.
 	// +optional
 	Versitygw *VersitygwOptions `json:"versitygw,omitempty"`
+
+	// iam holds options of an IAM store.
+	// +optional
+	IAM *IAMOptions `json:"iam,omitempty"`
 
 	// endpoint is the store's URL, e.g. https://s3.example.com or http://127.0.0.1:7070.
 	// +required

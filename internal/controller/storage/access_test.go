@@ -84,6 +84,8 @@ func deleteAccess(g Gomega, ns, name string) {
 // creds is what a workload reads from the Secret of a BucketAccess.
 type creds struct {
 	accessKey, secretKey, bucket, endpoint string
+	// direct is the server's own endpoint (s3srv.Direct when unset).
+	direct string
 }
 
 func secretOf(g Gomega, ns, name string) *corev1.Secret {
@@ -103,8 +105,15 @@ func credsOf(g Gomega, ns, secret string) creds {
 // workload is an S3 client as an application would build it from the Secret
 // (straight to versitygw: what it may do is the store's to decide).
 func (c creds) workload(g Gomega) *minio.Client {
-	mc, err := minio.New(strings.TrimPrefix(s3srv.Direct, "http://"), &minio.Options{
+	direct, retries := c.direct, 0
+	if direct == "" {
+		direct = s3srv.Direct
+	} else {
+		retries = 1 // a backend's failure shows at once, not after minutes of back-off
+	}
+	mc, err := minio.New(strings.TrimPrefix(direct, "http://"), &minio.Options{
 		Creds: credentials.NewStaticV4(c.accessKey, c.secretKey, ""), Region: "us-east-1", BucketLookup: minio.BucketLookupPath,
+		MaxRetries: retries,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	return mc
@@ -149,16 +158,21 @@ func uidOf(g Gomega, store string) types.UID {
 	return st.UID
 }
 
-func putAsRoot(g Gomega, bucket, key string) { g.Expect(putViaProbeClient(bucket, key)).To(Succeed()) }
-
 // TestBucketAccessGrantsExactlyOneBucket: a namespace editor asks for a
 // read-only and a read-write key; each does what its mode says on its
 // bucket, and nothing on another bucket or the admin API. Deleting an access
-// revokes its key at once and deletes its Secret.
+// revokes its key at once and deletes its Secret. On each backend.
 func TestBucketAccessGrantsExactlyOneBucket(t *testing.T) {
+	for _, b := range accessBackends {
+		t.Run(b.name, func(t *testing.T) { bucketAccessGrantsExactlyOneBucket(t, b) })
+	}
+}
+
+func bucketAccessGrantsExactlyOneBucket(t *testing.T, b backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	store := ensureStore(g)
+	on := b.store(t, g)
+	store := on.name
 	ns := newNamespace(t)
 	editor := editorOf(t, "dev-"+ns, ns)
 
@@ -168,8 +182,8 @@ func TestBucketAccessGrantsExactlyOneBucket(t *testing.T) {
 	eventuallyReason(g, ns, "data", storagebucket.ReasonHealthy)
 	eventuallyReason(g, ns, "other", storagebucket.ReasonHealthy)
 	data, other := ns+"-data", ns+"-other"
-	putAsRoot(g, data, "seed.txt")
-	putAsRoot(g, other, "seed.txt")
+	on.putAsRoot(g, data, "seed.txt")
+	on.putAsRoot(g, other, "seed.txt")
 
 	g.Expect(editor.Create(ctx, newAccess(ns, "reader", "data", "data-reader", storagev1.AccessReadOnly))).To(Succeed())
 	g.Expect(editor.Create(ctx, newAccess(ns, "writer", "data", "data-writer", storagev1.AccessReadWrite))).To(Succeed())
@@ -178,7 +192,7 @@ func TestBucketAccessGrantsExactlyOneBucket(t *testing.T) {
 	g.Expect(reader.Finalizers).To(ContainElement(stores.AccessFinalizer))
 	g.Expect(reader.Status.StoreName).To(Equal(store))
 	g.Expect(reader.Status.BucketName).To(Equal(data))
-	g.Expect(reader.Status.AccessKeyID).To(Equal(stores.AccessKeyID(uidOf(g, store), reader.UID, 1)))
+	g.Expect(accountOf(reader)).To(Equal(stores.AccountName(uidOf(g, store), reader.UID, 1)))
 	g.Expect(reader.Status.KeyVersion).To(Equal(int32(1)))
 
 	// The Secret: owned by its access, labelled, every key a client needs.
@@ -192,11 +206,12 @@ func TestBucketAccessGrantsExactlyOneBucket(t *testing.T) {
 		g.Expect(s.Data[k]).NotTo(BeEmpty(), k)
 	}
 	g.Expect(string(s.Data["bucketName"])).To(Equal(data))
-	g.Expect(string(s.Data["endpoint"])).To(Equal(s3srv.Endpoint))
+	g.Expect(string(s.Data["endpoint"])).To(Equal(on.endpoint))
 	g.Expect(s.Data["secretAccessKey"]).To(Equal(s.Data["AWS_SECRET_ACCESS_KEY"]))
 	g.Expect(testenv.FieldManagers(s)[""]).To(ConsistOf("trellis"))
 
-	ro, rw := credsOf(g, ns, "data-reader"), credsOf(g, ns, "data-writer")
+	ro, rw := on.creds(g, ns, "data-reader"), on.creds(g, ns, "data-writer")
+	g.Expect(ro.accessKey).To(Equal(reader.Status.AccessKeyID), "the status names the key the Secret holds")
 	g.Expect(ro.accessKey).NotTo(Equal(rw.accessKey))
 	// The key never shows in status or Events.
 	for _, a := range []*storagev1.BucketAccess{reader, writer} {
@@ -213,14 +228,16 @@ func TestBucketAccessGrantsExactlyOneBucket(t *testing.T) {
 	}
 
 	// ReadOnly reads and lists, and is refused writes.
-	got, err := ro.get(g, data, "seed.txt")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got).To(Equal("data"))
-	err = ro.put(g, data, "nope.txt")
+	on.applied(g, func(g Gomega) {
+		got, err := ro.get(g, data, "seed.txt")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal("data"))
+	})
+	err := ro.put(g, data, "nope.txt")
 	g.Expect(httpStatus(err)).To(Equal(http.StatusForbidden), "ReadOnly writes: %v", err)
 	// ReadWrite does both.
-	g.Expect(rw.put(g, data, "written.txt")).To(Succeed())
-	got, err = rw.get(g, data, "written.txt")
+	on.applied(g, func(g Gomega) { g.Expect(rw.put(g, data, "written.txt")).To(Succeed()) })
+	got, err := rw.get(g, data, "written.txt")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal("hello"))
 	// Neither reaches another bucket, nor changes the bucket itself.
@@ -230,7 +247,7 @@ func TestBucketAccessGrantsExactlyOneBucket(t *testing.T) {
 		g.Expect(httpStatus(c.put(g, other, "x.txt"))).To(Equal(http.StatusForbidden))
 		g.Expect(c.workload(g).SetBucketPolicy(ctx, data, "")).NotTo(Succeed(), "no policy changes")
 		g.Expect(c.workload(g).RemoveBucket(ctx, data)).NotTo(Succeed(), "no bucket deletion")
-		admin, err := s3.NewVersitygwAccounts(s3.Config{Endpoint: s3srv.Direct, Region: "us-east-1", AccessKey: c.accessKey, SecretKey: c.secretKey}, "")
+		admin, err := on.asAdmin(c.accessKey, c.secretKey)
 		g.Expect(err).NotTo(HaveOccurred())
 		_, err = admin.ListAccounts(ctx)
 		reason, _ := s3.Classify(err)
@@ -238,16 +255,18 @@ func TestBucketAccessGrantsExactlyOneBucket(t *testing.T) {
 	}
 
 	// The store has exactly the two accounts.
-	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), reader.UID))).To(Equal([]string{ro.accessKey}))
-	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), writer.UID))).To(Equal([]string{rw.accessKey}))
+	g.Expect(on.accounts(g, stores.AccountPrefix(uidOf(g, store), reader.UID))).To(Equal([]string{accountOf(reader)}))
+	g.Expect(on.accounts(g, stores.AccountPrefix(uidOf(g, store), writer.UID))).To(Equal([]string{accountOf(writer)}))
 
 	// Deleted: the key stops working at once, the Secret goes, the reader stays.
 	g.Expect(editor.Delete(ctx, writer)).To(Succeed())
 	deleteAccess(g, ns, "writer")
-	_, err = rw.get(g, data, "written.txt")
-	g.Expect(httpStatus(err)).To(Equal(http.StatusForbidden), "a revoked key gets 403: %v", err)
+	on.applied(g, func(g Gomega) {
+		_, err := rw.get(g, data, "written.txt")
+		g.Expect(httpStatus(err)).To(Equal(http.StatusForbidden), "a revoked key gets 403: %v", err)
+	})
 	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-writer"}, &corev1.Secret{}))).To(BeTrue())
-	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), writer.UID))).To(BeEmpty())
+	g.Expect(on.accounts(g, stores.AccountPrefix(uidOf(g, store), writer.UID))).To(BeEmpty())
 	_, err = ro.get(g, data, "written.txt")
 	g.Expect(err).NotTo(HaveOccurred(), "the other access is untouched")
 
@@ -257,11 +276,19 @@ func TestBucketAccessGrantsExactlyOneBucket(t *testing.T) {
 }
 
 // TestKeyRotation: raising keyVersion issues a new key into the Secret; the
-// old one keeps working for the grace period and is then revoked.
+// old one keeps working for the grace period and is then revoked. On each
+// backend.
 func TestKeyRotation(t *testing.T) {
+	for _, b := range accessBackends {
+		t.Run(b.name, func(t *testing.T) { keyRotation(t, b) })
+	}
+}
+
+func keyRotation(t *testing.T, b backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	store := ensureStore(g)
+	on := b.store(t, g)
+	store := on.name
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(ctx, newBucket(ns, "rot", store))).To(Succeed())
 	eventuallyReason(g, ns, "rot", storagebucket.ReasonHealthy)
@@ -271,8 +298,8 @@ func TestKeyRotation(t *testing.T) {
 	a.Spec.RotationGracePeriodSeconds = ptr.To(int32(grace / time.Second))
 	g.Expect(k8s.Create(ctx, a)).To(Succeed())
 	a = eventuallyAccessReason(g, ns, "app", bucketaccess.ReasonGranted)
-	old := credsOf(g, ns, "rot-creds")
-	g.Expect(old.put(g, bucket, "v1.txt")).To(Succeed())
+	old := on.creds(g, ns, "rot-creds")
+	on.applied(g, func(g Gomega) { g.Expect(old.put(g, bucket, "v1.txt")).To(Succeed()) })
 
 	a.Spec.KeyVersion = 2
 	g.Expect(k8s.Update(ctx, a)).To(Succeed())
@@ -281,13 +308,14 @@ func TestKeyRotation(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		a = getAccess(g, ns, "app")
 		g.Expect(a.Status.KeyVersion).To(Equal(int32(2)))
-		next = credsOf(g, ns, "rot-creds")
-		g.Expect(next.accessKey).To(Equal(stores.AccessKeyID(uidOf(g, store), a.UID, 2)))
+		next = on.creds(g, ns, "rot-creds")
+		g.Expect(next.accessKey).To(Equal(a.Status.AccessKeyID))
+		g.Expect(accountOf(a)).To(Equal(stores.AccountName(uidOf(g, store), a.UID, 2)))
 	}, timeout, poll).Should(Succeed())
 	g.Expect(a.Status.RetiringKeys).To(HaveLen(1))
 	g.Expect(a.Status.RetiringKeys[0].AccessKeyID).To(Equal(old.accessKey))
 	g.Expect(next.secretKey).NotTo(Equal(old.secretKey))
-	g.Expect(next.put(g, bucket, "v2.txt")).To(Succeed(), "the new key works at once")
+	on.applied(g, func(g Gomega) { g.Expect(next.put(g, bucket, "v2.txt")).To(Succeed(), "the new key works at once") })
 	if time.Since(rotated) < grace-2*time.Second {
 		g.Expect(old.put(g, bucket, "still.txt")).To(Succeed(), "the old key works during the grace period")
 	}
@@ -300,28 +328,34 @@ func TestKeyRotation(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(getAccess(g, ns, "app").Status.RetiringKeys).To(BeEmpty())
 	}, timeout, poll).Should(Succeed())
-	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(Equal([]string{next.accessKey}), "exactly the current key's account")
+	g.Expect(on.accounts(g, stores.AccountPrefix(uidOf(g, store), a.UID))).To(Equal([]string{accountOf(a)}), "exactly the current key's account")
 	g.Expect(next.put(g, bucket, "after.txt")).To(Succeed())
 
-	// A Secret deleted by hand is written again, with a new secret key for the same account.
+	// A Secret deleted by hand is written again, with a new key of the same
+	// account (versitygw: the same key id; IAM: one the server makes).
 	g.Expect(k8s.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rot-creds"}})).To(Succeed())
 	a = getAccess(g, ns, "app")
 	a.Spec.Mode = storagev1.AccessReadOnly // a spec change, so the access looks now instead of at its periodic check
 	g.Expect(k8s.Update(ctx, a)).To(Succeed())
 	var again creds
 	g.Eventually(func(g Gomega) {
-		again = credsOf(g, ns, "rot-creds")
-		g.Expect(again.accessKey).To(Equal(next.accessKey))
+		again = on.creds(g, ns, "rot-creds")
+		g.Expect(again.secretKey).NotTo(Equal(next.secretKey))
+		a := getAccess(g, ns, "app")
+		g.Expect(again.accessKey).To(Equal(a.Status.AccessKeyID))
+		g.Expect(accountOf(a)).To(Equal(stores.AccountName(uidOf(g, store), a.UID, 2)))
 	}, timeout, poll).Should(Succeed())
 	g.Expect(again.secretKey).NotTo(Equal(next.secretKey))
 	eventuallyAccessReason(g, ns, "app", bucketaccess.ReasonGranted)
-	_, err := again.get(g, bucket, "after.txt")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(httpStatus(again.put(g, bucket, "ro.txt"))).To(Equal(http.StatusForbidden), "now ReadOnly")
-	g.Expect(httpStatus(next.put(g, bucket, "lost.txt"))).To(Equal(http.StatusForbidden), "the lost secret no longer works")
+	on.applied(g, func(g Gomega) {
+		_, err := again.get(g, bucket, "after.txt")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(httpStatus(again.put(g, bucket, "ro.txt"))).To(Equal(http.StatusForbidden), "now ReadOnly")
+		g.Expect(httpStatus(next.put(g, bucket, "lost.txt"))).To(Equal(http.StatusForbidden), "the lost secret no longer works")
+	})
 
 	deleteAccess(g, ns, "app")
-	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty())
+	g.Expect(on.accounts(g, stores.AccountPrefix(uidOf(g, store), a.UID))).To(BeEmpty())
 	deleteBucket(g, ns, "rot")
 }
 
@@ -350,7 +384,7 @@ func TestBucketAccessThroughStoreFailures(t *testing.T) {
 		a := eventuallyAccessReason(g, ns, "early", bucketaccess.ReasonGranted)
 		c := credsOf(g, ns, "early-creds")
 		g.Expect(c.put(g, bucket, "early.txt")).To(Succeed())
-		g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(Equal([]string{stores.AccessKeyID(uidOf(g, store), a.UID, 1)}))
+		g.Expect(storeAccounts(g, stores.AccountPrefix(uidOf(g, store), a.UID))).To(Equal([]string{stores.AccountName(uidOf(g, store), a.UID, 1)}))
 	})
 
 	t.Run("fails between the account and its grant", func(t *testing.T) {
@@ -363,7 +397,7 @@ func TestBucketAccessThroughStoreFailures(t *testing.T) {
 		c := credsOf(g, ns, "mid-creds")
 		_, err := c.get(g, bucket, "early.txt")
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(Equal([]string{stores.AccessKeyID(uidOf(g, store), a.UID, 1)}), "one account, whatever was tried")
+		g.Expect(storeAccounts(g, stores.AccountPrefix(uidOf(g, store), a.UID))).To(Equal([]string{stores.AccountName(uidOf(g, store), a.UID, 1)}), "one account, whatever was tried")
 	})
 
 	t.Run("down while deleted", func(t *testing.T) {
@@ -384,7 +418,7 @@ func TestBucketAccessThroughStoreFailures(t *testing.T) {
 		g.Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(a), &storagev1.BucketAccess{}))
 		}, 3*time.Minute, poll).Should(BeTrue())
-		g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty(), "no orphan account")
+		g.Expect(storeAccounts(g, stores.AccountPrefix(uidOf(g, store), a.UID))).To(BeEmpty(), "no orphan account")
 		_, err := c.get(g, bucket, "early.txt")
 		g.Expect(httpStatus(err)).To(Equal(http.StatusForbidden))
 	})
@@ -465,7 +499,7 @@ func TestBucketAccessHostileInput(t *testing.T) {
 		a := eventuallyAccessReason(g, ns, "grab", bucketaccess.ReasonBucketNotFound)
 		g.Expect(conditions.IsTrue(a.Status.Conditions, conditions.Stalled)).To(BeTrue())
 		g.Expect(meta.FindStatusCondition(a.Status.Conditions, conditions.Ready).Message).To(ContainSubstring("does not exist in namespace " + ns))
-		g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty())
+		g.Expect(storeAccounts(g, stores.AccountPrefix(uidOf(g, store), a.UID))).To(BeEmpty())
 		g.Expect(a.Status.StoreName).To(BeEmpty())
 		deleteAccess(g, ns, "grab")
 		deleteBucket(g, theirs, "shared")
@@ -484,7 +518,7 @@ func TestBucketAccessHostileInput(t *testing.T) {
 		s := secretOf(g, ns, "taken")
 		g.Expect(s.Data).To(Equal(map[string][]byte{"password": []byte("hunter2")}))
 		g.Expect(s.OwnerReferences).To(BeEmpty())
-		g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty(), "no account made for a Secret it cannot write")
+		g.Expect(storeAccounts(g, stores.AccountPrefix(uidOf(g, store), a.UID))).To(BeEmpty(), "no account made for a Secret it cannot write")
 
 		// Deleting the access leaves the foreign Secret alone.
 		deleteAccess(g, ns, "squat")
@@ -550,7 +584,7 @@ func TestDeletionWaitsForAccesses(t *testing.T) {
 	exists, err = c.BucketExists(ctx, ns+"-held")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(exists).To(BeFalse())
-	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty())
+	g.Expect(storeAccounts(g, stores.AccountPrefix(uidOf(g, store), a.UID))).To(BeEmpty())
 
 	// Both at once, as a namespace deletion: the key is revoked, then the bucket goes.
 	b = newBucket(ns, "both", store)
@@ -568,7 +602,7 @@ func TestDeletionWaitsForAccesses(t *testing.T) {
 	exists, err = c.BucketExists(ctx, ns+"-both")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(exists).To(BeFalse())
-	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), a.UID))).To(BeEmpty(), "no account outlives its bucket")
+	g.Expect(storeAccounts(g, stores.AccountPrefix(uidOf(g, store), a.UID))).To(BeEmpty(), "no account outlives its bucket")
 }
 
 // TestSettledAccessCostsNoWrites: an access that is as it should be costs no
@@ -589,7 +623,7 @@ func TestSettledAccessCostsNoWrites(t *testing.T) {
 	mgrWrites.Reset()
 	puts := func() float64 {
 		total := 0.0
-		for _, op := range []string{"PutBucketPolicy", "PutAccount", "DeleteAccount"} {
+		for _, op := range []string{"PutBucketPolicy", "IssueKey", "DeleteAccount"} {
 			total += testutil.ToFloat64(stores.Requests.WithLabelValues("quiet-s3", op))
 		}
 		return total

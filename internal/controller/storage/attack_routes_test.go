@@ -61,7 +61,7 @@ func TestARecreatedAccessKeepsNoKeyOfTheOldOne(t *testing.T) {
 	g.Eventually(func() int { return httpStatus(oldKey.put(g, bucket, "after.txt")) }, withinASweep, poll).
 		Should(Equal(http.StatusForbidden), "the old access's key, whatever the name of the live one")
 	g.Eventually(func() []string {
-		return storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), old.UID))
+		return storeAccounts(g, stores.AccountPrefix(uidOf(g, store), old.UID))
 	}, withinASweep, poll).Should(BeEmpty())
 	statements := statementsOf(g, policyOf(g, bucket))
 	g.Expect(statements).NotTo(HaveKey(s3.GrantSidPrefix + stores.GrantID(old.UID)))

@@ -20,6 +20,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/conditions"
 	bucketaccess "github.com/trellis-dev/trellis/internal/controller/storage/access"
 	storagebucket "github.com/trellis-dev/trellis/internal/controller/storage/bucket"
+	"github.com/trellis-dev/trellis/internal/controller/storage/stores"
 	"github.com/trellis-dev/trellis/internal/s3"
 )
 
@@ -35,8 +36,11 @@ func readPolicy(bucket, principal string) string {
 }
 
 // anonymousGet is a plain HTTP GET of pub/index.html, without credentials.
-func anonymousGet(g Gomega, bucket string) int {
-	resp, err := http.Get(s3srv.Direct + "/" + bucket + "/pub/index.html")
+func anonymousGet(g Gomega, bucket string) int { return anonymousGetOn(g, versitygwOn(), bucket) }
+
+// anonymousGetOn is anonymousGet on the server of a store.
+func anonymousGetOn(g Gomega, on storeOn, bucket string) int {
+	resp, err := http.Get(on.direct + "/" + bucket + "/pub/index.html")
 	g.Expect(err).NotTo(HaveOccurred())
 	_ = resp.Body.Close()
 	return resp.StatusCode
@@ -77,21 +81,31 @@ func eventReasons(g Gomega, ns string) []string {
 // stays the previous one, and an anonymous GET is still refused. On a store
 // that allows public access to the namespaces it selects, the same policy is
 // applied for a selected namespace (the anonymous GET succeeds) and refused
-// for another.
+// for another. The blocked half runs on each backend (its own key named as a
+// policy names it there); the allowed half is Trellis' rule alone, shown on
+// versitygw.
 func TestPublicPolicyIsRefusedWhereBlocked(t *testing.T) {
+	for _, b := range accessBackends {
+		t.Run(b.name, func(t *testing.T) { publicPolicyIsRefusedWhereBlocked(t, b) })
+	}
+}
+
+func publicPolicyIsRefusedWhereBlocked(t *testing.T, be backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	store := ensureStore(g)
+	on := be.store(t, g)
+	store := on.name
 	ns := newNamespace(t)
 	editor := editorOf(t, "dev-"+ns, ns)
 	bucket := ns + "-site"
-	c := direct(g)
+	c := on.client(g)
 
 	g.Expect(editor.Create(ctx, newBucket(ns, "site", store))).To(Succeed())
 	eventuallyReason(g, ns, "site", storagebucket.ReasonHealthy)
 	g.Expect(editor.Create(ctx, newAccess(ns, "app", "site", "site-creds", storagev1.AccessReadOnly))).To(Succeed())
-	key := eventuallyAccessReason(g, ns, "app", bucketaccess.ReasonGranted).Status.AccessKeyID
-	putObject(g, bucket, "pub/index.html")
+	own, _ := stores.CurrentKey(&eventuallyAccessReason(g, ns, "app", bucketaccess.ReasonGranted).Status)
+	key := own.PrincipalName()
+	on.putAsRoot(g, bucket, "pub/index.html")
 
 	// The namespace's own key: applied.
 	setPolicy(g, editor, ns, "site", readPolicy(bucket, `{"AWS":["`+key+`"]}`))
@@ -111,16 +125,21 @@ func TestPublicPolicyIsRefusedWhereBlocked(t *testing.T) {
 		p, err := c.Policy(ctx, bucket)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(p).To(Equal(before), "the policy in the store is the previous one")
-		g.Expect(anonymousGet(g, bucket)).To(Equal(http.StatusForbidden), "still not public")
+		g.Expect(anonymousGetOn(g, on, bucket)).To(Equal(http.StatusForbidden), "still not public")
 	}
 	g.Eventually(func(g Gomega) { g.Expect(eventReasons(g, ns)).To(ContainElement(storagebucket.ReasonPolicyRefused)) }, timeout, poll).Should(Succeed())
-	_, err = credsOf(g, ns, "site-creds").get(g, bucket, "pub/index.html")
+	_, err = on.creds(g, ns, "site-creds").get(g, bucket, "pub/index.html")
 	g.Expect(err).NotTo(HaveOccurred(), "the key still reads")
 
 	// The editor cannot lift the block: ObjectStores are the platform team's.
 	err = editor.Patch(ctx, &storagev1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: store}},
 		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"publicAccess":"Allowed"}}`)))
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+	deleteAccess(g, ns, "app")
+	deleteBucket(g, ns, "site")
+	if be.name != "versitygw" {
+		return
+	}
 
 	// A store that allows public access to the namespaces it selects.
 	publicLabel := map[string]string{"storage-test/public": "yes"}
@@ -142,42 +161,61 @@ func TestPublicPolicyIsRefusedWhereBlocked(t *testing.T) {
 	putObject(g, ns+"-www", "pub/index.html")
 	g.Expect(anonymousGet(g, ns+"-www")).To(Equal(http.StatusForbidden))
 
-	deleteAccess(g, ns, "app")
-	for _, b := range []struct{ ns, name string }{{ns, "site"}, {ns, "www"}, {opted, "www"}} {
+	for _, b := range []struct{ ns, name string }{{ns, "www"}, {opted, "www"}} {
 		deleteBucket(g, b.ns, b.name)
 	}
 	g.Expect(k8s.Delete(ctx, public)).To(Succeed())
 }
 
 // TestPolicyNamingAnotherNamespacesKeyIsRefused, as a namespace editor: team
-// B's bucket policy grants team A's key; refused, and the key still cannot
-// read team B's bucket.
+// B's bucket policy grants team A's key, by the principal a policy names it
+// with (its key id on versitygw, its user's ARN on an IAM store); refused,
+// and the key still cannot read team B's bucket. Team B's own key, by the
+// same kind of principal, is applied, and reads. On each backend.
 func TestPolicyNamingAnotherNamespacesKeyIsRefused(t *testing.T) {
+	for _, b := range accessBackends {
+		t.Run(b.name, func(t *testing.T) { policyNamingAnotherNamespacesKeyIsRefused(t, b) })
+	}
+}
+
+func policyNamingAnotherNamespacesKeyIsRefused(t *testing.T, be backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	store := ensureStore(g)
+	on := be.store(t, g)
+	store := on.name
 	teamA, teamB := newNamespace(t), newNamespace(t)
 	bob := editorOf(t, "bob-"+teamB, teamB)
 
 	g.Expect(k8s.Create(ctx, newBucket(teamA, "data", store))).To(Succeed())
 	eventuallyReason(g, teamA, "data", storagebucket.ReasonHealthy)
 	g.Expect(k8s.Create(ctx, newAccess(teamA, "app", "data", "data-creds", storagev1.AccessReadOnly))).To(Succeed())
-	theirKey := eventuallyAccessReason(g, teamA, "app", bucketaccess.ReasonGranted).Status.AccessKeyID
+	theirs := eventuallyAccessReason(g, teamA, "app", bucketaccess.ReasonGranted)
+	theirKey, _ := stores.CurrentKey(&theirs.Status)
 
 	b := newBucket(teamB, "leak", store)
-	b.Spec.Policy = readPolicy(teamB+"-leak", `{"AWS":"`+theirKey+`"}`)
+	b.Spec.Policy = readPolicy(teamB+"-leak", `{"AWS":"`+theirKey.PrincipalName()+`"}`)
 	g.Expect(bob.Create(ctx, b)).To(Succeed())
 	got := eventuallyReason(g, teamB, "leak", storagebucket.ReasonPolicyRefused)
 	g.Expect(conditions.IsTrue(got.Status.Conditions, conditions.Stalled)).To(BeTrue())
-	g.Expect(readyMessage(got)).To(ContainSubstring(fmt.Sprintf("principal %q is not a key of this namespace's BucketAccesses", theirKey)))
+	g.Expect(readyMessage(got)).To(ContainSubstring(fmt.Sprintf("principal %q is not a key of this namespace's BucketAccesses", theirKey.PrincipalName())))
 	g.Expect(got.Status.Claim).To(Equal(storagev1.BucketClaimed), "the bucket itself is made")
-	p, err := direct(g).Policy(ctx, teamB+"-leak")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(p).To(BeEmpty(), "nothing was applied")
-	putObject(g, teamB+"-leak", "pub/secret.txt")
-	_, err = credsOf(g, teamA, "data-creds").get(g, teamB+"-leak", "pub/secret.txt")
+	g.Expect(on.policy(g, teamB+"-leak")).To(BeEmpty(), "nothing was applied")
+	on.putAsRoot(g, teamB+"-leak", "pub/secret.txt")
+	_, err := on.creds(g, teamA, "data-creds").get(g, teamB+"-leak", "pub/secret.txt")
 	g.Expect(httpStatus(err)).To(Equal(http.StatusForbidden), "team A's key reads nothing of team B's: %v", err)
 
+	// Team B's own key, named as a policy names it there: applied.
+	g.Expect(bob.Create(ctx, newAccess(teamB, "reader", "leak", "leak-creds", storagev1.AccessReadOnly))).To(Succeed())
+	mine := eventuallyAccessReason(g, teamB, "reader", bucketaccess.ReasonGranted)
+	myKey, _ := stores.CurrentKey(&mine.Status)
+	if be.name != "versitygw" {
+		g.Expect(myKey.Principal).To(HavePrefix("arn:"), "an IAM store names the key's user by ARN")
+	}
+	setPolicy(g, bob, teamB, "leak", readPolicy(teamB+"-leak", `{"AWS":"`+myKey.PrincipalName()+`"}`))
+	eventuallyObservedReason(g, teamB, "leak", storagebucket.ReasonHealthy)
+	g.Expect(on.policy(g, teamB+"-leak")).To(ContainSubstring(`"Sid":"Read"`))
+
+	deleteAccess(g, teamB, "reader")
 	deleteBucket(g, teamB, "leak")
 	deleteAccess(g, teamA, "app")
 	deleteBucket(g, teamA, "data")

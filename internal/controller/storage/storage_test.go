@@ -516,6 +516,21 @@ func TestStorageAdmission(t *testing.T) {
 			s.Spec.Endpoint = "http://127.0.0.1:7070/path"
 			return s
 		}(), "endpoint must be an http(s) URL"},
+		"iam options on a versitygw": {func() client.Object {
+			s := newStore("iam-on-vgw", credsSecret)
+			s.Spec.IAM = &storagev1.IAMOptions{Endpoint: "https://iam.example.com"}
+			return s
+		}(), "iam options need type: IAM"},
+		"versitygw options on an IAM store": {func() client.Object {
+			s := newStore("vgw-on-iam", credsSecret)
+			s.Spec.Type, s.Spec.Versitygw = storagev1.StoreTypeIAM, &storagev1.VersitygwOptions{AdminEndpoint: "http://127.0.0.1:7071"}
+			return s
+		}(), "versitygw options need type: Versitygw"},
+		"IAM endpoint with a path": {func() client.Object {
+			s := newStore("iam-path", credsSecret)
+			s.Spec.Type, s.Spec.IAM = storagev1.StoreTypeIAM, &storagev1.IAMOptions{Endpoint: "https://iam.example.com/x"}
+			return s
+		}(), "iam.endpoint must be an http(s) URL"},
 		"store endpoint with credentials": {func() client.Object {
 			s := newStore("bad-endpoint2", credsSecret)
 			s.Spec.Endpoint = "http://user:pass@127.0.0.1:7070"

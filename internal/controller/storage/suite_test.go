@@ -59,9 +59,9 @@ func run(m *testing.M) int {
 				c.Timeout = 2 * time.Second
 				return s3.New(c)
 			},
-			Accounts: func(c s3.Config, adminEndpoint string) (s3.Accounts, error) {
+			Accounts: func(c s3.Config, store *storagev1.ObjectStore) (s3.Accounts, error) {
 				c.Timeout = 2 * time.Second
-				return s3.NewVersitygwAccounts(c, adminEndpoint)
+				return stores.NewAccounts(c, store)
 			},
 		}, mgrShared)
 	}}
@@ -99,6 +99,7 @@ func run(m *testing.M) int {
 		if s3srv != nil {
 			s3srv.Close()
 		}
+		stopSeaweedFS()
 	}()
 	return suite.Run(m, func(s *testenv.Suite) error {
 		k8s, adminCfg = s.Client, s.Config

@@ -60,11 +60,17 @@ func eventsAbout(g Gomega, name, reason string) []string {
 	return out
 }
 
-// policyOf reads a bucket's policy as the store's admin.
+// policyOf reads a bucket's policy as the suite versitygw's admin.
 func policyOf(g Gomega, bucket string) string {
 	p, err := direct(g).Policy(context.Background(), bucket)
 	g.Expect(err).NotTo(HaveOccurred())
 	return p
+}
+
+// versitygwOn is the suite's versitygw as a storeOn, for the helpers that
+// take one.
+func versitygwOn() storeOn {
+	return storeOn{endpoint: s3srv.Endpoint, direct: s3srv.Direct, root: testS3Config()}
 }
 
 // statementsOf returns a policy's statements by Sid.
@@ -86,9 +92,9 @@ func statementsOf(g Gomega, policy string) map[string]json.RawMessage {
 // tamper rewrites a bucket's policy as the store's root: what a key
 // granted s3:PutBucketPolicy can do. edit gets the statements and returns
 // the ones to write.
-func tamper(g Gomega, bucket string, edit func([]map[string]any) []map[string]any) {
+func tamper(g Gomega, on storeOn, bucket string, edit func([]map[string]any) []map[string]any) {
 	d := map[string]any{"Version": "2012-10-17"}
-	if p := policyOf(g, bucket); p != "" {
+	if p := on.policy(g, bucket); p != "" {
 		g.Expect(json.Unmarshal([]byte(p), &d)).To(Succeed())
 	}
 	var statements []map[string]any
@@ -98,19 +104,7 @@ func tamper(g Gomega, bucket string, edit func([]map[string]any) []map[string]an
 	d["Statement"] = edit(statements)
 	doc, err := json.Marshal(d)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(direct(g).SetPolicy(context.Background(), bucket, string(doc))).To(Succeed())
-}
-
-// plant adds statements to a bucket's policy as the store's root.
-func plant(g Gomega, bucket string, statements ...string) {
-	tamper(g, bucket, func(list []map[string]any) []map[string]any {
-		for _, st := range statements {
-			var v map[string]any
-			g.Expect(json.Unmarshal([]byte(st), &v)).To(Succeed())
-			list = append(list, v)
-		}
-		return list
-	})
+	g.Expect(on.client(g).SetPolicy(context.Background(), bucket, string(doc))).To(Succeed())
 }
 
 // asList reads a policy element that is a string or a list of them.
@@ -132,11 +126,18 @@ func forgedGrant(sid, bucket, key string) string {
 // editor takes the finalizer off a BucketAccess and deletes it, so its own
 // reconcile revokes nothing; the sweep refuses its key within an interval,
 // takes its grant out of the bucket's policy and says so, and leaves the
-// bucket's other access alone.
+// bucket's other access alone. On each backend.
 func TestSweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T) {
+	for _, b := range accessBackends {
+		t.Run(b.name, func(t *testing.T) { sweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t, b) })
+	}
+}
+
+func sweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T, b backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	store := ensureStore(g)
+	on := b.store(t, g)
+	store := on.name
 	ns := newNamespace(t)
 	editor := editorOf(t, "dev-"+ns, ns)
 	g.Expect(editor.Create(ctx, newBucket(ns, "data", store))).To(Succeed())
@@ -146,10 +147,10 @@ func TestSweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T) {
 	g.Expect(editor.Create(ctx, newAccess(ns, "keep", "data", "keep-creds", storagev1.AccessReadOnly))).To(Succeed())
 	w := eventuallyAccessReason(g, ns, "w", bucketaccess.ReasonGranted)
 	keep := eventuallyAccessReason(g, ns, "keep", bucketaccess.ReasonGranted)
-	key, kept := credsOf(g, ns, "w-creds"), credsOf(g, ns, "keep-creds")
-	g.Expect(key.put(g, bucket, "before.txt")).To(Succeed())
+	key, kept := on.creds(g, ns, "w-creds"), on.creds(g, ns, "keep-creds")
+	on.applied(g, func(g Gomega) { g.Expect(key.put(g, bucket, "before.txt")).To(Succeed()) })
 	sid := s3.GrantSidPrefix + stores.GrantID(w.UID)
-	g.Expect(statementsOf(g, policyOf(g, bucket))).To(HaveKey(sid))
+	g.Expect(statementsOf(g, on.policy(g, bucket))).To(HaveKey(sid))
 	revokedBefore := testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store, "account"))
 
 	// As the issue tells it: the finalizer off, then deleted.
@@ -166,16 +167,16 @@ func TestSweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T) {
 	g.Eventually(func() int { return httpStatus(key.put(g, bucket, "after.txt")) }, withinASweep, poll).
 		Should(Equal(http.StatusForbidden), "the key of a deleted access is refused within a sweep")
 	t.Logf("key refused %.1fs after its BucketAccess went (sweep every %s)", time.Since(deleted).Seconds(), sweepInterval)
-	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), w.UID))).To(BeEmpty())
+	g.Expect(on.accounts(g, stores.AccountPrefix(uidOf(g, store), w.UID))).To(BeEmpty())
 	g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store, "account"))).To(BeNumerically(">", revokedBefore))
 	g.Eventually(func(g Gomega) {
 		msgs := eventsAbout(g, store, "OrphanKeysRevoked")
-		g.Expect(slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, key.accessKey) })).To(BeTrue(), "%v", msgs)
+		g.Expect(slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, accountOf(w)) })).To(BeTrue(), "the Event names the account: %v", msgs)
 	}, timeout, poll).Should(Succeed())
 
 	// Its grant goes from the policy too (the same sweep), and the bucket says so.
 	g.Eventually(func(g Gomega) {
-		g.Expect(statementsOf(g, policyOf(g, bucket))).NotTo(HaveKey(sid))
+		g.Expect(statementsOf(g, on.policy(g, bucket))).NotTo(HaveKey(sid))
 		msgs := eventsAbout(g, "data", "GrantRemoved")
 		g.Expect(slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, sid) })).To(BeTrue(), "%v", msgs)
 	}, withinASweep, poll).Should(Succeed())
@@ -184,8 +185,8 @@ func TestSweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T) {
 	got, err := kept.get(g, bucket, "before.txt")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal("hello"))
-	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), keep.UID))).To(Equal([]string{kept.accessKey}))
-	g.Expect(statementsOf(g, policyOf(g, bucket))).To(HaveKey(s3.GrantSidPrefix + stores.GrantID(keep.UID)))
+	g.Expect(on.accounts(g, stores.AccountPrefix(uidOf(g, store), keep.UID))).To(Equal([]string{accountOf(keep)}))
+	g.Expect(statementsOf(g, on.policy(g, bucket))).To(HaveKey(s3.GrantSidPrefix + stores.GrantID(keep.UID)))
 	// No Event names a secret.
 	for _, m := range append(eventsAbout(g, store, "OrphanKeysRevoked"), eventsAbout(g, "data", "GrantRemoved")...) {
 		g.Expect(m).NotTo(ContainSubstring(key.secretKey))
@@ -203,47 +204,59 @@ func TestSweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T) {
 // writer of the policy (the sweep, the bucket's spec.policy, an access's
 // grant) takes them out or puts them back, and a Warning on the
 // StorageBucket names the Sid; a forged statement does not survive a
-// Retain and a later adoption either.
+// Retain and a later adoption either. On each backend: on an IAM store the
+// forgeries name the attacker's key by its user's ARN, as a policy there must.
 func TestForgedGrantsAreTakenOut(t *testing.T) {
+	for _, b := range accessBackends {
+		t.Run(b.name, func(t *testing.T) { forgedGrantsAreTakenOut(t, b) })
+	}
+}
+
+func forgedGrantsAreTakenOut(t *testing.T, be backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	store := ensureStore(g)
+	on := be.store(t, g)
+	store := on.name
 	ns := newNamespace(t)
 	// The attacker's own key: a BucketAccess of another bucket.
 	g.Expect(k8s.Create(ctx, newBucket(ns, "mine", store))).To(Succeed())
 	eventuallyReason(g, ns, "mine", storagebucket.ReasonHealthy)
 	g.Expect(k8s.Create(ctx, newAccess(ns, "attacker", "mine", "attacker-creds", storagev1.AccessReadWrite))).To(Succeed())
-	eventuallyAccessReason(g, ns, "attacker", bucketaccess.ReasonGranted)
-	attacker := credsOf(g, ns, "attacker-creds")
+	attackerKey, _ := stores.CurrentKey(&eventuallyAccessReason(g, ns, "attacker", bucketaccess.ReasonGranted).Status)
+	attacker := on.creds(g, ns, "attacker-creds")
+	// How a policy names the attacker's key on this store.
+	attackerPrincipal := attackerKey.PrincipalName()
 
 	// setUp makes a bucket with a read-only access, plants the forgeries
 	// and checks that they work: the test could fail.
 	setUp := func(g Gomega, name string) (bucket, forgedSid, widenedSid string, reader creds) {
 		bucket = ns + "-" + name
-		putAsRoot(g, bucket, "secret.txt")
+		on.putAsRoot(g, bucket, "secret.txt")
 		g.Expect(k8s.Create(ctx, newAccess(ns, name+"-reader", name, name+"-reader-creds", storagev1.AccessReadOnly))).To(Succeed())
 		a := eventuallyAccessReason(g, ns, name+"-reader", bucketaccess.ReasonGranted)
-		reader = credsOf(g, ns, name+"-reader-creds")
+		reader = on.creds(g, ns, name+"-reader-creds")
 		forgedSid, widenedSid = s3.GrantSidPrefix+"forged0123456789", s3.GrantSidPrefix+stores.GrantID(a.UID)
-		g.Expect(statementsOf(g, policyOf(g, bucket))).To(HaveKey(widenedSid))
+		g.Expect(statementsOf(g, on.policy(g, bucket))).To(HaveKey(widenedSid))
 		// One write, so no writer of the policy comes in between: the live
 		// grant widened to the attacker's key and to writing, and a grant
 		// of the attacker's own.
-		tamper(g, bucket, func(list []map[string]any) []map[string]any {
+		tamper(g, on, bucket, func(list []map[string]any) []map[string]any {
 			for _, st := range list {
 				if st["Sid"] == widenedSid {
 					principal := st["Principal"].(map[string]any)
-					principal["AWS"] = append(asList(principal["AWS"]), attacker.accessKey)
+					principal["AWS"] = append(asList(principal["AWS"]), attackerPrincipal)
 					st["Action"] = append(asList(st["Action"]), "s3:PutObject")
 				}
 			}
 			var forged map[string]any
-			g.Expect(json.Unmarshal([]byte(forgedGrant(forgedSid, bucket, attacker.accessKey)), &forged)).To(Succeed())
+			g.Expect(json.Unmarshal([]byte(forgedGrant(forgedSid, bucket, attackerPrincipal)), &forged)).To(Succeed())
 			return append(list, forged)
 		})
-		g.Expect(string(statementsOf(g, policyOf(g, bucket))[widenedSid])).To(ContainSubstring(attacker.accessKey))
-		_, err := attacker.get(g, bucket, "secret.txt")
-		g.Expect(err).NotTo(HaveOccurred(), "the forgery works in the store")
+		g.Expect(string(statementsOf(g, on.policy(g, bucket))[widenedSid])).To(ContainSubstring(attackerPrincipal))
+		on.applied(g, func(g Gomega) {
+			_, err := attacker.get(g, bucket, "secret.txt")
+			g.Expect(err).NotTo(HaveOccurred(), "the forgery works in the store")
+		})
 		return bucket, forgedSid, widenedSid, reader
 	}
 	// takenOut waits until the forgeries are gone: the attacker refused,
@@ -252,9 +265,9 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			_, err := attacker.get(g, bucket, "secret.txt")
 			g.Expect(httpStatus(err)).To(Equal(http.StatusForbidden))
-			statements := statementsOf(g, policyOf(g, bucket))
+			statements := statementsOf(g, on.policy(g, bucket))
 			g.Expect(statements).NotTo(HaveKey(forgedSid))
-			g.Expect(string(statements[widenedSid])).NotTo(ContainSubstring(attacker.accessKey))
+			g.Expect(string(statements[widenedSid])).NotTo(ContainSubstring(attackerPrincipal))
 			g.Expect(string(statements[widenedSid])).NotTo(ContainSubstring("s3:PutObject"))
 			g.Expect(eventsAbout(g, name, "GrantRemoved")).To(ContainElement(ContainSubstring(forgedSid)))
 			g.Expect(eventsAbout(g, name, "GrantRewritten")).To(ContainElement(ContainSubstring(widenedSid)))
@@ -289,7 +302,7 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 		bucket, forged, widened, reader := setUp(g, "declared")
 		// Its next check (every 10s) puts the policy back.
 		takenOut(g, "declared", bucket, forged, widened, reader)
-		g.Expect(policyOf(g, bucket)).To(ContainSubstring("PublicRead"))
+		g.Expect(on.policy(g, bucket)).To(ContainSubstring("PublicRead"))
 	})
 
 	t.Run("by an access's grant", func(t *testing.T) {
@@ -310,13 +323,19 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 		g.Expect(k8s.Create(ctx, newBucket(ns, "kept", store))).To(Succeed())
 		eventuallyReason(g, ns, "kept", storagebucket.ReasonHealthy)
 		bucket := ns + "-kept"
-		putAsRoot(g, bucket, "secret.txt")
+		on.putAsRoot(g, bucket, "secret.txt")
 		release := holdSweeps(t)
 		forged := s3.GrantSidPrefix + "forged0123456789"
-		plant(g, bucket, forgedGrant(forged, bucket, attacker.accessKey))
+		tamper(g, on, bucket, func(list []map[string]any) []map[string]any {
+			var v map[string]any
+			g.Expect(json.Unmarshal([]byte(forgedGrant(forged, bucket, attackerPrincipal)), &v)).To(Succeed())
+			return append(list, v)
+		})
 		deleteBucket(g, ns, "kept") // Retain: the bucket and its policy stay
-		_, err := attacker.get(g, bucket, "secret.txt")
-		g.Expect(err).NotTo(HaveOccurred(), "kept with the bucket")
+		on.applied(g, func(g Gomega) {
+			_, err := attacker.get(g, bucket, "secret.txt")
+			g.Expect(err).NotTo(HaveOccurred(), "kept with the bucket")
+		})
 		again := newBucket(ns, "kept", store)
 		again.Spec.AdoptExisting = ptr.To(true)
 		g.Expect(k8s.Create(ctx, again)).To(Succeed())
@@ -325,7 +344,7 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			_, err := attacker.get(g, bucket, "secret.txt")
 			g.Expect(httpStatus(err)).To(Equal(http.StatusForbidden))
-			g.Expect(statementsOf(g, policyOf(g, bucket))).NotTo(HaveKey(forged))
+			g.Expect(statementsOf(g, on.policy(g, bucket))).NotTo(HaveKey(forged))
 		}, withinASweep, poll).Should(Succeed())
 		deleteBucket(g, ns, "kept")
 	})
@@ -362,10 +381,11 @@ func TestSweepLeavesOtherStoresAlone(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	// Another cluster's ObjectStore issued this one, for an access this
 	// cluster never had; and someone made an account by hand.
-	theirs := stores.AccessKeyID("uid-of-another-clusters-store", "uid-of-their-access", 1)
+	theirs := stores.AccountName("uid-of-another-clusters-store", "uid-of-their-access", 1)
 	byHand := "SOMEONEELSE0123456789"
 	for _, id := range []string{theirs, byHand} {
-		g.Expect(admin.PutAccount(ctx, id, "secret0123456789secret0123456789")).To(Succeed())
+		_, err := admin.IssueKey(ctx, id)
+		g.Expect(err).NotTo(HaveOccurred())
 	}
 	runs := func(store string) float64 {
 		return testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store, sweep.Clean)) + testutil.ToFloat64(sweep.Sweeps.WithLabelValues(store, sweep.Revoked))
@@ -425,7 +445,7 @@ func TestSweepThroughStoreFailures(t *testing.T) {
 	g.Eventually(func() int { return httpStatus(orphan.put(g, bucket, "late.txt")) }, withinASweep, poll).
 		Should(Equal(http.StatusForbidden), "revoked once the store answers")
 	g.Expect(live.put(g, bucket, "live.txt")).To(Succeed())
-	g.Expect(storeAccounts(g, stores.AccessKeyIDPrefix(uidOf(g, store), gone.UID))).To(BeEmpty())
+	g.Expect(storeAccounts(g, stores.AccountPrefix(uidOf(g, store), gone.UID))).To(BeEmpty())
 
 	deleteAccess(g, ns, "live")
 	g.Expect(k8s.Delete(ctx, &corev1.Secret{ObjectMeta: secretOf(g, ns, "gone-creds").ObjectMeta})).To(Succeed())

@@ -36,9 +36,9 @@ type accessSync struct {
 	store  string
 	bucket string
 	grant  s3.Grant // ID and mode; principals are computed
-	// current is the key the status records as issued ("" before the first).
-	current string
-	// want is the key of spec.keyVersion.
+	// current is the key the status records as issued (zero before the first).
+	current stores.Key
+	// want is the account of spec.keyVersion's key.
 	want string
 	// haveSecret: the Secret holds current with its secret key.
 	haveSecret bool
@@ -67,35 +67,43 @@ type accessResult struct {
 	grantFixes []stores.GrantFix
 }
 
+// issuedKey is a key just made: the Secret must get it before the status
+// records it.
 type issuedKey struct {
-	accessKeyID string
-	secretKey   string
+	stores.Key
+	secretKey string
 }
 
 func (s accessSync) run(ctx context.Context) accessResult {
-	if s.current != s.want || !s.haveSecret {
+	if s.current.AccountName() != s.want || !s.haveSecret {
 		return s.issue(ctx)
 	}
 	return s.keep(ctx)
 }
 
-// issue makes the account of want with a new secret key and grants it,
-// keeping the replaced key working until its grace period ends.
+// issue has the store make a key for the account of want (creating the
+// account, or replacing its keys) and grants it, keeping the replaced key
+// working until its grace period ends.
 func (s accessSync) issue(ctx context.Context) accessResult {
-	secret, err := stores.NewSecretKey()
+	made, err := s.accounts.IssueKey(ctx, s.want)
 	if err != nil {
-		return accessResult{summary: conditions.Summary{Progress: conditions.Working, Reason: ReasonIssuing, Message: err.Error()}}
-	}
-	if err := s.accounts.PutAccount(ctx, s.want, secret); err != nil {
 		return s.storeFailed("creating the key's account", err)
 	}
-	// The key issued now is not retiring, whatever a status written by
-	// another version of Trellis says (one that issued other key ids, and
+	principal, err := s.accounts.Principal(ctx, s.want)
+	if err != nil {
+		return s.storeFailed("naming the key's account in a bucket policy", err)
+	}
+	key := stores.Key{AccessKeyID: made.AccessKeyID, Account: s.want, Principal: principal}.Recorded()
+	// The account issued now is not retiring, whatever a status written by
+	// another version of Trellis says (one that issued other names, and
 	// retired this one): else it would be revoked with the old grace period.
-	retiring := slices.DeleteFunc(slices.Clone(s.retiring), func(k storagev1.RetiringKey) bool { return k.AccessKeyID == s.want })
-	if s.current != "" && s.current != s.want && !slices.ContainsFunc(retiring, func(k storagev1.RetiringKey) bool { return k.AccessKeyID == s.current }) {
+	retiring := slices.DeleteFunc(slices.Clone(s.retiring), func(k storagev1.RetiringKey) bool {
+		return stores.RetiringKeyOf(k).AccountName() == s.want || k.AccessKeyID == key.AccessKeyID
+	})
+	current := s.current.AccountName()
+	if s.current.AccessKeyID != "" && current != s.want && !slices.Contains(stores.AccountNames(retiring), current) {
 		revokeAt := metav1.NewTime(s.now.Add(s.grace).Truncate(time.Second))
-		retiring = append(retiring, storagev1.RetiringKey{AccessKeyID: s.current, RevokeAt: &revokeAt})
+		retiring = append(retiring, storagev1.RetiringKey{AccessKeyID: s.current.AccessKeyID, Account: s.current.Account, Principal: s.current.Principal, RevokeAt: &revokeAt})
 	}
 	for i := 0; len(retiring) > maxRetiringKeys && i < len(retiring); i++ {
 		now := metav1.NewTime(s.now.Truncate(time.Second))
@@ -103,11 +111,11 @@ func (s accessSync) issue(ctx context.Context) accessResult {
 	}
 	// The replaced key stays granted: workloads switch to the new one
 	// within the grace period.
-	fixes, err := s.setGrant(ctx, append([]string{s.want}, stores.KeyIDs(retiring)...))
+	fixes, err := s.setGrant(ctx, append([]string{key.PrincipalName()}, stores.PrincipalNames(retiring)...))
 	if err != nil {
 		return s.storeFailed("granting the key on the bucket", err)
 	}
-	return accessResult{issued: &issuedKey{accessKeyID: s.want, secretKey: secret}, retiring: retiring, keysKnown: true,
+	return accessResult{issued: &issuedKey{Key: key, secretKey: made.SecretKey}, retiring: retiring, keysKnown: true,
 		next: nextRevocation(retiring), summary: s.granted(retiring), grantFixes: fixes}
 }
 
@@ -122,13 +130,13 @@ func (s accessSync) keep(ctx context.Context) accessResult {
 			kept = append(kept, k)
 		}
 	}
-	fixes, err := s.setGrant(ctx, append([]string{s.current}, stores.KeyIDs(kept)...))
+	fixes, err := s.setGrant(ctx, append([]string{s.current.PrincipalName()}, stores.PrincipalNames(kept)...))
 	if err != nil {
 		return s.storeFailed("granting the key on the bucket", err)
 	}
 	res := accessResult{retiring: kept, keysKnown: true, next: nextRevocation(kept), summary: s.granted(kept), grantFixes: fixes}
 	for i, k := range due {
-		if err := s.accounts.DeleteAccount(ctx, k.AccessKeyID); err != nil {
+		if err := s.accounts.DeleteAccount(ctx, stores.RetiringKeyOf(k).AccountName()); err != nil {
 			failed := s.storeFailed("revoking a replaced key", err)
 			// The ones not yet revoked stay on record, out of the policy.
 			failed.retiring, failed.keysKnown, failed.revoked = append(kept, due[i:]...), true, res.revoked
@@ -208,9 +216,9 @@ type accessRevocation struct {
 	bucket     string // "" when no bucket was ever granted
 	grant      s3.Grant
 	prefix     string
-	// recorded are the keys the status records (current and retiring):
-	// deleted too, should they not carry the prefix (a store object made
-	// anew under the same name has another mark).
+	// recorded are the accounts of the keys the status records (current
+	// and retiring): deleted too, should they not carry the prefix (a store
+	// object made anew under the same name has another mark).
 	recorded []string
 }
 

@@ -179,16 +179,22 @@ func TestAccessSync(t *testing.T) {
 			wantFixes: []s3.GrantFix{{Sid: "TrellisAccesswide", Rewritten: true}, {Sid: "TrellisAccessforged"}},
 		},
 		"store down while creating the account": {
-			mode: s3.ReadWrite, want: keyV1, accounts: storagetest.FakeAccounts{PutErr: storagetest.ErrDown},
+			mode: s3.ReadWrite, want: keyV1, accounts: storagetest.FakeAccounts{IssueErr: storagetest.ErrDown},
 			wantProgress: conditions.Working, wantReason: string(s3.ReasonStoreUnreachable), wantDown: true,
 		},
 		"store without IAM": {
-			mode: s3.ReadWrite, want: keyV1, accounts: storagetest.FakeAccounts{PutErr: storagetest.ErrVgwNoIAM},
+			mode: s3.ReadWrite, want: keyV1, accounts: storagetest.FakeAccounts{IssueErr: storagetest.ErrVgwNoIAM},
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonNotSupported),
 		},
 		"admin API refuses the keys": {
-			mode: s3.ReadWrite, want: keyV1, accounts: storagetest.FakeAccounts{PutErr: storagetest.ErrDenied},
+			mode: s3.ReadWrite, want: keyV1, accounts: storagetest.FakeAccounts{IssueErr: storagetest.ErrDenied},
 			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonAccessDenied),
+		},
+		"a store that cannot name the account alone in a policy": {
+			reason: "Stalled, saying why, and nothing granted: the key, made, is not handed out",
+			mode:   s3.ReadWrite, want: keyV1,
+			accounts:     storagetest.FakeAccounts{PrincipalErr: &s3.CannotScopeError{What: "the user's ARN names more than the user"}},
+			wantProgress: conditions.Blocked, wantReason: string(s3.ReasonNotSupported), wantAccounts: []string{keyV1},
 		},
 		"store fails between account and grant": {
 			reason: "the account exists, ungranted: the next reconcile finds it by name and sets a new secret",
@@ -213,77 +219,163 @@ func TestAccessSync(t *testing.T) {
 			wantGranted: []string{keyV2}, wantRetiring: []string{keyV1}, wantAccounts: []string{keyV1, keyV2}, wantPolicyPut: true,
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			accounts, fake := tc.accounts, tc.s3
-			// The grants already in place for the settled cases.
-			if tc.current != "" && fake.PolicyDoc == "" {
-				granted := append([]string{tc.current}, stores.KeyIDs(tc.retiring)...)
-				fake.PolicyDoc, _ = s3.WithGrant("", testBucket, s3.Grant{ID: "g", Principals: granted, Mode: s3.ReadWrite})
+	// Each case runs against both kinds of driver: versitygw's, whose
+	// account is its key id and named so in a policy, and an IAM store's,
+	// which makes the key id and names the account by ARN. The cases name
+	// accounts; keyOf and principalOf say what they are on each.
+	for _, iam := range []bool{false, true} {
+		backend := "versitygw"
+		if iam {
+			backend = "IAM"
+		}
+		keyOf := func(account string) string {
+			if iam && account != "" {
+				return "AKIA" + account
 			}
-			before := fake.PolicyDoc
-			// Its own grant is live too, naming every key it may have granted.
-			own := stores.LiveGrant{Grant: s3.Grant{ID: "g", Principals: append([]string{tc.want, tc.current}, stores.KeyIDs(tc.retiring)...), Mode: tc.mode}}
-			live := func(context.Context) ([]stores.LiveGrant, error) {
-				return append([]stores.LiveGrant{own}, tc.live...), nil
+			return account
+		}
+		principalOf := func(account string) string {
+			if iam {
+				return storagetest.IAMARN(account)
 			}
-			sync := accessSync{accounts: &accounts, s3: &fake, lockPolicy: noLock, grants: live, store: "store-a", bucket: testBucket,
-				grant: s3.Grant{ID: "g", Mode: tc.mode}, current: tc.current, want: tc.want, haveSecret: tc.have,
-				retiring: tc.retiring, now: syncNow, grace: time.Hour}
+			return account
+		}
+		principalsOf := func(accounts []string) []string {
+			var out []string // nil stays nil: no grant
+			for _, a := range accounts {
+				out = append(out, principalOf(a))
+			}
+			return out
+		}
+		for name, tc := range cases {
+			t.Run(backend+"/"+name, func(t *testing.T) {
+				runAccessSyncCase(t, tc.reason, accessSyncCase{
+					accounts: tc.accounts, s3: tc.s3, mode: tc.mode, want: tc.want, have: tc.have, live: tc.live, iam: iam,
+					current: stores.Key{AccessKeyID: keyOf(tc.current), Account: tc.current, Principal: principalOf(tc.current)}.Recorded(),
+					retiring: func() []storagev1.RetiringKey {
+						var out []storagev1.RetiringKey
+						for _, k := range tc.retiring {
+							r := stores.Key{AccessKeyID: keyOf(k.AccessKeyID), Account: k.AccessKeyID, Principal: principalOf(k.AccessKeyID)}.Recorded()
+							out = append(out, storagev1.RetiringKey{AccessKeyID: r.AccessKeyID, Account: r.Account, Principal: r.Principal, RevokeAt: k.RevokeAt})
+						}
+						return out
+					}(),
+					wantProgress: tc.wantProgress, wantFixes: tc.wantFixes, wantReason: tc.wantReason, wantIssued: tc.wantIssued,
+					wantGranted: principalsOf(tc.wantGranted), wantRetiring: tc.wantRetiring, wantAccounts: tc.wantAccounts,
+					wantDown: tc.wantDown, wantPolicyPut: tc.wantPolicyPut,
+					wantRevoked: func() []string {
+						var out []string
+						for _, a := range tc.wantRevoked {
+							out = append(out, keyOf(a))
+						}
+						return out
+					}(),
+				})
+			})
+		}
+	}
+}
 
-			res := sync.run(context.Background())
-			var fixes []s3.GrantFix
-			for _, f := range res.grantFixes {
-				fixes = append(fixes, f.GrantFix)
-			}
-			g.Expect(fixes).To(Equal(tc.wantFixes), "a change of its own grant is no fix")
-			for _, f := range tc.live {
-				if principals, _ := grantedKeys(t, fake.PolicyDoc, f.ID); principals != nil {
-					g.Expect(principals).To(Equal(f.Principals), "another access's grant, as recorded")
-				}
-			}
-			g.Expect(fake.PolicyDoc).NotTo(ContainSubstring("FORGEDKEY"))
+// accessSyncCase is one case of TestAccessSync on one kind of driver:
+// current and retiring as a status records them there, what is granted by
+// principal, the rest by account.
+type accessSyncCase struct {
+	accounts storagetest.FakeAccounts
+	s3       storagetest.FakeS3
+	mode     string
+	current  stores.Key
+	want     string
+	have     bool
+	retiring []storagev1.RetiringKey
+	live     []stores.LiveGrant
+	iam      bool
 
-			g.Expect(res.summary.Progress).To(Equal(tc.wantProgress), "%s: %s", tc.reason, res.summary.Message)
-			g.Expect(res.summary.Reason).To(Equal(tc.wantReason), res.summary.Message)
-			g.Expect(res.summary.Message).NotTo(BeEmpty())
-			g.Expect(res.storeDown).To(Equal(tc.wantDown))
-			g.Expect(res.issued != nil).To(Equal(tc.wantIssued), tc.reason)
-			if res.issued != nil {
-				g.Expect(res.issued.accessKeyID).To(Equal(tc.want))
-				g.Expect(res.issued.secretKey).To(HaveLen(stores.SecretKeyLength))
-				g.Expect(accounts.Accounts[tc.want]).To(Equal(res.issued.secretKey), "the account has the secret the Secret gets")
-				g.Expect(res.summary.Message).NotTo(ContainSubstring(res.issued.secretKey))
-			}
-			ids, _ := (&storagetest.FakeAccounts{Accounts: accounts.Accounts}).ListAccounts(context.Background())
-			g.Expect(ids).To(ConsistOf(tc.wantAccounts), tc.reason)
-			if tc.wantProgress == conditions.Done || tc.wantGranted != nil {
-				principals, actions := grantedKeys(t, fake.PolicyDoc, "g")
-				g.Expect(principals).To(ConsistOf(tc.wantGranted), tc.reason)
-				g.Expect(actions).To(ContainElement("s3:GetObject"))
-				if tc.mode == s3.ReadOnly {
-					g.Expect(actions).NotTo(ContainElement("s3:PutObject"))
-				} else {
-					g.Expect(actions).To(ContainElement("s3:PutObject"))
-				}
-			}
-			if strings.Contains(before, "Mine") {
-				g.Expect(fake.PolicyDoc).To(ContainSubstring(`"Sid":"Mine"`), "the user's statements stay")
-			}
-			g.Expect(slices.Contains(fake.Calls, "SetPolicy")).To(Equal(tc.wantPolicyPut), "policy written only when it changes: %v", fake.Calls)
-			g.Expect(stores.KeyIDs(res.retiring)).To(ConsistOf(tc.wantRetiring))
-			g.Expect(res.revoked).To(Equal(tc.wantRevoked))
-			for _, k := range res.retiring {
-				g.Expect(k.RevokeAt).NotTo(BeNil())
-				if k.AccessKeyID == tc.current && tc.current != tc.want {
-					g.Expect(k.RevokeAt.Time).To(Equal(syncNow.Add(time.Hour)), "the grace period starts at the rotation")
-				}
-			}
-			if len(res.retiring) > 0 && tc.wantProgress == conditions.Done {
-				g.Expect(res.next).To(Equal(nextRevocation(res.retiring)))
-			}
-		})
+	wantProgress                           conditions.Progress
+	wantFixes                              []s3.GrantFix
+	wantReason                             string
+	wantIssued                             bool
+	wantGranted, wantRetiring, wantRevoked []string
+	wantAccounts                           []string
+	wantDown, wantPolicyPut                bool
+}
+
+func runAccessSyncCase(t *testing.T, reason string, tc accessSyncCase) {
+	g := NewWithT(t)
+	accounts, fake := tc.accounts, tc.s3
+	accounts.IAM = tc.iam
+	// The grants already in place for the settled cases.
+	if tc.current.AccessKeyID != "" && fake.PolicyDoc == "" {
+		granted := append([]string{tc.current.PrincipalName()}, stores.PrincipalNames(tc.retiring)...)
+		fake.PolicyDoc, _ = s3.WithGrant("", testBucket, s3.Grant{ID: "g", Principals: granted, Mode: s3.ReadWrite})
+	}
+	before := fake.PolicyDoc
+	// Its own grant is live too, naming every key it may have granted (as
+	// stores.LiveGrants has it: spec.keyVersion's by account).
+	own := stores.LiveGrant{Grant: s3.Grant{ID: "g", Principals: append([]string{tc.want, tc.current.PrincipalName()}, stores.PrincipalNames(tc.retiring)...), Mode: tc.mode}}
+	live := func(context.Context) ([]stores.LiveGrant, error) {
+		return append([]stores.LiveGrant{own}, tc.live...), nil
+	}
+	sync := accessSync{accounts: &accounts, s3: &fake, lockPolicy: noLock, grants: live, store: "store-a", bucket: testBucket,
+		grant: s3.Grant{ID: "g", Mode: tc.mode}, current: tc.current, want: tc.want, haveSecret: tc.have,
+		retiring: tc.retiring, now: syncNow, grace: time.Hour}
+
+	res := sync.run(context.Background())
+	fixes := make([]s3.GrantFix, 0, len(res.grantFixes))
+	for _, f := range res.grantFixes {
+		fixes = append(fixes, f.GrantFix)
+	}
+	g.Expect(fixes).To(Equal(append([]s3.GrantFix{}, tc.wantFixes...)), "a change of its own grant is no fix")
+	for _, f := range tc.live {
+		if principals, _ := grantedKeys(t, fake.PolicyDoc, f.ID); principals != nil {
+			g.Expect(principals).To(Equal(f.Principals), "another access's grant, as recorded")
+		}
+	}
+	g.Expect(fake.PolicyDoc).NotTo(ContainSubstring("FORGEDKEY"))
+
+	g.Expect(res.summary.Progress).To(Equal(tc.wantProgress), "%s: %s", reason, res.summary.Message)
+	g.Expect(res.summary.Reason).To(Equal(tc.wantReason), res.summary.Message)
+	g.Expect(res.summary.Message).NotTo(BeEmpty())
+	g.Expect(res.storeDown).To(Equal(tc.wantDown))
+	g.Expect(res.issued != nil).To(Equal(tc.wantIssued), reason)
+	if res.issued != nil {
+		want := stores.Key{AccessKeyID: tc.want}
+		if tc.iam {
+			want = stores.Key{AccessKeyID: storagetest.IAMKeyID(accounts.Issued), Account: tc.want, Principal: storagetest.IAMARN(tc.want)}
+		}
+		g.Expect(res.issued.Key).To(Equal(want), "the key as the store made it, its account and principal on record where they differ from it")
+		g.Expect(res.issued.secretKey).NotTo(BeEmpty())
+		g.Expect(accounts.Accounts[tc.want]).To(Equal(res.issued.secretKey), "the account has the secret the Secret gets")
+		g.Expect(res.summary.Message).NotTo(ContainSubstring(res.issued.secretKey))
+	}
+	ids, _ := (&storagetest.FakeAccounts{Accounts: accounts.Accounts}).ListAccounts(context.Background())
+	g.Expect(ids).To(ConsistOf(tc.wantAccounts), reason)
+	if tc.wantProgress == conditions.Done || tc.wantGranted != nil {
+		principals, actions := grantedKeys(t, fake.PolicyDoc, "g")
+		g.Expect(principals).To(ConsistOf(tc.wantGranted), reason)
+		g.Expect(actions).To(ContainElement("s3:GetObject"))
+		if tc.mode == s3.ReadOnly {
+			g.Expect(actions).NotTo(ContainElement("s3:PutObject"))
+		} else {
+			g.Expect(actions).To(ContainElement("s3:PutObject"))
+		}
+	}
+	if strings.Contains(before, "Mine") {
+		g.Expect(fake.PolicyDoc).To(ContainSubstring(`"Sid":"Mine"`), "the user's statements stay")
+	}
+	g.Expect(slices.Contains(fake.Calls, "SetPolicy")).To(Equal(tc.wantPolicyPut), "policy written only when it changes: %v", fake.Calls)
+	g.Expect(stores.AccountNames(res.retiring)).To(ConsistOf(tc.wantRetiring))
+	g.Expect(res.revoked).To(Equal(tc.wantRevoked))
+	for _, k := range res.retiring {
+		g.Expect(k.RevokeAt).NotTo(BeNil())
+		if tc.iam {
+			g.Expect(k.Principal).To(Equal(storagetest.IAMARN(k.Account)), "a retiring key keeps its account and principal on record")
+		}
+		if k.AccessKeyID == tc.current.AccessKeyID && tc.current.AccountName() != tc.want {
+			g.Expect(k.RevokeAt.Time).To(Equal(syncNow.Add(time.Hour)), "the grace period starts at the rotation")
+		}
+	}
+	if len(res.retiring) > 0 && tc.wantProgress == conditions.Done {
+		g.Expect(res.next).To(Equal(nextRevocation(res.retiring)))
 	}
 }
 
@@ -292,15 +384,15 @@ func TestAccessSyncCapsRetiringKeys(t *testing.T) {
 	retiring := make([]storagev1.RetiringKey, 0, maxRetiringKeys)
 	accounts := storagetest.FakeAccounts{Accounts: map[string]string{}}
 	for i := range maxRetiringKeys {
-		id := stores.AccessKeyID("store", "uid", int32(i+1))
+		id := stores.AccountName("store", "uid", int32(i+1))
 		accounts.Accounts[id] = "s"
 		retiring = append(retiring, storagetest.Retiring(id, syncNow.Add(time.Duration(i+1)*time.Minute)))
 	}
-	current, want := stores.AccessKeyID("store", "uid", 100), stores.AccessKeyID("store", "uid", 101)
+	current, want := stores.AccountName("store", "uid", 100), stores.AccountName("store", "uid", 101)
 	accounts.Accounts[current] = "s"
 	fake := storagetest.FakeS3{}
 	res := accessSync{accounts: &accounts, s3: &fake, lockPolicy: noLock, store: "store-a", bucket: testBucket,
-		grant: s3.Grant{ID: "g", Mode: s3.ReadOnly}, current: current, want: want, haveSecret: true,
+		grant: s3.Grant{ID: "g", Mode: s3.ReadOnly}, current: stores.Key{AccessKeyID: current}, want: want, haveSecret: true,
 		retiring: retiring, now: syncNow, grace: time.Hour}.run(context.Background())
 	g.Expect(res.summary.Progress).To(Equal(conditions.Done))
 	g.Expect(res.retiring).To(HaveLen(maxRetiringKeys + 1))

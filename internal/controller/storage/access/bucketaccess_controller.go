@@ -234,7 +234,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (out outco
 	// a key the Secret does not hold is not in res.
 	obs.synced = &res
 	if res.issued != nil {
-		obs.Did(corev1.EventTypeNormal, "KeyIssued", "Issue", "issued key %s (keyVersion %d) and wrote it to Secret %s", res.issued.accessKeyID, a.Spec.KeyVersion, a.Spec.SecretName)
+		obs.Did(corev1.EventTypeNormal, "KeyIssued", "Issue", "issued key %s (keyVersion %d) and wrote it to Secret %s", res.issued.AccessKeyID, a.Spec.KeyVersion, a.Spec.SecretName)
 	}
 	for _, id := range res.revoked {
 		obs.Did(corev1.EventTypeNormal, "KeyRevoked", "Revoke", "revoked replaced key %s", id)
@@ -294,7 +294,7 @@ func (r *Reconciler) sync(ctx context.Context, a *storagev1.BucketAccess, obs *a
 	accounts, err := r.stores.Accounts(ctx, store)
 	if errors.Is(err, s3.ErrAccessNotSupported) {
 		return accessResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonAccessNotSupported,
-			Message: fmt.Sprintf("ObjectStore %s is of type %s: %s; BucketAccesses need a store of type %s", store.Name, store.Spec.Type, s3.ErrAccessNotSupported, storagev1.StoreTypeVersitygw)}}, nil
+			Message: fmt.Sprintf("ObjectStore %s is of type %s: %s; BucketAccesses need a store of type %s", store.Name, store.Spec.Type, s3.ErrAccessNotSupported, stores.AccountStoreTypes())}}, nil
 	}
 	if err != nil {
 		return accessResult{summary: storeProblem(store.Name, "building its clients", err)}, nil
@@ -326,12 +326,13 @@ func (r *Reconciler) sync(ctx context.Context, a *storagev1.BucketAccess, obs *a
 		}
 	}
 
+	current, _ := stores.CurrentKey(&a.Status)
 	sync := accessSync{
 		accounts: accounts, s3: c, store: store.Name, bucket: bucket,
 		lockPolicy: func() func() { return r.stores.LockPolicy(store.Name, bucket) },
-		grants:     stores.GrantsOf(r.client, store, bucket),
+		grants:     r.stores.GrantsOf(r.client, store, bucket),
 		grant:      s3.Grant{ID: stores.GrantID(a.UID), Mode: string(a.Spec.Mode)},
-		current:    a.Status.AccessKeyID, want: stores.AccessKeyID(store.UID, a.UID, a.Spec.KeyVersion),
+		current:    current, want: stores.AccountName(store.UID, a.UID, a.Spec.KeyVersion),
 		haveSecret: secretKey != "", retiring: a.Status.RetiringKeys,
 		now: r.now(), grace: gracePeriod(a),
 	}
@@ -344,7 +345,7 @@ func (r *Reconciler) sync(ctx context.Context, a *storagev1.BucketAccess, obs *a
 	var secretErr error
 	switch {
 	case res.issued != nil:
-		secretErr = r.applySecret(ctx, a, store, bucket, res.issued.accessKeyID, res.issued.secretKey, live)
+		secretErr = r.applySecret(ctx, a, store, bucket, res.issued.AccessKeyID, res.issued.secretKey, live)
 	case res.summary.Progress == conditions.Done:
 		// Keep the secret key; bring the rest (endpoint, region, labels) in line.
 		secretErr = r.applySecret(ctx, a, store, bucket, a.Status.AccessKeyID, secretKey, live)
@@ -476,8 +477,8 @@ func (r *Reconciler) revoke(ctx context.Context, a *storagev1.BucketAccess, obs 
 		// The store had an account driver when the accounts were made (the
 		// target is recorded only then): its type was changed since.
 		return revocationResult{summary: conditions.Summary{Progress: conditions.Blocked, Reason: ReasonAccessNotSupported,
-			Message: fmt.Sprintf("ObjectStore %s is now of type %s, so the key's accounts made there cannot be revoked; set its type back to %s, or remove the finalizer by hand (the accounts then stay in the store)",
-				store.Name, store.Spec.Type, storagev1.StoreTypeVersitygw)}}, nil
+			Message: fmt.Sprintf("ObjectStore %s is now of type %s, so the key's accounts made there cannot be revoked; set its type back to the one they were made with (%s), or remove the finalizer by hand (the accounts then stay in the store)",
+				store.Name, store.Spec.Type, stores.AccountStoreTypes())}}, nil
 	}
 	if err != nil {
 		return revocationResult{summary: storeProblem(store.Name, "building its clients", err)}, nil
@@ -488,10 +489,10 @@ func (r *Reconciler) revoke(ctx context.Context, a *storagev1.BucketAccess, obs 
 	}
 	bucket := a.Status.BucketName
 	res := accessRevocation{
-		accounts: accounts, s3: c, store: store.Name, bucket: bucket, prefix: stores.AccessKeyIDPrefix(store.UID, a.UID),
-		recorded:   append(stores.KeyIDs(a.Status.RetiringKeys), a.Status.AccessKeyID),
+		accounts: accounts, s3: c, store: store.Name, bucket: bucket, prefix: stores.AccountPrefix(store.UID, a.UID),
+		recorded:   recordedAccounts(&a.Status),
 		lockPolicy: func() func() { return r.stores.LockPolicy(store.Name, bucket) },
-		grants:     stores.GrantsOf(r.client, store, bucket),
+		grants:     r.stores.GrantsOf(r.client, store, bucket),
 		grant:      s3.Grant{ID: stores.GrantID(a.UID), Mode: string(a.Spec.Mode)},
 	}.run(ctx)
 	res.store = store
@@ -506,6 +507,15 @@ func (r *Reconciler) revoke(ctx context.Context, a *storagev1.BucketAccess, obs 
 		stores.Raise(r.recorder, about, stores.GrantFixActions(bucket, res.grantFixes))
 	}
 	return res, nil
+}
+
+// recordedAccounts are the accounts of the keys the status records.
+func recordedAccounts(st *storagev1.BucketAccessStatus) []string {
+	out := stores.AccountNames(st.RetiringKeys)
+	if current, ok := stores.CurrentKey(st); ok {
+		out = append(out, current.AccountName())
+	}
+	return out
 }
 
 // deleteSecret deletes the access's Secret, only if it is ours: the UID

@@ -53,7 +53,7 @@ func computeAccessStatus(a *storagev1.BucketAccess, obs *accessObservation, out 
 	}
 	if res := obs.synced; res != nil {
 		if res.issued != nil {
-			st.AccessKeyID = res.issued.accessKeyID
+			st.AccessKeyID, st.Account, st.Principal = res.issued.AccessKeyID, res.issued.Account, res.issued.Principal
 			st.KeyVersion = a.Spec.KeyVersion
 		}
 		if res.keysKnown {

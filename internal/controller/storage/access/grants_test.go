@@ -24,8 +24,8 @@ func TestLiveGrants(t *testing.T) {
 	// Recorded: current key V2, V1 retiring, V3 asked for (being issued).
 	recorded := storagetest.GrantedAccess()
 	recorded.Spec.KeyVersion = 3
-	recorded.Status.AccessKeyID = stores.AccessKeyID(rtStoreUID, recorded.UID, 2)
-	recorded.Status.RetiringKeys = []storagev1.RetiringKey{storagetest.Retiring(stores.AccessKeyID(rtStoreUID, recorded.UID, 1), syncNow)}
+	recorded.Status.AccessKeyID = stores.AccountName(rtStoreUID, recorded.UID, 2)
+	recorded.Status.RetiringKeys = []storagev1.RetiringKey{storagetest.Retiring(stores.AccountName(rtStoreUID, recorded.UID, 1), syncNow)}
 	// New: nothing on record yet; its StorageBucket claims the bucket.
 	fresh := storagetest.Access()
 	fresh.Name, fresh.UID, fresh.Spec.Mode = "fresh", "uid-fresh", storagev1.AccessReadOnly
@@ -42,7 +42,7 @@ func TestLiveGrants(t *testing.T) {
 	moved.Spec.BucketRef.Name = "gone"
 	f := newFixture(storagetest.OpenNamespace(), store, storagetest.ClaimedBucket(), recorded, fresh, leaving, other, theirs, moved)
 
-	got, err := stores.LiveGrants(context.Background(), f.C, store, testBucket)
+	got, err := stores.LiveGrants(context.Background(), f.C, f.Accounts.KnownPrincipal, store, testBucket)
 	g.Expect(err).NotTo(HaveOccurred())
 	byName := map[string]s3.Grant{}
 	for _, lg := range got {
@@ -50,15 +50,29 @@ func TestLiveGrants(t *testing.T) {
 		g.Expect(lg.Access.Namespace).To(Equal(testNS))
 	}
 	g.Expect(byName).To(HaveLen(3), "the bucket's three accesses, no other")
-	key := func(uid types.UID, v int32) string { return stores.AccessKeyID(rtStoreUID, uid, v) }
+	key := func(uid types.UID, v int32) string { return stores.AccountName(rtStoreUID, uid, v) }
 	g.Expect(byName[rtAccess]).To(Equal(s3.Grant{ID: stores.GrantID(recorded.UID), Mode: s3.ReadWrite,
 		Principals: []string{key(recorded.UID, 3), key(recorded.UID, 2), key(recorded.UID, 1)}}))
 	g.Expect(byName["fresh"]).To(Equal(s3.Grant{ID: stores.GrantID("uid-fresh"), Mode: s3.ReadOnly,
 		Principals: []string{key("uid-fresh", 1)}}), "found by its StorageBucket's claim; the key of its keyVersion")
 	g.Expect(byName["leaving"].Principals).To(ContainElement(key("uid-leaving", 1)))
 
+	// On an IAM store, a key issued and granted but not yet on record is
+	// named by the ARN its driver learnt as it made the user: another
+	// writer of the policy in that moment keeps its grant.
+	f.Accounts.IAM = true
+	_, err = f.Accounts.IssueKey(context.Background(), key("uid-fresh", 1))
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err = stores.LiveGrants(context.Background(), f.C, f.Accounts.KnownPrincipal, store, testBucket)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, lg := range got {
+		if lg.Access.Name == "fresh" {
+			g.Expect(lg.Principals).To(ContainElement(storagetest.IAMARN(key("uid-fresh", 1))))
+		}
+	}
+
 	// The cache failing is an error, never "no grant is live".
 	f.API.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
-	_, err = stores.LiveGrants(context.Background(), f.C, store, testBucket)
+	_, err = stores.LiveGrants(context.Background(), f.C, f.Accounts.KnownPrincipal, store, testBucket)
 	g.Expect(err).To(HaveOccurred())
 }

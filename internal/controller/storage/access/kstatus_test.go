@@ -20,7 +20,7 @@ import (
 // BucketAccess.
 func TestKStatusReadsEveryStatus(t *testing.T) {
 	now := metav1.Now()
-	issued := accessResult{issued: &issuedKey{accessKeyID: keyV1, secretKey: "s"}, keysKnown: true,
+	issued := accessResult{issued: &issuedKey{Key: stores.Key{AccessKeyID: keyV1}, secretKey: "s"}, keysKnown: true,
 		summary: conditions.Summary{Progress: conditions.Done, Reason: ReasonGranted, Message: "granted"}}
 	cases := map[string]struct {
 		res      accessResult

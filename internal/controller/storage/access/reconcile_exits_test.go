@@ -61,7 +61,7 @@ func (f *fixture) reconciler() *Reconciler {
 }
 
 func TestBucketAccessReconcileExits(t *testing.T) {
-	ownKey := func(a *storagev1.BucketAccess) string { return stores.AccessKeyID(rtStoreUID, a.UID, 1) }
+	ownKey := func(a *storagev1.BucketAccess) string { return stores.AccountName(rtStoreUID, a.UID, 1) }
 	s3Store := func() *storagev1.ObjectStore {
 		s := storagetest.ReadyStore(true)
 		s.Spec.Type = storagev1.StoreTypeS3
@@ -218,7 +218,7 @@ func TestBucketAccessReconcileExits(t *testing.T) {
 		"deleted: key revoked, Secret deleted, the finalizer goes": {
 			access: storagetest.Deleting(storagetest.GrantedAccess()).(*storagev1.BucketAccess), world: []client.Object{storagetest.ReadyStore(true), storagetest.ClaimedBucket(), storagetest.AccessSecret()},
 			setup: func(f *fixture) {
-				f.Accounts.Accounts = map[string]string{stores.AccessKeyID(rtStoreUID, "uid-access", 1): "s", "SOMEONEELSE": "s"}
+				f.Accounts.Accounts = map[string]string{stores.AccountName(rtStoreUID, "uid-access", 1): "s", "SOMEONEELSE": "s"}
 			},
 			want: storagetest.Exit{Gone: true, Events: []string{"Normal KeyRevoked"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.BucketAccess) {

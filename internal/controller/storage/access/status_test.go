@@ -33,13 +33,23 @@ func TestComputeAccessStatus(t *testing.T) {
 	g.Expect(st.ObservedGeneration).To(Equal(int64(3)))
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Reconciling)).To(BeTrue())
 
-	st = computeAccessStatus(a, synced(accessResult{summary: granted, issued: &issuedKey{accessKeyID: keyV2, secretKey: "x"},
+	st = computeAccessStatus(a, synced(accessResult{summary: granted, issued: &issuedKey{Key: stores.Key{AccessKeyID: keyV2}, secretKey: "x"},
 		keysKnown: true, retiring: []storagev1.RetiringKey{storagetest.Retiring(keyV1, syncNow)}}), outcome.Outcome{})
 	g.Expect(st.AccessKeyID).To(Equal(keyV2))
 	g.Expect(st.KeyVersion).To(Equal(int32(2)))
 	g.Expect(stores.KeyIDs(st.RetiringKeys)).To(Equal([]string{keyV1}))
 	g.Expect(st.StoreName).To(Equal("s"))
 	g.Expect(conditions.IsTrue(st.Conditions, conditions.Ready)).To(BeTrue())
+
+	// An IAM store's key: its account and principal go on record with it,
+	// for its revocation and its grant; a later key of versitygw's kind
+	// (both its key id) leaves none of them behind.
+	iamKey := stores.Key{AccessKeyID: "AKIASTOREMADE0001", Account: keyV2, Principal: storagetest.IAMARN(keyV2)}
+	st = computeAccessStatus(a, synced(accessResult{summary: granted, issued: &issuedKey{Key: iamKey, secretKey: "x"}}), outcome.Outcome{})
+	g.Expect([]string{st.AccessKeyID, st.Account, st.Principal}).To(Equal([]string{iamKey.AccessKeyID, keyV2, storagetest.IAMARN(keyV2)}))
+	a.Status = st
+	st = computeAccessStatus(a, synced(accessResult{summary: granted, issued: &issuedKey{Key: stores.Key{AccessKeyID: keyV3}, secretKey: "x"}}), outcome.Outcome{})
+	g.Expect([]string{st.AccessKeyID, st.Account, st.Principal}).To(Equal([]string{keyV3, "", ""}))
 
 	st = computeAccessStatus(a, synced(accessResult{summary: granted, keysKnown: true}), outcome.Outcome{})
 	g.Expect(st.RetiringKeys).To(BeEmpty(), "revoked keys leave the record")

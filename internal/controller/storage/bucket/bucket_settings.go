@@ -274,8 +274,9 @@ type principalRule struct {
 	// allowed: the store's publicAccess is Allowed, but its
 	// publicAccessNamespaceSelector does not select the namespace.
 	allowed bool
-	// held are the access key ids the namespace's BucketAccesses hold in
-	// the store, current and retiring.
+	// held are the principals of the keys the namespace's BucketAccesses
+	// hold in the store, current and retiring: access key ids on
+	// versitygw, IAM users' ARNs on an IAM store.
 	held map[string]bool
 }
 
@@ -310,7 +311,7 @@ func (e *policyRefusedError) Error() string {
 	// The same words whether or not this check took something out (an
 	// Event tells that): the message must not change from check to check.
 	inStore := "statements of the bucket's policy in the store that grant beyond that are taken out, the rest is left as it was"
-	return fmt.Sprintf("refused, %s: %v. Statements that grant may name only access keys of namespace %s's BucketAccesses in this store (their status.accessKeyID); "+
+	return fmt.Sprintf("refused, %s: %v. Statements that grant may name only keys of namespace %s's BucketAccesses in this store (their status.principal, or status.accessKeyID where it has none); "+
 		"%s. To grant anyone else, ask the platform team to set publicAccess: Allowed and select the namespace in publicAccessNamespaceSelector",
 		why, e.err, e.rule.namespace, inStore)
 }

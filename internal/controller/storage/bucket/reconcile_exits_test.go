@@ -87,7 +87,7 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 	theirAccess := func() *storagev1.BucketAccess {
 		a := storagetest.GrantedAccess()
 		a.Namespace, a.UID = otherNS, "uid-their-access"
-		a.Status.AccessKeyID = stores.AccessKeyID(rtStoreUID, a.UID, 1)
+		a.Status.AccessKeyID = stores.AccountName(rtStoreUID, a.UID, 1)
 		return a
 	}
 	refusedUntouched := func(want string) func(Gomega, *fixture, *storagev1.StorageBucket) {
@@ -353,14 +353,14 @@ func TestStorageBucketReconcileExits(t *testing.T) {
 			check: refusedUntouched("its publicAccessNamespaceSelector selects, not " + testNS),
 		},
 		"a policy naming another namespace's key: PolicyRefused": {
-			bucket: granting(`"` + stores.AccessKeyID(rtStoreUID, "uid-their-access", 1) + `"`)(storagetest.ClaimedBucket()), world: []client.Object{storagetest.ReadyStore(true), theirAccess()},
+			bucket: granting(`"` + stores.AccountName(rtStoreUID, "uid-their-access", 1) + `"`)(storagetest.ClaimedBucket()), world: []client.Object{storagetest.ReadyStore(true), theirAccess()},
 			setup: func(f *fixture) { checkNow(f); f.S3.Exists = true },
 			want: storagetest.Exit{Requeue: checkWait, Ready: ReasonPolicyRefused, Also: conditions.Stalled, StatusWrites: 1,
 				Events: []string{"Warning PolicyRefused"}},
 			check: refusedUntouched("is not a key of this namespace's BucketAccesses"),
 		},
 		"a policy naming the namespace's own keys: applied": {
-			bucket: granting(`["` + stores.AccessKeyID(rtStoreUID, "uid-access", 1) + `"]`)(storagetest.ClaimedBucket()), world: []client.Object{storagetest.ReadyStore(true), storagetest.GrantedAccess()},
+			bucket: granting(`["` + stores.AccountName(rtStoreUID, "uid-access", 1) + `"]`)(storagetest.ClaimedBucket()), world: []client.Object{storagetest.ReadyStore(true), storagetest.GrantedAccess()},
 			setup: func(f *fixture) { checkNow(f); f.S3.Exists = true },
 			want:  storagetest.Exit{Requeue: checkWait, Ready: ReasonHealthy, StatusWrites: 1, Events: []string{"Normal BucketSettingsApplied"}},
 			check: func(g Gomega, f *fixture, _ *storagev1.StorageBucket) {

@@ -395,7 +395,7 @@ func (r *Reconciler) check(ctx context.Context, b *storagev1.StorageBucket, obs 
 	if res.summary.Progress == conditions.Done && (len(settings.declared()) > 0 || settings.restrictOnly) {
 		settings.s3, settings.store, settings.bucket, settings.principals = c, store.Name, name, principals
 		settings.lockPolicy = func() func() { return r.stores.LockPolicy(store.Name, name) }
-		settings.grants = stores.GrantsOf(r.client, store, name)
+		settings.grants = r.stores.GrantsOf(r.client, store, name)
 		applied := settings.apply(ctx)
 		res.settings = &applied
 		res.storeDown = applied.storeDown
@@ -434,8 +434,8 @@ func (r *Reconciler) storeAccessOf(ctx context.Context, store *storagev1.ObjectS
 // principalRuleOf is whom the bucket's policy may grant to: nil (anyone)
 // when the store lets the namespace grant to anyone, or when the bucket
 // declares no policy and its policy is not due a check (guardDue); else the
-// access keys the namespace's BucketAccesses hold in the store, current and
-// retiring, as their status records them.
+// principals of the keys the namespace's BucketAccesses hold in the store,
+// current and retiring, as their status records them.
 func (r *Reconciler) principalRuleOf(ctx context.Context, b *storagev1.StorageBucket, store *storagev1.ObjectStore, access stores.Access, guardDue bool) (*principalRule, error) {
 	if access.Public || b.Spec.Policy == "" && !guardDue {
 		return nil, nil
@@ -450,11 +450,12 @@ func (r *Reconciler) principalRuleOf(ctx context.Context, b *storagev1.StorageBu
 		if a.Status.StoreName != store.Name {
 			continue
 		}
-		if a.Status.AccessKeyID != "" {
-			rule.held[a.Status.AccessKeyID] = true
+		// By principal: how a policy names the key (an ARN on IAM stores).
+		if current, ok := stores.CurrentKey(&a.Status); ok {
+			rule.held[current.PrincipalName()] = true
 		}
-		for _, k := range a.Status.RetiringKeys {
-			rule.held[k.AccessKeyID] = true
+		for _, p := range stores.PrincipalNames(a.Status.RetiringKeys) {
+			rule.held[p] = true
 		}
 	}
 	return rule, nil

@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/trellis-dev/trellis/internal/s3"
@@ -144,30 +145,72 @@ func (f *FakeS3) SetLifecycle(_ context.Context, _ string, rules []s3.Expiration
 }
 
 // FakeAccounts is an s3.Accounts holding accounts in a map; errors the test
-// sets are returned instead. It records the calls made.
+// sets are returned instead. It records the calls made. By default it is
+// versitygw's kind of store (the account is the key id, and a policy names
+// it so); with IAM set, an IAM store's (the store makes the key id, and a
+// policy names the account by ARN).
 type FakeAccounts struct {
-	Accounts             map[string]string // access key id -> secret
-	PutErr, DeleteErr    error
+	Accounts map[string]string // account -> secret key
+	// IAM: keys and principals as an IAM store makes them (IAMKeyID, IAMARN).
+	IAM                  bool
+	IssueErr, DeleteErr  error
+	PrincipalErr         error
 	ListErr              error
 	Calls                []string
 	DeleteFailsAfterCall int // DeleteAccount fails from this call on (0: never)
 	Deletes              int
+	Issued               int
 	// OnList runs as ListAccounts begins: the world moving on while the
 	// store answers.
 	OnList func()
 }
 
-// PutAccount records the call and, unless the test set its error, does it.
-func (f *FakeAccounts) PutAccount(_ context.Context, id, secret string) error {
-	f.Calls = append(f.Calls, "PutAccount "+id)
-	if f.PutErr != nil {
-		return f.PutErr
+// IAMKeyID is the key id FakeAccounts in IAM mode makes the n-th time.
+func IAMKeyID(n int) string { return fmt.Sprintf("AKIAFAKE%012d", n) }
+
+// IAMARN is how FakeAccounts in IAM mode names an account in a policy.
+func IAMARN(account string) string { return "arn:aws:iam::000000000000:user/" + account }
+
+// KnownPrincipal answers what Principal would, for an account it holds.
+func (f *FakeAccounts) KnownPrincipal(account string) (string, bool) {
+	if _, ok := f.Accounts[account]; !ok {
+		return "", false
+	}
+	if f.IAM {
+		return IAMARN(account), true
+	}
+	return account, true
+}
+
+// IssueKey records the call and, unless the test set its error, makes the
+// account a new key.
+func (f *FakeAccounts) IssueKey(_ context.Context, account string) (s3.Key, error) {
+	f.Calls = append(f.Calls, "IssueKey "+account)
+	if f.IssueErr != nil {
+		return s3.Key{}, f.IssueErr
 	}
 	if f.Accounts == nil {
 		f.Accounts = map[string]string{}
 	}
-	f.Accounts[id] = secret
-	return nil
+	f.Issued++
+	key := s3.Key{AccessKeyID: account, SecretKey: fmt.Sprintf("secret%034d", f.Issued)}
+	if f.IAM {
+		key.AccessKeyID = IAMKeyID(f.Issued)
+	}
+	f.Accounts[account] = key.SecretKey
+	return key, nil
+}
+
+// Principal records the call and answers the account, or its ARN.
+func (f *FakeAccounts) Principal(_ context.Context, account string) (string, error) {
+	f.Calls = append(f.Calls, "Principal "+account)
+	if f.PrincipalErr != nil {
+		return "", f.PrincipalErr
+	}
+	if f.IAM {
+		return IAMARN(account), nil
+	}
+	return account, nil
 }
 
 // DeleteAccount records the call and, unless the test set its error, does it.

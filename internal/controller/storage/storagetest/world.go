@@ -73,7 +73,7 @@ func Access() *storagev1.BucketAccess {
 func GrantedAccess() *storagev1.BucketAccess {
 	a := Access()
 	a.Status = storagev1.BucketAccessStatus{ObservedGeneration: 1, StoreName: Store, BucketName: BucketName,
-		AccessKeyID: stores.AccessKeyID(StoreUID, a.UID, 1), KeyVersion: 1}
+		AccessKeyID: stores.AccountName(StoreUID, a.UID, 1), KeyVersion: 1}
 	// access.ReasonGranted, written out, as above.
 	conditions.Summarize(&a.Status.Conditions, 1, conditions.Summary{Progress: conditions.Done, Reason: "Granted", Message: "granted"})
 	return a
@@ -110,8 +110,13 @@ func NewFixture(objs ...client.Object) Fixture {
 // manager does, past the cache, and answered by the fake store.
 func (f Fixture) Stores() *stores.Clients {
 	return stores.NewClients(f.API.APIReader, ManagerNS, stores.Backends{
-		S3:       func(s3.Config) (s3.Client, error) { return f.S3, nil },
-		Accounts: func(s3.Config, string) (s3.Accounts, error) { return f.Accounts, nil },
+		S3: func(s3.Config) (s3.Client, error) { return f.S3, nil },
+		Accounts: func(_ s3.Config, o *storagev1.ObjectStore) (s3.Accounts, error) {
+			if !stores.HasAccounts(o) {
+				return nil, s3.ErrAccessNotSupported
+			}
+			return f.Accounts, nil
+		},
 	})
 }
 
@@ -136,7 +141,7 @@ func (f Fixture) Read(g gomega.Gomega, obj client.Object) bool { return Read(g, 
 func AccessWithUID(name string, uid types.UID) *storagev1.BucketAccess {
 	a := GrantedAccess()
 	a.Name, a.UID = name, uid
-	a.Status.AccessKeyID = stores.AccessKeyID(StoreUID, uid, 1)
+	a.Status.AccessKeyID = stores.AccountName(StoreUID, uid, 1)
 	return a
 }
 

@@ -42,7 +42,7 @@ func newFixture(objs ...client.Object) *fixture {
 	// The stores' Secrets are read as the manager reads them, past the cache.
 	f.clients = stores.NewClients(f.api.APIReader, storagetest.ManagerNS, stores.Backends{
 		S3:       func(s3.Config) (s3.Client, error) { return f.s3, nil },
-		Accounts: func(s3.Config, string) (s3.Accounts, error) { return &storagetest.FakeAccounts{}, nil },
+		Accounts: func(s3.Config, *storagev1.ObjectStore) (s3.Accounts, error) { return &storagetest.FakeAccounts{}, nil },
 	})
 	return f
 }

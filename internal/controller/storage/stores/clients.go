@@ -2,7 +2,7 @@
 // bucket-event receiver share: the clients of each ObjectStore (built from
 // its credentials Secret, each request counted), the labels of namespaces
 // that the stores' selectors match, the field indexes, and the marks
-// Trellis puts in the access key ids it issues.
+// Trellis puts in the names of the store accounts it makes.
 package stores
 
 import (
@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -59,22 +60,79 @@ type policyLock struct {
 }
 
 // Backends builds the clients of a store: S3 for the data path, Accounts for
-// the account driver of a store type that has one (Versitygw).
+// the account driver of a store type that has one (accountDrivers).
 type Backends struct {
 	S3       func(s3.Config) (s3.Client, error)
-	Accounts func(cfg s3.Config, adminEndpoint string) (s3.Accounts, error)
+	Accounts func(cfg s3.Config, store *storagev1.ObjectStore) (s3.Accounts, error)
 }
 
-// DefaultBackends are the real clients: minio-go, and versitygw's admin API.
+// DefaultBackends are the real clients: minio-go, and the account driver
+// of the store's type.
 var DefaultBackends = Backends{
 	S3:       func(cfg s3.Config) (s3.Client, error) { return s3.New(cfg) },
-	Accounts: s3.NewVersitygwAccounts,
+	Accounts: NewAccounts,
+}
+
+// accountDriver is how one store type's account driver is built: its
+// endpoint (where the store's account API is, when not at the S3
+// endpoint), and the driver.
+type accountDriver struct {
+	endpoint func(*storagev1.ObjectStore) string
+	build    func(cfg s3.Config, endpoint string, store *storagev1.ObjectStore) (s3.Accounts, error)
+}
+
+// accountDrivers are the store types with an account driver, each one of
+// internal/s3's accounts_*.go; any other type has none.
+var accountDrivers = map[storagev1.StoreType]accountDriver{
+	storagev1.StoreTypeVersitygw: {
+		endpoint: func(o *storagev1.ObjectStore) string {
+			if o.Spec.Versitygw == nil {
+				return ""
+			}
+			return o.Spec.Versitygw.AdminEndpoint
+		},
+		build: func(cfg s3.Config, endpoint string, _ *storagev1.ObjectStore) (s3.Accounts, error) {
+			return s3.NewVersitygwAccounts(cfg, endpoint)
+		},
+	},
+	storagev1.StoreTypeIAM: {
+		endpoint: func(o *storagev1.ObjectStore) string {
+			if o.Spec.IAM == nil {
+				return ""
+			}
+			return o.Spec.IAM.Endpoint
+		},
+		// The driver manages only users named with the store's mark.
+		build: func(cfg s3.Config, endpoint string, o *storagev1.ObjectStore) (s3.Accounts, error) {
+			return s3.NewIAMAccounts(cfg, endpoint, StoreKeyPrefix(o.UID))
+		},
+	},
+}
+
+// NewAccounts builds the account driver of the store's type, or answers
+// s3.ErrAccessNotSupported for a type without one.
+func NewAccounts(cfg s3.Config, store *storagev1.ObjectStore) (s3.Accounts, error) {
+	d, ok := accountDrivers[store.Spec.Type]
+	if !ok {
+		return nil, s3.ErrAccessNotSupported
+	}
+	return d.build(cfg, d.endpoint(store), store)
+}
+
+// accountsEndpoint is where the store's account API is served ("": at the
+// S3 endpoint, or no account driver).
+func accountsEndpoint(store *storagev1.ObjectStore) string {
+	if d, ok := accountDrivers[store.Spec.Type]; ok {
+		return d.endpoint(store)
+	}
+	return ""
 }
 
 type storeClient struct {
 	client   s3.Client
 	accounts s3.Accounts // nil for a store type without an account driver
-	// configSum is of type, endpoints, region, path style and keys; never the keys themselves.
+	// configSum is of UID, type, endpoints, region, path style and keys;
+	// never the keys themselves. The UID is the account driver's mark.
 	configSum [32]byte
 }
 
@@ -98,11 +156,7 @@ func (s *Clients) refresh(ctx context.Context, store *storagev1.ObjectStore) (st
 	if err != nil {
 		return storeClient{}, err
 	}
-	adminEndpoint := ""
-	if store.Spec.Versitygw != nil {
-		adminEndpoint = store.Spec.Versitygw.AdminEndpoint
-	}
-	sum := sha256.Sum256([]byte(string(store.Spec.Type) + "\x00" + adminEndpoint + "\x00" + cfg.Endpoint + "\x00" + cfg.Region + "\x00" +
+	sum := sha256.Sum256([]byte(string(store.UID) + "\x00" + string(store.Spec.Type) + "\x00" + accountsEndpoint(store) + "\x00" + cfg.Endpoint + "\x00" + cfg.Region + "\x00" +
 		fmt.Sprint(cfg.PathStyle) + "\x00" + cfg.AccessKey + "\x00" + cfg.SecretKey))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -114,8 +168,8 @@ func (s *Clients) refresh(ctx context.Context, store *storagev1.ObjectStore) (st
 		return storeClient{}, err
 	}
 	built := storeClient{client: c, configSum: sum}
-	if hasAccounts(store) {
-		a, err := s.backends.Accounts(cfg, adminEndpoint)
+	if HasAccounts(store) {
+		a, err := s.backends.Accounts(cfg, store)
 		if err != nil {
 			return storeClient{}, err
 		}
@@ -135,7 +189,7 @@ func (s *Clients) Client(ctx context.Context, store *storagev1.ObjectStore) (s3.
 // Accounts returns the store's account driver, or s3.ErrAccessNotSupported
 // for a store type without one.
 func (s *Clients) Accounts(ctx context.Context, store *storagev1.ObjectStore) (s3.Accounts, error) {
-	if !hasAccounts(store) {
+	if !HasAccounts(store) {
 		return nil, s3.ErrAccessNotSupported
 	}
 	c, err := s.get(ctx, store)
@@ -151,10 +205,22 @@ func (s *Clients) Accounts(ctx context.Context, store *storagev1.ObjectStore) (s
 	return c.accounts, nil
 }
 
-// hasAccounts reports whether the store's type has an account driver
-// (Backends.Accounts, one of internal/s3's accounts_*.go).
-func hasAccounts(store *storagev1.ObjectStore) bool {
-	return store.Spec.Type == storagev1.StoreTypeVersitygw
+// HasAccounts reports whether the store's type has an account driver
+// (accountDrivers).
+func HasAccounts(store *storagev1.ObjectStore) bool {
+	_, ok := accountDrivers[store.Spec.Type]
+	return ok
+}
+
+// AccountStoreTypes names the store types with an account driver, for
+// messages ("Versitygw or IAM").
+func AccountStoreTypes() string {
+	types := make([]string, 0, len(accountDrivers))
+	for t := range accountDrivers {
+		types = append(types, string(t))
+	}
+	slices.Sort(types)
+	return strings.Join(types, " or ")
 }
 
 func (s *Clients) get(ctx context.Context, store *storagev1.ObjectStore) (storeClient, error) {

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,9 +44,9 @@ type stubAccounts struct {
 	id int
 }
 
-func (b *countingBuilder) accounts(cfg s3.Config, adminEndpoint string) (s3.Accounts, error) {
+func (b *countingBuilder) accounts(cfg s3.Config, store *storagev1.ObjectStore) (s3.Accounts, error) {
 	b.accountCalls++
-	b.last, b.adminEndpoint = withoutHook(cfg), adminEndpoint
+	b.last, b.adminEndpoint = withoutHook(cfg), accountsEndpoint(store)
 	return &stubAccounts{id: b.accountCalls}, nil
 }
 
@@ -226,6 +227,12 @@ func TestStoresAccountDrivers(t *testing.T) {
 	g.Expect(moved).NotTo(BeIdenticalTo(a), "a new admin endpoint rebuilds the driver")
 	g.Expect(b.adminEndpoint).To(Equal("http://127.0.0.1:7071"))
 
+	iam := testStore("iam")
+	iam.Spec.Type, iam.Spec.IAM = storagev1.StoreTypeIAM, &storagev1.IAMOptions{Endpoint: "https://iam.example.com"}
+	_, err = s.Accounts(ctx, iam)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(b.adminEndpoint).To(Equal("https://iam.example.com"), "the IAM API on its own URL")
+
 	// A store that became a versitygw since its client was built gets a driver.
 	_, err = s.Client(ctx, plain)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -233,6 +240,36 @@ func TestStoresAccountDrivers(t *testing.T) {
 	got, err := s.Accounts(ctx, plain)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).NotTo(BeNil())
+}
+
+// TestNewAccountsPicksTheDriverByType: the store's type picks its driver,
+// and an IAM store's driver manages only the names with the store's mark
+// (its UID's), never those of another ObjectStore on the same server.
+func TestNewAccountsPicksTheDriverByType(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	cfg := s3.Config{Endpoint: "http://127.0.0.1:1", AccessKey: "access", SecretKey: "secret"}
+	store := func(typ storagev1.StoreType, uid types.UID) *storagev1.ObjectStore {
+		o := testStore("s")
+		o.UID, o.Spec.Type = uid, typ
+		return o
+	}
+	mine, theirs := AccountName("uid-1", "uid-access", 1), AccountName("uid-2", "uid-access", 1)
+
+	_, err := NewAccounts(cfg, store(storagev1.StoreTypeS3, "uid-1"))
+	g.Expect(err).To(MatchError(s3.ErrAccessNotSupported))
+
+	vgw, err := NewAccounts(cfg, store(storagev1.StoreTypeVersitygw, "uid-1"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(vgw.Principal(ctx, mine)).To(Equal(mine), "versitygw names the account by its key id")
+
+	iam, err := NewAccounts(cfg, store(storagev1.StoreTypeIAM, "uid-1"))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = iam.Principal(ctx, theirs)
+	g.Expect(err).To(MatchError(ContainSubstring("is not one of this ObjectStore's")), "another store's mark is refused before any request")
+	_, err = iam.Principal(ctx, mine)
+	g.Expect(err).To(HaveOccurred(), "its own name is asked of the server, which is not there")
+	g.Expect(err.Error()).NotTo(ContainSubstring("is not one of this ObjectStore's"))
 }
 
 func TestStoresLockPolicySerialises(t *testing.T) {

@@ -9,32 +9,32 @@ import (
 
 func TestAccessKeyNames(t *testing.T) {
 	g := NewWithT(t)
-	a, b := AccessKeyID("store-1", "uid-1", 1), AccessKeyID("store-1", "uid-1", 2)
-	g.Expect(a).To(HavePrefix(AccessKeyIDPrefix("store-1", "uid-1")))
-	g.Expect(b).To(HavePrefix(AccessKeyIDPrefix("store-1", "uid-1")))
+	a, b := AccountName("store-1", "uid-1", 1), AccountName("store-1", "uid-1", 2)
+	g.Expect(a).To(HavePrefix(AccountPrefix("store-1", "uid-1")))
+	g.Expect(b).To(HavePrefix(AccountPrefix("store-1", "uid-1")))
 	g.Expect(a).To(HavePrefix(StoreKeyPrefix("store-1")))
 	g.Expect(a).NotTo(Equal(b))
-	g.Expect(AccessKeyID("store-1", "uid-1", 10)).NotTo(HavePrefix(AccessKeyID("store-1", "uid-1", 1)+"V"), "version 1's prefix is not version 10's")
-	g.Expect(AccessKeyIDPrefix("store-1", "uid-2")).NotTo(Equal(AccessKeyIDPrefix("store-1", "uid-1")))
+	g.Expect(AccountName("store-1", "uid-1", 10)).NotTo(HavePrefix(AccountName("store-1", "uid-1", 1)+"V"), "version 1's prefix is not version 10's")
+	g.Expect(AccountPrefix("store-1", "uid-2")).NotTo(Equal(AccountPrefix("store-1", "uid-1")))
 	g.Expect(a).To(MatchRegexp(`^[A-Z0-9]{16,128}$`), "letters and digits only: valid in SigV4 scopes and policies")
-	g.Expect(AccessKeyID("store-1", "uid-1", 1)).To(Equal(a), "derived, not random: found again after a crash")
+	g.Expect(AccountName("store-1", "uid-1", 1)).To(Equal(a), "derived, not random: found again after a crash")
 
 	// Another ObjectStore (of this cluster or another, maybe on the same
 	// store) issues the same access other ids, with another mark.
-	other := AccessKeyID("store-2", "uid-1", 1)
+	other := AccountName("store-2", "uid-1", 1)
 	g.Expect(other).NotTo(Equal(a))
 	g.Expect(other).NotTo(HavePrefix(StoreKeyPrefix("store-1")))
 	g.Expect(StoreKeyPrefix("store-2")).NotTo(Equal(StoreKeyPrefix("store-1")))
 
 	// KeyOwner reads back whose key an id is, for its own store's ids only.
 	for id, want := range map[string]string{
-		a:                                     GrantID("uid-1"),
-		AccessKeyID("store-1", "uid-9", 1234): GrantID("uid-9"),
-		other:                                 "",
-		AccessKeyIDPrefix("store-1", "uid-1"): "",
-		AccessKeyIDPrefix("store-1", "uid-1") + "1x":                         "",
-		AccessKeyIDPrefix("store-1", "uid-1") + "01":                         "",
-		AccessKeyIDPrefix("store-1", "uid-1") + "-1":                         "",
+		a:                                        GrantID("uid-1"),
+		AccountName("store-1", "uid-9", 1234):    GrantID("uid-9"),
+		other:                                    "",
+		AccountPrefix("store-1", "uid-1"):        "",
+		AccountPrefix("store-1", "uid-1") + "1x": "",
+		AccountPrefix("store-1", "uid-1") + "01": "",
+		AccountPrefix("store-1", "uid-1") + "-1": "",
 		StoreKeyPrefix("store-1") + "ABCDEFGHIJKLMNOPQRSTV1":                 "",
 		StoreKeyPrefix("store-1") + strings.ToLower(GrantID("uid-1")) + "V1": "",
 		"TRELLIS" + strings.ToUpper(GrantID("uid-1")) + "V1":                 "",
@@ -45,12 +45,4 @@ func TestAccessKeyNames(t *testing.T) {
 		g.Expect(owner).To(Equal(want), id)
 	}
 
-	seen := map[string]bool{}
-	for range 100 {
-		k, err := NewSecretKey()
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(k).To(MatchRegexp(`^[A-Za-z0-9]{40}$`))
-		g.Expect(seen[k]).To(BeFalse())
-		seen[k] = true
-	}
 }

@@ -38,14 +38,16 @@ type LiveGrant struct {
 // account) or by its StorageBucket's claim of the bucket (which the cache
 // shows before an access's first status write). Each names every key its
 // access may have granted: the key of spec.keyVersion (granted before it
-// goes on record), the current one and the retiring ones on record.
+// goes on record, so named by its account and by what known says of it),
+// the current one and the retiring ones by the principals the status
+// records.
 // A BucketAccess being deleted still counts: its own deletion takes its
 // grant out.
 //
 // Call it with the bucket's policy lock held, before reading the policy:
 // an access that granted something before the lock was taken had been read
 // from this cache before, so the cache has it too, or it is gone.
-func LiveGrants(ctx context.Context, c client.Reader, store *storagev1.ObjectStore, bucket string) ([]LiveGrant, error) {
+func LiveGrants(ctx context.Context, c client.Reader, known KnownPrincipal, store *storagev1.ObjectStore, bucket string) ([]LiveGrant, error) {
 	key := StoreBucketKey(store.Name, bucket)
 	found := map[types.UID]*storagev1.BucketAccess{}
 	recorded := &storagev1.BucketAccessList{}
@@ -70,11 +72,18 @@ func LiveGrants(ctx context.Context, c client.Reader, store *storagev1.ObjectSto
 	}
 	out := make([]LiveGrant, 0, len(found))
 	for _, a := range found {
-		keys := []string{AccessKeyID(store.UID, a.UID, a.Spec.KeyVersion)}
-		if a.Status.AccessKeyID != "" {
-			keys = append(keys, a.Status.AccessKeyID)
+		// The key of spec.keyVersion, by its account (its principal on
+		// versitygw) and by the principal the account driver learnt as it
+		// issued it (an IAM user's ARN): granted before it goes on record.
+		want := AccountName(store.UID, a.UID, a.Spec.KeyVersion)
+		keys := []string{want}
+		if p, ok := known(want); ok && p != want {
+			keys = append(keys, p)
 		}
-		keys = append(keys, KeyIDs(a.Status.RetiringKeys)...)
+		if current, ok := CurrentKey(&a.Status); ok {
+			keys = append(keys, current.PrincipalName())
+		}
+		keys = append(keys, PrincipalNames(a.Status.RetiringKeys)...)
 		out = append(out, LiveGrant{
 			Grant:  s3.Grant{ID: GrantID(a.UID), Principals: keys, Mode: string(a.Spec.Mode)},
 			Access: types.NamespacedName{Namespace: a.Namespace, Name: a.Name},
@@ -84,9 +93,30 @@ func LiveGrants(ctx context.Context, c client.Reader, store *storagev1.ObjectSto
 	return out, nil
 }
 
+// KnownPrincipal is how a bucket policy names an account, as far as known
+// without asking the store (s3.Accounts.KnownPrincipal).
+type KnownPrincipal func(account string) (string, bool)
+
 // GrantsOf returns the function that reads the live grants of a bucket.
-func GrantsOf(c client.Reader, store *storagev1.ObjectStore, bucket string) func(context.Context) ([]LiveGrant, error) {
-	return func(ctx context.Context) ([]LiveGrant, error) { return LiveGrants(ctx, c, store, bucket) }
+func (s *Clients) GrantsOf(c client.Reader, store *storagev1.ObjectStore, bucket string) func(context.Context) ([]LiveGrant, error) {
+	return func(ctx context.Context) ([]LiveGrant, error) {
+		return LiveGrants(ctx, c, s.knownPrincipal(store), store, bucket)
+	}
+}
+
+// knownPrincipal asks the store's account driver, if one was built, for
+// the principals it knows; the leader's, which made the keys, knows those
+// it issued.
+func (s *Clients) knownPrincipal(store *storagev1.ObjectStore) KnownPrincipal {
+	return func(account string) (string, bool) {
+		s.mu.Lock()
+		c, ok := s.clients[store.Name]
+		s.mu.Unlock()
+		if !ok || c.accounts == nil {
+			return "", false
+		}
+		return c.accounts.KnownPrincipal(account)
+	}
 }
 
 // BucketPolicy is the means to edit one bucket's policy.

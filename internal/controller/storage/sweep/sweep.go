@@ -31,7 +31,7 @@ import (
 // it. Every interval, in each store, it revokes what carries Trellis' marks
 // and belongs to no live BucketAccess:
 //
-//   - accounts whose access key id has the store's mark (stores.StoreKeyPrefix)
+//   - accounts whose name has the store's mark (stores.StoreKeyPrefix)
 //     and the hash of the UID of no BucketAccess in the cache;
 //   - in the policy of every bucket a StorageBucket claims there,
 //     statements with Trellis' Sid prefix that are no recorded grant
@@ -127,7 +127,7 @@ type Result struct {
 	// Result is Clean, Revoked, Capped, StoreNotReady, or why the sweep
 	// stopped (a store reason, ReconcileError).
 	Result string
-	// Accounts are the access key ids revoked.
+	// Accounts are the accounts revoked (on versitygw, access key ids).
 	Accounts []string
 	// Grants counts grant statements taken out or put back.
 	Grants int
@@ -188,7 +188,7 @@ func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) Res
 		return res
 	}
 
-	if store.Spec.Type == storagev1.StoreTypeVersitygw {
+	if stores.HasAccounts(store) {
 		revoked, err := s.sweepAccounts(ctx, store, budget)
 		res.Accounts = revoked
 		budget -= len(revoked)
@@ -218,7 +218,7 @@ func (s *Sweeper) sweepOf(ctx context.Context, store *storagev1.ObjectStore) Res
 			return res
 		}
 		bucket := sb.Status.BucketName
-		edit, err := stores.BucketPolicy{S3: c, Bucket: bucket, Grants: stores.GrantsOf(s.Cache, store, bucket),
+		edit, err := stores.BucketPolicy{S3: c, Bucket: bucket, Grants: s.Clients.GrantsOf(s.Cache, store, bucket),
 			Lock: func() func() { return s.Clients.LockPolicy(store.Name, bucket) }}.Edit(ctx, nil)
 		reason, _ := stores.ClassifyError(err)
 		switch {
@@ -282,7 +282,7 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, store *storagev1.ObjectStor
 	return revoked, nil
 }
 
-// orphans returns the access key ids among ids that carry the store's mark
+// orphans returns the account names among ids that carry the store's mark
 // and the hash of no BucketAccess in the cache. ids must have been listed
 // before this is called.
 func (s *Sweeper) orphans(ctx context.Context, store *storagev1.ObjectStore, ids []string) ([]string, error) {

@@ -31,7 +31,7 @@ func (f *fixture) sweeper() *Sweeper {
 }
 
 // sweepKeys are access key ids of the sweep's rows, issued through storagetest.ReadyStore.
-func sweepKey(uid types.UID, v int32) string { return stores.AccessKeyID(storagetest.StoreUID, uid, v) }
+func sweepKey(uid types.UID, v int32) string { return stores.AccountName(storagetest.StoreUID, uid, v) }
 
 // grantOf is the statement the grant of an access would have in storagetest.BucketName.
 func grantOf(uid types.UID, mode string, keys ...string) s3.Grant {
@@ -64,8 +64,8 @@ func TestSweepStore(t *testing.T) {
 	// Accounts that are not this store's to sweep: another ObjectStore's
 	// (of this cluster or another, on the same store) for an access that
 	// does not exist here, someone else's, and ones that only look alike.
-	foreign := []string{stores.AccessKeyID("uid-other-store", gone, 1), "SOMEONEELSE000000", "TRELLISNOTAKEYATALL",
-		stores.AccessKeyIDPrefix(storagetest.StoreUID, gone) + "x1", stores.StoreKeyPrefix(storagetest.StoreUID) + "0123V1"}
+	foreign := []string{stores.AccountName("uid-other-store", gone, 1), "SOMEONEELSE000000", "TRELLISNOTAKEYATALL",
+		stores.AccountPrefix(storagetest.StoreUID, gone) + "x1", stores.StoreKeyPrefix(storagetest.StoreUID) + "0123V1"}
 	accountsOf := func(ids ...[]string) map[string]string {
 		out := map[string]string{}
 		for _, list := range ids {
@@ -384,7 +384,7 @@ func TestSweepAllStores(t *testing.T) {
 	down := storagetest.ReadyStore(false)
 	down.Name, down.UID = "sweep-down", "uid-store-down"
 	f := newFixture(storagetest.OpenNamespace(), storagetest.StoreCredentials(), one, two, down)
-	mine, theirs, downs := stores.AccessKeyID(one.UID, "uid-gone", 1), stores.AccessKeyID(two.UID, "uid-gone", 1), stores.AccessKeyID(down.UID, "uid-gone", 1)
+	mine, theirs, downs := stores.AccountName(one.UID, "uid-gone", 1), stores.AccountName(two.UID, "uid-gone", 1), stores.AccountName(down.UID, "uid-gone", 1)
 	f.Accounts.Accounts = map[string]string{mine: "s", theirs: "s", downs: "s"}
 	f.sweeper().Sweep(context.Background())
 	g.Expect(f.Accounts.Accounts).To(Equal(map[string]string{downs: "s"}), "each store its own; none in a store that is down")
