@@ -220,8 +220,8 @@ func revisionOf(g Gomega, o client.Object) int64 {
 // have a Role made for them; nobody, a cluster admin included, gets an
 // inline RoleBinding to cluster-admin, a Role that grants more than it
 // lists or writes its own namespace (a Role reaches the Namespace of its
-// namespace's name: the team would relabel or detach it) or what a quota
-// counts, or a NetworkPolicy that admits traffic from outside the tenant;
+// namespace's name: the team would relabel or detach it) or a status (a
+// record the guardrails trust), or a NetworkPolicy that admits traffic from outside the tenant;
 // a tenant admin can neither change nor delete an inline copy; an inline
 // RoleBinding's roleRef does not change in place.
 func TestInlineCopyAttacks(t *testing.T) {
@@ -277,7 +277,17 @@ func TestInlineCopyAttacks(t *testing.T) {
 		},
 		"cluster admin: a Role that resets what the quota counts": {
 			item: inlineRole("quota", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"resourcequotas/status"}, Verbs: []string{"update"}}),
-			says: []string{"spec.copies Role quota: an inline Role may not write namespaces or resourcequotas/status"},
+			says: []string{"spec.copies Role quota: an inline Role may not write namespaces, a status"},
+		},
+		"cluster admin: a Role that writes which namespace a request holds": {
+			item: inlineRole("requests", rbacv1.PolicyRule{APIGroups: []string{tenancyv1.GroupVersion.Group},
+				Resources: []string{"namespacerequests/status"}, Verbs: []string{"patch"}}),
+			says: []string{"spec.copies Role requests: an inline Role may not write namespaces, a status"},
+		},
+		"cluster admin: a Role of every resource of a group, verb by verb": {
+			item: inlineRole("trellis", rbacv1.PolicyRule{APIGroups: []string{tenancyv1.GroupVersion.Group},
+				Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}),
+			says: []string{"spec.copies Role trellis: an inline Role may not write namespaces, a status"},
 		},
 		"cluster admin: a NetworkPolicy admitting every address": {
 			item: inlinePolicy("open", networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{
