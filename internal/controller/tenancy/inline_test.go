@@ -219,7 +219,9 @@ func revisionOf(g Gomega, o client.Object) int64 {
 // tried as the actor. A platform operator who may not escalate roles cannot
 // have a Role made for them; nobody, a cluster admin included, gets an
 // inline RoleBinding to cluster-admin, a Role that grants more than it
-// lists, or a NetworkPolicy that admits traffic from outside the tenant;
+// lists or writes its own namespace (a Role reaches the Namespace of its
+// namespace's name: the team would relabel or detach it) or a status (a
+// record the guardrails trust), or a NetworkPolicy that admits traffic from outside the tenant;
 // a tenant admin can neither change nor delete an inline copy; an inline
 // RoleBinding's roleRef does not change in place.
 func TestInlineCopyAttacks(t *testing.T) {
@@ -232,6 +234,7 @@ func TestInlineCopyAttacks(t *testing.T) {
 		}
 	}
 	same := &metav1.LabelSelector{}
+	cases := 0
 	for name, c := range map[string]struct {
 		actor func(g Gomega) client.Client
 		item  tenancyv1.TenantCopy
@@ -259,6 +262,33 @@ func TestInlineCopyAttacks(t *testing.T) {
 			item: inlineRole("all", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"*"}}),
 			says: []string{"an inline Role lists its verbs"},
 		},
+		"cluster admin: a Role of every resource, verb by verb, writes the namespace itself": {
+			item: inlineRole("owner", rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"},
+				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}),
+			says: []string{"spec.copies Role owner: an inline Role may not write namespaces", "Pod Security level and the tenant's marks"},
+		},
+		"cluster admin: a Role that relabels the namespace": {
+			item: inlineRole("relabel", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"patch"}}),
+			says: []string{"spec.copies Role relabel: an inline Role may not write namespaces"},
+		},
+		"cluster admin: a Role that finalizes the namespace": {
+			item: inlineRole("finalize", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"*/finalize"}, Verbs: []string{"update"}}),
+			says: []string{"spec.copies Role finalize: an inline Role may not write namespaces"},
+		},
+		"cluster admin: a Role that resets what the quota counts": {
+			item: inlineRole("quota", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"resourcequotas/status"}, Verbs: []string{"update"}}),
+			says: []string{"spec.copies Role quota: an inline Role may not write namespaces, a status"},
+		},
+		"cluster admin: a Role that writes which namespace a request holds": {
+			item: inlineRole("requests", rbacv1.PolicyRule{APIGroups: []string{tenancyv1.GroupVersion.Group},
+				Resources: []string{"namespacerequests/status"}, Verbs: []string{"patch"}}),
+			says: []string{"spec.copies Role requests: an inline Role may not write namespaces, a status"},
+		},
+		"cluster admin: a Role of every resource of a group, verb by verb": {
+			item: inlineRole("trellis", rbacv1.PolicyRule{APIGroups: []string{tenancyv1.GroupVersion.Group},
+				Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}),
+			says: []string{"spec.copies Role trellis: an inline Role may not write namespaces, a status"},
+		},
 		"cluster admin: a NetworkPolicy admitting every address": {
 			item: inlinePolicy("open", networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{
 				{From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}}}}}}),
@@ -280,10 +310,13 @@ func TestInlineCopyAttacks(t *testing.T) {
 			if c.actor != nil {
 				actor = c.actor(g)
 			}
-			tenant := newTenant("ina-refused", "ina-refused-", "a")
+			// A Tenant of its own per case: one let through fails its case alone.
+			refusedName := "ina-refused-" + strconv.Itoa(cases)
+			cases++
+			tenant := newTenant(refusedName, refusedName+"-", "a")
 			tenant.Spec.Copies = []tenancyv1.TenantCopy{c.item}
 			refused(g, actor.Create(ctx, tenant), c.says...)
-			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "ina-refused"}, &tenancyv1.Tenant{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: refusedName}, &tenancyv1.Tenant{}))).To(BeTrue())
 		})
 	}
 
@@ -295,6 +328,9 @@ func TestInlineCopyAttacks(t *testing.T) {
 		inlinePolicy("same-namespace", networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{
 			{From: []networkingv1.NetworkPolicyPeer{{PodSelector: same}}}}}),
 		inlineLimits("small", "2"),
+		// Reading the namespace and its quota writes nothing: allowed.
+		inlineRole("reads-namespace", rbacv1.PolicyRule{APIGroups: []string{""},
+			Resources: []string{"namespaces", "resourcequotas/status"}, Verbs: []string{"get", "list", "watch"}}),
 	}
 	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
 	eventuallyReady(g, "ina")
