@@ -36,7 +36,7 @@ func main() {
 		maxDownload  = flag.Int64("max-artifact-bytes", viewer.DefaultLimits.Download, "The most bytes of an artifact (the gzipped tarball) fetched.")
 		maxUnpacked  = flag.Int64("max-unpacked-bytes", viewer.DefaultLimits.Unpacked, "The most bytes read out of an artifact, served or not.")
 		maxEntries   = flag.Int("max-artifact-entries", viewer.DefaultLimits.Entries, "The most entries (files, folders, links) of an artifact.")
-		maxSite      = flag.Int64("max-site-bytes", viewer.DefaultLimits.Site, "The most bytes of pages and images kept from an artifact.")
+		maxSite      = flag.Int64("max-site-bytes", viewer.DefaultLimits.Site, "The most bytes of pages and images kept from an artifact, their names counted with them.")
 		showVersion  = flag.Bool("version", false, "Print the version and exit.")
 	)
 	flag.Parse()

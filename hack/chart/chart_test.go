@@ -225,11 +225,13 @@ func TestValues(t *testing.T) {
 			}
 		}},
 		"flags": {[]string{"--set", "viewerImageAllow={registry.example.com/trellis-viewer,registry.example.com/team/*}",
+			"--set", "artifactHosts={source-controller.flux.svc.cluster.local.}",
 			"--set", "controllers={tenant,storage}", "--set", "logLevel=debug", "--set", "extraArgs={--tenant-protected-namespaces=infra-.*}"},
 			func(t *testing.T, objs map[string]map[string]any) {
 				_, _, c := managerOf(t, objs)
 				want := append(append([]string{}, defaultArgs...), "--viewer-image=trellis-viewer:dev",
 					"--viewer-image-allow=registry.example.com/trellis-viewer,registry.example.com/team/*",
+					"--artifact-hosts=source-controller.flux.svc.cluster.local.",
 					"--controllers=tenant,storage", "--zap-log-level=debug", "--tenant-protected-namespaces=infra-.*")
 				if got := argsOf(c); !reflect.DeepEqual(got, want) {
 					t.Errorf("args %q, want %q", got, want)

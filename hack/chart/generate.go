@@ -669,6 +669,7 @@ func templateDeployment(o map[string]any, p *placeholders, d *chartDefaults) err
 		}
 		return strings.Join([]string{
 			item(".Values.viewerImageAllow", "--viewer-image-allow"),
+			item(".Values.artifactHosts", "--artifact-hosts"),
 			item(".Values.controllers", "--controllers"),
 			fmt.Sprintf("{{- with .Values.logLevel }}\n%s- {{ printf \"--zap-log-level=%%v\" . | quote }}\n{{- end }}", indent),
 			fmt.Sprintf("{{- range .Values.extraArgs }}\n%s- {{ . | quote }}\n{{- end }}", indent),

@@ -42,6 +42,7 @@ type Options struct {
 	RateLimit               setup.RateLimit
 	ViewerImage             string
 	ViewerImageAllow        string
+	ArtifactHosts           stringList
 	TenantProtected         string
 	TenantReverifyInterval  time.Duration
 	BucketEventsAddr        string
@@ -55,6 +56,10 @@ const DefaultNamespace = "trellis-system"
 // DefaultViewerImage is the viewer a MarkdownView gets when it names none
 // (built from cmd/viewer by `make docker-build`).
 const DefaultViewerImage = "trellis-viewer:dev"
+
+// DefaultArtifactHost is where Flux's source-controller serves artifacts
+// when installed as Flux installs it (its --storage-adv-addr).
+const DefaultArtifactHost = "source-controller.flux-system.svc.cluster.local."
 
 // NewOptions returns the defaults, before flags are parsed.
 func NewOptions() *Options {
@@ -82,6 +87,7 @@ func NewOptions() *Options {
 		MaxConcurrentReconciles: concurrency.Flag{Default: 4, PerController: maps.Clone(defaultConcurrency), Defaults: defaultConcurrency},
 		RateLimit:               setup.DefaultRateLimit,
 		ViewerImage:             DefaultViewerImage,
+		ArtifactHosts:           stringList{DefaultArtifactHost},
 		TenantReverifyInterval:  time.Minute,
 		StorageSweepInterval:    5 * time.Minute,
 	}
@@ -113,6 +119,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.RateLimit.Burst, "rate-limiter-burst", o.RateLimit.Burst, "Burst of reconciles above --rate-limiter-qps.")
 	fs.StringVar(&o.ViewerImage, "viewer-image", o.ViewerImage, "Default viewer image of MarkdownViews that name none.")
 	fs.StringVar(&o.ViewerImageAllow, "viewer-image-allow", o.ViewerImageAllow, "Comma-separated images a MarkdownView's spec.viewerImage may name: a repository (any tag or digest), a prefix ending in /*, or *. Default: the repository of --viewer-image.")
+	fs.Var(&o.ArtifactHosts, "artifact-hosts", "Comma-separated hosts a MarkdownView's source may have its artifact served from: a name (any port) or host:port; the manager fetches from no other.")
 	fs.StringVar(&o.TenantProtected, "tenant-protected-namespaces", o.TenantProtected, "Regular expression of further namespace names no Tenant may take (kube-*, default and the manager's namespace always are).")
 	fs.StringVar(&o.BucketEventsAddr, "bucket-events-bind-address", o.BucketEventsAddr, "Address of the S3 bucket-event receiver (POST /bucket-events); empty or \"0\" disables it.")
 	fs.StringVar(&o.BucketEventsSecret, "bucket-events-token-secret", o.BucketEventsSecret, "Secret in the manager's namespace whose key \"token\" authenticates bucket events.")
@@ -187,6 +194,7 @@ func (o *Options) ControllerOptions(name string) setup.Options {
 		Namespace:                 o.Namespace,
 		ViewerImage:               o.ViewerImage,
 		ViewerImageAllow:          o.ViewerImageAllow,
+		ArtifactHosts:             o.ArtifactHosts,
 		TenantProtectedNamespaces: o.TenantProtected,
 		TenantReverifyInterval:    o.TenantReverifyInterval,
 		BucketEventsAddr:          o.BucketEventsAddr,

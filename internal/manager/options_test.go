@@ -180,6 +180,7 @@ func TestParseBindsEveryFlag(t *testing.T) {
 		"--rate-limiter-burst=7",
 		"--viewer-image=registry.example.com/viewer:1",
 		"--viewer-image-allow=registry.example.com/*",
+		"--artifact-hosts=source-controller.flux.svc.cluster.local., artifacts.example.com:8443",
 		"--tenant-protected-namespaces=^prod-.*$",
 		"--tenant-reverify-interval=5m",
 		"--storage-sweep-interval=10m",
@@ -207,6 +208,7 @@ func TestParseBindsEveryFlag(t *testing.T) {
 	want.RateLimit = setup.RateLimit{BaseDelay: 10 * time.Millisecond, MaxDelay: time.Minute, QPS: 2.5, Burst: 7}
 	want.ViewerImage = "registry.example.com/viewer:1"
 	want.ViewerImageAllow = "registry.example.com/*"
+	want.ArtifactHosts = stringList{"source-controller.flux.svc.cluster.local.", "artifacts.example.com:8443"}
 	want.TenantProtected = "^prod-.*$"
 	want.TenantReverifyInterval = 5 * time.Minute
 	want.StorageSweepInterval = 10 * time.Minute

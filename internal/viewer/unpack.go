@@ -21,7 +21,8 @@ type Limits struct {
 	// Unpacked is the most bytes read out of the tarball in all, served or
 	// not, so a small archive cannot make the viewer inflate gigabytes.
 	Unpacked int64
-	// Site is the most bytes of pages and images kept in memory.
+	// Site is the most bytes of pages and images kept in memory, their
+	// names counted with them.
 	Site int64
 }
 
@@ -120,7 +121,9 @@ func unpack(r io.Reader, dir string, lim Limits) (*Snapshot, error) {
 		if !page && assetTypeOf(name) == "" {
 			continue
 		}
-		if hdr.Size < 0 || kept+hdr.Size > lim.Site {
+		// A name is kept with its file: counted, so that many empty files
+		// with long names (PAX allows a megabyte each) stay within Site.
+		if hdr.Size < 0 || kept+int64(len(name))+hdr.Size > lim.Site {
 			return nil, fmt.Errorf("%w: pages and images over %d bytes (at %q)", ErrTooLarge, lim.Site, name)
 		}
 		b, err := io.ReadAll(io.LimitReader(tr, hdr.Size))
@@ -130,7 +133,7 @@ func unpack(r io.Reader, dir string, lim Limits) (*Snapshot, error) {
 			}
 			return nil, fmt.Errorf("reading %q: %w", name, err)
 		}
-		kept += int64(len(b))
+		kept += int64(len(name)) + int64(len(b))
 		if page {
 			snap.Pages[name] = string(b)
 		} else {

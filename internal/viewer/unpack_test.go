@@ -100,6 +100,9 @@ func TestUnpackRefusesWhatBreaksItsLimits(t *testing.T) {
 		{"dot-dot link", []tarEntry{{name: "../l.md", kind: tar.TypeSymlink, link: "x"}}, ErrUnsafePath},
 		{"too many entries", []tarEntry{{name: "a.go"}, {name: "b.go"}, {name: "c.go"}, {name: "d.go"}}, ErrTooLarge},
 		{"pages over the site's size", []tarEntry{{name: "a.md", body: strings.Repeat("x", 60)}, {name: "b.md", body: strings.Repeat("x", 60)}}, ErrTooLarge},
+		// Names are kept too: thousands of empty pages with long names
+		// (PAX lets a name take a megabyte) must not grow past the site's size.
+		{"page names over the site's size", []tarEntry{{name: strings.Repeat("n", 57) + ".md"}, {name: strings.Repeat("m", 57) + ".md"}}, ErrTooLarge},
 		// Not kept, but inflated all the same: the unpacked bound counts it.
 		{"a bomb of skipped bytes", []tarEntry{{name: "big.bin", body: strings.Repeat("\x00", 64<<10)}}, ErrTooLarge},
 		{"a device", []tarEntry{{name: "dev.md", kind: tar.TypeChar}}, errEntryFormat},

@@ -118,6 +118,9 @@ type Options struct {
 	// ViewerImageAllow is the allow-list of images a MarkdownView may name
 	// (internal/imagepolicy); empty stands for ViewerImage's repository.
 	ViewerImageAllow string
+	// ArtifactHosts are the hosts (a name, any port, or host:port) whose
+	// artifact URLs a MarkdownView's source may name.
+	ArtifactHosts []string
 	// Served lists the controller's OptionalOwned types that the API server
 	// served when the manager started.
 	Served []schema.GroupVersionKind

@@ -104,6 +104,8 @@ type Reconciler struct {
 	// verify checks an artifact's size and digest before viewers are
 	// pointed at it.
 	verify verifier
+	// artifactHosts are the hosts the manager fetches artifacts from.
+	artifactHosts []string
 }
 
 // NewReconciler builds the reconciler from the manager's clients and the options.
@@ -120,10 +122,11 @@ func NewReconciler(mgr ctrl.Manager, opts setup.Options) (*Reconciler, error) {
 		configMaps: children.Clients{Cached: cached, Uncached: trimmedReader{Reader: uncached, trim: trimConfigMap}},
 		status: status.NewPatcher(cached, mgr.GetEventRecorder(ControllerName),
 			func(mv *viewv1.MarkdownView) *viewv1.MarkdownViewStatus { return &mv.Status }, statusEvents...),
-		viewerImage:  opts.ViewerImage,
-		imageAllow:   allow,
-		routesServed: opts.Serves(httpRouteGVK),
-		verify:       httpVerifier(&http.Client{Timeout: artifactVerifyTimeout}),
+		viewerImage:   opts.ViewerImage,
+		imageAllow:    allow,
+		routesServed:  opts.Serves(httpRouteGVK),
+		verify:        httpVerifier(&http.Client{Timeout: artifactVerifyTimeout}),
+		artifactHosts: opts.ArtifactHosts,
 	}, nil
 }
 

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"time"
 
@@ -66,7 +68,43 @@ const (
 	ReasonArtifactTooLarge       = "ArtifactTooLarge"
 	ReasonArtifactDigestMismatch = "ArtifactDigestMismatch"
 	ReasonArtifactUnreachable    = "ArtifactUnreachable"
+	ReasonArtifactHostRefused    = "ArtifactHostRefused"
 )
+
+// artifactHostAllowed reports whether the manager may fetch rawURL: plain
+// HTTP or HTTPS on one of hosts, each a host name (any port) or a
+// host:port. A source's status.artifact.url is written by whoever may
+// write the source's status (Flux's own flux-edit role, aggregated into
+// every namespace's edit, grants it), so without this a namespace editor
+// would make the manager GET any address its network reaches.
+func artifactHostAllowed(rawURL string, hosts []string) bool {
+	u, err := neturl.Parse(rawURL)
+	if err != nil || !artifactSchemes[u.Scheme] || u.User != nil || u.Host == "" {
+		return false
+	}
+	name := normalHost(u.Hostname())
+	for _, h := range hosts {
+		host, port, err := net.SplitHostPort(h)
+		if err != nil { // no port: any port
+			if normalHost(h) == name {
+				return true
+			}
+			continue
+		}
+		if normalHost(host) == name && port == u.Port() {
+			return true
+		}
+	}
+	return false
+}
+
+// artifactSchemes are the schemes Flux serves artifacts over.
+var artifactSchemes = map[string]bool{"http": true, "https": true}
+
+// normalHost spells a host name one way: lower case, no final dot.
+func normalHost(h string) string {
+	return strings.ToLower(strings.TrimSuffix(h, "."))
+}
 
 // errDigestMismatch is what verifyArtifact returns for an artifact whose
 // bytes are not the ones its digest names.
@@ -122,6 +160,9 @@ func (r *Reconciler) resolveSource(ctx context.Context, mv *viewv1.MarkdownView,
 		return nil
 	}
 	a.Path = strings.Trim(ref.Path, "/")
+	if !artifactHostAllowed(a.URL, r.artifactHosts) {
+		return outcome.Block(ReasonArtifactHostRefused, fmt.Sprintf("the artifact of %s %s is served from %s, not from a host the manager fetches artifacts from (its --artifact-hosts); the site keeps what it serves", ref.Kind, ref.Name, hostOf(a.URL)))
+	}
 	if size > maxArtifactBytes {
 		return blockLookAgain(ReasonArtifactTooLarge, artifactTooLargeMessage(ref, a, size))
 	}
@@ -186,6 +227,14 @@ func artifactOf(src *unstructured.Unstructured) (artifact, int64, bool) {
 	return artifact{URL: url, Revision: revision, Digest: digest}, size, true
 }
 
+// hostOf is rawURL's host, for a message: never its path or query.
+func hostOf(rawURL string) string {
+	if u, err := neturl.Parse(rawURL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return "an address that is no URL"
+}
+
 // artifactData is the ConfigMap content that points the viewers at a.
 func artifactData(a artifact) map[string]string {
 	b, _ := json.Marshal(a) // strings only: cannot fail
@@ -194,8 +243,12 @@ func artifactData(a artifact) map[string]string {
 
 // httpVerifier streams the artifact at url through SHA-256, reading at
 // most maxArtifactBytes, and compares the sum with digest. It keeps
-// nothing: the manager's memory is the copy buffer's.
+// nothing: the manager's memory is the copy buffer's. It follows no
+// redirect: one would lead past the hosts the URL was checked against.
 func httpVerifier(c *http.Client) verifier {
+	noRedirects := *c
+	noRedirects.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c = &noRedirects
 	return func(ctx context.Context, url, digest string) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {

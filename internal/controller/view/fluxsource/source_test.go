@@ -56,7 +56,14 @@ func TestMain(m *testing.M) {
 		AddToScheme: []func(*k8sruntime.Scheme) error{viewv1.AddToScheme, gatewayv1.Install},
 		Admission:   true,
 		FluxSource:  true,
-		Options:     func(opts *manager.Options) { opts.ViewerImage = "example.com/viewer:test" },
+		Options: func(opts *manager.Options) {
+			opts.ViewerImage = "example.com/viewer:test"
+			// source-controller's storage, and "localhost" (any port)
+			// standing for a trusted producer of ExternalArtifacts: a
+			// server on 127.0.0.1 other than source-controller's is an
+			// address the manager must not be aimed at.
+			opts.ArtifactHosts = []string{suite.SourceController.StorageAddr, "localhost"}
+		},
 		Controllers: []setup.Controller{view.Controller},
 		Wrap:        mgrWrites.Wrap,
 	}
@@ -255,6 +262,10 @@ func TestGitRepositorySite(t *testing.T) {
 // writes, as the producer of one does: a source of any bytes, digest and
 // size it says.
 func externalArtifact(ctx context.Context, g Gomega, ns, name, url, digest string, size int64) {
+	externalArtifactAs(ctx, g, k8s, ns, name, url, digest, size)
+}
+
+func externalArtifactAs(ctx context.Context, g Gomega, k8s client.Client, ns, name, url, digest string, size int64) {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "source.toolkit.fluxcd.io/v1",
 		"kind":       "ExternalArtifact",
@@ -319,6 +330,7 @@ func TestFailedArtifactKeepsTheLastGoodSite(t *testing.T) {
 		}
 	}))
 	defer files.Close()
+	producer := strings.Replace(files.URL, "127.0.0.1", "localhost", 1)
 
 	ns := newNamespace(ctx, t)
 	g.Expect(k8s.Create(ctx, gitRepository(ns, "handbook", git.URL))).To(Succeed())
@@ -332,9 +344,9 @@ func TestFailedArtifactKeepsTheLastGoodSite(t *testing.T) {
 	// The digest the source claims is another artifact's; the big one says
 	// its size truthfully (the manager refuses it unread); the liar about
 	// its size is caught while the manager streams it.
-	externalArtifact(ctx, g, ns, "tampered", files.URL+"/tampered.tar.gz", digestOf([]byte("what was published")), int64(len(tampered)))
-	externalArtifact(ctx, g, ns, "big", files.URL+"/big.tar.gz", digestOf(big), int64(len(big)))
-	externalArtifact(ctx, g, ns, "big-unsized", files.URL+"/big.tar.gz", digestOf(big), 1024)
+	externalArtifact(ctx, g, ns, "tampered", producer+"/tampered.tar.gz", digestOf([]byte("what was published")), int64(len(tampered)))
+	externalArtifact(ctx, g, ns, "big", producer+"/big.tar.gz", digestOf(big), int64(len(big)))
+	externalArtifact(ctx, g, ns, "big-unsized", producer+"/big.tar.gz", digestOf(big), 1024)
 
 	for _, tc := range []struct {
 		name    string
