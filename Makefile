@@ -18,6 +18,11 @@ ETCD_VERSION           := $(shell awk '$$1=="require" && $$2=="go.etcd.io/etcd/s
 # tests; pinned in its wrapper module (hack/seaweedfs), by pseudo-version:
 # its Go module has no release tags.
 SEAWEEDFS_VERSION      := $(shell awk '$$1=="require" && $$2=="github.com/seaweedfs/seaweedfs" {print $$3}' hack/seaweedfs/go.mod)
+# The MinIO server, for the MinIO account driver's tests; pinned in its
+# wrapper module (hack/minio), by pseudo-version: MinIO tags no Go module
+# releases. MinIO is AGPL-3.0: it runs in tests only, is never shipped, and
+# no Trellis binary links it (nor madmin-go, its admin client, also AGPL).
+MINIO_VERSION          := $(shell awk '$$1=="require" && $$2=="github.com/minio/minio" {print $$3}' hack/minio/go.mod)
 KWOK_VERSION           ?= v0.8.0
 VERSITYGW_VERSION      ?= v1.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
@@ -381,11 +386,12 @@ tools-download:
 	failed=0; for p in "$${pids[@]}"; do wait $$p || failed=1; done; \
 	[ $$failed = 0 ] || { echo "tools-download: a download failed; the builds below say which" >&2; }
 
-.PHONY: kube etcd seaweedfs kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign
+.PHONY: kube etcd seaweedfs minio kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
 seaweedfs: $(LOCALBIN)/weed ## SeaweedFS's weed (SEAWEEDFS_VERSION) into bin/, for the IAM driver's tests (not yet in make tools).
+minio: $(LOCALBIN)/minio ## The MinIO server (MINIO_VERSION, AGPL, tests only) into bin/, for the MinIO driver's tests (not yet in make tools).
 kwok: $(LOCALBIN)/kwok $(LOCALBIN)/kwokctl
 versitygw: $(LOCALBIN)/versitygw
 controller-gen: $(LOCALBIN)/controller-gen
@@ -438,6 +444,14 @@ $(LOCALBIN)/weed-$(SEAWEEDFS_VERSION):
 	  -ldflags "-s -w -X github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT=$(lastword $(subst -, ,$(SEAWEEDFS_VERSION)))" \
 	  -o $@ github.com/seaweedfs/seaweedfs/weed
 
+# minio reports the commit of its pseudo-version (`minio --version`); built
+# as MinIO's own Makefile builds it (CGO off, the kqueue tag).
+MINIO_COMMIT := $(lastword $(subst -, ,$(MINIO_VERSION)))
+$(LOCALBIN)/minio-$(MINIO_VERSION):
+	cd hack/minio && CGO_ENABLED=0 $(GO) build -trimpath -tags kqueue \
+	  -ldflags "-s -w -X github.com/minio/minio/cmd.CommitID=$(MINIO_COMMIT) -X github.com/minio/minio/cmd.ShortCommitID=$(MINIO_COMMIT)" \
+	  -o $@ github.com/minio/minio
+
 # go-install-tool builds package $(2)@$(3) into bin/$(1)-$(3).
 define go-install-tool
 @mkdir -p $(LOCALBIN)/.gobin-$(1)
@@ -486,6 +500,7 @@ $(foreach c,$(KUBE_CMDS),$(eval $(call link-tool,$(c),$(KUBE_VERSION))))
 $(foreach c,$(CONTAINERD_CMDS),$(eval $(call link-tool,$(c),$(CONTAINERD_VERSION))))
 $(eval $(call link-tool,etcd,$(ETCD_VERSION)))
 $(eval $(call link-tool,weed,$(SEAWEEDFS_VERSION)))
+$(eval $(call link-tool,minio,$(MINIO_VERSION)))
 $(eval $(call link-tool,kwok,$(KWOK_VERSION)))
 $(eval $(call link-tool,kwokctl,$(KWOK_VERSION)))
 $(eval $(call link-tool,versitygw,$(VERSITYGW_VERSION)))
