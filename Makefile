@@ -353,7 +353,7 @@ CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod
 COSIGN         ?= $(LOCALBIN)/cosign
 
 .PHONY: tools
-tools: tools-download kube etcd kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign gateway-api-crds ## Build every pinned tool into bin/.
+tools: tools-download kube etcd minio kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign gateway-api-crds ## Build every pinned tool into bin/.
 
 # The packages `go install`ed at their pins below (the Kubernetes and etcd
 # wrapper modules download through their go.mod).
@@ -380,6 +380,7 @@ tools-download:
 	( cd hack/kube && $(GO) mod download ) & pids+=($$!); \
 	( cd hack/etcd && $(GO) mod download ) & pids+=($$!); \
 	( cd hack/kube-oldest && $(GO) mod download ) & pids+=($$!); \
+	( cd hack/minio && $(GO) mod download ) & pids+=($$!); \
 	$(GO) mod download & pids+=($$!); \
 	( cd hack/images && $(GO) mod download ) & pids+=($$!); \
 	for t in $(GO_INSTALL_TOOLS); do $(GO) install -n $$t >/dev/null 2>&1 & pids+=($$!); done; \
@@ -391,7 +392,7 @@ kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
 seaweedfs: $(LOCALBIN)/weed ## SeaweedFS's weed (SEAWEEDFS_VERSION) into bin/, for the IAM driver's tests (not yet in make tools).
-minio: $(LOCALBIN)/minio ## The MinIO server (MINIO_VERSION, AGPL, tests only) into bin/, for the MinIO driver's tests (not yet in make tools).
+minio: $(LOCALBIN)/minio ## The MinIO server (MINIO_VERSION; AGPL, for the MinIO driver's tests only, never shipped) into bin/.
 kwok: $(LOCALBIN)/kwok $(LOCALBIN)/kwokctl
 versitygw: $(LOCALBIN)/versitygw
 controller-gen: $(LOCALBIN)/controller-gen
