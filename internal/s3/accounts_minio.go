@@ -219,10 +219,12 @@ func grantPolicy(bucket, mode string) ([]byte, error) {
 	}}})
 }
 
-// GrantAccount writes the account's policy (named as the account), makes
-// it the user's only one, and then reads the user back: MinIO adds to a
-// user the policies of its groups, which Trellis neither made nor changes,
-// so a user in a group is reported (ErrGrantWidened), not served.
+// GrantAccount reads the user and its policy first, and writes nothing
+// when both are the grant already (two reads at each check). Otherwise it
+// writes the account's policy (named as the account), makes it the user's
+// only one, and reads the user back. MinIO adds to a user the policies of
+// its groups, which Trellis neither made nor changes: a user in a group is
+// reported (ErrGrantWidened), not served.
 func (m *minioAccounts) GrantAccount(ctx context.Context, account, bucket, mode string) error {
 	m.count("GrantAccount")
 	if err := m.validAccount(account); err != nil {
@@ -232,6 +234,22 @@ func (m *minioAccounts) GrantAccount(ctx context.Context, account, bucket, mode 
 	if err != nil {
 		return err
 	}
+	info, err := m.userInfo(ctx, account)
+	if err != nil {
+		return err
+	}
+	if err := onlyInGroups(account, info); err != nil {
+		return err
+	}
+	if info.PolicyName == account {
+		current, err := m.call(ctx, http.MethodGet, "/info-canned-policy", url.Values{"name": {account}}, nil, false)
+		if err != nil && !isMinIOCode(err, minioNoSuchPolicy) {
+			return err
+		}
+		if err == nil && samePolicy(current, doc) {
+			return nil
+		}
+	}
 	if _, err := m.call(ctx, http.MethodPut, "/add-canned-policy", url.Values{"name": {account}}, doc, false); err != nil {
 		return err
 	}
@@ -240,22 +258,57 @@ func (m *minioAccounts) GrantAccount(ctx context.Context, account, bucket, mode 
 	if _, err := m.call(ctx, http.MethodPut, "/set-user-or-group-policy", set, nil, false); err != nil {
 		return err
 	}
-	answer, err := m.call(ctx, http.MethodGet, "/user-info", url.Values{"accessKey": {account}}, nil, false)
-	if err != nil {
+	if info, err = m.userInfo(ctx, account); err != nil {
 		return err
-	}
-	var info minioUserInfo
-	if err := json.Unmarshal(answer, &info); err != nil {
-		return fmt.Errorf("reading MinIO's answer about user %s: %w", account, err)
 	}
 	if info.PolicyName != account {
 		return fmt.Errorf("%w: MinIO reports user %s with the policies %q, not only its own", ErrGrantWidened, account, info.PolicyName)
 	}
-	if len(info.MemberOf) > 0 {
-		return fmt.Errorf("%w: MinIO user %s is a member of the groups %s, whose policies MinIO adds to its own; a MinIO admin must take it out of them",
-			ErrGrantWidened, account, strings.Join(info.MemberOf, ", "))
+	return onlyInGroups(account, info)
+}
+
+func (m *minioAccounts) userInfo(ctx context.Context, account string) (minioUserInfo, error) {
+	answer, err := m.call(ctx, http.MethodGet, "/user-info", url.Values{"accessKey": {account}}, nil, false)
+	if err != nil {
+		return minioUserInfo{}, err
 	}
-	return nil
+	var info minioUserInfo
+	if err := json.Unmarshal(answer, &info); err != nil {
+		return minioUserInfo{}, fmt.Errorf("reading MinIO's answer about user %s: %w", account, err)
+	}
+	return info, nil
+}
+
+// onlyInGroups reports a user that is a member of any group.
+func onlyInGroups(account string, info minioUserInfo) error {
+	if len(info.MemberOf) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: MinIO user %s is a member of the groups %s, whose policies MinIO adds to its own; a MinIO admin must take it out of them",
+		ErrGrantWidened, account, strings.Join(info.MemberOf, ", "))
+}
+
+// samePolicy reports whether the policy MinIO holds (as info-canned-policy
+// renders it: its own order, maybe indented) says exactly what want says:
+// one statement allowing the same actions on the same resources, and
+// nothing else. Anything it cannot read is not the same.
+func samePolicy(current, want []byte) bool {
+	parse := func(doc []byte) (minioPolicy, bool) {
+		d := json.NewDecoder(bytes.NewReader(doc))
+		d.DisallowUnknownFields() // a Condition, a NotAction, a Principal…
+		var p minioPolicy
+		if d.Decode(&p) != nil || len(p.Statement) != 1 {
+			return minioPolicy{}, false
+		}
+		slices.Sort(p.Statement[0].Action)
+		slices.Sort(p.Statement[0].Resource)
+		return p, true
+	}
+	got, ok := parse(current)
+	expected, _ := parse(want)
+	return ok && got.Version == expected.Version && got.Statement[0].Effect == expected.Statement[0].Effect &&
+		slices.Equal(got.Statement[0].Action, expected.Statement[0].Action) &&
+		slices.Equal(got.Statement[0].Resource, expected.Statement[0].Resource)
 }
 
 // DeleteAccount deletes the user, whose key stops working at once, then its

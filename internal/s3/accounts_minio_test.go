@@ -87,7 +87,8 @@ func admin(t *testing.T, a AccountGrants, method, path string, query url.Values,
 // grants it nothing (so Principal refuses); a new key replaces the
 // account's old one, while the account of the next key version works
 // beside it (rotation's grace period); a policy an admin added is taken
-// back at the next grant, and a group the account was put in is reported;
+// back at the next grant, one that holds already is only read, and a group
+// the account was put in is reported;
 // the driver lists and touches only accounts of its own scope, users and
 // policies alike; and each call is counted once.
 func TestMinIOAccounts(t *testing.T) {
@@ -151,6 +152,19 @@ func TestMinIOAccounts(t *testing.T) {
 	g.Expect(srv.ops).To(Equal([]string{"GrantAccount"}), "three requests of the admin API, one operation")
 	g.Expect(accounts.GrantAccount(ctx, minioWriter, "granted", ReadWrite)).To(Succeed())
 
+	// A grant that holds already is read, not written again: MinIO renders
+	// the policy its own way, and the driver still knows it for its own.
+	m := accounts.(*minioAccounts)
+	var sent []string
+	inner := m.http.Transport
+	m.http.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		sent = append(sent, r.Method+" "+strings.TrimPrefix(r.URL.Path, minioAdminPrefix))
+		return inner.RoundTrip(r)
+	})
+	g.Expect(accounts.GrantAccount(ctx, minioWriter, "granted", ReadWrite)).To(Succeed())
+	g.Expect(sent).To(Equal([]string{"GET /user-info", "GET /info-canned-policy"}))
+	m.http.Transport = inner
+
 	g.Expect(get(ctx, asReader, "granted", "seed.txt")).To(Succeed(), "ReadOnly reads")
 	g.Expect(put(ctx, asReader, "granted", "r.txt")).To(HaveOccurred(), "ReadOnly does not write")
 	g.Expect(asReader.RemoveObject(ctx, "granted", "seed.txt", minio.RemoveObjectOptions{})).To(HaveOccurred(), "ReadOnly does not delete")
@@ -186,6 +200,15 @@ func TestMinIOAccounts(t *testing.T) {
 	g.Expect(accounts.GrantAccount(ctx, minioReader, "granted", ReadOnly)).To(Succeed())
 	g.Expect(put(ctx, asReader, "elsewhere", "y.txt")).To(HaveOccurred(), "only the grant again")
 	g.Expect(get(ctx, asReader, "granted", "seed.txt")).To(Succeed())
+
+	// So is a change an admin made to the account's own policy.
+	widened, err := json.Marshal(minioPolicy{Version: policyVersion, Statement: []minioStatement{{Effect: "Allow", Action: []string{"s3:*"}, Resource: []string{"arn:aws:s3:::*"}}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = m.call(ctx, http.MethodPut, "/add-canned-policy", url.Values{"name": {minioReader}}, widened, false)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(put(ctx, asReader, "elsewhere", "x.txt")).To(Succeed(), "widened by an admin")
+	g.Expect(accounts.GrantAccount(ctx, minioReader, "granted", ReadOnly)).To(Succeed())
+	g.Expect(put(ctx, asReader, "elsewhere", "y.txt")).To(HaveOccurred(), "only the grant again")
 
 	// A group adds its policies to the account: reported, not served.
 	admin(t, accounts, http.MethodPut, "/update-group-members", nil,
@@ -259,6 +282,10 @@ func TestMinIOAccounts(t *testing.T) {
 	g.Expect(get(ctx, srv.as(t, otherKey), "elsewhere", "seed.txt")).To(Succeed())
 }
 
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // TestMinIOAccountsRefuseBadInput: a name that is not an account of the
 // driver's scope, a bucket name no bucket may have, or a mode that is
 // neither ReadOnly nor ReadWrite is refused before any request.
@@ -316,13 +343,14 @@ func TestMinIOAccountsErrors(t *testing.T) {
 		}
 		return string(sealed)
 	}
-	cases := map[string]struct {
+	type adminCase struct {
 		call      func(AccountGrants) error
 		answer    func(r *http.Request) (int, string)
 		wantPaths []string
 		wantErr   Reason
 		wantIs    error
-	}{
+	}
+	cases := map[string]adminCase{
 		"refused": {
 			call:      func(a AccountGrants) error { _, err := a.ListAccounts(context.Background()); return err },
 			answer:    func(*http.Request) (int, string) { return http.StatusForbidden, minioAnswer("AccessDenied") },
@@ -343,7 +371,7 @@ func TestMinIOAccountsErrors(t *testing.T) {
 				return a.GrantAccount(context.Background(), minioReader, "granted", ReadOnly)
 			},
 			answer:    func(*http.Request) (int, string) { return http.StatusTemporaryRedirect, "" },
-			wantPaths: []string{"/add-canned-policy"}, wantErr: ReasonStoreError,
+			wantPaths: []string{"/user-info"}, wantErr: ReasonStoreError,
 		},
 		"deleting an account that is gone": {
 			call: func(a AccountGrants) error { return a.DeleteAccount(context.Background(), minioReader) },
@@ -405,7 +433,7 @@ func TestMinIOAccountsErrors(t *testing.T) {
 			},
 			wantPaths: []string{"/add-user"},
 		},
-		"a user in a group is reported": {
+		"a user in a group is reported, and nothing written": {
 			call: func(a AccountGrants) error {
 				return a.GrantAccount(context.Background(), minioReader, "granted", ReadWrite)
 			},
@@ -415,9 +443,9 @@ func TestMinIOAccountsErrors(t *testing.T) {
 				}
 				return http.StatusOK, ""
 			},
-			wantPaths: []string{"/add-canned-policy", "/set-user-or-group-policy", "/user-info"}, wantIs: ErrGrantWidened,
+			wantPaths: []string{"/user-info"}, wantIs: ErrGrantWidened,
 		},
-		"a user with another policy is reported": {
+		"a user that keeps another policy is reported": {
 			call: func(a AccountGrants) error {
 				return a.GrantAccount(context.Background(), minioReader, "granted", ReadWrite)
 			},
@@ -427,8 +455,51 @@ func TestMinIOAccountsErrors(t *testing.T) {
 				}
 				return http.StatusOK, ""
 			},
-			wantPaths: []string{"/add-canned-policy", "/set-user-or-group-policy", "/user-info"}, wantIs: ErrGrantWidened,
+			wantPaths: []string{"/user-info", "/add-canned-policy", "/set-user-or-group-policy", "/user-info"}, wantIs: ErrGrantWidened,
 		},
+		"a grant that holds already: two reads, no write": {
+			call: func(a AccountGrants) error {
+				return a.GrantAccount(context.Background(), minioReader, "granted", ReadOnly)
+			},
+			answer: func(r *http.Request) (int, string) {
+				if r.URL.Path == minioAdminPrefix+"/user-info" {
+					return http.StatusOK, `{"policyName":"` + minioReader + `","status":"enabled"}`
+				}
+				// As MinIO renders it: indented, its own order.
+				return http.StatusOK, `{
+ "Version": "2012-10-17",
+ "Statement": [{"Effect": "Allow", "Action": ["s3:ListBucketVersions", "s3:GetObject", "s3:GetObjectAttributes", "s3:GetObjectTagging",
+   "s3:GetObjectVersion", "s3:ListBucket", "s3:GetBucketLocation"], "Resource": ["arn:aws:s3:::granted/*", "arn:aws:s3:::granted"]}]}`
+			},
+			wantPaths: []string{"/user-info", "/info-canned-policy"},
+		},
+	}
+	// A policy that says anything else is written again.
+	for name, held := range map[string]string{
+		"more actions":   `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*"],"Resource":["arn:aws:s3:::granted","arn:aws:s3:::granted/*"]}]}`,
+		"more resources": `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetBucketLocation","s3:ListBucket","s3:ListBucketVersions","s3:GetObject","s3:GetObjectVersion","s3:GetObjectTagging","s3:GetObjectAttributes"],"Resource":["arn:aws:s3:::*"]}]}`,
+		"a condition":    `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetBucketLocation","s3:ListBucket","s3:ListBucketVersions","s3:GetObject","s3:GetObjectVersion","s3:GetObjectTagging","s3:GetObjectAttributes"],"Resource":["arn:aws:s3:::granted","arn:aws:s3:::granted/*"],"Condition":{"IpAddress":{"aws:SourceIp":["0.0.0.0/0"]}}}]}`,
+		"two statements": `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetBucketLocation","s3:ListBucket","s3:ListBucketVersions","s3:GetObject","s3:GetObjectVersion","s3:GetObjectTagging","s3:GetObjectAttributes"],"Resource":["arn:aws:s3:::granted","arn:aws:s3:::granted/*"]},{"Effect":"Allow","Action":["s3:PutObject"],"Resource":["arn:aws:s3:::granted/*"]}]}`,
+		"gone":           "",
+	} {
+		cases["a policy with "+name+" is written again"] = adminCase{
+			call: func(a AccountGrants) error {
+				return a.GrantAccount(context.Background(), minioReader, "granted", ReadOnly)
+			},
+			answer: func(r *http.Request) (int, string) {
+				switch r.URL.Path {
+				case minioAdminPrefix + "/user-info":
+					return http.StatusOK, `{"policyName":"` + minioReader + `","status":"enabled"}`
+				case minioAdminPrefix + "/info-canned-policy":
+					if held == "" {
+						return http.StatusNotFound, minioAnswer(minioNoSuchPolicy)
+					}
+					return http.StatusOK, held
+				}
+				return http.StatusOK, ""
+			},
+			wantPaths: []string{"/user-info", "/info-canned-policy", "/add-canned-policy", "/set-user-or-group-policy", "/user-info"},
+		}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
