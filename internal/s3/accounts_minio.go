@@ -52,9 +52,9 @@ var ErrGrantWidened = errors.New("the account has more access than its grant")
 // name, is its grant (GrantAccount).
 //
 // The client is Trellis' own (madmin-go, MinIO's, is AGPL-3.0 and not
-// linked): requests signed with SigV4 like any S3 request, by an account
-// that holds the admin actions (the root user does), and the bodies that
-// carry secrets sealed with that account's secret key (minio_sealed.go).
+// linked): requests signed with SigV4 like any S3 request, by a user that
+// holds MinIOAdminActions (the root user does), and the bodies that carry
+// secrets sealed with that user's secret key (minio_sealed.go).
 //
 // adminEndpoint is where the admin API is served: the S3 endpoint itself
 // unless told. scope is the start of every account name this driver
@@ -87,6 +87,14 @@ func NewMinIOAccounts(cfg Config, adminEndpoint, scope string) (AccountGrants, e
 		access: cfg.AccessKey, secret: cfg.SecretKey, scope: scope, onRequest: cfg.OnRequest,
 		http: adminHTTPClient(timeout),
 	}, nil
+}
+
+// MinIOAdminActions are the admin actions the driver uses, all it needs of
+// the ObjectStore's credentials.
+var MinIOAdminActions = []string{
+	"admin:CreateUser", "admin:DeleteUser", "admin:ListUsers", "admin:GetUser",
+	"admin:CreatePolicy", "admin:DeletePolicy", "admin:GetPolicy", "admin:ListUserPolicies",
+	"admin:AttachUserOrGroupPolicy",
 }
 
 // minioAdminPrefix is where MinIO serves its admin API, version 3.

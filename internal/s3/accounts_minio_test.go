@@ -90,7 +90,8 @@ func admin(t *testing.T, a AccountGrants, method, path string, query url.Values,
 // back at the next grant, one that holds already is only read, and a group
 // the account was put in is reported;
 // the driver lists and touches only accounts of its own scope, users and
-// policies alike; and each call is counted once.
+// policies alike; each call is counted once; and a MinIO user holding only
+// MinIOAdminActions can run it all.
 func TestMinIOAccounts(t *testing.T) {
 	srv := startMinIO(t)
 	ctx := context.Background()
@@ -280,6 +281,31 @@ func TestMinIOAccounts(t *testing.T) {
 	g.Expect(users).To(HaveKey("alice"), "others' users are left alone")
 	g.Expect(users).To(HaveKey(minioOther))
 	g.Expect(get(ctx, srv.as(t, otherKey), "elsewhere", "seed.txt")).To(Succeed())
+
+	// A MinIO user holding only MinIOAdminActions runs the driver.
+	// (Admin actions take no Resource.)
+	actions, err := json.Marshal(MinIOAdminActions)
+	g.Expect(err).NotTo(HaveOccurred())
+	least := []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":` + string(actions) + `}]}`)
+	_, err = m.call(ctx, http.MethodPut, "/add-canned-policy", url.Values{"name": {"trellis-driver"}}, least, false)
+	g.Expect(err).NotTo(HaveOccurred())
+	admin(t, accounts, http.MethodPut, "/add-user", url.Values{"accessKey": {"trellis-driver"}}, minioUserRequest{SecretKey: "driver-secret-key", Status: "enabled"})
+	admin(t, accounts, http.MethodPut, "/set-user-or-group-policy",
+		url.Values{"policyName": {"trellis-driver"}, "userOrGroup": {"trellis-driver"}, "isGroup": {"false"}}, nil)
+	cfg := srv.cfg
+	cfg.AccessKey, cfg.SecretKey = "trellis-driver", "driver-secret-key"
+	byLeast, err := NewMinIOAccounts(cfg, "", iamScope)
+	g.Expect(err).NotTo(HaveOccurred())
+	key, err := byLeast.IssueKey(ctx, minioReader)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(byLeast.GrantAccount(ctx, minioReader, "granted", ReadOnly)).To(Succeed())
+	g.Expect(byLeast.GrantAccount(ctx, minioReader, "granted", ReadOnly)).To(Succeed())
+	g.Expect(get(ctx, srv.as(t, key), "granted", "seed.txt")).To(Succeed())
+	names, err = byLeast.ListAccounts(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names).To(Equal([]string{minioReader, minioWriterV2}))
+	g.Expect(byLeast.DeleteAccount(ctx, minioReader)).To(Succeed())
+	g.Expect(get(ctx, srv.as(t, key), "granted", "seed.txt")).NotTo(Succeed())
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
