@@ -35,10 +35,10 @@ type AccountGrants interface {
 }
 
 // ErrNoPrincipal is Principal's answer on a store whose bucket policies
-// cannot name an account: a bucket policy cannot grant its keys, so no
-// grant is written there (and none is weaker). It is an
-// ErrAccessNotSupported, so a controller that only knows bucket policies
-// stops the access as NotSupported.
+// cannot name an account: a statement naming its keys would grant nothing.
+// It is an ErrAccessNotSupported, so a controller that only knows bucket
+// policies stops the access as NotSupported rather than hand out a key
+// without its grant.
 var ErrNoPrincipal = fmt.Errorf("%w through a bucket policy: MinIO applies bucket policies to anonymous requests only, so each account is granted by a policy of its own", ErrAccessNotSupported)
 
 // ErrGrantWidened is GrantAccount's answer when the store gives an account
@@ -157,8 +157,7 @@ type minioUserRequest struct {
 	Status    string `json:"status"`
 }
 
-// minioUserInfo is what the admin API says of a user (user-info, and the
-// values of list-users); never its secret.
+// minioUserInfo is what user-info says of a user that the driver reads.
 type minioUserInfo struct {
 	// PolicyName lists the user's own policies, comma-separated.
 	PolicyName string   `json:"policyName"`
