@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,15 +31,32 @@ type MinIO struct {
 // when bin/minio was not built.
 func StartMinIO(t testing.TB) *MinIO {
 	t.Helper()
-	bin := filepath.Join(RepoRoot(), "bin", "minio")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("MinIO not found at %s (run `make minio`): %v", bin, err)
+	if !HaveMinIO() {
+		t.Skipf("MinIO not found at %s (run `make minio`)", minioBin())
 	}
+	m, stop, err := RunMinIO(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return m
+}
+
+func minioBin() string { return filepath.Join(RepoRoot(), "bin", "minio") }
+
+// HaveMinIO reports whether bin/minio was built.
+func HaveMinIO() bool {
+	_, err := os.Stat(minioBin())
+	return err == nil
+}
+
+// RunMinIO starts MinIO as StartMinIO does, keeping its data in dir, for a
+// suite that shares one among its tests; stop ends it.
+func RunMinIO(dir string) (*MinIO, func(), error) {
 	m := &MinIO{AccessKey: "minioadmin" + randomHex(4), SecretKey: randomHex(20)}
-	dir := t.TempDir()
 	addr := "127.0.0.1:" + strconv.Itoa(freePort())
 	m.Endpoint = "http://" + addr
-	cmd := exec.Command(bin, "server", "--quiet", "--address", addr,
+	cmd := exec.Command(minioBin(), "server", "--quiet", "--address", addr,
 		"--console-address", "127.0.0.1:"+strconv.Itoa(freePort()), filepath.Join(dir, "data"))
 	// The root user, out of argv; no console, no update checks.
 	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+m.AccessKey, "MINIO_ROOT_PASSWORD="+m.SecretKey,
@@ -47,16 +65,17 @@ func StartMinIO(t testing.TB) *MinIO {
 	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting MinIO: %v", err)
+		return nil, nil, fmt.Errorf("starting MinIO: %w", err)
 	}
-	t.Cleanup(func() {
+	stop := func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-	})
-	if err := m.waitReady(60 * time.Second); err != nil {
-		t.Fatalf("MinIO did not get ready: %v; its output:\n%s", err, out.String())
 	}
-	return m
+	if err := m.waitReady(60 * time.Second); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("MinIO did not get ready: %w; its output:\n%s", err, out.String())
+	}
+	return m, stop, nil
 }
 
 // waitReady waits until MinIO answers a signed ListBuckets of the root user:
