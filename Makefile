@@ -22,6 +22,11 @@ SOURCE_CONTROLLER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/flu
 # pinned in its wrapper module (hack/seaweedfs), by pseudo-version: its Go
 # module has no release tags.
 SEAWEEDFS_VERSION      := $(shell awk '$$1=="require" && $$2=="github.com/seaweedfs/seaweedfs" {print $$3}' hack/seaweedfs/go.mod)
+# The MinIO server, for the MinIO account driver's tests; pinned in its
+# wrapper module (hack/minio), by pseudo-version: MinIO tags no Go module
+# releases. MinIO is AGPL-3.0: it runs in tests only, is never shipped, and
+# no Trellis binary links it (nor madmin-go, its admin client, also AGPL).
+MINIO_VERSION          := $(shell awk '$$1=="require" && $$2=="github.com/minio/minio" {print $$3}' hack/minio/go.mod)
 KWOK_VERSION           ?= v0.8.0
 VERSITYGW_VERSION      ?= v1.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
@@ -352,7 +357,7 @@ CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod
 COSIGN         ?= $(LOCALBIN)/cosign
 
 .PHONY: tools
-tools: tools-download kube etcd seaweedfs kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign gateway-api-crds source-controller ## Build every pinned tool into bin/.
+tools: tools-download kube etcd seaweedfs kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign gateway-api-crds source-controller minio ## Build every pinned tool into bin/.
 
 # The packages `go install`ed at their pins below (the Kubernetes and etcd
 # wrapper modules download through their go.mod).
@@ -382,17 +387,19 @@ tools-download:
 	( cd hack/seaweedfs && $(GO) mod download ) & pids+=($$!); \
 	( cd hack/kube-oldest && $(GO) mod download ) & pids+=($$!); \
 	( cd hack/source-controller && $(GO) list -deps github.com/fluxcd/source-controller >/dev/null ) & pids+=($$!); \
+	( cd hack/minio && $(GO) mod download ) & pids+=($$!); \
 	$(GO) mod download & pids+=($$!); \
 	( cd hack/images && $(GO) mod download ) & pids+=($$!); \
 	for t in $(GO_INSTALL_TOOLS); do $(GO) install -n $$t >/dev/null 2>&1 & pids+=($$!); done; \
 	failed=0; for p in "$${pids[@]}"; do wait $$p || failed=1; done; \
 	[ $$failed = 0 ] || { echo "tools-download: a download failed; the builds below say which" >&2; }
 
-.PHONY: kube etcd seaweedfs kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign
+.PHONY: kube etcd seaweedfs minio kwok versitygw controller-gen kustomize golangci-lint helm helm3 promtool containerd cyclonedx-gomod cosign
 kube: $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c))
 containerd: $(foreach c,$(CONTAINERD_CMDS),$(LOCALBIN)/$(c))
 etcd: $(LOCALBIN)/etcd
 seaweedfs: $(LOCALBIN)/weed ## SeaweedFS's weed (SEAWEEDFS_VERSION) into bin/, for the IAM driver's tests.
+minio: $(LOCALBIN)/minio ## The MinIO server (MINIO_VERSION; AGPL, for the MinIO driver's tests only, never shipped) into bin/.
 kwok: $(LOCALBIN)/kwok $(LOCALBIN)/kwokctl
 versitygw: $(LOCALBIN)/versitygw
 controller-gen: $(LOCALBIN)/controller-gen
@@ -459,6 +466,14 @@ $(LOCALBIN)/weed-$(SEAWEEDFS_VERSION):
 	  -ldflags "-s -w -X github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT=$(lastword $(subst -, ,$(SEAWEEDFS_VERSION)))" \
 	  -o $@ github.com/seaweedfs/seaweedfs/weed
 
+# minio reports the commit of its pseudo-version (`minio --version`); built
+# as MinIO's own Makefile builds it (CGO off, the kqueue tag).
+MINIO_COMMIT := $(lastword $(subst -, ,$(MINIO_VERSION)))
+$(LOCALBIN)/minio-$(MINIO_VERSION):
+	cd hack/minio && CGO_ENABLED=0 $(GO) build -trimpath -tags kqueue \
+	  -ldflags "-s -w -X github.com/minio/minio/cmd.CommitID=$(MINIO_COMMIT) -X github.com/minio/minio/cmd.ShortCommitID=$(MINIO_COMMIT)" \
+	  -o $@ github.com/minio/minio
+
 # go-install-tool builds package $(2)@$(3) into bin/$(1)-$(3), with
 # linker flags $(4) and build tags $(5).
 define go-install-tool
@@ -511,6 +526,7 @@ $(foreach c,$(KUBE_CMDS),$(eval $(call link-tool,$(c),$(KUBE_VERSION))))
 $(foreach c,$(CONTAINERD_CMDS),$(eval $(call link-tool,$(c),$(CONTAINERD_VERSION))))
 $(eval $(call link-tool,etcd,$(ETCD_VERSION)))
 $(eval $(call link-tool,weed,$(SEAWEEDFS_VERSION)))
+$(eval $(call link-tool,minio,$(MINIO_VERSION)))
 $(eval $(call link-tool,kwok,$(KWOK_VERSION)))
 $(eval $(call link-tool,kwokctl,$(KWOK_VERSION)))
 $(eval $(call link-tool,versitygw,$(VERSITYGW_VERSION)))

@@ -104,7 +104,7 @@ step "tools: every module downloaded at once, then every tool of make test built
 kube_version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' hack/kube/go.mod)
 [ -f "$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$kube_version.zip" ] || new_machine=1
 make --no-print-directory -s tools-download
-make --no-print-directory -s -j3 --output-sync=target kube etcd seaweedfs kwok versitygw controller-gen kustomize golangci-lint helm promtool \
+make --no-print-directory -s -j3 --output-sync=target kube etcd seaweedfs minio kwok versitygw controller-gen kustomize golangci-lint helm promtool \
   gateway-api-crds containerd helm3 cyclonedx-gomod source-controller
 
 step "gofmt"

@@ -19,7 +19,7 @@ import (
 // something.
 //
 // Each store type with accounts has a driver of its own, in a file of its
-// own (accounts_versitygw.go, accounts_iam.go), that counts each of these
+// own (accounts_versitygw.go, accounts_iam.go, accounts_minio.go), that counts each of these
 // calls once through Config.OnRequest; the storage controllers pick it by
 // the ObjectStore's type (internal/controller/storage/stores:
 // accountDrivers).

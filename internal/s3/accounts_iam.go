@@ -48,7 +48,7 @@ func NewIAMAccounts(cfg Config, iamEndpoint, scope string) (Accounts, error) {
 	}
 	region := cfg.Region
 	if region == "" {
-		region = "us-east-1"
+		region = defaultAdminRegion
 	}
 	access, secret := cfg.AccessKey, cfg.SecretKey
 	client := iam.New(iam.Options{

@@ -41,7 +41,7 @@ func NewVersitygwAccounts(cfg Config, adminEndpoint string) (Accounts, error) {
 	}
 	region := cfg.Region
 	if region == "" {
-		region = "us-east-1"
+		region = defaultAdminRegion
 	}
 	return &versitygw{
 		base: strings.TrimRight(u.String(), "/"), region: region, timeout: timeout,
@@ -49,6 +49,10 @@ func NewVersitygwAccounts(cfg Config, adminEndpoint string) (Accounts, error) {
 		http: adminHTTPClient(timeout),
 	}, nil
 }
+
+// defaultAdminRegion signs the requests of an account driver whose Config
+// names no region: the region every store without regions answers to.
+const defaultAdminRegion = "us-east-1"
 
 // adminHTTPClient is the HTTP client of an account driver: every request
 // bounded by timeout, and no redirect followed. An admin API answers, it

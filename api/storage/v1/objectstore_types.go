@@ -21,7 +21,7 @@ type SecretReference struct {
 
 // StoreType names the software behind an ObjectStore, which decides what
 // Trellis can manage in it besides buckets.
-// +kubebuilder:validation:Enum=S3;Versitygw;IAM
+// +kubebuilder:validation:Enum=S3;Versitygw;IAM;MinIO
 type StoreType string
 
 const (
@@ -36,6 +36,10 @@ const (
 	// Ceph RGW, SeaweedFS): also scoped accounts for BucketAccesses, as IAM
 	// users whose keys the store makes. Tested against SeaweedFS only.
 	StoreTypeIAM StoreType = "IAM"
+	// StoreTypeMinIO is a MinIO: also scoped accounts for BucketAccesses,
+	// through its admin API, each granted by a MinIO policy of its own
+	// (MinIO's bucket policies cannot grant its users anything).
+	StoreTypeMinIO StoreType = "MinIO"
 )
 
 // PublicAccess says whether the bucket policies of a store may grant beyond
@@ -77,15 +81,28 @@ type IAMOptions struct {
 	Endpoint string `json:"endpoint,omitempty"`
 }
 
+// MinIOOptions are the settings only a MinIO store has.
+type MinIOOptions struct {
+	// adminEndpoint is the URL of MinIO's admin API when it is served
+	// apart from S3; the S3 endpoint when unset.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/?#@]+/?$')",message="minio.adminEndpoint must be an http(s) URL with a host and optional port, and no path, query or credentials"
+	AdminEndpoint string `json:"adminEndpoint,omitempty"`
+}
+
 // ObjectStoreSpec is how to reach an S3-compatible object store, and who may
 // use it.
 // +kubebuilder:validation:XValidation:rule="!has(self.versitygw) || self.type == 'Versitygw'",message="versitygw options need type: Versitygw"
 // +kubebuilder:validation:XValidation:rule="!has(self.iam) || self.type == 'IAM'",message="iam options need type: IAM"
+// +kubebuilder:validation:XValidation:rule="!has(self.minio) || self.type == 'MinIO'",message="minio options need type: MinIO"
 type ObjectStoreSpec struct {
 	// type is the store's software: S3 (default: any S3-compatible store;
 	// buckets and bucket settings), Versitygw (also scoped accounts for
 	// BucketAccesses, through its admin API) or IAM (also scoped accounts,
-	// through the AWS IAM API: AWS, Ceph RGW, SeaweedFS).
+	// through the AWS IAM API: AWS, Ceph RGW, SeaweedFS) or MinIO (also
+	// scoped accounts, through MinIO's admin API).
 	// +optional
 	// +default="S3"
 	Type StoreType `json:"type,omitempty"`
@@ -97,6 +114,10 @@ type ObjectStoreSpec struct {
 	// iam holds options of an IAM store.
 	// +optional
 	IAM *IAMOptions `json:"iam,omitempty"`
+
+	// minio holds options of a MinIO store.
+	// +optional
+	MinIO *MinIOOptions `json:"minio,omitempty"`
 
 	// endpoint is the store's URL, e.g. https://s3.example.com or http://127.0.0.1:7070.
 	// +required

@@ -31,6 +31,10 @@ import (
 // (scope, rotation, revocation) is checked on each.
 type backend struct {
 	name string
+	// noPolicyGrants, when set, says why a bucket policy naming a key
+	// grants it nothing on this backend: the rows that forge such a grant
+	// do not apply, and say so.
+	noPolicyGrants string
 	// store makes an ObjectStore on the backend, Ready and open to every
 	// namespace, for one test.
 	store func(t *testing.T, g Gomega) storeOn
@@ -72,6 +76,10 @@ var accessBackends = []backend{
 			}}
 	}},
 	{name: "SeaweedFS", store: seaweedStore},
+	{name: "MinIO", store: minioStore,
+		noPolicyGrants: "MinIO applies bucket policies to anonymous requests only: a statement naming a key grants it nothing, " +
+			"so a forged one cannot work (TestMinIOAccounts); each key's grant is its MinIO user's own policy, put back at each check " +
+			"(TestMinIOAccounts, TestAccessSyncGrantsByAccount), and every TrellisAccess statement leaves the bucket's policy (TestLiveGrants)"},
 }
 
 // seaweed is the suite's SeaweedFS, started by the first test that needs
@@ -114,18 +122,70 @@ func stopSeaweedFS() {
 // SeaweedFS (its IAM API on the S3 endpoint), made once.
 func seaweedStore(t *testing.T, g Gomega) storeOn {
 	sw := sharedSeaweedFS(t)
+	on := serverStore(g, "seaweed-s3", storagev1.StoreTypeIAM, sw.Endpoint, sw.AccessKey, sw.SecretKey)
+	// SeaweedFS's S3 gateway learns keys and bucket policies from its
+	// filer's metadata events, a moment after its IAM and S3 APIs answered.
+	on.settle = 10 * time.Second
+	return on
+}
+
+// minio is the suite's MinIO, started by the first test that needs it and
+// stopped as the suite ends (stopMinIO), as seaweed is.
+var minioSrv struct {
+	once sync.Once
+	m    *testenv.MinIO
+	stop func()
+	dir  string
+	err  error
+}
+
+func sharedMinIO(t *testing.T) *testenv.MinIO {
+	t.Helper()
+	if !testenv.HaveMinIO() {
+		t.Skip("MinIO not built (make minio)")
+	}
+	minioSrv.once.Do(func() {
+		if minioSrv.dir, minioSrv.err = os.MkdirTemp("", "trellis-minio-"); minioSrv.err == nil {
+			minioSrv.m, minioSrv.stop, minioSrv.err = testenv.RunMinIO(minioSrv.dir)
+		}
+	})
+	if minioSrv.err != nil {
+		t.Fatal(minioSrv.err)
+	}
+	return minioSrv.m
+}
+
+func stopMinIO() {
+	if minioSrv.stop != nil {
+		minioSrv.stop()
+	}
+	if minioSrv.dir != "" {
+		_ = os.RemoveAll(minioSrv.dir)
+	}
+}
+
+// minioStore is the suite's ObjectStore of type MinIO on the suite's MinIO
+// (its admin API on the S3 endpoint), made once. MinIO applies users and
+// their policies before it answers.
+func minioStore(t *testing.T, g Gomega) storeOn {
+	m := sharedMinIO(t)
+	return serverStore(g, "minio-s3", storagev1.StoreTypeMinIO, m.Endpoint, m.AccessKey, m.SecretKey)
+}
+
+// serverStore makes, once, an ObjectStore of the type on a server the
+// suite started, with its admin's keys, and waits until it is Ready.
+func serverStore(g Gomega, name string, typ storagev1.StoreType, endpoint, access, secretKey string) storeOn {
 	ctx := context.Background()
-	const name = "seaweed-s3"
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: name},
-		Data: map[string][]byte{stores.AccessKeyIDKey: []byte(sw.AccessKey), stores.SecretAccessKeyKey: []byte(sw.SecretKey)}}
+		Data: map[string][]byte{stores.AccessKeyIDKey: []byte(access), stores.SecretAccessKeyKey: []byte(secretKey)}}
 	if err := k8s.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	store := &storagev1.ObjectStore{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: storagev1.ObjectStoreSpec{
-			Type:     storagev1.StoreTypeIAM,
-			Endpoint: sw.Endpoint, Region: "us-east-1", PathStyle: ptr.To(true),
+			Type:     typ,
+			Endpoint: endpoint, Region: "us-east-1", PathStyle: ptr.To(true),
 			CredentialsSecretRef: storagev1.SecretReference{Namespace: managerNS, Name: name},
 			NamespaceSelector:    everyNamespace,
 		},
@@ -139,10 +199,8 @@ func seaweedStore(t *testing.T, g Gomega) storeOn {
 		g.Expect(meta.IsStatusConditionTrue(st.Status.Conditions, conditions.Ready)).To(BeTrue(), "%+v", st.Status)
 		store = st
 	}, timeout, poll).Should(Succeed())
-	root := s3.Config{Endpoint: sw.Endpoint, Region: "us-east-1", PathStyle: true, AccessKey: sw.AccessKey, SecretKey: sw.SecretKey}
-	// SeaweedFS's S3 gateway learns keys and bucket policies from its
-	// filer's metadata events, a moment after its IAM and S3 APIs answered.
-	return storeOn{name: name, endpoint: sw.Endpoint, direct: sw.Endpoint, root: root, settle: 10 * time.Second,
+	root := s3.Config{Endpoint: endpoint, Region: "us-east-1", PathStyle: true, AccessKey: access, SecretKey: secretKey}
+	return storeOn{name: name, endpoint: endpoint, direct: endpoint, root: root,
 		asAdmin: func(access, secret string) (s3.Accounts, error) {
 			cfg := root
 			cfg.AccessKey, cfg.SecretKey = access, secret

@@ -531,6 +531,16 @@ func TestStorageAdmission(t *testing.T) {
 			s.Spec.Type, s.Spec.IAM = storagev1.StoreTypeIAM, &storagev1.IAMOptions{Endpoint: "https://iam.example.com/x"}
 			return s
 		}(), "iam.endpoint must be an http(s) URL"},
+		"minio options on an IAM store": {func() client.Object {
+			s := newStore("minio-on-iam", credsSecret)
+			s.Spec.Type, s.Spec.MinIO = storagev1.StoreTypeIAM, &storagev1.MinIOOptions{AdminEndpoint: "http://127.0.0.1:9000"}
+			return s
+		}(), "minio options need type: MinIO"},
+		"MinIO admin endpoint with a path": {func() client.Object {
+			s := newStore("minio-path", credsSecret)
+			s.Spec.Type, s.Spec.MinIO = storagev1.StoreTypeMinIO, &storagev1.MinIOOptions{AdminEndpoint: "http://127.0.0.1:9000/minio"}
+			return s
+		}(), "minio.adminEndpoint must be an http(s) URL"},
 		"store endpoint with credentials": {func() client.Object {
 			s := newStore("bad-endpoint2", credsSecret)
 			s.Spec.Endpoint = "http://user:pass@127.0.0.1:7070"

@@ -100,6 +100,7 @@ func run(m *testing.M) int {
 			s3srv.Close()
 		}
 		stopSeaweedFS()
+		stopMinIO()
 	}()
 	return suite.Run(m, func(s *testenv.Suite) error {
 		k8s, adminCfg = s.Client, s.Config

@@ -150,7 +150,14 @@ func sweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T, b backend) 
 	key, kept := on.creds(g, ns, "w-creds"), on.creds(g, ns, "keep-creds")
 	on.applied(g, func(g Gomega) { g.Expect(key.put(g, bucket, "before.txt")).To(Succeed()) })
 	sid := s3.GrantSidPrefix + stores.GrantID(w.UID)
-	g.Expect(statementsOf(g, on.policy(g, bucket))).To(HaveKey(sid))
+	// Where a bucket policy grants keys nothing (MinIO), no statement
+	// stands for a grant, and none is there to take out.
+	inPolicy := b.noPolicyGrants == ""
+	if inPolicy {
+		g.Expect(statementsOf(g, on.policy(g, bucket))).To(HaveKey(sid))
+	} else {
+		g.Expect(on.policy(g, bucket)).NotTo(ContainSubstring(s3.GrantSidPrefix))
+	}
 	revokedBefore := testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store, "account"))
 
 	// As the issue tells it: the finalizer off, then deleted.
@@ -175,18 +182,22 @@ func sweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T, b backend) 
 	}, timeout, poll).Should(Succeed())
 
 	// Its grant goes from the policy too (the same sweep), and the bucket says so.
-	g.Eventually(func(g Gomega) {
-		g.Expect(statementsOf(g, on.policy(g, bucket))).NotTo(HaveKey(sid))
-		msgs := eventsAbout(g, "data", "GrantRemoved")
-		g.Expect(slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, sid) })).To(BeTrue(), "%v", msgs)
-	}, withinASweep, poll).Should(Succeed())
+	if inPolicy {
+		g.Eventually(func(g Gomega) {
+			g.Expect(statementsOf(g, on.policy(g, bucket))).NotTo(HaveKey(sid))
+			msgs := eventsAbout(g, "data", "GrantRemoved")
+			g.Expect(slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, sid) })).To(BeTrue(), "%v", msgs)
+		}, withinASweep, poll).Should(Succeed())
+	}
 
 	// The bucket's other access: its key works, its account and grant stay.
 	got, err := kept.get(g, bucket, "before.txt")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal("hello"))
 	g.Expect(on.accounts(g, stores.AccountPrefix(uidOf(g, store), keep.UID))).To(Equal([]string{accountOf(keep)}))
-	g.Expect(statementsOf(g, on.policy(g, bucket))).To(HaveKey(s3.GrantSidPrefix + stores.GrantID(keep.UID)))
+	if inPolicy {
+		g.Expect(statementsOf(g, on.policy(g, bucket))).To(HaveKey(s3.GrantSidPrefix + stores.GrantID(keep.UID)))
+	}
 	// No Event names a secret.
 	for _, m := range append(eventsAbout(g, store, "OrphanKeysRevoked"), eventsAbout(g, "data", "GrantRemoved")...) {
 		g.Expect(m).NotTo(ContainSubstring(key.secretKey))
@@ -213,6 +224,9 @@ func TestForgedGrantsAreTakenOut(t *testing.T) {
 }
 
 func forgedGrantsAreTakenOut(t *testing.T, be backend) {
+	if be.noPolicyGrants != "" {
+		t.Skip("does not apply: " + be.noPolicyGrants)
+	}
 	g := NewWithT(t)
 	ctx := context.Background()
 	on := be.store(t, g)

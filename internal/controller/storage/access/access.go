@@ -89,9 +89,11 @@ func (s accessSync) issue(ctx context.Context) accessResult {
 	if err != nil {
 		return s.storeFailed("creating the key's account", err)
 	}
-	principal, err := s.accounts.Principal(ctx, s.want)
-	if err != nil {
-		return s.storeFailed("naming the key's account in a bucket policy", err)
+	principal := ""
+	if _, byAccount := s.accounts.(s3.AccountGrants); !byAccount {
+		if principal, err = s.accounts.Principal(ctx, s.want); err != nil {
+			return s.storeFailed("naming the key's account in a bucket policy", err)
+		}
 	}
 	key := stores.Key{AccessKeyID: made.AccessKeyID, Account: s.want, Principal: principal}.Recorded()
 	// The account issued now is not retiring, whatever a status written by
@@ -111,7 +113,7 @@ func (s accessSync) issue(ctx context.Context) accessResult {
 	}
 	// The replaced key stays granted: workloads switch to the new one
 	// within the grace period.
-	fixes, err := s.setGrant(ctx, append([]string{key.PrincipalName()}, stores.PrincipalNames(retiring)...))
+	fixes, err := s.grantKeys(ctx, key, retiring)
 	if err != nil {
 		return s.storeFailed("granting the key on the bucket", err)
 	}
@@ -130,7 +132,7 @@ func (s accessSync) keep(ctx context.Context) accessResult {
 			kept = append(kept, k)
 		}
 	}
-	fixes, err := s.setGrant(ctx, append([]string{s.current.PrincipalName()}, stores.PrincipalNames(kept)...))
+	fixes, err := s.grantKeys(ctx, s.current, kept)
 	if err != nil {
 		return s.storeFailed("granting the key on the bucket", err)
 	}
@@ -146,6 +148,28 @@ func (s accessSync) keep(ctx context.Context) accessResult {
 		res.revoked = append(res.revoked, k.AccessKeyID)
 	}
 	return res
+}
+
+// grantKeys grants the key and the retiring keys, and no other: by their
+// principals in the bucket's policy, or, on a store that grants each
+// account by a policy of its own (s3.AccountGrants), account by account,
+// with the access's statement out of the bucket's policy. The keys beyond
+// it are revoked after.
+func (s accessSync) grantKeys(ctx context.Context, key stores.Key, retiring []storagev1.RetiringKey) ([]stores.GrantFix, error) {
+	own, byAccount := s.accounts.(s3.AccountGrants)
+	if !byAccount {
+		return s.setGrant(ctx, append([]string{key.PrincipalName()}, stores.PrincipalNames(retiring)...))
+	}
+	fixes, err := s.setGrant(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, account := range append([]string{key.AccountName()}, stores.AccountNames(retiring)...) {
+		if err := own.GrantAccount(ctx, account, s.bucket, s.grant.Mode); err != nil {
+			return fixes, err
+		}
+	}
+	return fixes, nil
 }
 
 // setGrant makes the access's grant name exactly principals; the other
@@ -178,6 +202,8 @@ func storeProblem(store, what string, err error) conditions.Summary {
 	var invalid *stores.InvalidPolicyError
 	progress := conditions.Working
 	switch {
+	case errors.Is(err, s3.ErrGrantWidened):
+		reason, msg, progress = ReasonGrantWidened, err.Error(), conditions.Blocked
 	case errors.As(err, &invalid):
 		reason, msg, progress = stores.ReasonInvalidPolicy, invalid.Error(), conditions.Blocked
 	case reason == s3.ReasonInvalidRequest:

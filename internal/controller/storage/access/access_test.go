@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -499,6 +500,92 @@ func TestAccessRevocation(t *testing.T) {
 			g.Expect(res.summary.Progress).To(Equal(tc.wantProgress))
 			g.Expect(res.summary.Reason).To(Equal(tc.wantReason))
 			g.Expect(res.summary.Message).To(ContainSubstring("removing the finalizer by hand leaves the account to the store sweep"), "the way out is named")
+		})
+	}
+}
+
+// TestAccessSyncGrantsByAccount: on a store that grants each account by a
+// policy of its own (MinIO), every live key's account gets the access's
+// grant, the replaced one only until its grace period ends, no statement of
+// the bucket's policy stands for the access (a forged one goes), and a
+// store that widens an account's grant stops the access rather than hand
+// out or keep serving its key silently.
+func TestAccessSyncGrantsByAccount(t *testing.T) {
+	v1, v2 := stores.AccountName("store", "uid", 1), stores.AccountName("store", "uid", 2)
+	widened := fmt.Errorf("%w: MinIO user is a member of the groups admins", s3.ErrGrantWidened)
+	cases := map[string]struct {
+		accounts   map[string]string
+		current    stores.Key
+		want       string
+		retiring   []storagev1.RetiringKey
+		grantErr   error
+		wantIssued bool
+		// wantGrants are the accounts granted after, wantRevoked the ones deleted.
+		wantGrants, wantRevoked, wantRetiring []string
+		wantReason                            string
+	}{
+		"the first key is granted by its account's policy": {
+			want: v1, wantIssued: true, wantGrants: []string{v1}, wantReason: ReasonGranted,
+		},
+		"a rotation keeps the replaced key granted": {
+			accounts: map[string]string{v1: "s"}, current: stores.Key{AccessKeyID: v1}, want: v2,
+			wantIssued: true, wantGrants: []string{v1, v2}, wantRetiring: []string{v1}, wantReason: ReasonGranted,
+		},
+		"the replaced key goes when its grace period ends": {
+			accounts: map[string]string{v1: "s", v2: "s"}, current: stores.Key{AccessKeyID: v2}, want: v2,
+			retiring:   []storagev1.RetiringKey{storagetest.Retiring(v1, syncNow.Add(-time.Second))},
+			wantGrants: []string{v2}, wantRevoked: []string{v1}, wantReason: ReasonGranted,
+		},
+		"a widened grant stops a new key": {
+			want: v1, grantErr: widened, wantReason: ReasonGrantWidened,
+		},
+		"a widened grant stops a key in use": {
+			accounts: map[string]string{v1: "s"}, current: stores.Key{AccessKeyID: v1}, want: v1,
+			grantErr: widened, wantReason: ReasonGrantWidened,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			accounts := storagetest.FakeAccountGrants{FakeAccounts: storagetest.FakeAccounts{Accounts: tc.accounts}}
+			for _, k := range append(stores.AccountNames(tc.retiring), tc.current.AccountName()) {
+				if k != "" {
+					g.Expect(accounts.GrantAccount(context.Background(), k, testBucket, s3.ReadOnly)).To(Succeed())
+				}
+			}
+			accounts.Calls, accounts.GrantErr = nil, tc.grantErr
+			forged, err := s3.WithGrant("", testBucket, s3.Grant{ID: "g", Principals: []string{"FORGEDKEY"}, Mode: s3.ReadWrite})
+			g.Expect(err).NotTo(HaveOccurred())
+			fake := storagetest.FakeS3{PolicyDoc: forged}
+			// As stores.LiveGrants has it on such a store: its grant names no one.
+			live := func(context.Context) ([]stores.LiveGrant, error) {
+				return []stores.LiveGrant{{Grant: s3.Grant{ID: "g", Mode: s3.ReadWrite}}}, nil
+			}
+			res := accessSync{accounts: &accounts, s3: &fake, lockPolicy: noLock, grants: live, store: "store-a", bucket: testBucket,
+				grant: s3.Grant{ID: "g", Mode: s3.ReadWrite}, current: tc.current, want: tc.want, haveSecret: tc.current.AccessKeyID != "",
+				retiring: tc.retiring, now: syncNow, grace: time.Hour}.run(context.Background())
+
+			g.Expect(res.summary.Reason).To(Equal(tc.wantReason), res.summary.Message)
+			g.Expect(res.issued != nil).To(Equal(tc.wantIssued))
+			g.Expect(accounts.Calls).NotTo(ContainElement(HavePrefix("Principal")), "no principal is asked of such a store")
+			g.Expect(fake.PolicyDoc).NotTo(ContainSubstring("FORGEDKEY"), "no statement of the bucket's policy grants the access")
+			if tc.grantErr != nil {
+				g.Expect(res.summary.Progress).To(Equal(conditions.Blocked))
+				g.Expect(res.summary.Message).To(ContainSubstring("member of the groups admins"))
+				return
+			}
+			g.Expect(res.summary.Progress).To(Equal(conditions.Done))
+			if res.issued != nil {
+				g.Expect(res.issued.Key).To(Equal(stores.Key{AccessKeyID: tc.want}), "no principal on record")
+			}
+			granted := make([]string, 0, len(accounts.Grants))
+			for account, grant := range accounts.Grants {
+				g.Expect(grant).To(Equal(testBucket+" "+s3.ReadWrite), "the access's mode, on its bucket")
+				granted = append(granted, account)
+			}
+			g.Expect(granted).To(ConsistOf(tc.wantGrants))
+			g.Expect(res.revoked).To(Equal(tc.wantRevoked))
+			g.Expect(stores.AccountNames(res.retiring)).To(ConsistOf(tc.wantRetiring))
 		})
 	}
 }

@@ -61,6 +61,9 @@ const (
 	ReasonSecretRejected = "SecretRejected"
 	// ReasonRevoking: the key is being revoked (deletion).
 	ReasonRevoking = "Revoking"
+	// ReasonGrantWidened: the store gives the key's account more than its
+	// grant, by something Trellis did not make (a MinIO group).
+	ReasonGrantWidened = "GrantWidened"
 )
 
 // accessController names the controller: the controller label of

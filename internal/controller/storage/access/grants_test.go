@@ -71,6 +71,17 @@ func TestLiveGrants(t *testing.T) {
 		}
 	}
 
+	// On a MinIO store no bucket policy statement grants an account: every
+	// access's grant names no one, so a statement of its Sid goes.
+	store.Spec.Type = storagev1.StoreTypeMinIO
+	got, err = stores.LiveGrants(context.Background(), f.C, f.Accounts.KnownPrincipal, store, testBucket)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(HaveLen(3))
+	for _, lg := range got {
+		g.Expect(lg.Principals).To(BeEmpty(), lg.Access.Name)
+	}
+	store.Spec.Type = storagev1.StoreTypeVersitygw
+
 	// The cache failing is an error, never "no grant is live".
 	f.API.Fail(testenv.List, "BucketAccess", storagetest.ErrUnavailable)
 	_, err = stores.LiveGrants(context.Background(), f.C, f.Accounts.KnownPrincipal, store, testBucket)

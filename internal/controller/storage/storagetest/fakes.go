@@ -240,3 +240,46 @@ func (f *FakeAccounts) ListAccounts(context.Context) ([]string, error) {
 	slices.Sort(ids)
 	return ids, nil
 }
+
+// FakeAccountGrants is FakeAccounts as a store that grants each account by
+// a policy of its own (s3.AccountGrants, MinIO's kind): no principal, and
+// Grants holds each account's grant as "bucket mode".
+type FakeAccountGrants struct {
+	FakeAccounts
+	Grants   map[string]string
+	GrantErr error
+}
+
+var _ s3.AccountGrants = (*FakeAccountGrants)(nil)
+
+// Principal records the call and answers that there is none.
+func (f *FakeAccountGrants) Principal(_ context.Context, account string) (string, error) {
+	f.Calls = append(f.Calls, "Principal "+account)
+	return "", s3.ErrNoPrincipal
+}
+
+// KnownPrincipal knows none.
+func (*FakeAccountGrants) KnownPrincipal(string) (string, bool) { return "", false }
+
+// GrantAccount records the call and, unless the test set its error, makes
+// the grant the account's.
+func (f *FakeAccountGrants) GrantAccount(_ context.Context, account, bucket, mode string) error {
+	f.Calls = append(f.Calls, "GrantAccount "+account)
+	if f.GrantErr != nil {
+		return f.GrantErr
+	}
+	if f.Grants == nil {
+		f.Grants = map[string]string{}
+	}
+	f.Grants[account] = bucket + " " + mode
+	return nil
+}
+
+// DeleteAccount deletes the account and its grant.
+func (f *FakeAccountGrants) DeleteAccount(ctx context.Context, id string) error {
+	err := f.FakeAccounts.DeleteAccount(ctx, id)
+	if err == nil {
+		delete(f.Grants, id)
+	}
+	return err
+}

@@ -79,6 +79,9 @@ var DefaultBackends = Backends{
 type accountDriver struct {
 	endpoint func(*storagev1.ObjectStore) string
 	build    func(cfg s3.Config, endpoint string, store *storagev1.ObjectStore) (s3.Accounts, error)
+	// ownPolicies: the driver grants each account through a policy of its
+	// own (s3.AccountGrants), and a bucket policy grants accounts nothing.
+	ownPolicies bool
 }
 
 // accountDrivers are the store types with an account driver, each one of
@@ -107,6 +110,26 @@ var accountDrivers = map[storagev1.StoreType]accountDriver{
 			return s3.NewIAMAccounts(cfg, endpoint, StoreKeyPrefix(o.UID))
 		},
 	},
+	storagev1.StoreTypeMinIO: {
+		endpoint: func(o *storagev1.ObjectStore) string {
+			if o.Spec.MinIO == nil {
+				return ""
+			}
+			return o.Spec.MinIO.AdminEndpoint
+		},
+		// The driver manages only users named with the store's mark.
+		build: func(cfg s3.Config, endpoint string, o *storagev1.ObjectStore) (s3.Accounts, error) {
+			return s3.NewMinIOAccounts(cfg, endpoint, StoreKeyPrefix(o.UID))
+		},
+		ownPolicies: true,
+	},
+}
+
+// GrantsByAccount reports whether the store's accounts are granted by
+// policies of their own (MinIO), so that no bucket policy statement of
+// Trellis' grants them anything and none may stand.
+func GrantsByAccount(store *storagev1.ObjectStore) bool {
+	return accountDrivers[store.Spec.Type].ownPolicies
 }
 
 // NewAccounts builds the account driver of the store's type, or answers

@@ -270,6 +270,17 @@ func TestNewAccountsPicksTheDriverByType(t *testing.T) {
 	_, err = iam.Principal(ctx, mine)
 	g.Expect(err).To(HaveOccurred(), "its own name is asked of the server, which is not there")
 	g.Expect(err.Error()).NotTo(ContainSubstring("is not one of this ObjectStore's"))
+
+	minio, err := NewAccounts(cfg, store(storagev1.StoreTypeMinIO, "uid-1"))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, byAccount := minio.(s3.AccountGrants)
+	g.Expect(byAccount).To(BeTrue(), "MinIO grants each account by its own policy")
+	_, err = minio.Principal(ctx, theirs)
+	g.Expect(err).To(MatchError(ContainSubstring("is not one of this ObjectStore's")), "another store's mark is refused")
+	_, err = minio.Principal(ctx, mine)
+	g.Expect(err).To(MatchError(s3.ErrNoPrincipal))
+	g.Expect(GrantsByAccount(store(storagev1.StoreTypeMinIO, "uid-1"))).To(BeTrue())
+	g.Expect(GrantsByAccount(store(storagev1.StoreTypeIAM, "uid-1"))).To(BeFalse())
 }
 
 func TestStoresLockPolicySerialises(t *testing.T) {

@@ -40,7 +40,8 @@ type LiveGrant struct {
 // access may have granted: the key of spec.keyVersion (granted before it
 // goes on record, so named by its account and by what known says of it),
 // the current one and the retiring ones by the principals the status
-// records.
+// records. On a store that grants accounts by their own policies
+// (GrantsByAccount) each grant names no one.
 // A BucketAccess being deleted still counts: its own deletion takes its
 // grant out.
 //
@@ -71,7 +72,17 @@ func LiveGrants(ctx context.Context, c client.Reader, known KnownPrincipal, stor
 		}
 	}
 	out := make([]LiveGrant, 0, len(found))
+	byAccount := GrantsByAccount(store)
 	for _, a := range found {
+		if byAccount {
+			// Granted by each account's own policy: no statement of the
+			// bucket's policy stands for it, and any that says so goes.
+			out = append(out, LiveGrant{
+				Grant:  s3.Grant{ID: GrantID(a.UID), Mode: string(a.Spec.Mode)},
+				Access: types.NamespacedName{Namespace: a.Namespace, Name: a.Name},
+			})
+			continue
+		}
 		// The key of spec.keyVersion, by its account (its principal on
 		// versitygw) and by the principal the account driver learnt as it
 		// issued it (an IAM user's ARN): granted before it goes on record.
