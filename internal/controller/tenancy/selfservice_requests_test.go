@@ -88,11 +88,14 @@ func TestTenantAdminAddsNamespacesWithinBounds(t *testing.T) {
 	g.Expect(one.Status.Namespace).To(Equal("ss-f-one"))
 	g.Expect(one.Status.Tenant).To(Equal("ss"))
 	g.Expect(one.Annotations).To(HaveKey("team.example/note"))
-	// What the team wrote on the request is not kept in the manager's cache.
-	cached := &tenancyv1.NamespaceRequest{}
-	g.Expect(reconciler.client.Get(ctx, client.ObjectKeyFromObject(one), cached)).To(Succeed())
-	g.Expect(cached.Annotations).To(BeEmpty())
-	g.Expect(cached.Status.Namespace).To(Equal("ss-f-one"))
+	// What the team wrote on the request is not kept in the manager's cache
+	// (read once the cache has seen the granted status: it may lag the API).
+	g.Eventually(func(g Gomega) {
+		cached := &tenancyv1.NamespaceRequest{}
+		g.Expect(reconciler.client.Get(ctx, client.ObjectKeyFromObject(one), cached)).To(Succeed())
+		g.Expect(cached.Status.Namespace).To(Equal("ss-f-one"))
+		g.Expect(cached.Annotations).To(BeEmpty())
+	}, timeout, interval).Should(Succeed())
 	g.Eventually(func(g Gomega) { expectGuardrails(g, tenant, "ss-f-one") }, timeout, interval).Should(Succeed())
 	ready := eventuallyReady(g, "ss")
 	g.Expect(ready.Status.Namespaces).To(ContainElement(tenancyv1.TenantNamespaceStatus{
