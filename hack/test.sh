@@ -97,15 +97,16 @@ step "tools: every module downloaded at once, then every tool of make test built
 # compiles them here; then the budget is the new machine's. CI's fresh clone
 # builds bin/ too, from the warm caches. Three builds at a time keep both
 # cores busy: one go build alone leaves one idle while it links. The e2e
-# suite's tools are built here because it starts early (below); weed (the
-# storage suites' SeaweedFS, 710 CPU-s on a new machine) starts with the
-# first three, so it overlaps the rest rather than trailing them. The oldest
-# kube-apiserver and cosign are built by the steps that use them.
+# suite's tools are built here because it starts early (below). The servers
+# only the unit suites start (SeaweedFS, MinIO, source-controller: about
+# 1,600 CPU-s on a new machine, 10 s each warm) are built beside lint, while
+# the e2e suite leaves most of the cores idle; the oldest kube-apiserver and
+# cosign, by the steps that use them.
 kube_version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' hack/kube/go.mod)
 [ -f "$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$kube_version.zip" ] || new_machine=1
 make --no-print-directory -s tools-download
-make --no-print-directory -s -j3 --output-sync=target kube etcd seaweedfs minio kwok versitygw controller-gen kustomize golangci-lint helm promtool \
-  gateway-api-crds containerd helm3 cyclonedx-gomod source-controller
+make --no-print-directory -s -j3 --output-sync=target kube etcd kwok versitygw controller-gen kustomize golangci-lint helm promtool \
+  gateway-api-crds containerd helm3 cyclonedx-gomod
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go'))
@@ -181,8 +182,13 @@ niced() { nice -n 10 "$@"; }
 # No separate go vet: golangci-lint's govet runs the same analyzers on the
 # same files (tests and the e2e tag included), and a second pass cost two
 # minutes on a new machine.
-step "lint (golangci-lint with kube-api-linter and govet; .golangci.yml)"
-niced bin/golangci-lint run ./...
+step "lint (golangci-lint with kube-api-linter and govet; .golangci.yml), the unit suites' servers built beside it"
+niced make --no-print-directory -s -j2 --output-sync=target seaweedfs minio source-controller > .dev/servers.log 2>&1 &
+servers_pid=$!
+lint_rc=0
+niced bin/golangci-lint run ./... || lint_rc=$?
+wait "$servers_pid" || { cat .dev/servers.log; echo "building the unit suites' servers failed (above)"; exit 1; }
+[ "$lint_rc" = 0 ] || exit "$lint_rc"
 
 step "unit and envtest suites"
 # 20 minutes a package, not go test's 10: beside the e2e suite the storage
