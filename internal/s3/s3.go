@@ -55,6 +55,9 @@ type Config struct {
 	PathStyle bool
 	AccessKey string
 	SecretKey string
+	// CABundle, when set, is PEM certificates: the only roots trusted for
+	// an https endpoint (tlsConfig).
+	CABundle []byte
 	// Timeout bounds every request; a store that does not answer in time is unreachable.
 	Timeout time.Duration
 	// OnRequest, when set, is called once for every operation a client
@@ -131,6 +134,13 @@ func New(cfg Config) (Client, error) {
 	transport, err := minio.DefaultTransport(u.Scheme == schemeHTTPS)
 	if err != nil {
 		return nil, err
+	}
+	roots, err := tlsConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if roots != nil {
+		transport.TLSClientConfig = roots
 	}
 	transport.DialContext = (&net.Dialer{Timeout: timeout}).DialContext
 	transport.ResponseHeaderTimeout = timeout
@@ -324,6 +334,15 @@ const (
 	// ReasonInvalidRequest: the store refused a bucket policy (one naming
 	// an unknown principal, say).
 	ReasonInvalidRequest Reason = "InvalidRequest"
+	// ReasonCertificateRejected: the store's TLS certificate did not
+	// verify against the trusted roots (an unknown authority, another
+	// host's name, expired).
+	ReasonCertificateRejected Reason = "CertificateRejected"
+	// ReasonCABundleMissing: the CA bundle's Secret or ConfigMap, or its
+	// key, does not exist (or may not be read).
+	ReasonCABundleMissing Reason = "CABundleMissing"
+	// ReasonCABundleInvalid: the CA bundle holds no PEM certificate.
+	ReasonCABundleInvalid Reason = "CABundleInvalid"
 )
 
 // Classify maps an S3 or network error to a Reason and a message safe to show
@@ -337,6 +356,15 @@ func Classify(err error) (Reason, string) {
 	}
 	if errors.Is(err, ErrProbeMismatch) {
 		return ReasonProbeFailed, err.Error()
+	}
+	if errors.Is(err, ErrCABundleNoCertificate) {
+		return ReasonCABundleInvalid, err.Error()
+	}
+	// Before the network errors, which wrap it: the store answered, and a
+	// person must say whom to trust.
+	if cert, ok := certificateError(err); ok {
+		return ReasonCertificateRejected, "the object store's TLS certificate was refused: " + cert.Error() +
+			"; if a private CA signed it, name that CA in the ObjectStore's caBundleRef"
 	}
 	var scope *CannotScopeError
 	if errors.As(err, &scope) {
