@@ -88,3 +88,29 @@ func TestTLSTrustsTheCABundleOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestRegionAgainstTheServer: a client that signs for another region than
+// the server's is refused where the server checks the region, and the
+// refusal says so. versitygw does not check it on ListBuckets (the store
+// check) nor CreateBucket; it does on object listings, and answers a
+// HeadBucket with a bare 400.
+func TestRegionAgainstTheServer(t *testing.T) {
+	srv, ca := tlsGateway(t, "eu-test-1")
+	ctx := context.Background()
+	client := func(g Gomega, region string) Client {
+		c, err := New(Config{Endpoint: srv.Endpoint, Region: region, PathStyle: true, CABundle: ca.PEM,
+			AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, Timeout: 5 * time.Second})
+		g.Expect(err).NotTo(HaveOccurred())
+		return c
+	}
+	g := NewWithT(t)
+	right, wrong := client(g, "eu-test-1"), client(g, "us-east-1")
+	g.Expect(right.CreateBucket(ctx, "regional")).To(Succeed())
+	g.Expect(right.CountObjects(ctx, "regional", 5)).To(Equal(0))
+
+	_, err := wrong.CountObjects(ctx, "regional", 5)
+	reason, msg := Classify(err)
+	g.Expect(reason).To(Equal(ReasonWrongRegion), "%v", err)
+	g.Expect(msg).To(ContainSubstring(`expecting "eu-test-1"`))
+	g.Expect(wrong.Ping(ctx)).To(Succeed(), "versitygw does not check the region of a ListBuckets: if it starts to, the store check catches a wrong region and docs/storage.md should say so")
+}

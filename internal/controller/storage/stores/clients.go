@@ -444,13 +444,14 @@ func ClassifyError(err error) (s3.Reason, string) {
 }
 
 // NeedsPerson reports the store reasons only a person can fix: keys missing
-// or refused, a CA bundle missing or wrong, a certificate refused.
-// Anything else (a store that does not
+// or refused, a CA bundle missing or wrong, a certificate refused, an
+// endpoint that cannot be addressed, a region the store refuses. Anything
+// else (a store that does not
 // answer) heals by itself.
 func NeedsPerson(reason s3.Reason) bool {
 	switch reason {
 	case s3.ReasonCredentialsMissing, s3.ReasonAccessDenied, s3.ReasonCABundleMissing, s3.ReasonCABundleInvalid,
-		s3.ReasonCertificateRejected:
+		s3.ReasonCertificateRejected, s3.ReasonInvalidEndpoint, s3.ReasonWrongRegion:
 		return true
 	}
 	return false
