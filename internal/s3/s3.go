@@ -379,7 +379,7 @@ func Classify(err error) (Reason, string) {
 	}
 	// Before the network errors, which wrap it: the store answered, and a
 	// person must say whom to trust.
-	if cert, ok := certificateError(err); ok {
+	if cert := certificateError(err); cert != nil {
 		return ReasonCertificateRejected, "the object store's TLS certificate was refused: " + cert.Error() +
 			"; if a private CA signed it, name that CA in the ObjectStore's caBundleRef"
 	}

@@ -3,11 +3,13 @@ package s3
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 )
 
-// ErrCABundleNoCertificate: a CA bundle holds no PEM certificate.
+// ErrCABundleNoCertificate is a CA bundle's error when it holds no PEM
+// certificate.
 var ErrCABundleNoCertificate = errors.New("holds no PEM certificate")
 
 // CertPool is the pool of the PEM certificates in bundle, or
@@ -18,6 +20,33 @@ func CertPool(bundle []byte) (*x509.CertPool, error) {
 		return nil, ErrCABundleNoCertificate
 	}
 	return pool, nil
+}
+
+// Certificates is the PEM of the certificates in bundle and nothing else,
+// or ErrCABundleNoCertificate when none parses. The bundle is read from
+// an object an ObjectStore's editor names and is copied into BucketAccess
+// Secrets: a private key or anything else kept beside the certificates
+// must not travel with them.
+func Certificates(bundle []byte) ([]byte, error) {
+	var out []byte
+	for rest := bundle; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" || len(block.Headers) != 0 {
+			continue
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			continue
+		}
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: block.Bytes})...)
+	}
+	if len(out) == 0 {
+		return nil, ErrCABundleNoCertificate
+	}
+	return out, nil
 }
 
 // tlsConfig is the TLS of every connection to a store: the system's roots
@@ -38,13 +67,13 @@ func tlsConfig(cfg Config) (*tls.Config, error) {
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
-// certificateError is the verification failure inside err, if the store's
-// certificate was refused: an unknown authority, another host's name, an
-// expired certificate.
-func certificateError(err error) (error, bool) {
+// certificateError is the verification failure inside err if the store's
+// certificate was refused (an unknown authority, another host's name, an
+// expired certificate), else nil.
+func certificateError(err error) error {
 	var verify *tls.CertificateVerificationError
 	if errors.As(err, &verify) {
-		return verify.Err, true
+		return verify.Err
 	}
 	var (
 		unknown  x509.UnknownAuthorityError
@@ -53,11 +82,11 @@ func certificateError(err error) (error, bool) {
 	)
 	switch {
 	case errors.As(err, &unknown):
-		return unknown, true
+		return unknown
 	case errors.As(err, &hostname):
-		return hostname, true
+		return hostname
 	case errors.As(err, &invalid):
-		return invalid, true
+		return invalid
 	}
-	return nil, false
+	return nil
 }

@@ -1,8 +1,10 @@
 package s3
 
 import (
+	"bytes"
 	"context"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -113,4 +115,29 @@ func TestRegionAgainstTheServer(t *testing.T) {
 	g.Expect(reason).To(Equal(ReasonWrongRegion), "%v", err)
 	g.Expect(msg).To(ContainSubstring(`expecting "eu-test-1"`))
 	g.Expect(wrong.Ping(ctx)).To(Succeed(), "versitygw does not check the region of a ListBuckets: if it starts to, the store check catches a wrong region and docs/storage.md should say so")
+}
+
+// TestCertificatesKeepOnlyCertificates: of a bundle, only its certificates
+// are kept, so a private key stored beside them in the object an
+// ObjectStore names never reaches a BucketAccess Secret.
+func TestCertificatesKeepOnlyCertificates(t *testing.T) {
+	g := NewWithT(t)
+	ca, err := testenv.NewTestCA("trellis test CA")
+	g.Expect(err).NotTo(HaveOccurred())
+	dir := t.TempDir()
+	certFile, keyFile, err := ca.ServerCert(dir, net.ParseIP("127.0.0.1"))
+	g.Expect(err).NotTo(HaveOccurred())
+	cert, err := os.ReadFile(certFile)
+	g.Expect(err).NotTo(HaveOccurred())
+	key, err := os.ReadFile(keyFile)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	mixed := bytes.Join([][]byte{[]byte("a comment\n"), key, ca.PEM, []byte("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n"), cert}, nil)
+	got, err := Certificates(mixed)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(append(append([]byte{}, ca.PEM...), cert...)))
+	g.Expect(string(got)).NotTo(ContainSubstring("PRIVATE KEY"))
+
+	_, err = Certificates(key)
+	g.Expect(err).To(MatchError(ErrCABundleNoCertificate), "a key alone is no bundle")
 }

@@ -189,7 +189,7 @@ type ObjectStoreSpec struct {
 	// at every store check, like the credentials; a BucketAccess Secret
 	// carries them as ca.crt.
 	// +optional
-	CABundleRef *CABundleReference `json:"caBundleRef,omitempty"`
+	CABundleRef CABundleReference `json:"caBundleRef,omitzero"`
 
 	// namespaceSelector selects the namespaces whose StorageBuckets and
 	// BucketAccesses may use this store, by their labels. Unset or empty

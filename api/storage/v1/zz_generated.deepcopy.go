@@ -394,11 +394,7 @@ func (in *ObjectStoreSpec) DeepCopyInto(out *ObjectStoreSpec) {
 		**out = **in
 	}
 	out.CredentialsSecretRef = in.CredentialsSecretRef
-	if in.CABundleRef != nil {
-		in, out := &in.CABundleRef, &out.CABundleRef
-		*out = new(CABundleReference)
-		**out = **in
-	}
+	out.CABundleRef = in.CABundleRef
 	if in.NamespaceSelector != nil {
 		in, out := &in.NamespaceSelector, &out.NamespaceSelector
 		*out = new(metav1.LabelSelector)

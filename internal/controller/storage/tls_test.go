@@ -68,7 +68,7 @@ func TestObjectStoreOverTLS(t *testing.T) {
 	fixable := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: "tls-fixable-ca"}, Data: map[string]string{"ca.crt": string(other.PEM)}}
 	create(fixable)
 
-	tlsStore := func(name string, ref *storagev1.CABundleReference) *storagev1.ObjectStore {
+	tlsStore := func(name string, ref storagev1.CABundleReference) *storagev1.ObjectStore {
 		return &storagev1.ObjectStore{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: storagev1.ObjectStoreSpec{
@@ -78,8 +78,8 @@ func TestObjectStoreOverTLS(t *testing.T) {
 			},
 		}
 	}
-	configMap := func(name, key string) *storagev1.CABundleReference {
-		return &storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: name, Key: key}
+	configMap := func(name, key string) storagev1.CABundleReference {
+		return storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: name, Key: key}
 	}
 	const unknownAuthority = "x509: certificate signed by unknown authority"
 	tests := []struct {
@@ -88,8 +88,8 @@ func TestObjectStoreOverTLS(t *testing.T) {
 		reason, message string
 	}{
 		{store: tlsStore("tls-trusted", configMap("tls-ca", "")), reason: "Reachable"},
-		{store: tlsStore("tls-no-ca", nil), reason: string(s3.ReasonCertificateRejected), message: unknownAuthority},
-		{store: tlsStore("tls-wrong-ca", &storagev1.CABundleReference{Kind: storagev1.CABundleSecret, Name: "tls-other-ca"}),
+		{store: tlsStore("tls-no-ca", storagev1.CABundleReference{}), reason: string(s3.ReasonCertificateRejected), message: unknownAuthority},
+		{store: tlsStore("tls-wrong-ca", storagev1.CABundleReference{Kind: storagev1.CABundleSecret, Name: "tls-other-ca"}),
 			reason: string(s3.ReasonCertificateRejected), message: unknownAuthority},
 		{store: tlsStore("tls-ca-missing", configMap("tls-nothing", "")),
 			reason: string(s3.ReasonCABundleMissing), message: "the CA bundle's ConfigMap " + managerNS + "/tls-nothing does not exist"},
@@ -192,7 +192,7 @@ func workloadFromSecret(g Gomega, s *corev1.Secret) *minio.Client {
 func TestCABundleNeedsHTTPS(t *testing.T) {
 	g := NewWithT(t)
 	store := newStore("ca-over-http", credsSecret)
-	store.Spec.CABundleRef = &storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: "ca"}
+	store.Spec.CABundleRef = storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: "ca"}
 	err := k8s.Create(context.Background(), store)
 	g.Expect(err).To(MatchError(ContainSubstring("caBundleRef needs an https:// endpoint")))
 

@@ -376,7 +376,7 @@ func (s *Clients) config(ctx context.Context, store *storagev1.ObjectStore) (s3.
 // alike (the cache holds only Trellis' own ConfigMaps, and no Secret).
 func (s *Clients) caBundle(ctx context.Context, store *storagev1.ObjectStore) ([]byte, error) {
 	ref := store.Spec.CABundleRef
-	if ref == nil {
+	if ref == (storagev1.CABundleReference{}) {
 		return nil, nil
 	}
 	key := ref.Key
@@ -417,10 +417,11 @@ func (s *Clients) caBundle(ctx context.Context, store *storagev1.ObjectStore) ([
 	case !found:
 		return nil, fmt.Errorf("%s %w %s", what, errCABundleNoKey, key)
 	}
-	if _, err := s3.CertPool(data); err != nil {
+	certs, err := s3.Certificates(data)
+	if err != nil {
 		return nil, fmt.Errorf("%s, key %s, %w", what, key, err)
 	}
-	return data, nil
+	return certs, nil
 }
 
 // ClassifyError sorts an error met while talking to a store into a

@@ -211,7 +211,7 @@ func TestStoresReadTheCABundle(t *testing.T) {
 			s := newTestStores(r, b)
 			store := testStore("a")
 			store.Spec.Endpoint = "https://127.0.0.1:9000"
-			store.Spec.CABundleRef = &tt.ref
+			store.Spec.CABundleRef = tt.ref
 			_, err := s.Refresh(context.Background(), store)
 			if tt.wantReason == "" {
 				g.Expect(err).NotTo(HaveOccurred())
@@ -243,7 +243,7 @@ func TestStoresRebuildOnANewCABundle(t *testing.T) {
 	s := newTestStores(r, b)
 	store := testStore("a")
 	store.Spec.Endpoint = "https://127.0.0.1:9000"
-	store.Spec.CABundleRef = &storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: "ca"}
+	store.Spec.CABundleRef = storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: "ca"}
 	ctx := context.Background()
 
 	first, err := s.Refresh(ctx, store)
