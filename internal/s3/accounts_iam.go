@@ -50,6 +50,10 @@ func NewIAMAccounts(cfg Config, iamEndpoint, scope string) (Accounts, error) {
 	if region == "" {
 		region = defaultAdminRegion
 	}
+	httpClient, err := adminHTTPClient(cfg, timeout)
+	if err != nil {
+		return nil, err
+	}
 	access, secret := cfg.AccessKey, cfg.SecretKey
 	client := iam.New(iam.Options{
 		Region:       region,
@@ -57,7 +61,7 @@ func NewIAMAccounts(cfg Config, iamEndpoint, scope string) (Accounts, error) {
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: access, SecretAccessKey: secret}, nil
 		}),
-		HTTPClient: adminHTTPClient(timeout),
+		HTTPClient: httpClient,
 		// One request per call: the controllers retry, with back-off, and
 		// count every request (Config.OnRequest).
 		Retryer: aws.NopRetryer{},

@@ -82,10 +82,14 @@ func NewMinIOAccounts(cfg Config, adminEndpoint, scope string) (AccountGrants, e
 	if region == "" {
 		region = defaultAdminRegion
 	}
+	httpClient, err := adminHTTPClient(cfg, timeout)
+	if err != nil {
+		return nil, err
+	}
 	return &minioAccounts{
 		base: strings.TrimRight(u.String(), "/") + minioAdminPrefix, region: region, timeout: timeout,
 		access: cfg.AccessKey, secret: cfg.SecretKey, scope: scope, onRequest: cfg.OnRequest,
-		http: adminHTTPClient(timeout),
+		http: httpClient,
 	}, nil
 }
 

@@ -43,10 +43,14 @@ func NewVersitygwAccounts(cfg Config, adminEndpoint string) (Accounts, error) {
 	if region == "" {
 		region = defaultAdminRegion
 	}
+	httpClient, err := adminHTTPClient(cfg, timeout)
+	if err != nil {
+		return nil, err
+	}
 	return &versitygw{
 		base: strings.TrimRight(u.String(), "/"), region: region, timeout: timeout,
 		access: cfg.AccessKey, secret: cfg.SecretKey, onRequest: cfg.OnRequest,
-		http: adminHTTPClient(timeout),
+		http: httpClient,
 	}, nil
 }
 
@@ -57,12 +61,20 @@ const defaultAdminRegion = "us-east-1"
 // adminHTTPClient is the HTTP client of an account driver: every request
 // bounded by timeout, and no redirect followed. An admin API answers, it
 // never redirects; a redirect would carry a signed request somewhere else.
-func adminHTTPClient(timeout time.Duration) *http.Client {
+// It trusts the roots the S3 client does (tlsConfig).
+func adminHTTPClient(cfg Config, timeout time.Duration) (*http.Client, error) {
+	roots, err := tlsConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.DialContext = (&net.Dialer{Timeout: timeout}).DialContext
 	transport.ResponseHeaderTimeout = timeout
+	if roots != nil {
+		transport.TLSClientConfig = roots
+	}
 	return &http.Client{Transport: transport, Timeout: timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
 }
 
 type versitygw struct {

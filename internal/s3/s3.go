@@ -55,6 +55,9 @@ type Config struct {
 	PathStyle bool
 	AccessKey string
 	SecretKey string
+	// CABundle, when set, is PEM certificates: the only roots trusted for
+	// an https endpoint (tlsConfig).
+	CABundle []byte
 	// Timeout bounds every request; a store that does not answer in time is unreachable.
 	Timeout time.Duration
 	// OnRequest, when set, is called once for every operation a client
@@ -123,6 +126,11 @@ func New(cfg Config) (Client, error) {
 	lookup := minio.BucketLookupDNS
 	if cfg.PathStyle {
 		lookup = minio.BucketLookupPath
+	} else if net.ParseIP(u.Hostname()) != nil {
+		// minio-go would send every bucket request to <bucket>.<IP>, which
+		// no resolver knows, while ListBuckets (no bucket) works: a store
+		// Ready whose every bucket fails.
+		return nil, ErrVirtualHostIP
 	}
 	timeout := cfg.Timeout
 	if timeout <= 0 {
@@ -131,6 +139,13 @@ func New(cfg Config) (Client, error) {
 	transport, err := minio.DefaultTransport(u.Scheme == schemeHTTPS)
 	if err != nil {
 		return nil, err
+	}
+	roots, err := tlsConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if roots != nil {
+		transport.TLSClientConfig = roots
 	}
 	transport.DialContext = (&net.Dialer{Timeout: timeout}).DialContext
 	transport.ResponseHeaderTimeout = timeout
@@ -303,6 +318,9 @@ func (e *ProbeError) Unwrap() error { return e.Err }
 var (
 	ErrCredentialsIncomplete = errors.New("the credentials have no access key id or no secret access key")
 	ErrProbeMismatch         = errors.New("the probe object read back differs from what was written")
+	// ErrVirtualHostIP: virtual-hosted addressing puts the bucket in the
+	// host name, and an IP address has no names under it.
+	ErrVirtualHostIP = errors.New("virtual-hosted addressing (pathStyle false) needs a DNS name as the endpoint's host: <bucket>.<IP address> is no host; set pathStyle: true")
 )
 
 // Reason sorts an error into something a person can act on.
@@ -324,6 +342,21 @@ const (
 	// ReasonInvalidRequest: the store refused a bucket policy (one naming
 	// an unknown principal, say).
 	ReasonInvalidRequest Reason = "InvalidRequest"
+	// ReasonCertificateRejected: the store's TLS certificate did not
+	// verify against the trusted roots (an unknown authority, another
+	// host's name, expired).
+	ReasonCertificateRejected Reason = "CertificateRejected"
+	// ReasonCABundleMissing: the CA bundle's Secret or ConfigMap, or its
+	// key, does not exist (or may not be read).
+	ReasonCABundleMissing Reason = "CABundleMissing"
+	// ReasonCABundleInvalid: the CA bundle holds no PEM certificate.
+	ReasonCABundleInvalid Reason = "CABundleInvalid"
+	// ReasonWrongRegion: the store serves another region than the
+	// ObjectStore's (it refused a signature for it).
+	ReasonWrongRegion Reason = "WrongRegion"
+	// ReasonInvalidEndpoint: the endpoint cannot be addressed as the spec
+	// says (virtual-hosted addressing on an IP address).
+	ReasonInvalidEndpoint Reason = "InvalidEndpoint"
 )
 
 // Classify maps an S3 or network error to a Reason and a message safe to show
@@ -337,6 +370,18 @@ func Classify(err error) (Reason, string) {
 	}
 	if errors.Is(err, ErrProbeMismatch) {
 		return ReasonProbeFailed, err.Error()
+	}
+	if errors.Is(err, ErrCABundleNoCertificate) {
+		return ReasonCABundleInvalid, err.Error()
+	}
+	if errors.Is(err, ErrVirtualHostIP) {
+		return ReasonInvalidEndpoint, err.Error()
+	}
+	// Before the network errors, which wrap it: the store answered, and a
+	// person must say whom to trust.
+	if cert := certificateError(err); cert != nil {
+		return ReasonCertificateRejected, "the object store's TLS certificate was refused: " + cert.Error() +
+			"; if a private CA signed it, name that CA in the ObjectStore's caBundleRef"
 	}
 	var scope *CannotScopeError
 	if errors.As(err, &scope) {
@@ -361,6 +406,14 @@ func Classify(err error) (Reason, string) {
 		return ReasonBucketNameTaken, "the bucket name is taken by another account of the object store"
 	case "InvalidBucketName":
 		return ReasonInvalidBucketName, "the object store refused the bucket name"
+	case "AuthorizationHeaderMalformed":
+		// The store names the region it expects in fixed words; anything
+		// longer is not shown.
+		msg := resp.Message
+		if len(msg) > 200 || strings.Contains(msg, "://") {
+			msg = ""
+		}
+		return ReasonWrongRegion, strings.TrimSuffix("the object store refused the region the requests are signed for (AuthorizationHeaderMalformed): "+msg, ": ")
 	case "NotImplemented":
 		return ReasonNotSupported, "the object store does not implement this (NotImplemented)"
 	case "XAdminMethodNotSupported":

@@ -59,12 +59,35 @@ func TestNewRejectsBadConfig(t *testing.T) {
 }
 
 func TestNewAcceptsValidConfig(t *testing.T) {
-	for _, endpoint := range []string{"http://127.0.0.1:9000", "https://s3.example.com", "http://localhost:1/"} {
-		t.Run(endpoint, func(t *testing.T) {
+	for _, cfg := range []Config{
+		{Endpoint: "http://127.0.0.1:9000", PathStyle: true},
+		{Endpoint: "https://s3.example.com"},
+		{Endpoint: "http://localhost:1/"},
+		{Endpoint: "https://[::1]:9000", PathStyle: true},
+	} {
+		t.Run(cfg.Endpoint, func(t *testing.T) {
 			g := NewWithT(t)
-			c, err := New(Config{Endpoint: endpoint, AccessKey: "ak", SecretKey: "sk"})
+			cfg.AccessKey, cfg.SecretKey = "ak", "sk"
+			c, err := New(cfg)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(c).NotTo(BeNil())
+		})
+	}
+}
+
+// TestNewRefusesVirtualHostsOnAnIP: virtual-hosted addressing on an IP
+// address would send every bucket request to <bucket>.<IP>, no host at
+// all, while the store check (no bucket) passes; it is refused, with a
+// reason a person acts on.
+func TestNewRefusesVirtualHostsOnAnIP(t *testing.T) {
+	for _, endpoint := range []string{"http://127.0.0.1:9000", "https://[::1]:9000", "https://10.0.0.7"} {
+		t.Run(endpoint, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := New(Config{Endpoint: endpoint, AccessKey: "ak", SecretKey: "sk"})
+			g.Expect(err).To(MatchError(ErrVirtualHostIP))
+			reason, msg := Classify(err)
+			g.Expect(reason).To(Equal(ReasonInvalidEndpoint))
+			g.Expect(msg).To(ContainSubstring("set pathStyle: true"))
 		})
 	}
 }

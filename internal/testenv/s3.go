@@ -23,6 +23,7 @@ import (
 // be stopped and started again to play an outage.
 type S3Server struct {
 	// Endpoint is the proxy's URL: what an ObjectStore should point at.
+	// Over TLS it is versitygw's own, as Direct.
 	Endpoint string
 	// Direct is versitygw's own URL, for the test's checks (not counted).
 	Direct    string
@@ -35,8 +36,22 @@ type S3Server struct {
 	requests atomic.Int64
 	mu       sync.Mutex
 	cmd      *exec.Cmd
-	webhook  string
+	opts     S3Options
 	faults   []fault
+}
+
+// S3Options are how versitygw is started; the zero value is plain HTTP in
+// us-east-1.
+type S3Options struct {
+	// Webhook, if not empty, is its --event-webhook-url.
+	Webhook string
+	// Region is the region it serves and checks signatures against
+	// (--region); us-east-1 when empty.
+	Region string
+	// CertFile and KeyFile, when set, serve S3 and the admin API (on the
+	// same port) over TLS with that certificate (--cert, --key). There is
+	// no counting proxy then: it would end the TLS a client must meet.
+	CertFile, KeyFile string
 }
 
 // fault answers the next matching requests with an error status instead of
@@ -50,14 +65,27 @@ type fault struct {
 // StartS3 starts versitygw with fresh credentials and data; webhook, if not
 // empty, is its --event-webhook-url.
 func StartS3(webhook string) (*S3Server, error) {
+	return StartS3With(S3Options{Webhook: webhook})
+}
+
+// StartS3With starts versitygw with fresh credentials and data, as opts say.
+func StartS3With(opts S3Options) (*S3Server, error) {
 	dir, err := os.MkdirTemp("", "trellis-s3-")
 	if err != nil {
 		return nil, err
 	}
-	s := &S3Server{dataDir: dir, AccessKey: "trellis" + randomHex(6), SecretKey: randomHex(20), port: freePort(), webhook: webhook}
-	s.Direct = fmt.Sprintf("http://127.0.0.1:%d", s.port)
+	s := &S3Server{dataDir: dir, AccessKey: "trellis" + randomHex(6), SecretKey: randomHex(20), port: freePort(), opts: opts}
+	scheme := "http"
+	if opts.CertFile != "" {
+		scheme = "https"
+	}
+	s.Direct = fmt.Sprintf("%s://127.0.0.1:%d", scheme, s.port)
 	if err := s.Start(); err != nil {
 		return nil, err
+	}
+	if opts.CertFile != "" {
+		s.Endpoint = s.Direct
+		return s, nil
 	}
 	target, _ := url.Parse(s.Direct)
 	rp := httputil.NewSingleHostReverseProxy(target)
@@ -88,13 +116,20 @@ func (s *S3Server) Start() error {
 			return err
 		}
 	}
-	cmd := exec.Command(filepath.Join(RepoRoot(), "bin", "versitygw"),
-		"--port", fmt.Sprintf("127.0.0.1:%d", s.port), "--region", "us-east-1", "--iam-dir", iamDir,
-		"posix", "--versioning-dir", versionsDir, dataDir)
+	region := s.opts.Region
+	if region == "" {
+		region = "us-east-1"
+	}
+	args := []string{"--port", fmt.Sprintf("127.0.0.1:%d", s.port), "--region", region, "--iam-dir", iamDir}
+	if s.opts.CertFile != "" {
+		args = append(args, "--cert", s.opts.CertFile, "--key", s.opts.KeyFile)
+	}
+	args = append(args, "posix", "--versioning-dir", versionsDir, dataDir)
+	cmd := exec.Command(filepath.Join(RepoRoot(), "bin", "versitygw"), args...)
 	// Keys and the webhook URL (it carries a token) stay out of argv.
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
-	if s.webhook != "" {
-		cmd.Env = append(cmd.Env, "VGW_EVENT_WEBHOOK_URL="+s.webhook)
+	if s.opts.Webhook != "" {
+		cmd.Env = append(cmd.Env, "VGW_EVENT_WEBHOOK_URL="+s.opts.Webhook)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -167,4 +202,10 @@ func freePort() int {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// HaveVersitygw reports whether bin/versitygw was built.
+func HaveVersitygw() bool {
+	_, err := os.Stat(filepath.Join(RepoRoot(), "bin", "versitygw"))
+	return err == nil
 }

@@ -19,6 +19,42 @@ type SecretReference struct {
 	Name string `json:"name,omitempty"`
 }
 
+// CABundleKind is the kind of object a CA bundle is read from.
+// +kubebuilder:validation:Enum=Secret;ConfigMap
+type CABundleKind string
+
+const (
+	// CABundleSecret reads the bundle from a Secret.
+	CABundleSecret CABundleKind = "Secret"
+	// CABundleConfigMap reads the bundle from a ConfigMap (a CA
+	// certificate is not secret; cert-manager's trust-manager writes
+	// ConfigMaps).
+	CABundleConfigMap CABundleKind = "ConfigMap"
+)
+
+// DefaultCABundleKey is the key a CA bundle is read from when none is named.
+const DefaultCABundleKey = "ca.crt"
+
+// CABundleReference names the key of a Secret or ConfigMap that holds PEM
+// CA certificates, in the namespace of the credentials Secret.
+type CABundleReference struct {
+	// kind of the object: Secret or ConfigMap.
+	// +required
+	Kind CABundleKind `json:"kind,omitempty"`
+	// name of the object, in the namespace of credentialsSecretRef.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+	// key of the object's data holding the PEM certificates.
+	// +optional
+	// +default="ca.crt"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+}
+
 // StoreType names the software behind an ObjectStore, which decides what
 // Trellis can manage in it besides buckets.
 // +kubebuilder:validation:Enum=S3;Versitygw;IAM;MinIO
@@ -97,6 +133,7 @@ type MinIOOptions struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.versitygw) || self.type == 'Versitygw'",message="versitygw options need type: Versitygw"
 // +kubebuilder:validation:XValidation:rule="!has(self.iam) || self.type == 'IAM'",message="iam options need type: IAM"
 // +kubebuilder:validation:XValidation:rule="!has(self.minio) || self.type == 'MinIO'",message="minio options need type: MinIO"
+// +kubebuilder:validation:XValidation:rule="!has(self.caBundleRef) || self.endpoint.startsWith('https://')",message="caBundleRef needs an https:// endpoint: over http it would trust nothing"
 type ObjectStoreSpec struct {
 	// type is the store's software: S3 (default: any S3-compatible store;
 	// buckets and bucket settings), Versitygw (also scoped accounts for
@@ -143,6 +180,16 @@ type ObjectStoreSpec struct {
 	// never logs it or copies it into status or Events.
 	// +required
 	CredentialsSecretRef SecretReference `json:"credentialsSecretRef,omitzero"`
+
+	// caBundleRef names the PEM CA certificates that sign the store's
+	// certificates (a private CA), in a Secret or ConfigMap in the
+	// namespace of credentialsSecretRef. They are the only roots trusted
+	// for every https connection Trellis makes to this store, S3 and admin
+	// API alike, instead of the system's. Unset: the system's roots. Read
+	// at every store check, like the credentials; a BucketAccess Secret
+	// carries them as ca.crt.
+	// +optional
+	CABundleRef CABundleReference `json:"caBundleRef,omitzero"`
 
 	// namespaceSelector selects the namespaces whose StorageBuckets and
 	// BucketAccesses may use this store, by their labels. Unset or empty

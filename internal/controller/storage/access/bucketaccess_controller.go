@@ -418,8 +418,14 @@ func (r *Reconciler) recordTarget(ctx context.Context, a *storagev1.BucketAccess
 // applySecret brings the Secret to the given key, creating it if needed
 // (Server-Side Apply, skipped when nothing differs).
 func (r *Reconciler) applySecret(ctx context.Context, a *storagev1.BucketAccess, store *storagev1.ObjectStore, bucket, accessKeyID, secretKey string, live *corev1.Secret) error {
-	desired := desiredSecret(a, store, bucket, accessKeyID, secretKey)
-	_, err := children.ApplyOwned(ctx, r.children, a, "Secret", live, desired, corev1ac.ExtractSecret)
+	// The bundle the store's clients were built with: the one its last
+	// check read.
+	caBundle, err := r.stores.CABundle(ctx, store)
+	if err != nil {
+		return err
+	}
+	desired := desiredSecret(a, store, bucket, accessKeyID, secretKey, caBundle)
+	_, err = children.ApplyOwned(ctx, r.children, a, "Secret", live, desired, corev1ac.ExtractSecret)
 	return err
 }
 

@@ -80,6 +80,9 @@ const (
 	envEndpointURLS3   = "AWS_ENDPOINT_URL_S3"
 	envBucketName      = "BUCKET_NAME"
 	envPathStyle       = "S3_FORCE_PATH_STYLE"
+	// secretCABundle is the store's CA bundle, when it names one: mounted as
+	// a file, it is what AWS_CA_BUNDLE (or SSL_CERT_FILE) points at.
+	secretCABundle = "ca.crt"
 )
 
 // accessSecretLabels mark the Secret of a BucketAccess.
@@ -94,8 +97,9 @@ func accessSecretLabels(a *storagev1.BucketAccess) map[string]string {
 	}
 }
 
-// desiredSecret is the Secret of a BucketAccess holding the given key.
-func desiredSecret(a *storagev1.BucketAccess, store *storagev1.ObjectStore, bucket, accessKeyID, secretKey string) *corev1ac.SecretApplyConfiguration {
+// desiredSecret is the Secret of a BucketAccess holding the given key, and
+// the store's CA bundle if it has one (caBundle nil: none).
+func desiredSecret(a *storagev1.BucketAccess, store *storagev1.ObjectStore, bucket, accessKeyID, secretKey string, caBundle []byte) *corev1ac.SecretApplyConfiguration {
 	pathStyle := strconv.FormatBool(ptr.Deref(store.Spec.PathStyle, false))
 	data := map[string][]byte{
 		secretEndpoint:            []byte(store.Spec.Endpoint),
@@ -111,6 +115,9 @@ func desiredSecret(a *storagev1.BucketAccess, store *storagev1.ObjectStore, buck
 		envEndpointURLS3:          []byte(store.Spec.Endpoint),
 		envBucketName:             []byte(bucket),
 		envPathStyle:              []byte(pathStyle),
+	}
+	if len(caBundle) > 0 {
+		data[secretCABundle] = caBundle
 	}
 	return corev1ac.Secret(a.Spec.SecretName, a.Namespace).
 		WithLabels(accessSecretLabels(a)).

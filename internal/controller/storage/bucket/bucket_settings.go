@@ -339,8 +339,8 @@ func settingProblemOf(setting string, err error) settingProblem {
 		p.message = fmt.Sprintf("%s: the store does not implement it (%s); remove it from the spec", setting, msg)
 	case s3.ReasonInvalidRequest:
 		p.reason, p.blocked = stores.ReasonInvalidPolicy, true
-	case s3.ReasonAccessDenied, s3.ReasonCredentialsMissing:
-		p.blocked = true
+	default:
+		p.blocked = stores.NeedsPerson(reason)
 	}
 	return p
 }

@@ -154,8 +154,12 @@ func accountsEndpoint(store *storagev1.ObjectStore) string {
 type storeClient struct {
 	client   s3.Client
 	accounts s3.Accounts // nil for a store type without an account driver
-	// configSum is of UID, type, endpoints, region, path style and keys;
-	// never the keys themselves. The UID is the account driver's mark.
+	// caBundle is the PEM the clients trust (nil: the system's roots), for
+	// the BucketAccess Secrets of the store.
+	caBundle []byte
+	// configSum is of UID, type, endpoints, region, path style, keys and
+	// CA bundle; never the keys themselves. The UID is the account
+	// driver's mark.
 	configSum [32]byte
 }
 
@@ -165,10 +169,10 @@ func NewClients(secrets client.Reader, namespace string, backends Backends) *Cli
 	return &Clients{secrets: secrets, namespace: namespace, backends: backends, clients: map[string]storeClient{}, policyLocks: map[string]*policyLock{}}
 }
 
-// Refresh reads the store's credentials Secret and returns its client,
-// rebuilt only when the configuration or the keys changed. The ObjectStore
-// controller calls it at every store check, which is how rotated keys are
-// picked up.
+// Refresh reads the store's credentials Secret (and CA bundle) and returns
+// its client, rebuilt only when the configuration, the keys or the bundle
+// changed. The ObjectStore controller calls it at every store check, which
+// is how rotated keys and CA bundles are picked up.
 func (s *Clients) Refresh(ctx context.Context, store *storagev1.ObjectStore) (s3.Client, error) {
 	c, err := s.refresh(ctx, store)
 	return c.client, err
@@ -180,7 +184,7 @@ func (s *Clients) refresh(ctx context.Context, store *storagev1.ObjectStore) (st
 		return storeClient{}, err
 	}
 	sum := sha256.Sum256([]byte(string(store.UID) + "\x00" + string(store.Spec.Type) + "\x00" + accountsEndpoint(store) + "\x00" + cfg.Endpoint + "\x00" + cfg.Region + "\x00" +
-		fmt.Sprint(cfg.PathStyle) + "\x00" + cfg.AccessKey + "\x00" + cfg.SecretKey))
+		fmt.Sprint(cfg.PathStyle) + "\x00" + cfg.AccessKey + "\x00" + cfg.SecretKey + "\x00" + string(cfg.CABundle)))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.clients[store.Name]; ok && c.configSum == sum {
@@ -190,7 +194,7 @@ func (s *Clients) refresh(ctx context.Context, store *storagev1.ObjectStore) (st
 	if err != nil {
 		return storeClient{}, err
 	}
-	built := storeClient{client: c, configSum: sum}
+	built := storeClient{client: c, caBundle: cfg.CABundle, configSum: sum}
 	if HasAccounts(store) {
 		a, err := s.backends.Accounts(cfg, store)
 		if err != nil {
@@ -226,6 +230,13 @@ func (s *Clients) Accounts(ctx context.Context, store *storagev1.ObjectStore) (s
 		}
 	}
 	return c.accounts, nil
+}
+
+// CABundle returns the PEM certificates the store's clients trust, nil
+// when the store names no CA bundle.
+func (s *Clients) CABundle(ctx context.Context, store *storagev1.ObjectStore) ([]byte, error) {
+	c, err := s.get(ctx, store)
+	return c.caBundle, err
 }
 
 // HasAccounts reports whether the store's type has an account driver
@@ -320,6 +331,13 @@ var (
 	errCredentialsForbidden = errors.New("the manager may not read the credentials Secret")
 )
 
+// Errors reading a store's CA bundle; each message names the object.
+var (
+	errCABundleNotFound  = errors.New("does not exist")
+	errCABundleNoKey     = errors.New("has no key")
+	errCABundleForbidden = errors.New("may not be read by the manager")
+)
+
 func (s *Clients) config(ctx context.Context, store *storagev1.ObjectStore) (s3.Config, error) {
 	ref := store.Spec.CredentialsSecretRef
 	if ref.Namespace != s.namespace {
@@ -337,7 +355,12 @@ func (s *Clients) config(ctx context.Context, store *storagev1.ObjectStore) (s3.
 	case err != nil:
 		return s3.Config{}, fmt.Errorf("reading the credentials Secret %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
+	caBundle, err := s.caBundle(ctx, store)
+	if err != nil {
+		return s3.Config{}, err
+	}
 	return s3.Config{
+		CABundle:  caBundle,
 		Endpoint:  store.Spec.Endpoint,
 		Region:    store.Spec.Region,
 		PathStyle: ptr.Deref(store.Spec.PathStyle, false),
@@ -345,6 +368,60 @@ func (s *Clients) config(ctx context.Context, store *storagev1.ObjectStore) (s3.
 		SecretKey: string(secret.Data[SecretAccessKeyKey]),
 		OnRequest: countRequests(store.Name),
 	}, nil
+}
+
+// caBundle reads the store's CA bundle (nil when it names none) from the
+// namespace of its credentials Secret, which config has held to the
+// manager's own: uncached, like the credentials, a Secret or a ConfigMap
+// alike (the cache holds only Trellis' own ConfigMaps, and no Secret).
+func (s *Clients) caBundle(ctx context.Context, store *storagev1.ObjectStore) ([]byte, error) {
+	ref := store.Spec.CABundleRef
+	if ref == (storagev1.CABundleReference{}) {
+		return nil, nil
+	}
+	key := ref.Key
+	if key == "" {
+		key = storagev1.DefaultCABundleKey
+	}
+	what := fmt.Sprintf("the CA bundle's %s %s/%s", ref.Kind, store.Spec.CredentialsSecretRef.Namespace, ref.Name)
+	objKey := client.ObjectKey{Namespace: store.Spec.CredentialsSecretRef.Namespace, Name: ref.Name}
+	var data []byte
+	var found bool
+	var err error
+	switch ref.Kind {
+	case storagev1.CABundleSecret:
+		secret := &corev1.Secret{}
+		if err = s.secrets.Get(ctx, objKey, secret); err == nil {
+			data, found = secret.Data[key]
+		}
+	case storagev1.CABundleConfigMap:
+		cm := &corev1.ConfigMap{}
+		if err = s.secrets.Get(ctx, objKey, cm); err == nil {
+			var text string
+			if text, found = cm.Data[key]; found {
+				data = []byte(text)
+			} else {
+				data, found = cm.BinaryData[key]
+			}
+		}
+	default:
+		return nil, fmt.Errorf("%w: the CA bundle's kind %q is neither Secret nor ConfigMap", errCABundleNotFound, ref.Kind)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("%s %w", what, errCABundleNotFound)
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Errorf("%s %w", what, errCABundleForbidden)
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", what, err)
+	case !found:
+		return nil, fmt.Errorf("%s %w %s", what, errCABundleNoKey, key)
+	}
+	certs, err := s3.Certificates(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s, key %s, %w", what, key, err)
+	}
+	return certs, nil
 }
 
 // ClassifyError sorts an error met while talking to a store into a
@@ -361,12 +438,22 @@ func ClassifyError(err error) (s3.Reason, string) {
 		return s3.ReasonCredentialsMissing, fmt.Sprintf("the credentials Secret needs the keys %s and %s", AccessKeyIDKey, SecretAccessKeyKey)
 	case errors.Is(err, s3.ErrAccessNotSupported):
 		return s3.ReasonNotSupported, err.Error()
+	case errors.Is(err, errCABundleNotFound), errors.Is(err, errCABundleNoKey), errors.Is(err, errCABundleForbidden):
+		return s3.ReasonCABundleMissing, err.Error()
 	}
 	return s3.Classify(err)
 }
 
 // NeedsPerson reports the store reasons only a person can fix: keys missing
-// or refused. Anything else (a store that does not answer) heals by itself.
+// or refused, a CA bundle missing or wrong, a certificate refused, an
+// endpoint that cannot be addressed, a region the store refuses. Anything
+// else (a store that does not
+// answer) heals by itself.
 func NeedsPerson(reason s3.Reason) bool {
-	return reason == s3.ReasonCredentialsMissing || reason == s3.ReasonAccessDenied
+	switch reason {
+	case s3.ReasonCredentialsMissing, s3.ReasonAccessDenied, s3.ReasonCABundleMissing, s3.ReasonCABundleInvalid,
+		s3.ReasonCertificateRejected, s3.ReasonInvalidEndpoint, s3.ReasonWrongRegion:
+		return true
+	}
+	return false
 }

@@ -18,6 +18,7 @@ import (
 
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	"github.com/trellis-dev/trellis/internal/s3"
+	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
 // stubClient is an s3.Client the tests tell apart by id; its methods are never called.
@@ -67,15 +68,25 @@ func withoutHook(cfg s3.Config) s3.Config {
 	return cfg
 }
 
-// secretsReader serves Secrets from a map, or an error, and counts reads.
+// secretsReader serves Secrets (and ConfigMaps) from maps, or an error,
+// and counts reads of Secrets.
 type secretsReader struct {
 	client.Reader
-	secrets map[client.ObjectKey]map[string][]byte
-	err     error
-	reads   int
+	secrets    map[client.ObjectKey]map[string][]byte
+	configMaps map[client.ObjectKey]map[string]string
+	err        error
+	reads      int
 }
 
 func (r *secretsReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		data, ok := r.configMaps[key]
+		if !ok {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, key.Name)
+		}
+		cm.Data = data
+		return nil
+	}
 	r.reads++
 	if r.err != nil {
 		return r.err
@@ -152,6 +163,101 @@ func TestStoresRefreshRebuildsOnlyOnChange(t *testing.T) {
 			g.Expect(secrets.reads).To(Equal(2))
 		})
 	}
+}
+
+// TestStoresReadTheCABundle: the CA bundle is read from the Secret or
+// ConfigMap the store names, in its credentials' namespace, and a bundle
+// that is missing, lacks its key or holds no certificate is reported as
+// such, naming the object, before any client is built.
+func TestStoresReadTheCABundle(t *testing.T) {
+	ca, err := testenv.NewTestCA("test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey := client.ObjectKey{Namespace: testManagerNS, Name: "ca"}
+	tests := map[string]struct {
+		ref        storagev1.CABundleReference
+		secret     map[string][]byte
+		configMap  map[string]string
+		wantReason s3.Reason
+		wantMsg    string
+	}{
+		"ConfigMap, default key": {ref: storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: "ca"},
+			configMap: map[string]string{"ca.crt": string(ca.PEM)}},
+		"Secret, named key": {ref: storagev1.CABundleReference{Kind: storagev1.CABundleSecret, Name: "ca", Key: "bundle.pem"},
+			secret: map[string][]byte{"bundle.pem": ca.PEM}},
+		"ConfigMap missing": {ref: storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: "ca"},
+			wantReason: s3.ReasonCABundleMissing, wantMsg: "the CA bundle's ConfigMap trellis-system/ca does not exist"},
+		"Secret missing": {ref: storagev1.CABundleReference{Kind: storagev1.CABundleSecret, Name: "ca"},
+			wantReason: s3.ReasonCABundleMissing, wantMsg: "the CA bundle's Secret trellis-system/ca does not exist"},
+		"key missing": {ref: storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: "ca", Key: "ca.crt"},
+			configMap: map[string]string{"tls.crt": string(ca.PEM)}, wantReason: s3.ReasonCABundleMissing, wantMsg: "the CA bundle's ConfigMap trellis-system/ca has no key ca.crt"},
+		"no certificate": {ref: storagev1.CABundleReference{Kind: storagev1.CABundleSecret, Name: "ca", Key: "ca.crt"},
+			secret: map[string][]byte{"ca.crt": []byte("-----BEGIN NOTHING-----")}, wantReason: s3.ReasonCABundleInvalid,
+			wantMsg: "the CA bundle's Secret trellis-system/ca, key ca.crt, holds no PEM certificate"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := &secretsReader{secrets: map[client.ObjectKey]map[string][]byte{credsKey: keys("access", "secret")},
+				configMaps: map[client.ObjectKey]map[string]string{}}
+			if tt.secret != nil {
+				r.secrets[caKey] = tt.secret
+			}
+			if tt.configMap != nil {
+				r.configMaps[caKey] = tt.configMap
+			}
+			b := &countingBuilder{}
+			s := newTestStores(r, b)
+			store := testStore("a")
+			store.Spec.Endpoint = "https://127.0.0.1:9000"
+			store.Spec.CABundleRef = tt.ref
+			_, err := s.Refresh(context.Background(), store)
+			if tt.wantReason == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(b.last.CABundle).To(Equal(ca.PEM))
+				return
+			}
+			reason, msg := ClassifyError(err)
+			g.Expect(reason).To(Equal(tt.wantReason), "%v", err)
+			g.Expect(msg).To(Equal(tt.wantMsg))
+			g.Expect(NeedsPerson(reason)).To(BeTrue(), "a person must fix the bundle: the store is Stalled")
+			g.Expect(b.calls).To(BeZero(), "no client is built with a bundle that cannot be read")
+		})
+	}
+}
+
+// TestStoresRebuildOnANewCABundle: a change of the bundle's content
+// rebuilds the store's clients at the next check, and the BucketAccess
+// Secrets get the new bundle; the same content keeps them.
+func TestStoresRebuildOnANewCABundle(t *testing.T) {
+	g := NewWithT(t)
+	ca, err := testenv.NewTestCA("test CA")
+	g.Expect(err).NotTo(HaveOccurred())
+	renewed, err := testenv.NewTestCA("renewed CA")
+	g.Expect(err).NotTo(HaveOccurred())
+	caKey := client.ObjectKey{Namespace: testManagerNS, Name: "ca"}
+	r := &secretsReader{secrets: map[client.ObjectKey]map[string][]byte{credsKey: keys("access", "secret")},
+		configMaps: map[client.ObjectKey]map[string]string{caKey: {"ca.crt": string(ca.PEM)}}}
+	b := &countingBuilder{}
+	s := newTestStores(r, b)
+	store := testStore("a")
+	store.Spec.Endpoint = "https://127.0.0.1:9000"
+	store.Spec.CABundleRef = storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: "ca"}
+	ctx := context.Background()
+
+	first, err := s.Refresh(ctx, store)
+	g.Expect(err).NotTo(HaveOccurred())
+	same, err := s.Refresh(ctx, store)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(same).To(BeIdenticalTo(first), "the same bundle keeps the clients")
+
+	r.configMaps[caKey] = map[string]string{"ca.crt": string(ca.PEM) + string(renewed.PEM)}
+	got, err := s.Refresh(ctx, store)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).NotTo(BeIdenticalTo(first), "a new bundle rebuilds the clients")
+	g.Expect(b.last.CABundle).To(Equal(append(append([]byte{}, ca.PEM...), renewed.PEM...)))
+	g.Expect(s.CABundle(ctx, store)).To(Equal(b.last.CABundle))
 }
 
 func TestStoresClientBuildsWhenNoCheckHasYet(t *testing.T) {
