@@ -29,12 +29,14 @@ import (
 // server, against a floor of what any operator with a StorageBucket object
 // writes (floorBuckets) on the same server; S3 requests per check, checks
 // per second and their peak, and API writes while nothing changes. It runs
-// on each server of --bucket-stores in turn: versitygw (started by setup,
-// its buckets kept for the scenarios after), then SeaweedFS and MinIO, each
-// started here and stopped once its buckets are deleted again.
+// on each server of --bucket-stores in turn: SeaweedFS and MinIO, each
+// started here and stopped once its buckets are deleted again, then
+// versitygw (started by setup), whose buckets stay for the scenarios after.
 
-// bucketServers are the servers --bucket-stores can name.
-var bucketServers = []string{"versitygw", "seaweedfs", "minio"}
+// bucketServers are the servers --bucket-stores can name, in the order they
+// run. versitygw is last: the manager is stopped during a floor, so buckets
+// of an earlier server would be checked during Trellis' runs only.
+var bucketServers = []string{"seaweedfs", "minio", "versitygw"}
 
 // bucketServer is a server of the bucket scenario, with the ObjectStore and
 // the namespaces its StorageBuckets and its floor's are made in.
@@ -63,13 +65,12 @@ func (b *bench) bucketScenario() error {
 	if err := b.installAdmissionPolicy(); err != nil {
 		return err
 	}
-	left := 0 // StorageBuckets of the servers before, still checked
-	for _, name := range names {
-		if err := b.bucketServerRun(ctx, name, left); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+	for _, name := range bucketServers {
+		if !slices.Contains(names, name) {
+			continue
 		}
-		if name == "versitygw" {
-			left += b.cfg.buckets
+		if err := b.bucketServerRun(ctx, name); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	return nil
@@ -84,14 +85,13 @@ func (b *bench) bucketsLeft() int {
 	return 0
 }
 
-// bucketServerRun measures the scenario on the server name, with left
-// StorageBuckets of the servers before it being checked meanwhile. A server
-// other than versitygw is started for it, and stopped after its
-// StorageBuckets and ObjectStore are deleted.
-func (b *bench) bucketServerRun(ctx context.Context, name string, left int) error {
+// bucketServerRun measures the scenario on the server name. A server other
+// than versitygw is started for it, and stopped after its StorageBuckets
+// and ObjectStore are deleted.
+func (b *bench) bucketServerRun(ctx context.Context, name string) error {
 	if name == "versitygw" {
 		return b.bucketRun(ctx, bucketServer{name: name, store: "bench-s3", secret: "s3", namespace: "buckets", floorNamespace: bucketFloorNamespace,
-			endpoint: fmt.Sprintf("http://127.0.0.1:%d", b.s3Port), keys: b.s3Keys}, left)
+			endpoint: fmt.Sprintf("http://127.0.0.1:%d", b.s3Port), keys: b.s3Keys})
 	}
 	dir, err := os.MkdirTemp("", "trellis-bench-"+name+"-")
 	if err != nil {
@@ -130,14 +130,14 @@ func (b *bench) bucketServerRun(ctx context.Context, name string, left int) erro
 		Data: map[string][]byte{"accessKeyID": []byte(s.keys[0]), "secretAccessKey": []byte(s.keys[1])}}); err != nil {
 		return err
 	}
-	if err := b.bucketRun(ctx, s, left); err != nil {
+	if err := b.bucketRun(ctx, s); err != nil {
 		return err
 	}
 	return b.deleteBuckets(ctx, s)
 }
 
 // bucketRun is the scenario on one server.
-func (b *bench) bucketRun(ctx context.Context, s bucketServer, left int) error {
+func (b *bench) bucketRun(ctx context.Context, s bucketServer) error {
 	n := b.cfg.buckets
 	if err := b.c.Create(ctx, &storagev1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: s.store}, Spec: storagev1.ObjectStoreSpec{
 		Type: s.typ, Endpoint: s.endpoint, Region: "us-east-1", PathStyle: ptr.To(true),
@@ -146,7 +146,7 @@ func (b *bench) bucketRun(ctx context.Context, s bucketServer, left int) error {
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: s.namespace}}}}); err != nil {
 		return err
 	}
-	floor, err := b.floorBuckets(ctx, s, n, left)
+	floor, err := b.floorBuckets(ctx, s, n)
 	if err != nil {
 		return err
 	}
@@ -255,9 +255,8 @@ const bucketFloorNamespace = "bucket-floor"
 // (CreateBucket, then the ownership tags with the object's UID), and one
 // status patch saying it is Ready. The floor's objects are then deleted
 // and the manager started again, waiting until it has re-reconciled what
-// the earlier scenarios left (with left StorageBuckets), so Trellis' run
-// does not pay for the restart.
-func (b *bench) floorBuckets(ctx context.Context, s bucketServer, n, left int) (runCost, error) {
+// the earlier scenarios left, so Trellis' run does not pay for the restart.
+func (b *bench) floorBuckets(ctx context.Context, s bucketServer, n int) (runCost, error) {
 	store, err := s3.New(s3.Config{Endpoint: s.endpoint, Region: "us-east-1", PathStyle: true,
 		AccessKey: s.keys[0], SecretKey: s.keys[1]})
 	if err != nil {
@@ -295,7 +294,7 @@ func (b *bench) floorBuckets(ctx context.Context, s bucketServer, n, left int) (
 	}); err != nil {
 		return runCost{}, fmt.Errorf("deleting the floor's StorageBuckets: %w", err)
 	}
-	took, err := b.restartManager(b.objectsLeft(left))
+	took, err := b.restartManager(b.objectsLeft(0))
 	if err != nil {
 		return runCost{}, err
 	}
@@ -329,7 +328,7 @@ func (b *bench) floorBucket(ctx context.Context, s bucketServer, store s3.Client
 
 // deleteBuckets deletes a server's StorageBuckets (their buckets are
 // retained) and then its ObjectStore, so that nothing checks a server once
-// it is stopped, and the scenarios after count versitygw's buckets only.
+// it is stopped, and what runs after finds versitygw's buckets only.
 func (b *bench) deleteBuckets(ctx context.Context, s bucketServer) error {
 	log("deleting the StorageBuckets and the ObjectStore of %s", s.name)
 	if err := parallel(b.cfg.buckets, b.cfg.workers, func(i int) error {

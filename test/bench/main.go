@@ -132,7 +132,7 @@ func main() {
 	flag.IntVar(&cfg.buckets, "buckets", 1000, "StorageBuckets")
 	flag.DurationVar(&cfg.bucketInterval, "bucket-interval", 60*time.Second, "health-check interval of the buckets")
 	flag.DurationVar(&cfg.bucketWindow, "bucket-window", 120*time.Second, "how long bucket checks are sampled")
-	flag.StringVar(&cfg.bucketStores, "bucket-stores", "versitygw,seaweedfs,minio", "servers the bucket scenario runs on, one after another, each against its own floor")
+	flag.StringVar(&cfg.bucketStores, "bucket-stores", "seaweedfs,minio,versitygw", "servers the bucket scenario runs on, one after another in this order (versitygw last), each against its own floor")
 	flag.DurationVar(&cfg.quiet, "quiet", 60*time.Second, "quiet window after convergence")
 	flag.IntVar(&cfg.edits, "edits", 50, "edits of one MarkdownView for the edit-latency scenario")
 	flag.IntVar(&cfg.viewsPerNamespace, "views-per-namespace", 0, "spread each convergence run's MarkdownViews over namespaces of at most this many (0: one namespace per run)")
