@@ -24,6 +24,8 @@ type MinIO struct {
 	Endpoint  string
 	AccessKey string
 	SecretKey string
+	// Pid is the server's process, for a benchmark's CPU figures.
+	Pid int
 }
 
 // StartMinIO starts MinIO with fresh data and a root user, waits until it
@@ -67,6 +69,7 @@ func RunMinIO(dir string) (*MinIO, func(), error) {
 	if err := cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("starting MinIO: %w", err)
 	}
+	m.Pid = cmd.Process.Pid
 	stop := func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()

@@ -26,6 +26,8 @@ type SeaweedFS struct {
 	Endpoint  string
 	AccessKey string
 	SecretKey string
+	// Pid is the server's process, for a benchmark's CPU figures.
+	Pid int
 }
 
 // lockedBuffer keeps weed's output for a failed start; weed writes it from
@@ -107,6 +109,7 @@ func RunSeaweedFS(dir string) (*SeaweedFS, func(), error) {
 	if err := cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("starting SeaweedFS: %w", err)
 	}
+	s.Pid = cmd.Process.Pid
 	stop := func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()

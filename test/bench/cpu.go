@@ -37,7 +37,7 @@ func (s cpuSample) minus(before cpuSample) cpuSample {
 
 func (s cpuSample) String() string {
 	parts := make([]string, 0, len(s))
-	for _, k := range append(append([]string{"manager"}, components...), "versitygw") {
+	for _, k := range append(append([]string{"manager"}, components...), bucketServers...) {
 		if v, ok := s[k]; ok {
 			parts = append(parts, fmt.Sprintf("%s %.1fs", k, v))
 		}
@@ -69,6 +69,12 @@ func (b *bench) cpu() (cpuSample, error) {
 			if v, err := cpuSeconds(pid); err == nil {
 				s["versitygw"] = v
 			}
+		}
+	}
+	// The bucket scenario's other servers, while they run.
+	for name, pid := range b.storePids {
+		if v, err := cpuSeconds(pid); err == nil {
+			s[name] = v
 		}
 	}
 	if b.mgr != nil && b.mgr.cmd != nil {

@@ -61,6 +61,8 @@ type config struct {
 	scenarios   string
 	// tenantGuardrails says which Tenant variants run: none, all, or both.
 	tenantGuardrails string
+	// bucketStores are the servers the bucket scenario runs on, in order.
+	bucketStores string
 	// tenantRounds is how many Trellis runs each Tenant variant has, each
 	// between two floor runs; the round with the median ratio is reported.
 	tenantRounds int
@@ -112,6 +114,9 @@ type bench struct {
 	progressSeen map[string]bool
 	// started names the results file.
 	started time.Time
+	// storePids are the bucket scenario's servers other than versitygw
+	// while they run, by name, for their CPU.
+	storePids map[string]int
 }
 
 func main() {
@@ -127,6 +132,7 @@ func main() {
 	flag.IntVar(&cfg.buckets, "buckets", 1000, "StorageBuckets")
 	flag.DurationVar(&cfg.bucketInterval, "bucket-interval", 60*time.Second, "health-check interval of the buckets")
 	flag.DurationVar(&cfg.bucketWindow, "bucket-window", 120*time.Second, "how long bucket checks are sampled")
+	flag.StringVar(&cfg.bucketStores, "bucket-stores", "seaweedfs,minio,versitygw", "servers the bucket scenario runs on, one after another in this order (versitygw last), each against its own floor")
 	flag.DurationVar(&cfg.quiet, "quiet", 60*time.Second, "quiet window after convergence")
 	flag.IntVar(&cfg.edits, "edits", 50, "edits of one MarkdownView for the edit-latency scenario")
 	flag.IntVar(&cfg.viewsPerNamespace, "views-per-namespace", 0, "spread each convergence run's MarkdownViews over namespaces of at most this many (0: one namespace per run)")
@@ -151,8 +157,8 @@ func main() {
 	cfg.markdownViews = cfg.viewSizes[len(cfg.viewSizes)-1]
 	if *smoke {
 		cfg = config{viewSizes: []int{10, 20}, markdownViews: 20, unrelated: 200, tenants: 10, buckets: 20, edits: 5, workers: 8,
-			bucketInterval: 10 * time.Second, bucketWindow: 20 * time.Second, quiet: 5 * time.Second, out: cfg.out,
-			managerArgs: cfg.managerArgs, capsuleArgs: cfg.capsuleArgs, scenarios: cfg.scenarios, tenantGuardrails: cfg.tenantGuardrails, tenantRounds: 1,
+			bucketInterval: 10 * time.Second, bucketWindow: 10 * time.Second, quiet: 5 * time.Second, out: cfg.out,
+			managerArgs: cfg.managerArgs, capsuleArgs: cfg.capsuleArgs, scenarios: cfg.scenarios, tenantGuardrails: cfg.tenantGuardrails, tenantRounds: 1, bucketStores: cfg.bucketStores,
 			profileDir: cfg.profileDir, profileFor: cfg.profileFor,
 			viewsPerNamespace: 8} // spread, so the smoke runs that path too
 	}
@@ -178,6 +184,11 @@ func main() {
 			cfg.tenantGuardrails = "none"
 		}
 		cfg.tenantRounds = 1
+		// Buckets on versitygw only unless asked: each other server costs
+		// about as much again (at 1000 buckets, 5 minutes each).
+		if !flagSet("bucket-stores") {
+			cfg.bucketStores = "versitygw"
+		}
 	}
 	if cfg.tenantRounds < 1 || cfg.tenantRounds > 26 { // a round is named by a letter
 		fmt.Fprintln(os.Stderr, "bench: --tenant-rounds must be 1 to 26")

@@ -220,12 +220,15 @@ func (m *managerProc) reconciles(controller string) (float64, error) {
 	return sumCounter(fams, "controller_runtime_reconcile_total", map[string]string{"controller": controller}), nil
 }
 
-func (m *managerProc) bucketCounters() (checks, requests float64, err error) {
+// bucketCounters are the health checks of the StorageBuckets in namespace
+// and the requests sent to the ObjectStore store, so far.
+func (m *managerProc) bucketCounters(namespace, store string) (checks, requests float64, err error) {
 	fams, err := m.scrape()
 	if err != nil {
 		return 0, 0, err
 	}
-	return sumCounter(fams, "trellis_storagebucket_checks_total", nil), sumCounter(fams, "trellis_objectstore_requests_total", nil), nil
+	return sumCounter(fams, "trellis_storagebucket_checks_total", map[string]string{"namespace": namespace}),
+		sumCounter(fams, "trellis_objectstore_requests_total", map[string]string{"store": store}), nil
 }
 
 // gauge reads one of the manager's unlabelled gauges, such as

@@ -10,11 +10,7 @@ import (
 // what that writes (nothing), and the manager's memory per object.
 
 func (b *bench) restartScenario() error {
-	buckets := 0
-	if b.ran("bucket") {
-		buckets = b.cfg.buckets
-	}
-	want := b.objectsLeft(buckets)
+	want := b.objectsLeft(b.bucketsLeft())
 	objects := want["markdownview"] + want["tenant"] + want["storagebucket"]
 	// What the status patcher saved while the scenarios before ran (since
 	// the manager's last start): the restart zeroes the counters.
