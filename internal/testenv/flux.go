@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -28,6 +29,24 @@ func SourceControllerCRDs() (string, error) {
 		return "", fmt.Errorf("source-controller's CRDs are not in %s: run `make source-controller` first", dir)
 	}
 	return dir, nil
+}
+
+// GitRepository is a Flux GitRepository of url's branch main, polled
+// every second. Its ignore list is its own: Flux's default drops images
+// (*.png, *.jpg...) from the artifact.
+func GitRepository(ns, name, url string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "source.toolkit.fluxcd.io/v1",
+		"kind":       "GitRepository",
+		"metadata":   map[string]any{"namespace": ns, "name": name},
+		"spec": map[string]any{
+			"url":      url,
+			"interval": "1s",
+			"timeout":  "20s",
+			"ref":      map[string]any{"branch": "main"},
+			"ignore":   "/.git/\n",
+		},
+	}}
 }
 
 // SourceController is Flux's source-controller (bin/source-controller), run
@@ -130,9 +149,13 @@ func (sc *SourceController) Stop() error {
 	return os.RemoveAll(sc.dir)
 }
 
-// writeKubeconfig writes cfg (an envtest user's: certificate or token) as a
-// kubeconfig file.
+// writeKubeconfig writes cfg (an envtest user's: certificate or token; or
+// a kubeconfig's, whose certificates may be files) as a kubeconfig file.
 func writeKubeconfig(cfg *rest.Config, path string) error {
+	cfg = rest.CopyConfig(cfg)
+	if err := rest.LoadTLSFiles(cfg); err != nil {
+		return err
+	}
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
 	kc.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{
@@ -190,6 +213,9 @@ func StartGitServer() (*GitServer, error) {
 		{"init", "--quiet", "--bare", "--initial-branch=main", bare},
 		{"-C", bare, "config", "http.receivepack", "true"},
 		{"init", "--quiet", "--initial-branch=main", g.work},
+		// Pushes of up to 64 MiB in one request with a length: git sends
+		// larger ones (by default over 1 MiB) chunked, which CGI cannot pass on.
+		{"-C", g.work, "config", "http.postBuffer", strconv.Itoa(64 << 20)},
 	} {
 		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
 			_ = os.RemoveAll(root)
@@ -207,6 +233,16 @@ func StartGitServer() (*GitServer, error) {
 // Push replaces the work tree's files by files (path: content), commits
 // and pushes to main, and returns the commit's hash.
 func (g *GitServer) Push(ctx context.Context, files map[string][]byte) (string, error) {
+	commit, err := g.Commit(ctx, files)
+	if err != nil {
+		return "", err
+	}
+	return commit, g.PushCommitted(ctx)
+}
+
+// Commit replaces the work tree's files by files (path: content) and
+// commits, without pushing; it returns the commit's hash.
+func (g *GitServer) Commit(ctx context.Context, files map[string][]byte) (string, error) {
 	entries, err := os.ReadDir(g.work)
 	if err != nil {
 		return "", err
@@ -227,26 +263,31 @@ func (g *GitServer) Push(ctx context.Context, files map[string][]byte) (string, 
 			return "", err
 		}
 	}
-	git := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", g.work}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=test", "GIT_AUTHOR_EMAIL=test@example.com",
-			"GIT_COMMITTER_NAME=test", "GIT_COMMITTER_EMAIL=test@example.com")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("git %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out)), nil
-	}
-	if _, err := git("add", "--all"); err != nil {
+	if _, err := g.git(ctx, "add", "--all"); err != nil {
 		return "", err
 	}
-	if _, err := git("commit", "--quiet", "--allow-empty", "-m", "update"); err != nil {
+	if _, err := g.git(ctx, "commit", "--quiet", "--allow-empty", "-m", "update"); err != nil {
 		return "", err
 	}
-	if _, err := git("push", "--quiet", g.URL, "main"); err != nil {
-		return "", err
+	return g.git(ctx, "rev-parse", "HEAD")
+}
+
+// PushCommitted pushes what Commit committed to main.
+func (g *GitServer) PushCommitted(ctx context.Context) error {
+	_, err := g.git(ctx, "push", "--quiet", g.URL, "main")
+	return err
+}
+
+// git runs git in the work tree, as the test's author.
+func (g *GitServer) git(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", g.work}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=test", "GIT_AUTHOR_EMAIL=test@example.com",
+		"GIT_COMMITTER_NAME=test", "GIT_COMMITTER_EMAIL=test@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
-	return git("rev-parse", "HEAD")
+	return strings.TrimSpace(string(out)), nil
 }
 
 // Stop stops serving and removes the repositories.

@@ -70,6 +70,10 @@ type config struct {
 	// points from a make bench-scale run (its JSON) to it; saveAs also
 	// writes the results to this path (the scale run's, kept in docs/).
 	chart, scaleResults, saveAs string
+	// gitPages is the size of the gitsite scenario's repository, in pages;
+	// gitPushes its one-page pushes; gitSearch how long it loads the viewer.
+	gitPages, gitPushes int
+	gitSearch           time.Duration
 }
 
 // row is one line of the result table.
@@ -144,7 +148,10 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster afterwards")
 	flag.StringVar(&cfg.managerArgs, "manager-args", "", "extra manager flags, space-separated (to compare settings)")
 	flag.StringVar(&cfg.capsuleArgs, "capsule-args", "", "extra Capsule flags, space-separated (the capsule scenario runs it with its chart's defaults)")
-	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,restart,memory,tenantquota,capsule,writecost", "which scenarios to run (tenantquota: --tenants Tenants of 10 namespaces with quota.tenant; memory needs markdownview; capsule needs bin/capsule (make capsule) and stops the manager; writecost runs last and stops the manager)")
+	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,restart,memory,tenantquota,gitsite,capsule,writecost", "which scenarios to run (tenantquota: --tenants Tenants of 10 namespaces with quota.tenant; memory needs markdownview; gitsite needs git and bin/source-controller (make source-controller) and restarts the manager; capsule needs bin/capsule (make capsule) and stops the manager; writecost runs last and stops the manager)")
+	flag.IntVar(&cfg.gitPages, "git-pages", 2000, "pages of the gitsite scenario's repository (about 5 KiB each, in folders, with 32 images: 10 MiB at 2000)")
+	flag.IntVar(&cfg.gitPushes, "git-pushes", 5, "one-page pushes the gitsite scenario times")
+	flag.DurationVar(&cfg.gitSearch, "git-search", 10*time.Second, "how long the gitsite scenario searches the site, and then gets its pages")
 	replot := flag.String("replot", "", "no cluster: redraw the chart (--chart) from the points of this saved make bench results file and of --scale-results")
 	scale := flag.Bool("scale", false, "the one-off scale run (make bench-scale): --scale-size MarkdownViews, Tenants and StorageBuckets; its results (docs/performance-scale.json) join the chart of later runs")
 	scaleSize := flag.Int("scale-size", 10000, "objects of each kind in the --scale run")
@@ -160,7 +167,8 @@ func main() {
 			bucketInterval: 10 * time.Second, bucketWindow: 10 * time.Second, quiet: 5 * time.Second, out: cfg.out,
 			managerArgs: cfg.managerArgs, capsuleArgs: cfg.capsuleArgs, scenarios: cfg.scenarios, tenantGuardrails: cfg.tenantGuardrails, tenantRounds: 1, bucketStores: cfg.bucketStores,
 			profileDir: cfg.profileDir, profileFor: cfg.profileFor,
-			viewsPerNamespace: 8} // spread, so the smoke runs that path too
+			viewsPerNamespace: 8, // spread, so the smoke runs that path too
+			gitPages:          100, gitPushes: 2, gitSearch: time.Second}
 	}
 	if *smoke && !flagSet("scenarios") {
 		// make test's smoke run must not depend on the peers' source
@@ -255,6 +263,7 @@ func run(cfg config) error {
 	}{{"markdownview", b.markdownViewScenarios}, {"tenant", b.tenantScenario}, {"bucket", b.bucketScenario},
 		{"restart", b.restartScenario}, {"memory", b.memoryScenario},
 		{"tenantquota", b.tenantQuotaScenario}, // after restart: its Tenants are not counted there
+		{"gitsite", b.gitSiteScenario},         // restarts the manager with Flux's CRDs installed
 		{"capsule", b.capsuleScenario},         // after every scenario that needs the manager: it stops it
 		{"writecost", b.writeCostScenario}}     // last: it stops the manager
 	for _, step := range steps {

@@ -28,7 +28,10 @@ type managerProc struct {
 	pprofAddr   string // loopback: Go's pprof handlers (a forced GC, heap and CPU profiles)
 }
 
-func (b *bench) startManager() error {
+func (b *bench) startManager() error { return b.startManagerWith() }
+
+// startManagerWith starts the manager with flags beyond --manager-args.
+func (b *bench) startManagerWith(extra ...string) error {
 	m := &managerProc{metricsAddr: freeAddr(), probeAddr: freeAddr(), pprofAddr: freeAddr()}
 	logFile, err := os.Create(filepath.Join(b.root, ".dev", b.cluster+"-manager.log"))
 	if err != nil {
@@ -38,6 +41,7 @@ func (b *bench) startManager() error {
 		"--metrics-bind-address", m.metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", m.probeAddr,
 		"--pprof-bind-address", m.pprofAddr, "--zap-log-level", "error"}
 	args = append(args, strings.Fields(b.cfg.managerArgs)...)
+	args = append(args, extra...)
 	m.cmd = exec.Command(filepath.Join(b.bin, "manager"), args...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -77,9 +81,13 @@ func (m *managerProc) peakRSS() (float64, error) { return m.status("VmHWM:") }
 // rss reads VmRSS, the process' resident memory now.
 func (m *managerProc) rss() (float64, error) { return m.status("VmRSS:") }
 
-// status reads a kB figure from /proc/<pid>/status.
 func (m *managerProc) status(field string) (float64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	return procStatus(m.cmd.Process.Pid, field)
+}
+
+// procStatus reads a kB figure from /proc/<pid>/status, in bytes.
+func procStatus(pid int, field string) (float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -91,7 +99,7 @@ func (m *managerProc) status(field string) (float64, error) {
 			return kb * 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, m.cmd.Process.Pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // writeCounts is the manager's own count of mutating API requests by resource.

@@ -70,13 +70,19 @@ func titleOf(i int) string {
 // Page returns one page of at least size bytes (a little more: the last
 // section is finished).
 func Page(seed int, title string, size int) string {
+	return page(seed, title, size, func(n int) string { return fmt.Sprintf("page-%03d.md#status", n) })
+}
+
+// page is Page with its links to other pages made by link, from a number
+// below 128.
+func page(seed int, title string, size int, link func(int) string) string {
 	r := rand.New(rand.NewPCG(uint64(seed), 1))
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", title)
 	for s := 0; b.Len() < size; s++ {
 		fmt.Fprintf(&b, "## %s %d\n\n", sentence(r, 3), s)
 		for range 2 {
-			b.WriteString(paragraph(r))
+			b.WriteString(paragraph(r, link))
 		}
 		switch s % 4 {
 		case 0:
@@ -102,13 +108,13 @@ func Page(seed int, title string, size int) string {
 	return b.String()
 }
 
-func paragraph(r *rand.Rand) string {
+func paragraph(r *rand.Rand, link func(int) string) string {
 	var b strings.Builder
 	for i := range 4 {
 		s := sentence(r, 8+r.IntN(10))
 		switch i {
 		case 1:
-			s += fmt.Sprintf(" See [the reference](page-%03d.md#status) and `spec.%s`.", r.IntN(128), words[r.IntN(len(words))])
+			s += fmt.Sprintf(" See [the reference](%s) and `spec.%s`.", link(r.IntN(128)), words[r.IntN(len(words))])
 		case 2:
 			s = "**" + s + "**"
 		}

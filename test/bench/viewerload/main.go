@@ -10,7 +10,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,10 +21,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/trellis-dev/trellis/test/bench/benchsite"
+	"github.com/trellis-dev/trellis/test/bench/httpload"
 )
 
 type config struct {
@@ -161,19 +160,19 @@ func measureShape(cfg config, shape siteShape, startViewer, startFloor func(stri
 		// falls on both.
 		var v, f []time.Duration
 		for range 2 {
-			lat, err := load(client, viewer.url, w.paths, cfg.duration/2, cfg.concurrency)
+			lat, err := httpload.Load(client, viewer.url, w.paths, cfg.duration/2, cfg.concurrency)
 			if err != nil {
 				return nil, fmt.Errorf("viewer %s: %w", w.name, err)
 			}
 			v = append(v, lat...)
-			lat, err = load(client, floor.url, w.floor, cfg.duration/2, cfg.concurrency)
+			lat, err = httpload.Load(client, floor.url, w.floor, cfg.duration/2, cfg.concurrency)
 			if err != nil {
 				return nil, fmt.Errorf("floor %s: %w", w.name, err)
 			}
 			f = append(f, lat...)
 		}
 		for _, p := range []float64{50, 99} {
-			value, floorValue := percentile(v, p), percentile(f, p)
+			value, floorValue := httpload.Percentile(v, p), httpload.Percentile(f, p)
 			rows = append(rows, row{Scenario: shape.name, Figure: fmt.Sprintf("%s p%.0f", w.name, p),
 				Value: ms(value), Unit: "ms", Floor: ms(floorValue), Ratio: ratio(value, floorValue)})
 		}
@@ -214,7 +213,7 @@ func snapshot(base string, paths []string, dir, kind string) ([]string, error) {
 	}
 	out := make([]string, 0, len(paths))
 	for i, p := range paths {
-		body, err := get(http.DefaultClient, base+p)
+		body, err := httpload.Get(http.DefaultClient, base+p)
 		if err != nil {
 			return nil, err
 		}
@@ -225,71 +224,6 @@ func snapshot(base string, paths []string, dir, kind string) ([]string, error) {
 		out = append(out, "/"+name)
 	}
 	return out, nil
-}
-
-func get(client *http.Client, u string) ([]byte, error) {
-	resp, err := client.Get(u)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET %s: %s", u, resp.Status)
-	}
-	return body, err
-}
-
-// load sends requests for paths, in turn, from concurrency connections for
-// d, and returns every request's latency (the whole body read).
-func load(client *http.Client, base string, paths []string, d time.Duration, concurrency int) ([]time.Duration, error) {
-	deadline := time.Now().Add(d)
-	var (
-		mu    sync.Mutex
-		all   []time.Duration
-		first error
-		wg    sync.WaitGroup
-	)
-	for w := range concurrency {
-		wg.Go(func() {
-			var mine []time.Duration
-			for i := w; time.Now().Before(deadline); i++ {
-				start := time.Now()
-				if _, err := get(client, base+paths[i%len(paths)]); err != nil {
-					mu.Lock()
-					first = firstOf(first, err)
-					mu.Unlock()
-					return
-				}
-				mine = append(mine, time.Since(start))
-			}
-			mu.Lock()
-			all = append(all, mine...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	if first == nil && len(all) == 0 {
-		first = errors.New("no request completed")
-	}
-	return all, first
-}
-
-func firstOf(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
-}
-
-func percentile(lat []time.Duration, p float64) time.Duration {
-	if len(lat) == 0 {
-		return 0
-	}
-	sorted := slices.Clone(lat)
-	slices.Sort(sorted)
-	i := int(float64(len(sorted))*p/100+0.999999) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

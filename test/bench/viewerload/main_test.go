@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/trellis-dev/trellis/internal/viewer"
+	"github.com/trellis-dev/trellis/test/bench/httpload"
 )
 
 // inProcess serves h on loopback in this process.
@@ -59,24 +60,12 @@ func TestSnapshotIsWhatTheViewerServes(t *testing.T) {
 	f := inProcess(http.FileServer(http.Dir(floorDir)))
 	defer f.stop()
 	for i, p := range []string{"/a.md", "/search?q=%E3%83%9A%E3%83%BC%E3%82%B8"} {
-		fromViewer, err := get(http.DefaultClient, v.url+p)
+		fromViewer, err := httpload.Get(http.DefaultClient, v.url+p)
 		g.Expect(err).NotTo(HaveOccurred())
-		fromFloor, err := get(http.DefaultClient, f.url+paths[i])
+		fromFloor, err := httpload.Get(http.DefaultClient, f.url+paths[i])
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(fromFloor).To(Equal(fromViewer))
 	}
-	page, _ := get(http.DefaultClient, f.url+paths[1])
+	page, _ := httpload.Get(http.DefaultClient, f.url+paths[1])
 	g.Expect(string(page)).To(ContainSubstring("<mark>ページ</mark>"), "the search really ran")
-}
-
-func TestPercentile(t *testing.T) {
-	g := NewWithT(t)
-	var lat []time.Duration
-	for i := 100; i >= 1; i-- {
-		lat = append(lat, time.Duration(i)*time.Millisecond)
-	}
-	g.Expect(percentile(lat, 50)).To(Equal(50 * time.Millisecond))
-	g.Expect(percentile(lat, 99)).To(Equal(99 * time.Millisecond))
-	g.Expect(percentile(lat, 100)).To(Equal(100 * time.Millisecond))
-	g.Expect(percentile(nil, 50)).To(BeZero())
 }

@@ -102,24 +102,6 @@ func newNamespace(ctx context.Context, t *testing.T) string {
 	return ns.Name
 }
 
-func gitRepository(ns, name, url string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "source.toolkit.fluxcd.io/v1",
-		"kind":       "GitRepository",
-		"metadata":   map[string]any{"namespace": ns, "name": name},
-		"spec": map[string]any{
-			"url":      url,
-			"interval": "1s",
-			"timeout":  "20s",
-			"ref":      map[string]any{"branch": "main"},
-			// Flux's default ignore list drops images (*.png, *.jpg...);
-			// one of the site's own replaces it.
-			"ignore": "/.git/\n",
-		},
-	}}
-	return u
-}
-
 func markdownView(ns, name string, src viewv1.SourceReference) *viewv1.MarkdownView {
 	return &viewv1.MarkdownView{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -201,7 +183,7 @@ func TestGitRepositorySite(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	ns := newNamespace(ctx, t)
-	g.Expect(k8s.Create(ctx, gitRepository(ns, "handbook", git.URL))).To(Succeed())
+	g.Expect(k8s.Create(ctx, testenv.GitRepository(ns, "handbook", git.URL))).To(Succeed())
 	g.Expect(k8s.Create(ctx, markdownView(ns, "handbook", viewv1.SourceReference{Kind: "GitRepository", Name: "handbook"}))).To(Succeed())
 
 	pod := newPodViewer(t, ns)
@@ -333,7 +315,7 @@ func TestFailedArtifactKeepsTheLastGoodSite(t *testing.T) {
 	producer := strings.Replace(files.URL, "127.0.0.1", "localhost", 1)
 
 	ns := newNamespace(ctx, t)
-	g.Expect(k8s.Create(ctx, gitRepository(ns, "handbook", git.URL))).To(Succeed())
+	g.Expect(k8s.Create(ctx, testenv.GitRepository(ns, "handbook", git.URL))).To(Succeed())
 	g.Expect(k8s.Create(ctx, markdownView(ns, "handbook", viewv1.SourceReference{Kind: "GitRepository", Name: "handbook"}))).To(Succeed())
 	pod := newPodViewer(t, ns)
 	g.Eventually(pod.servedRevision(ctx), timeout, interval).Should(Equal("main@sha1:" + good))
@@ -394,7 +376,7 @@ func TestViewerRefusesAnArtifactChangedInStorage(t *testing.T) {
 	rev, err := git.Push(ctx, site("# Published"))
 	g.Expect(err).NotTo(HaveOccurred())
 	ns := newNamespace(ctx, t)
-	g.Expect(k8s.Create(ctx, gitRepository(ns, "handbook", git.URL))).To(Succeed())
+	g.Expect(k8s.Create(ctx, testenv.GitRepository(ns, "handbook", git.URL))).To(Succeed())
 	g.Expect(k8s.Create(ctx, markdownView(ns, "handbook", viewv1.SourceReference{Kind: "GitRepository", Name: "handbook"}))).To(Succeed())
 	before := newPodViewer(t, ns)
 	g.Eventually(before.servedRevision(ctx), timeout, interval).Should(Equal("main@sha1:" + rev))
