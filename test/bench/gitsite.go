@@ -278,14 +278,6 @@ func (b *bench) gitSiteRows(res gitSiteResult) {
 		Floor: (small.allocated - res.before.allocated) / mib, Target: "report", Met: true})
 }
 
-// bucketsLeft is how many StorageBuckets the scenarios before left.
-func (b *bench) bucketsLeft() int {
-	if b.ran("bucket") {
-		return b.cfg.buckets
-	}
-	return 0
-}
-
 // managerMemory reads the manager's memory, its live heap after a GC
 // (forced by its heap profile).
 func (b *bench) managerMemory(what string) (memorySample, error) {
