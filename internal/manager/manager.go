@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -325,6 +326,7 @@ func cacheOptions(controllers []setup.Controller, optional map[string][]servedTy
 		}
 		if e.sharded && member != nil {
 			o.Label = o.Label.Add(mine...)
+			o.Transform = keepRingLabels(member, o.Transform)
 		}
 		if o.Label.Empty() {
 			o.Label = nil
@@ -336,6 +338,39 @@ func cacheOptions(controllers []setup.Controller, optional map[string][]servedTy
 		ByObject:         byObject,
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}, nil
+}
+
+// keepRingLabels runs transform, then puts the ring's shard and drain
+// labels back on the object: a shard reads them (a drained object is
+// handed on), and a controller's transform may drop labels. Two labels, of
+// one ring: what the cache keeps stays bounded.
+func keepRingLabels(m *shard.Member, transform toolscache.TransformFunc) toolscache.TransformFunc {
+	keys := []string{m.ShardLabel(), m.DrainLabel()}
+	return func(in any) (any, error) {
+		obj, ok := in.(metav1.Object)
+		if !ok {
+			return transform(in)
+		}
+		kept := map[string]string{}
+		for _, k := range keys {
+			if v, ok := obj.GetLabels()[k]; ok {
+				kept[k] = v
+			}
+		}
+		out, err := transform(in)
+		if err != nil || len(kept) == 0 {
+			return out, err
+		}
+		if obj, ok = out.(metav1.Object); ok {
+			labels := obj.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			maps.Copy(labels, kept)
+			obj.SetLabels(labels)
+		}
+		return out, nil
+	}
 }
 
 // chain runs the transforms in order, skipping nil ones.

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +28,7 @@ func TestCacheOptionsOnAShard(t *testing.T) {
 		Owned:         []client.Object{&corev1.ConfigMap{}},
 		OptionalOwned: []client.Object{&networkingv1.Ingress{}},
 		Transforms: []setup.Transform{
-			{Object: &viewv1.MarkdownView{}, Func: func(in any) (any, error) { return in, nil }},
+			{Object: &viewv1.MarkdownView{}, Func: func(in any) (any, error) { in.(*viewv1.MarkdownView).Labels = nil; return in, nil }},
 			{Object: &corev1.Secret{}, Func: func(in any) (any, error) { return in, nil }},
 		},
 	}}
@@ -51,10 +52,21 @@ func TestCacheOptionsOnAShard(t *testing.T) {
 	g.Expect(ok).To(BeTrue())
 	g.Expect(secret.Label).To(BeNil(), "a type the ring does not place is not narrowed")
 
+	// The ring's labels outlive a transform that drops labels: a shard reads
+	// the drain label.
+	mv, _ := byObjectFor(opts, &viewv1.MarkdownView{})
+	out, err := mv.Transform(&viewv1.MarkdownView{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+		member.ShardLabel(): "trellis-0", member.DrainLabel(): "true", "team": "docs",
+		"drain.alpha.sharding.timebertt.dev/other": "true",
+	}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*viewv1.MarkdownView).Labels).To(Equal(map[string]string{member.ShardLabel(): "trellis-0", member.DrainLabel(): "true"}),
+		"the ring's two labels, and no other")
+
 	// Without a ring, nothing is narrowed by shard.
 	opts, err = cacheOptions(controllers, served, time.Hour, nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	mv, _ := byObjectFor(opts, &viewv1.MarkdownView{})
+	mv, _ = byObjectFor(opts, &viewv1.MarkdownView{})
 	g.Expect(mv.Label).To(BeNil())
 	cm, _ := byObjectFor(opts, &corev1.ConfigMap{})
 	g.Expect(cm.Label.String()).To(Equal(setup.ManagedByLabel + "=" + setup.ManagedByValue))

@@ -60,35 +60,35 @@ func StartSharder(ctx context.Context, cfg *rest.Config) (*Sharder, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("installing the ControllerRing CRD: %w", err)
 	}
-	if l, err := net.Listen("tcp", ":"+strconv.Itoa(sharderWebhookPort)); err != nil {
+	l, err := net.Listen("tcp", ":"+strconv.Itoa(sharderWebhookPort))
+	if err != nil {
 		return nil, fmt.Errorf("the sharder serves its webhook on port %d, which is taken: %w", sharderWebhookPort, err)
-	} else {
-		_ = l.Close()
 	}
+	_ = l.Close()
 	dir, err := os.MkdirTemp("", "sharder-")
 	if err != nil {
 		return nil, err
 	}
 	s := &Sharder{dir: dir, done: make(chan error, 1)}
-	fail := func(err error) (*Sharder, error) { return nil, errors.Join(err, s.Stop()) }
+	fail := func(err error) error { return errors.Join(err, s.Stop()) }
 	// A serving certificate for 127.0.0.1, and the CA the API server is told to trust.
 	certs := &envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
 	if err := certs.PrepWithoutInstalling(); err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	defer func() { _ = os.RemoveAll(certs.LocalServingCertDir) }()
 	for _, f := range []string{"tls.crt", "tls.key"} {
 		raw, err := os.ReadFile(filepath.Join(certs.LocalServingCertDir, f))
 		if err != nil {
-			return fail(err)
+			return nil, fail(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, f), raw, 0o600); err != nil {
-			return fail(err)
+			return nil, fail(err)
 		}
 	}
 	ports, err := freePorts(2)
 	if err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	config := fmt.Sprintf(`apiVersion: config.sharding.timebertt.dev/v1alpha1
 kind: SharderConfig
@@ -107,22 +107,22 @@ webhook:
       caBundle: %s
 `, ports[0], ports[1], dir, sharderWebhookPort, base64.StdEncoding.EncodeToString(certs.LocalServingCAData))
 	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(config), 0o600); err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := writeKubeconfig(cfg, kubeconfig); err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	s.cmd = exec.Command(filepath.Join(RepoRoot(), "bin", "sharder"), "--config="+filepath.Join(dir, "config.yaml"))
 	s.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	logFile, err := os.Create(filepath.Join(dir, "log"))
 	if err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		_ = logFile.Close()
-		return fail(fmt.Errorf("starting the sharder: %w", err))
+		return nil, fail(fmt.Errorf("starting the sharder: %w", err))
 	}
 	go func() { s.done <- s.cmd.Wait(); _ = logFile.Close() }()
 	// Up when its webhook server answers TLS.
@@ -131,7 +131,7 @@ webhook:
 		select {
 		case err := <-s.done:
 			s.done <- err
-			return fail(fmt.Errorf("the sharder exited: %w\n%s", err, s.Log()))
+			return nil, fail(fmt.Errorf("the sharder exited: %w\n%s", err, s.Log()))
 		default:
 		}
 		conn, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(sharderWebhookPort), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only: is it up?
@@ -140,11 +140,11 @@ webhook:
 			return s, nil
 		}
 		if ctx.Err() != nil {
-			return fail(ctx.Err())
+			return nil, fail(ctx.Err())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fail(fmt.Errorf("the sharder's webhook did not answer on port %d\n%s", sharderWebhookPort, s.Log()))
+	return nil, fail(fmt.Errorf("the sharder's webhook did not answer on port %d\n%s", sharderWebhookPort, s.Log()))
 }
 
 // Log is what the sharder wrote so far.

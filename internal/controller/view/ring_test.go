@@ -38,10 +38,7 @@ var ringMember = shard.Member{Ring: testRing}
 
 // ringWrite is one write a shard sent for a view: to the view, its status
 // or a child named after it.
-type ringWrite struct {
-	shard, view, request string
-	at                   time.Time
-}
+type ringWrite struct{ shard, view, request string }
 
 // ringWrites records the shards' writes, in the order they were sent.
 type ringWrites struct {
@@ -49,10 +46,10 @@ type ringWrites struct {
 	seq []ringWrite
 }
 
-func (w *ringWrites) add(shard, view, request string) {
+func (w *ringWrites) add(by, view, request string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.seq = append(w.seq, ringWrite{shard: shard, view: view, request: request, at: time.Now()})
+	w.seq = append(w.seq, ringWrite{shard: by, view: view, request: request})
 }
 
 // since returns the writes recorded after the n-th.
@@ -135,18 +132,96 @@ func startRingShard(g Gomega, cfg *rest.Config, scheme *k8sruntime.Scheme, write
 	return s
 }
 
-// TestRingOfShards runs the MarkdownView controller as three shards of a
-// ControllerRing with the real sharder (bin/sharder): the views spread over
-// the shards, each shard writes for its own views only, and the shard label
-// the sharder's webhook sets makes no shard write again when nothing
-// changes. Then one shard is cut off: its Lease expires, the sharder moves
-// its views, and the other shards take them over, none lost. Then a fourth
-// shard joins: the sharder drains views to it, and no view is written for
-// by two shards in turn (the old shard stops before the new one starts).
-func TestRingOfShards(t *testing.T) {
-	if err := testenv.SharderBuilt(); err != nil {
-		t.Skip(err.Error())
+// ring is one ring test's world: its API server, the shards, the views
+// and the shards' writes.
+type ring struct {
+	g          Gomega
+	ctx        context.Context
+	c          client.Client
+	scheme     *k8sruntime.Scheme
+	managerCfg *rest.Config
+	ns         string
+	views      []string
+	writes     ringWrites
+	shards     map[string]*ringShard
+}
+
+func (r *ring) start(name string) {
+	r.shards[name] = startRingShard(r.g, r.managerCfg, r.scheme, &r.writes, name)
+}
+
+// converge waits until every view is Ready for its generation on a shard
+// of live, its children on the same shard, and returns each view's shard.
+func (r *ring) converge(live ...string) map[string]string {
+	placed := map[string]string{}
+	for _, v := range r.views {
+		r.g.Eventually(func(g Gomega) {
+			mv := &viewv1.MarkdownView{}
+			g.Expect(r.c.Get(r.ctx, key(r.ns, v), mv)).To(Succeed())
+			at := mv.Labels[ringMember.ShardLabel()]
+			g.Expect(live).To(ContainElement(at), "view %s is on a shard of the ring", v)
+			g.Expect(mv.Labels).NotTo(HaveKey(ringMember.DrainLabel()))
+			for name, child := range map[string]client.Object{
+				configMapPrefix + v: &corev1.ConfigMap{}, viewerPrefix + v: &appsv1.Deployment{},
+			} {
+				g.Expect(r.c.Get(r.ctx, key(r.ns, name), child)).To(Succeed())
+				g.Expect(metav1.IsControlledBy(child, mv)).To(BeTrue())
+				g.Expect(child.GetLabels()).To(HaveKeyWithValue(ringMember.ShardLabel(), at), "%T of %s is on its view's shard", child, v)
+			}
+			svc := &corev1.Service{}
+			g.Expect(r.c.Get(r.ctx, key(r.ns, viewerPrefix+v), svc)).To(Succeed())
+			g.Expect(svc.Labels).To(HaveKeyWithValue(ringMember.ShardLabel(), at))
+			d := &appsv1.Deployment{}
+			g.Expect(r.c.Get(r.ctx, key(r.ns, viewerPrefix+v), d)).To(Succeed())
+			if d.Status.ObservedGeneration != d.Generation || d.Status.AvailableReplicas == 0 {
+				markAvailableIn(g, r.c, r.ns, viewerPrefix+v)
+			}
+			ready := meta.FindStatusCondition(mv.Status.Conditions, conditions.Ready)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(mv.Status.ObservedGeneration).To(Equal(mv.Generation))
+			placed[v] = at
+		}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
 	}
+	return placed
+}
+
+// writtenBy checks that every write for a view since the n-th came from
+// the shard it is on now.
+func (r *ring) writtenBy(n int, placed map[string]string) {
+	for _, w := range r.writes.since(n) {
+		if at, ok := placed[w.view]; ok {
+			r.g.Expect(w.shard).To(Equal(at), "view %s is on %s, but %s wrote for it: %s", w.view, at, w.shard, w.request)
+		}
+	}
+}
+
+// quiet checks that no shard writes for any view while nothing changes,
+// each view reconciled again meanwhile (the informers resync every 5s).
+func (r *ring) quiet() {
+	n := r.writes.len()
+	time.Sleep(12 * time.Second)
+	r.g.Expect(r.writes.since(n)).To(BeEmpty(), "writes while nothing changed")
+}
+
+// addFile adds a Markdown file to each view, so that the shard holding it
+// must write its ConfigMap.
+func (r *ring) addFile(views []string, file string) {
+	for _, v := range views {
+		r.g.Eventually(func() error {
+			mv := &viewv1.MarkdownView{}
+			if err := r.c.Get(r.ctx, key(r.ns, v), mv); err != nil {
+				return err
+			}
+			mv.Spec.Markdowns[file] = viewv1.MarkdownText(file)
+			return r.c.Update(r.ctx, mv)
+		}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	}
+}
+
+// startRing installs the ControllerRing of MarkdownViews and waits until
+// the sharder has written its webhook configuration (the ring Ready).
+func startRing(t *testing.T) *ring {
 	g := NewWithT(t)
 	ctx := context.Background()
 	cfg, c, scheme := ownAPIServer(t)
@@ -158,7 +233,7 @@ func TestRingOfShards(t *testing.T) {
 		}
 		_ = sharder.Stop()
 	})
-	ring := &unstructured.Unstructured{Object: map[string]any{
+	cr := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "sharding.timebertt.dev/v1alpha1", "kind": "ControllerRing",
 		"metadata": map[string]any{"name": testRing},
 		"spec": map[string]any{"resources": []any{map[string]any{
@@ -171,98 +246,65 @@ func TestRingOfShards(t *testing.T) {
 			},
 		}}},
 	}}
-	g.Expect(c.Create(ctx, ring)).To(Succeed())
-	// The sharder writes the ring's webhook configuration, then says Ready.
+	g.Expect(c.Create(ctx, cr)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ring), ring)).To(Succeed())
-		conds, _, _ := unstructured.NestedSlice(ring.Object, "status", "conditions")
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cr), cr)).To(Succeed())
+		conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
 		g.Expect(conds).To(ContainElement(HaveKeyWithValue("status", "True")))
 	}, time.Minute, 200*time.Millisecond).Should(Succeed())
-
 	managerCfg, err := testenv.AsManager(ctx, cfg, c)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(testenv.AllowLeases(ctx, c)).To(Succeed())
-
-	var writes ringWrites
-	shards := map[string]*ringShard{}
-	for _, name := range []string{"shard-a", "shard-b", "shard-c"} {
-		shards[name] = startRingShard(g, managerCfg, scheme, &writes, name)
-	}
+	r := &ring{g: g, ctx: ctx, c: c, scheme: scheme, managerCfg: managerCfg, ns: "ring", shards: map[string]*ringShard{}}
 	t.Cleanup(func() {
-		for _, s := range shards {
+		for _, s := range r.shards {
 			_ = s.stop() // a shard cut off ends with "leader election lost"
 		}
 	})
+	return r
+}
+
+// availableShards waits until the ring counts n shards available.
+func (r *ring) availableShards(n int) {
+	cr := &unstructured.Unstructured{}
+	cr.SetAPIVersion("sharding.timebertt.dev/v1alpha1")
+	cr.SetKind("ControllerRing")
+	r.g.Eventually(func(g Gomega) {
+		g.Expect(r.c.Get(r.ctx, client.ObjectKey{Name: testRing}, cr)).To(Succeed())
+		got, _, _ := unstructured.NestedInt64(cr.Object, "status", "availableShards")
+		g.Expect(got).To(BeEquivalentTo(n))
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+}
+
+// TestRingOfShards runs the MarkdownView controller as three shards of a
+// ControllerRing with the real sharder (bin/sharder): the views spread over
+// the shards, each shard writes for its own views only, and the shard label
+// the sharder's webhook sets makes no shard write again when nothing
+// changes. Then one shard is cut off: its Lease expires, the sharder moves
+// its views, and the other shards take them over, none lost. Then a fourth
+// shard joins: the sharder drains views to it, and no view is written for
+// by two shards in turn (the old shard stops before the new one starts).
+func TestRingOfShards(t *testing.T) {
+	if err := testenv.SharderBuilt(); err != nil {
+		t.Skip(err.Error())
+	}
+	r := startRing(t)
+	g := r.g
+	for _, name := range []string{"shard-a", "shard-b", "shard-c"} {
+		r.start(name)
+	}
 	// Every shard is in the ring before a view is created, so the views
 	// spread at once.
-	g.Eventually(func(g Gomega) {
-		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ring), ring)).To(Succeed())
-		n, _, _ := unstructured.NestedInt64(ring.Object, "status", "availableShards")
-		g.Expect(n).To(BeEquivalentTo(3))
-	}, time.Minute, 200*time.Millisecond).Should(Succeed())
-
-	ns := "ring"
-	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	var views []string
+	r.availableShards(3)
+	g.Expect(r.c.Create(r.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}})).To(Succeed())
+	r.views = make([]string, 0, 15)
 	for i := range 15 {
-		views = append(views, fmt.Sprintf("site-%02d", i))
-		g.Expect(c.Create(ctx, newMarkdownView(ns, views[i], map[string]string{"index.md": "# " + views[i]}))).To(Succeed())
+		r.views = append(r.views, fmt.Sprintf("site-%02d", i))
+		g.Expect(r.c.Create(r.ctx, newMarkdownView(r.ns, r.views[i], map[string]string{"index.md": "# " + r.views[i]}))).To(Succeed())
 	}
 
-	// converge waits until every view is Ready for its generation on a
-	// shard of live, its children on the same shard, and returns each
-	// view's shard.
-	converge := func(live ...string) map[string]string {
-		placed := map[string]string{}
-		for _, v := range views {
-			g.Eventually(func(g Gomega) {
-				mv := &viewv1.MarkdownView{}
-				g.Expect(c.Get(ctx, key(ns, v), mv)).To(Succeed())
-				at := mv.Labels[ringMember.ShardLabel()]
-				g.Expect(live).To(ContainElement(at), "view %s is on a shard of the ring", v)
-				g.Expect(mv.Labels).NotTo(HaveKey(ringMember.DrainLabel()))
-				for _, child := range []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}} {
-					name := viewerPrefix + v
-					if _, ok := child.(*corev1.ConfigMap); ok {
-						name = configMapPrefix + v
-					}
-					g.Expect(c.Get(ctx, key(ns, name), child)).To(Succeed())
-					g.Expect(metav1.IsControlledBy(child, mv)).To(BeTrue())
-					g.Expect(child.GetLabels()).To(HaveKeyWithValue(ringMember.ShardLabel(), at), "%T of %s is on its view's shard", child, v)
-				}
-				d := &appsv1.Deployment{}
-				g.Expect(c.Get(ctx, key(ns, viewerPrefix+v), d)).To(Succeed())
-				if d.Status.ObservedGeneration != d.Generation || d.Status.AvailableReplicas == 0 {
-					markAvailableIn(g, c, ns, viewerPrefix+v)
-				}
-				ready := meta.FindStatusCondition(mv.Status.Conditions, conditions.Ready)
-				g.Expect(ready).NotTo(BeNil())
-				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
-				g.Expect(mv.Status.ObservedGeneration).To(Equal(mv.Generation))
-				placed[v] = at
-			}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
-		}
-		return placed
-	}
-	// writtenBy checks that every write for a view since the n-th came from
-	// the shard it is on now.
-	writtenBy := func(n int, placed map[string]string) {
-		for _, w := range writes.since(n) {
-			if at, ok := placed[w.view]; ok {
-				g.Expect(w.shard).To(Equal(at), "view %s is on %s, but %s wrote for it: %s", w.view, at, w.shard, w.request)
-			}
-		}
-	}
-	// quiet checks that no shard writes for any view while nothing
-	// changes, each view reconciled again (the informers resync every 5s).
-	quiet := func() {
-		n := writes.len()
-		time.Sleep(12 * time.Second)
-		g.Expect(writes.since(n)).To(BeEmpty(), "writes while nothing changed")
-	}
-
-	placed := converge("shard-a", "shard-b", "shard-c")
-	writtenBy(0, placed)
+	placed := r.converge("shard-a", "shard-b", "shard-c")
+	r.writtenBy(0, placed)
 	perShard := map[string]int{}
 	for _, at := range placed {
 		perShard[at]++
@@ -272,67 +314,52 @@ func TestRingOfShards(t *testing.T) {
 	// managedFields entry of Trellis', so the apply-if-changed comparison
 	// does not see it.
 	d := &appsv1.Deployment{}
-	g.Expect(c.Get(ctx, key(ns, viewerPrefix+views[0]), d)).To(Succeed())
+	g.Expect(r.c.Get(r.ctx, key(r.ns, viewerPrefix+r.views[0]), d)).To(Succeed())
 	for _, f := range d.ManagedFields {
 		if f.Manager == setup.FieldManager && f.FieldsV1 != nil {
-			g.Expect(string(f.FieldsV1.Raw)).NotTo(ContainSubstring(ringMember.ShardLabel()))
+			g.Expect(f.FieldsV1.GetRawString()).NotTo(ContainSubstring(ringMember.ShardLabel()))
 		}
 	}
-	quiet()
+	r.quiet()
 
 	// A shard is cut off: it can neither renew its Lease nor release it.
-	gone := "shard-b"
-	shards[gone].cut.Store(true)
+	// Its views move to the others when its Lease expires; a new file in
+	// each shows the shard it lands on reconciles it.
+	gone, live := "shard-b", []string{"shard-a", "shard-c"}
+	r.shards[gone].cut.Store(true)
 	var moved []string
 	for v, at := range placed {
 		if at == gone {
 			moved = append(moved, v)
 		}
 	}
-	live := []string{}
-	for name := range shards {
-		if name != gone {
-			live = append(live, name)
-		}
-	}
-	// Its views move to the others when its Lease expires; a new file in
-	// each shows the shard it lands on reconciles it.
 	g.Eventually(func(g Gomega) {
 		for _, v := range moved {
 			mv := &viewv1.MarkdownView{}
-			g.Expect(c.Get(ctx, key(ns, v), mv)).To(Succeed())
+			g.Expect(r.c.Get(r.ctx, key(r.ns, v), mv)).To(Succeed())
 			g.Expect(live).To(ContainElement(mv.Labels[ringMember.ShardLabel()]), "view %s has moved", v)
 		}
 	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
-	mark := writes.len()
-	for _, v := range moved {
-		g.Eventually(func() error {
-			mv := &viewv1.MarkdownView{}
-			if err := c.Get(ctx, key(ns, v), mv); err != nil {
-				return err
-			}
-			mv.Spec.Markdowns["moved.md"] = "moved"
-			return c.Update(ctx, mv)
-		}, time.Minute, 200*time.Millisecond).Should(Succeed())
-	}
-	placed = converge(live...)
-	writtenBy(mark, placed)
+	mark := r.writes.len()
+	r.addFile(moved, "moved.md")
+	placed = r.converge(live...)
+	r.writtenBy(mark, placed)
 	for _, v := range moved {
 		cm := &corev1.ConfigMap{}
-		g.Expect(c.Get(ctx, key(ns, configMapPrefix+v), cm)).To(Succeed())
+		g.Expect(r.c.Get(r.ctx, key(r.ns, configMapPrefix+v), cm)).To(Succeed())
 		g.Expect(cm.Data).To(HaveKey("moved.md"), "view %s was reconciled where it moved", v)
 	}
-	quiet()
+	r.quiet()
 
 	// A fourth shard joins: the sharder drains some views to it, each
 	// handed on by its shard (the drain label acknowledged) before the new
 	// one writes for it.
-	mark = writes.len()
-	shards["shard-d"] = startRingShard(g, managerCfg, scheme, &writes, "shard-d")
+	mark = r.writes.len()
+	r.start("shard-d")
 	live = append(live, "shard-d")
 	g.Eventually(func(g Gomega) {
 		list := &viewv1.MarkdownViewList{}
-		g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(r.c.List(r.ctx, list, client.InNamespace(r.ns))).To(Succeed())
 		var joined int
 		for _, mv := range list.Items {
 			g.Expect(mv.Labels).NotTo(HaveKey(ringMember.DrainLabel()), "view %s is being drained", mv.Name)
@@ -342,18 +369,9 @@ func TestRingOfShards(t *testing.T) {
 		}
 		g.Expect(joined).To(BeNumerically(">", 0), "views drained to the new shard")
 	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
-	for _, v := range views {
-		g.Eventually(func() error {
-			mv := &viewv1.MarkdownView{}
-			if err := c.Get(ctx, key(ns, v), mv); err != nil {
-				return err
-			}
-			mv.Spec.Markdowns["joined.md"] = "joined"
-			return c.Update(ctx, mv)
-		}, time.Minute, 200*time.Millisecond).Should(Succeed())
-	}
+	r.addFile(r.views, "joined.md")
 	before := placed
-	placed = converge(live...)
+	placed = r.converge(live...)
 	var drained int
 	for v, at := range placed {
 		if at != before[v] {
@@ -362,17 +380,22 @@ func TestRingOfShards(t *testing.T) {
 		}
 	}
 	g.Expect(drained).To(BeNumerically(">", 0))
-	// Each view's writes since the fourth shard joined come from one shard,
-	// then from the next: never back and forth.
+	r.handedOnOnce(mark, placed)
+	r.quiet()
+}
+
+// handedOnOnce checks that each view's writes since the n-th come from one
+// shard, then from the next, never back and forth, and last from the shard
+// it is on.
+func (r *ring) handedOnOnce(n int, placed map[string]string) {
 	order := map[string][]string{}
-	for _, w := range writes.since(mark) {
+	for _, w := range r.writes.since(n) {
 		if seq := order[w.view]; len(seq) == 0 || seq[len(seq)-1] != w.shard {
-			g.Expect(seq).NotTo(ContainElement(w.shard), "view %s written for by %v, then by %s again: %s", w.view, seq, w.shard, w.request)
+			r.g.Expect(seq).NotTo(ContainElement(w.shard), "view %s written for by %v, then by %s again: %s", w.view, seq, w.shard, w.request)
 			order[w.view] = append(seq, w.shard)
 		}
 	}
 	for v, seq := range order {
-		g.Expect(seq[len(seq)-1]).To(Equal(placed[v]), "the last shard to write for view %s is the one it is on", v)
+		r.g.Expect(seq[len(seq)-1]).To(Equal(placed[v]), "the last shard to write for view %s is the one it is on", v)
 	}
-	quiet()
 }
