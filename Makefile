@@ -424,6 +424,13 @@ capsule: $(LOCALBIN)/capsule ## Build Capsule (CAPSULE_VERSION) from its release
 .PHONY: sharder
 sharder: $(LOCALBIN)/sharder $(LOCALBIN)/sharder-crds ## Build the sharder (SHARDER_VERSION) and keep its ControllerRing CRD, from its released source in PEERS, for the shard tests.
 
+# make test builds the sharder where PEERS holds its source; elsewhere the
+# ring test skips and says why.
+.PHONY: sharder-if-peers
+sharder-if-peers:
+	@if [ -f $(PEERS)/kubernetes-controller-sharding-$(SHARDER_VERSION).tar.gz ]; then $(MAKE) --no-print-directory -s sharder; \
+	else echo "no kubernetes-controller-sharding source in $(PEERS): TestRingOfShards will skip"; fi
+
 # The Kubernetes commands share one compile, so they are built together (a
 # grouped target: any one missing builds them all, mostly from the build cache).
 $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c)-$(KUBE_VERSION)) &:

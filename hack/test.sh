@@ -100,12 +100,14 @@ step "tools: every module downloaded at once, then every tool of make test built
 # suite's tools are built here because it starts early (below); weed (the
 # storage suites' SeaweedFS, 710 CPU-s on a new machine) starts with the
 # first three, so it overlaps the rest rather than trailing them. The oldest
-# kube-apiserver and cosign are built by the steps that use them.
+# kube-apiserver and cosign are built by the steps that use them. The
+# sharder (TestRingOfShards) is built only where PEERS holds its source (235
+# CPU-s the first time here, 4 once built); elsewhere that test skips.
 kube_version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' hack/kube/go.mod)
 [ -f "$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$kube_version.zip" ] || new_machine=1
 make --no-print-directory -s tools-download
 make --no-print-directory -s -j3 --output-sync=target kube etcd seaweedfs minio kwok versitygw controller-gen kustomize golangci-lint helm promtool \
-  gateway-api-crds containerd helm3 cyclonedx-gomod source-controller
+  gateway-api-crds containerd helm3 cyclonedx-gomod source-controller sharder-if-peers
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go'))
