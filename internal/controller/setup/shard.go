@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/trellis-dev/trellis/internal/controller/outcome"
+	"github.com/trellis-dev/trellis/internal/controller/apierr"
 	"github.com/trellis-dev/trellis/internal/shard"
 )
 
@@ -65,8 +65,11 @@ func (d *drainer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, nil
 	}
+	if apierr.Classify(err) == apierr.Conflict {
+		return apierr.CountConflict(d.controller), nil // read stale: looked at again soon, no failure
+	}
 	if err != nil {
-		return outcome.Of(fmt.Errorf("handing %s on to the next shard: %w", req.NamespacedName, err)).Result(d.controller)
+		return ctrl.Result{}, fmt.Errorf("handing %s on to the next shard: %w", req.NamespacedName, err)
 	}
 	log.FromContext(ctx).Info("Drained: handed on to the ring's next shard", "ring", d.member.Ring)
 	return ctrl.Result{}, nil
