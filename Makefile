@@ -49,6 +49,10 @@ COSIGN_VERSION         ?= v3.1.3
 # Capsule, the peer make bench runs beside Trellis' Tenants. The module proxy
 # does not serve it: its released source is kept, unchanged, in PEERS.
 CAPSULE_VERSION        ?= v0.14.0
+# kubernetes-controller-sharding's sharder, for the tests of Trellis as a
+# shard (docs/scaling.md). The module proxy does not serve it either: its
+# released source is kept, unchanged, in PEERS.
+SHARDER_VERSION        ?= v0.13.0
 PEERS                  ?= $(abspath $(CURDIR)/../shared/peers)
 
 IMG        ?= trellis-manager:dev
@@ -417,6 +421,16 @@ source-controller: $(LOCALBIN)/source-controller $(LOCALBIN)/source-controller-c
 .PHONY: capsule
 capsule: $(LOCALBIN)/capsule ## Build Capsule (CAPSULE_VERSION) from its released source in PEERS, for make bench.
 
+.PHONY: sharder
+sharder: $(LOCALBIN)/sharder $(LOCALBIN)/sharder-crds ## Build the sharder (SHARDER_VERSION) and keep its ControllerRing CRD, from its released source in PEERS, for the shard tests.
+
+# make test builds the sharder where PEERS holds its source; elsewhere the
+# ring test skips and says why.
+.PHONY: sharder-if-peers
+sharder-if-peers:
+	@if [ -f $(PEERS)/kubernetes-controller-sharding-$(SHARDER_VERSION).tar.gz ]; then $(MAKE) --no-print-directory -s sharder; \
+	else echo "no kubernetes-controller-sharding source in $(PEERS): TestRingOfShards will skip"; fi
+
 # The Kubernetes commands share one compile, so they are built together (a
 # grouped target: any one missing builds them all, mostly from the build cache).
 $(foreach c,$(KUBE_CMDS),$(LOCALBIN)/$(c)-$(KUBE_VERSION)) &:
@@ -517,6 +531,22 @@ $(LOCALBIN)/capsule-$(CAPSULE_VERSION): $(PEERS)/capsule-$(CAPSULE_VERSION).tar.
 	tar -xzf $< -C $(LOCALBIN)/.src
 	cd $(LOCALBIN)/.src/capsule-$(CAPSULE_VERSION) && $(GO) build -trimpath -ldflags "-s -w" -o $@ ./cmd/controller
 
+# The sharder's source, unpacked beside its binary; its CRD (ControllerRing)
+# and namespace are kept from there as the tests apply them. The sharder
+# writes its own MutatingWebhookConfiguration for each ring.
+SHARDER_SRC := $(LOCALBIN)/.src/kubernetes-controller-sharding-$(SHARDER_VERSION)
+$(LOCALBIN)/sharder-$(SHARDER_VERSION): $(PEERS)/kubernetes-controller-sharding-$(SHARDER_VERSION).tar.gz
+	@mkdir -p $(LOCALBIN)/.src
+	rm -rf $(SHARDER_SRC)
+	tar -xzf $< -C $(LOCALBIN)/.src
+	cd $(SHARDER_SRC) && GOWORK=off $(GO) build -trimpath -ldflags "-s -w" -o $@ ./cmd/sharder
+$(LOCALBIN)/sharder-crds-$(SHARDER_VERSION): $(LOCALBIN)/sharder-$(SHARDER_VERSION)
+	rm -rf $@.tmp && mkdir -p $@.tmp
+	cp $(SHARDER_SRC)/config/crds/namespace.yaml $(SHARDER_SRC)/config/crds/sharding.timebertt.dev_controllerrings.yaml $@.tmp/
+	mv $@.tmp $@
+$(LOCALBIN)/sharder-crds: $(LOCALBIN)/sharder-crds-$(SHARDER_VERSION)
+	ln -sfn sharder-crds-$(SHARDER_VERSION) $@
+
 # bin/<tool> is a link to the pinned build, so a changed pin rebuilds it.
 define link-tool
 $(LOCALBIN)/$(1): $(LOCALBIN)/$(1)-$(2)
@@ -539,6 +569,7 @@ $(eval $(call link-tool,promtool,$(PROMTOOL_VERSION)))
 $(eval $(call link-tool,cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION)))
 $(eval $(call link-tool,cosign,$(COSIGN_VERSION)))
 $(eval $(call link-tool,capsule,$(CAPSULE_VERSION)))
+$(eval $(call link-tool,sharder,$(SHARDER_VERSION)))
 $(eval $(call link-tool,source-controller,$(SOURCE_CONTROLLER_VERSION)))
 
 # The Gateway API's standard-channel CRDs (HTTPRoute and friends), copied from

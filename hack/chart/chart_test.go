@@ -237,6 +237,14 @@ func TestValues(t *testing.T) {
 					t.Errorf("args %q, want %q", got, want)
 				}
 			}},
+		"a shard of a ring": {[]string{"--set", "controllerRing=trellis-markdownview"}, func(t *testing.T, objs map[string]map[string]any) {
+			_, _, c := managerOf(t, objs)
+			want := append([]string{"--controller-ring=trellis-markdownview"}, defaultArgs[1:]...)
+			want = append(want, "--viewer-image=trellis-viewer:dev")
+			if got := argsOf(c); !reflect.DeepEqual(got, want) {
+				t.Errorf("args %q, want %q", got, want)
+			}
+		}},
 		"numeric log level": {[]string{"--set", "logLevel=3"}, func(t *testing.T, objs map[string]map[string]any) {
 			_, _, c := managerOf(t, objs)
 			if got := argsOf(c); got[len(got)-1] != "--zap-log-level=3" {

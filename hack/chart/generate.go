@@ -651,8 +651,15 @@ func templateDeployment(o map[string]any, p *placeholders, d *chartDefaults) err
 	})] = ""
 
 	args, _ := c["args"].([]any)
-	found := false
+	found, leader := false, false
 	for i, a := range args {
+		if fmt.Sprint(a) == "--leader-elect" {
+			// A shard of a ControllerRing holds a Lease of its own instead.
+			leader = true
+			args[i] = p.add(func(indent, _ string) string {
+				return fmt.Sprintf("{{- if .Values.controllerRing }}\n%s- {{ printf \"--controller-ring=%%s\" .Values.controllerRing | quote }}\n{{- else }}\n%s- --leader-elect\n{{- end }}", indent, indent)
+			})
+		}
 		if v, ok := strings.CutPrefix(fmt.Sprint(a), viewerImageFlag); ok {
 			d.Viewer, found = parseImageRef(v), true
 			args[i] = p.add(func(indent, _ string) string {
@@ -662,6 +669,9 @@ func templateDeployment(o map[string]any, p *placeholders, d *chartDefaults) err
 	}
 	if !found {
 		return fmt.Errorf("the manager has no %s flag", viewerImageFlag)
+	}
+	if !leader {
+		return errors.New("the manager has no --leader-elect flag")
 	}
 	c["args"] = append(args, p.add(func(indent, _ string) string {
 		item := func(value, flag string) string {

@@ -67,7 +67,7 @@ func TestCacheOptionsScopeChildrenAndChainTransforms(t *testing.T) {
 	// Of a's optional types, only Ingress is served.
 	optional := map[string][]servedType{"a": {{obj: &networkingv1.Ingress{}, gvk: schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}}}}
 
-	opts, err := cacheOptions(controllers, optional, time.Hour)
+	opts, err := cacheOptions(controllers, optional, time.Hour, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(*opts.SyncPeriod).To(Equal(time.Hour))
 	managed := labels.SelectorFromSet(labels.Set{setup.ManagedByLabel: setup.ManagedByValue})
@@ -125,7 +125,7 @@ func TestCacheOptionsRefuseTwoTransformsOfOneType(t *testing.T) {
 	_, err := cacheOptions([]setup.Controller{
 		{Name: "a", Transforms: []setup.Transform{{Object: &corev1.ConfigMap{}, Func: noop}}},
 		{Name: "b", Owned: []client.Object{&corev1.ConfigMap{}}, Recognise: everything, Transforms: []setup.Transform{{Object: &corev1.ConfigMap{}, Func: noop}}},
-	}, nil, time.Hour)
+	}, nil, time.Hour, nil)
 	g.Expect(err).To(MatchError(ContainSubstring("controllers a and b both transform cached *v1.ConfigMap objects")))
 }
 

@@ -127,7 +127,7 @@ func TestReduceWorksOnAnyObjectType(t *testing.T) {
 func childTransforms(g Gomega) func(obj client.Object) client.Object {
 	served := map[string][]servedType{view.ControllerName: {{obj: &gatewayv1.HTTPRoute{},
 		gvk: schema.GroupVersionKind{Group: gatewayv1.GroupName, Version: "v1", Kind: "HTTPRoute"}}}}
-	opts, err := cacheOptions([]setup.Controller{view.Controller, tenancy.Controller}, served, time.Hour)
+	opts, err := cacheOptions([]setup.Controller{view.Controller, tenancy.Controller}, served, time.Hour, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	return func(obj client.Object) client.Object {
 		b, ok := byObjectFor(opts, obj)
@@ -294,12 +294,12 @@ func TestCacheKeepsWholeOnlyRecognisedChildren(t *testing.T) {
 
 func TestCacheOptionsRequireRecognise(t *testing.T) {
 	g := NewWithT(t)
-	_, err := cacheOptions([]setup.Controller{{Name: "a", Owned: []client.Object{&corev1.ConfigMap{}}}}, nil, time.Hour)
+	_, err := cacheOptions([]setup.Controller{{Name: "a", Owned: []client.Object{&corev1.ConfigMap{}}}}, nil, time.Hour, nil)
 	g.Expect(err).To(MatchError(ContainSubstring("controller a owns child types but declares no Recognise")))
 	served := map[string][]servedType{"b": {{obj: &networkingv1.Ingress{}, gvk: networkingv1.SchemeGroupVersion.WithKind("Ingress")}}}
-	_, err = cacheOptions([]setup.Controller{{Name: "b", OptionalOwned: []client.Object{&networkingv1.Ingress{}}}}, served, time.Hour)
+	_, err = cacheOptions([]setup.Controller{{Name: "b", OptionalOwned: []client.Object{&networkingv1.Ingress{}}}}, served, time.Hour, nil)
 	g.Expect(err).To(MatchError(ContainSubstring("controller b owns child types but declares no Recognise")))
-	_, err = cacheOptions([]setup.Controller{{Name: "c", Transforms: []setup.Transform{{Object: &corev1.Secret{}, Func: nil}}}}, nil, time.Hour)
+	_, err = cacheOptions([]setup.Controller{{Name: "c", Transforms: []setup.Transform{{Object: &corev1.Secret{}, Func: nil}}}}, nil, time.Hour, nil)
 	g.Expect(err).NotTo(HaveOccurred(), "a controller without children needs none")
 }
 
@@ -313,7 +313,7 @@ func TestCacheOptionsLeaveAllTypesToTheirTransform(t *testing.T) {
 		Name: "a", Recognise: func(client.Object) bool { return false },
 		Owned:      []client.Object{&networkingv1.NetworkPolicy{}, &corev1.ConfigMap{}},
 		Transforms: []setup.Transform{{Object: &networkingv1.NetworkPolicy{}, Func: keep, All: true}, {Object: &corev1.ConfigMap{}, Func: keep}},
-	}}, nil, time.Hour)
+	}}, nil, time.Hour, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "theirs"},

@@ -2,8 +2,11 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,9 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +30,7 @@ import (
 
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/leaderpod"
+	"github.com/trellis-dev/trellis/internal/shard"
 )
 
 // New builds the Manager for the given options and registers every enabled controller.
@@ -37,11 +43,13 @@ func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts *Op
 	cfg.Burst = opts.KubeAPIBurst
 	cfg.Wrap(countRequests)
 
-	enabled := make([]setup.Controller, 0, len(controllers))
-	for _, c := range controllers {
-		if opts.Enabled(c.Name) {
-			enabled = append(enabled, c)
-		}
+	member, err := opts.ShardMember()
+	if err != nil {
+		return nil, fmt.Errorf("--controller-ring: %w", err)
+	}
+	enabled, err := enabledControllers(opts, member, controllers)
+	if err != nil {
+		return nil, err
 	}
 
 	metrics := metricsserver.Options{BindAddress: opts.MetricsAddr, SecureServing: opts.SecureMetrics}
@@ -58,19 +66,30 @@ func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts *Op
 	if err != nil {
 		return nil, err
 	}
-	cacheOpts, err := cacheOptions(enabled, optional, opts.SyncPeriod)
+	cacheOpts, err := cacheOptions(enabled, optional, opts.SyncPeriod, member)
 	if err != nil {
 		return nil, err
 	}
+	// A shard holds its own Lease instead of competing for the leader's,
+	// and runs its controllers while it holds it, as a leader would.
+	var shardLease resourcelock.Interface
+	if member != nil {
+		if shardLease, err = member.Lease(cfg, leNamespace); err != nil {
+			return nil, fmt.Errorf("--controller-ring: %w", err)
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metrics,
-		HealthProbeBindAddress:        opts.ProbeAddr,
-		PprofBindAddress:              opts.PprofAddr,
-		LeaderElection:                opts.LeaderElect,
-		LeaderElectionID:              opts.LeaderElectionID,
-		LeaderElectionNamespace:       leNamespace,
-		LeaderElectionReleaseOnCancel: true, // we exit right after the manager stops, so handing over early is safe
+		Scheme:                              scheme,
+		Metrics:                             metrics,
+		HealthProbeBindAddress:              opts.ProbeAddr,
+		PprofBindAddress:                    opts.PprofAddr,
+		LeaderElection:                      opts.LeaderElect || member != nil,
+		LeaderElectionID:                    opts.LeaderElectionID,
+		LeaderElectionNamespace:             leNamespace,
+		LeaderElectionResourceLockInterface: shardLease,
+		// We exit right after the manager stops, so handing over early is
+		// safe; a shard's released Lease has the sharder move its objects at once.
+		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &opts.LeaseDuration,
 		RenewDeadline:                 &opts.RenewDeadline,
 		RetryPeriod:                   &opts.RetryPeriod,
@@ -109,6 +128,7 @@ func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts *Op
 
 	for _, c := range enabled {
 		co := opts.ControllerOptions(c.Name)
+		co.Shard = member
 		for _, t := range optional[c.Name] {
 			co.Served = append(co.Served, t.gvk)
 		}
@@ -117,6 +137,31 @@ func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts *Op
 		}
 	}
 	return mgr, nil
+}
+
+// enabledControllers are the controllers --controllers names (all when it
+// names none). On a shard they are the Sharded ones: by default, only
+// those; naming another is an error, since a shard sees only its share of
+// the objects, and the others need every object (docs/scaling.md).
+func enabledControllers(opts *Options, member *shard.Member, controllers []setup.Controller) ([]setup.Controller, error) {
+	enabled := make([]setup.Controller, 0, len(controllers))
+	var unsharded []string
+	for _, c := range controllers {
+		switch {
+		case !opts.Enabled(c.Name):
+		case member == nil || c.Sharded != nil:
+			enabled = append(enabled, c)
+		case len(opts.Controllers) > 0:
+			unsharded = append(unsharded, c.Name)
+		}
+	}
+	if len(unsharded) > 0 {
+		return nil, fmt.Errorf("--controller-ring: the %s controllers do not run on a shard; run them in a replica of their own (--controllers, --leader-elect)", strings.Join(unsharded, ", "))
+	}
+	if len(enabled) == 0 {
+		return nil, errors.New("no controller to run")
+	}
+	return enabled, nil
 }
 
 // keepOwnManagedFields drops every managedFields entry but Trellis' own from a
@@ -188,11 +233,13 @@ func servedOptional(cfg *rest.Config, scheme *runtime.Scheme, controllers []setu
 // through its controller's transform (which may extract what Trellis
 // applied from it), and after it only if a controller reads it
 // (ReadsManagedFields); any other object keeps none.
-func cacheOptions(controllers []setup.Controller, optional map[string][]servedType, syncPeriod time.Duration) (cache.Options, error) {
+func cacheOptions(controllers []setup.Controller, optional map[string][]servedType, syncPeriod time.Duration, member *shard.Member) (cache.Options, error) {
 	managed := labels.SelectorFromSet(labels.Set{setup.ManagedByLabel: setup.ManagedByValue})
 	type entry struct {
-		obj        client.Object
-		owned      bool
+		obj   client.Object
+		owned bool
+		// sharded: on a shard, only the objects the sharder assigned to it.
+		sharded    bool
 		recogniser recogniser
 		transform  toolscache.TransformFunc
 		all        bool
@@ -219,10 +266,15 @@ func cacheOptions(controllers []setup.Controller, optional map[string][]servedTy
 		for _, obj := range c.Owned {
 			at(obj).owned = true
 			at(obj).recogniser.add(c)
+			at(obj).sharded = c.Sharded != nil
 		}
 		for _, t := range optional[c.Name] {
 			at(t.obj).owned = true
 			at(t.obj).recogniser.add(c)
+			at(t.obj).sharded = c.Sharded != nil
+		}
+		if c.Sharded != nil {
+			at(c.Sharded).sharded = true
 		}
 		for _, obj := range c.ReadsManagedFields {
 			at(obj).readsManagedFields = true
@@ -245,6 +297,17 @@ func cacheOptions(controllers []setup.Controller, optional map[string][]servedTy
 			e.transform, e.all, e.declaredBy = t.Func, t.All, c.Name
 		}
 	}
+	// On a shard, the sharded kinds' objects are those whose shard label
+	// names this shard: the sharder's webhook assigns every object of the
+	// ring, a child to its controller's shard.
+	var mine labels.Requirements
+	if member != nil {
+		r, err := labels.NewRequirement(member.ShardLabel(), selection.Equals, []string{member.Shard})
+		if err != nil {
+			return cache.Options{}, fmt.Errorf("the shard label selector: %w", err)
+		}
+		mine = labels.Requirements{*r}
+	}
 	byObject := map[client.Object]cache.ByObject{}
 	for _, key := range order {
 		e := entries[key]
@@ -252,20 +315,62 @@ func cacheOptions(controllers []setup.Controller, optional map[string][]servedTy
 		if !e.readsManagedFields {
 			strip = cache.TransformStripManagedFields()
 		}
+		var o cache.ByObject
 		switch {
 		case e.owned && e.all:
-			byObject[e.obj] = cache.ByObject{Transform: chain(keepOwnManagedFields, e.transform, strip)}
+			o = cache.ByObject{Label: labels.Everything(), Transform: chain(keepOwnManagedFields, e.transform, strip)}
 		case e.owned:
-			byObject[e.obj] = cache.ByObject{Label: managed, Transform: chain(keepOwnManagedFields, reduceForeign(&e.recogniser, e.transform), strip)}
+			o = cache.ByObject{Label: managed, Transform: chain(keepOwnManagedFields, reduceForeign(&e.recogniser, e.transform), strip)}
 		default:
-			byObject[e.obj] = cache.ByObject{Transform: chain(cache.TransformStripManagedFields(), e.transform)}
+			o = cache.ByObject{Label: labels.Everything(), Transform: chain(cache.TransformStripManagedFields(), e.transform)}
 		}
+		if e.sharded && member != nil {
+			o.Label = o.Label.Add(mine...)
+			o.Transform = keepRingLabels(member, o.Transform)
+		}
+		if o.Label.Empty() {
+			o.Label = nil
+		}
+		byObject[e.obj] = o
 	}
 	return cache.Options{
 		SyncPeriod:       &syncPeriod,
 		ByObject:         byObject,
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}, nil
+}
+
+// keepRingLabels runs transform, then puts the ring's shard and drain
+// labels back on the object: a shard reads them (a drained object is
+// handed on), and a controller's transform may drop labels. Two labels, of
+// one ring: what the cache keeps stays bounded.
+func keepRingLabels(m *shard.Member, transform toolscache.TransformFunc) toolscache.TransformFunc {
+	keys := []string{m.ShardLabel(), m.DrainLabel()}
+	return func(in any) (any, error) {
+		obj, ok := in.(metav1.Object)
+		if !ok {
+			return transform(in)
+		}
+		kept := map[string]string{}
+		for _, k := range keys {
+			if v, ok := obj.GetLabels()[k]; ok {
+				kept[k] = v
+			}
+		}
+		out, err := transform(in)
+		if err != nil || len(kept) == 0 {
+			return out, err
+		}
+		if obj, ok = out.(metav1.Object); ok {
+			labels := obj.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			maps.Copy(labels, kept)
+			obj.SetLabels(labels)
+		}
+		return out, nil
+	}
 }
 
 // chain runs the transforms in order, skipping nil ones.

@@ -16,6 +16,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/concurrency"
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/imagepolicy"
+	"github.com/trellis-dev/trellis/internal/shard"
 )
 
 // Options holds every flag of the manager binary.
@@ -26,6 +27,7 @@ type Options struct {
 	PprofAddr     string
 
 	LeaderElect             bool
+	ControllerRing          string
 	LeaderElectionID        string
 	LeaderElectionNamespace string
 	LeaseDuration           time.Duration
@@ -100,6 +102,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz probes bind to.")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address for Go's pprof handlers; empty disables them.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so only one replica reconciles and runs the periodic checks.")
+	fs.StringVar(&o.ControllerRing, "controller-ring", o.ControllerRing, "Run as one shard of this kubernetes-controller-sharding ControllerRing (docs/scaling.md): no leader election; the replica holds a shard Lease of its own, named after its pod (--pod-name), and caches and reconciles only the objects the sharder assigns to it. Only the markdownview controller runs on a shard. Empty: not sharded.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease used for leader election.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader-election Lease (default: the manager's namespace).")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a non-leader waits before trying to take over an unrenewed lease.")
@@ -152,7 +155,15 @@ func (o *Options) Validate(known []string) error {
 	if err := o.RateLimit.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.LeaderElect && (o.LeaseDuration <= o.RenewDeadline || o.RenewDeadline <= o.RetryPeriod || o.RetryPeriod <= 0) {
+	if o.ControllerRing != "" && o.LeaderElect {
+		errs = append(errs, errors.New("--controller-ring and --leader-elect exclude each other: a shard holds a Lease of its own instead of the leader's"))
+	}
+	if o.ControllerRing != "" {
+		if _, err := o.ShardMember(); err != nil {
+			errs = append(errs, fmt.Errorf("--controller-ring: %w", err))
+		}
+	}
+	if (o.LeaderElect || o.ControllerRing != "") && (o.LeaseDuration <= o.RenewDeadline || o.RenewDeadline <= o.RetryPeriod || o.RetryPeriod <= 0) {
 		errs = append(errs, fmt.Errorf("leader election needs lease duration (%s) > renew deadline (%s) > retry period (%s) > 0",
 			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
 	}
@@ -175,6 +186,24 @@ func (o *Options) Validate(known []string) error {
 		errs = append(errs, errors.New("--sync-period must be positive"))
 	}
 	return errors.Join(errs...)
+}
+
+// ShardMember is the replica's place in --controller-ring: the ring, and
+// the shard named after its pod (--pod-name, else the host name, which is
+// the pod's name in a pod). Nil without a ring.
+func (o *Options) ShardMember() (*shard.Member, error) {
+	if o.ControllerRing == "" {
+		return nil, nil
+	}
+	m := &shard.Member{Ring: o.ControllerRing, Shard: o.PodName}
+	if m.Shard == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("naming the shard: no --pod-name, and the host name: %w", err)
+		}
+		m.Shard = host
+	}
+	return m, m.Validate()
 }
 
 // Enabled reports whether the named controller should run.

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/trellis-dev/trellis/internal/jitter"
+	"github.com/trellis-dev/trellis/internal/shard"
 )
 
 // Controller is one reconciler that the manager can enable or disable by name.
@@ -73,6 +74,12 @@ type Controller struct {
 	// objects of its child types that Recognise does not accept (the
 	// managed-by label is always kept). Values over 253 bytes are dropped.
 	ForeignKeys []string
+	// Sharded is an object of the kind the controller reconciles, when it
+	// can run as a shard of a ControllerRing (--controller-ring): the
+	// manager's cache then keeps only this shard's objects of that kind and
+	// of Owned and OptionalOwned, and Setup wraps the controller with
+	// Options.Shard. A controller without it does not run on a shard.
+	Sharded client.Object
 }
 
 // Transform is a cache transform for the objects of one type.
@@ -136,6 +143,9 @@ type Options struct {
 	// StorageSweepInterval is how often every object store is swept for
 	// keys and grants of no live BucketAccess (0: never).
 	StorageSweepInterval time.Duration
+	// Shard is the replica's place in its ControllerRing, nil when it is
+	// not a shard.
+	Shard *shard.Member
 }
 
 // RateLimit configures the controller work queue. The defaults match

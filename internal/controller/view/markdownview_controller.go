@@ -41,6 +41,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/setup"
 	"github.com/trellis-dev/trellis/internal/controller/status"
 	"github.com/trellis-dev/trellis/internal/imagepolicy"
+	"github.com/trellis-dev/trellis/internal/shard"
 )
 
 // ControllerName names the controller in flags, logs, metrics and Events.
@@ -61,6 +62,7 @@ var httpRouteGVK = schema.GroupVersionKind{Group: gatewayv1.GroupName, Version: 
 // Controller registers the MarkdownView controller with the manager.
 var Controller = setup.Controller{
 	Name:          ControllerName,
+	Sharded:       &viewv1.MarkdownView{}, // a ring places each child with its view, by its controller reference
 	Owned:         []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}, &networkingv1.Ingress{}},
 	OptionalOwned: []client.Object{&gatewayv1.HTTPRoute{}},
 	Recognise:     recogniseChild, // a view's own children are cached whole; other labelled objects as metadata
@@ -106,6 +108,8 @@ type Reconciler struct {
 	verify verifier
 	// artifactHosts are the hosts the manager fetches artifacts from.
 	artifactHosts []string
+	// shard is the replica's place in its ControllerRing (nil: none).
+	shard *shard.Member
 }
 
 // NewReconciler builds the reconciler from the manager's clients and the options.
@@ -127,10 +131,11 @@ func NewReconciler(mgr ctrl.Manager, opts setup.Options) (*Reconciler, error) {
 		routesServed:  opts.Serves(httpRouteGVK),
 		verify:        httpVerifier(&http.Client{Timeout: artifactVerifyTimeout}),
 		artifactHosts: opts.ArtifactHosts,
+		shard:         opts.Shard,
 	}, nil
 }
 
-// +kubebuilder:rbac:groups=view.trellis.dev,resources=markdownviews,verbs=get;list;watch
+// +kubebuilder:rbac:groups=view.trellis.dev,resources=markdownviews,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=view.trellis.dev,resources=markdownviews/status,verbs=get;patch
 // +kubebuilder:rbac:groups=view.trellis.dev,resources=markdownviews/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
@@ -154,7 +159,8 @@ func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts contr
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&viewv1.MarkdownView{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, operate.ReconcileRequested))).
+		For(&viewv1.MarkdownView{}, builder.WithPredicates(setup.ShardPredicate(r.shard,
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, operate.ReconcileRequested)))).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&appsv1.Deployment{}, builder.WithPredicates(deploymentChanged)).
 		Owns(&corev1.Service{}).
@@ -171,7 +177,9 @@ func (r *Reconciler) setupWith(ctx context.Context, mgr ctrl.Manager, opts contr
 		}
 		b = b.WatchesMetadata(sourceMetadata(kind), handler.EnqueueRequestsFromMapFunc(r.viewsOfSource(kind)))
 	}
-	return b.WithOptions(opts).Complete(r)
+	// On a shard, a view the sharder drains is handed on, not reconciled.
+	return b.WithOptions(opts).Complete(setup.ShardReconciler(r.shard, ControllerName, r.client,
+		func() client.Object { return &viewv1.MarkdownView{} }, r))
 }
 
 // deploymentChanged passes the Deployment updates that matter to us: spec or
