@@ -188,13 +188,36 @@ func workloadFromSecret(g Gomega, s *corev1.Secret) *minio.Client {
 }
 
 // TestCABundleNeedsHTTPS: the API server refuses a CA bundle on an http://
-// endpoint, where it would trust nothing.
+// endpoint, where it would trust nothing: the S3 endpoint's, and an admin
+// API's served apart, which carries the keys Trellis makes.
 func TestCABundleNeedsHTTPS(t *testing.T) {
 	g := NewWithT(t)
 	store := newStore("ca-over-http", credsSecret)
 	store.Spec.CABundleRef = storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: "ca"}
 	err := k8s.Create(context.Background(), store)
 	g.Expect(err).To(MatchError(ContainSubstring("caBundleRef needs an https:// endpoint")))
+
+	for name, admin := range map[string]func(*storagev1.ObjectStoreSpec){
+		"versitygw": func(s *storagev1.ObjectStoreSpec) {
+			s.Type, s.Versitygw = storagev1.StoreTypeVersitygw, &storagev1.VersitygwOptions{AdminEndpoint: "http://s3.example.com:7071"}
+		},
+		"iam": func(s *storagev1.ObjectStoreSpec) {
+			s.Type, s.IAM = storagev1.StoreTypeIAM, &storagev1.IAMOptions{Endpoint: "http://iam.example.com"}
+		},
+		"minio": func(s *storagev1.ObjectStoreSpec) {
+			s.Type, s.MinIO = storagev1.StoreTypeMinIO, &storagev1.MinIOOptions{AdminEndpoint: "http://s3.example.com:9001"}
+		},
+	} {
+		t.Run("admin API over http, "+name, func(t *testing.T) {
+			g := NewWithT(t)
+			store := newStore("ca-admin-over-http", credsSecret)
+			store.Spec.Endpoint = "https://s3.example.com"
+			store.Spec.CABundleRef = storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: "ca"}
+			admin(&store.Spec)
+			err := k8s.Create(context.Background(), store, client.DryRunAll)
+			g.Expect(err).To(MatchError(ContainSubstring("caBundleRef needs an https:// endpoint")))
+		})
+	}
 
 	store.Spec.CABundleRef.Kind = "Pod"
 	store.Spec.Endpoint = "https://s3.example.com"
