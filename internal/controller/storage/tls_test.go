@@ -135,6 +135,53 @@ func TestObjectStoreOverTLS(t *testing.T) {
 		deleteBucket(g, ns, "data")
 	})
 
+	t.Run("a new bundle reaches the BucketAccess Secrets at the store's next check", func(t *testing.T) {
+		// The platform team rotates the CA: the new one joins the bundle.
+		// The store stays Ready, so nothing the BucketAccess watches in it
+		// changes: the Secrets must follow the clients all the same, not
+		// at their next check (10 minutes), or an app keeps trusting only
+		// the old CA after the store's certificate is renewed.
+		g := NewWithT(t)
+		renewed, err := testenv.NewTestCA("renewed CA")
+		g.Expect(err).NotTo(HaveOccurred())
+		bundle := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: "tls-rotating-ca"}, Data: map[string]string{"ca.crt": string(ca.PEM)}}
+		create(bundle)
+		create(tlsStore("tls-rotating", configMap("tls-rotating-ca", "")))
+		eventuallyStore(g, "tls-rotating", "Reachable", "", timeout)
+		ns := newNamespace(t)
+		g.Expect(k8s.Create(ctx, newBucket(ns, "data", "tls-rotating"))).To(Succeed())
+		eventuallyReason(g, ns, "data", storagebucket.ReasonHealthy)
+		g.Expect(k8s.Create(ctx, newAccess(ns, "app", "data", "app-s3", storagev1.AccessReadWrite))).To(Succeed())
+		eventuallyAccessReason(g, ns, "app", bucketaccess.ReasonGranted)
+		g.Expect(secretOf(g, ns, "app-s3").Data).To(HaveKeyWithValue("ca.crt", ca.PEM))
+
+		both := append(append([]byte{}, ca.PEM...), renewed.PEM...)
+		bundle.Data["ca.crt"] = string(both)
+		g.Expect(k8s.Update(ctx, bundle)).To(Succeed())
+		store := &storagev1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "tls-rotating"}}
+		mergePatch(g, store, `{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"rotated"}}}`)
+		g.Eventually(func(g Gomega) string {
+			return string(secretOf(g, ns, "app-s3").Data["ca.crt"])
+		}, timeout, poll).Should(Equal(string(both)), "the Secret carries the bundle the store's clients trust")
+
+		// The same bundle again costs the Secret nothing.
+		mgrWrites.Reset()
+		mergePatch(g, store, `{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"unchanged"}}}`)
+		access := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
+		mergePatch(g, access, `{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"unchanged"}}}`)
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(store), store)).To(Succeed())
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(access), access)).To(Succeed())
+			g.Expect(store.Status.LastHandledReconcileAt).To(Equal("unchanged"))
+			g.Expect(access.Status.LastHandledReconcileAt).To(Equal("unchanged"))
+		}, timeout, poll).Should(Succeed())
+		_, paths := mgrWrites.Writes()
+		g.Expect(paths).NotTo(ContainElement(ContainSubstring("/secrets/app-s3")))
+
+		deleteAccess(g, ns, "app")
+		deleteBucket(g, ns, "data")
+	})
+
 	t.Run("the bundle fixed, the store is Ready", func(t *testing.T) {
 		g := NewWithT(t)
 		cm := &corev1.ConfigMap{}

@@ -129,7 +129,7 @@ func TestReconcilingAgainWritesNothing(t *testing.T) {
 	f := storagetest.NewFixture(storagetest.OpenNamespace(), storagetest.StoreCredentials(), newStore, storagetest.Bucket(), storagetest.Access())
 	// What the three share in the manager (setupWith).
 	clients, namespaces, schedule := f.Stores(), stores.NewNamespaceLabels(f.API.APIReader), storagebucket.NewSchedule()
-	objectStores := objectstore.New(f.C, f.Rec, clients, nil, false)
+	objectStores := objectstore.New(f.C, f.Rec, clients, nil, nil, false)
 	buckets := storagebucket.New(f.C, f.Rec, storagebucket.Config{Stores: clients, Namespaces: namespaces, Schedule: schedule,
 		StoreChecks: f.StoreChecks, AccessEvents: make(chan event.TypedGenericEvent[*storagev1.BucketAccess], 10)})
 	accesses := bucketaccess.New(f.C, f.API.APIReader, f.Rec, bucketaccess.Config{Stores: clients, Namespaces: namespaces, StoreChecks: f.StoreChecks})
