@@ -35,6 +35,9 @@ import (
 // that a store works only with the region it names.
 const tlsRegion = "eu-test-1"
 
+// httpsEndpoint is a store's https endpoint that no test connects to.
+const httpsEndpoint = "https://s3.example.com"
+
 // TestObjectStoreOverTLS: a versitygw serving S3 and its admin API over
 // TLS, with a certificate for 127.0.0.1 that a test CA signed. A store
 // naming that CA is Ready, its bucket is made, and a BucketAccess's Secret
@@ -258,7 +261,7 @@ func TestCABundleNeedsHTTPS(t *testing.T) {
 		t.Run("admin API over http, "+name, func(t *testing.T) {
 			g := NewWithT(t)
 			store := newStore("ca-admin-over-http", credsSecret)
-			store.Spec.Endpoint = "https://s3.example.com"
+			store.Spec.Endpoint = httpsEndpoint
 			store.Spec.CABundleRef = storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: "ca"}
 			admin(&store.Spec)
 			err := k8s.Create(context.Background(), store, client.DryRunAll)
@@ -267,7 +270,7 @@ func TestCABundleNeedsHTTPS(t *testing.T) {
 	}
 
 	store.Spec.CABundleRef.Kind = "Pod"
-	store.Spec.Endpoint = "https://s3.example.com"
+	store.Spec.Endpoint = httpsEndpoint
 	err = k8s.Create(context.Background(), store)
 	g.Expect(err).To(MatchError(ContainSubstring(`Unsupported value: "Pod"`)))
 }
