@@ -3,6 +3,7 @@ package s3
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"net"
 	"os"
 	"testing"
@@ -140,4 +141,24 @@ func TestCertificatesKeepOnlyCertificates(t *testing.T) {
 
 	_, err = Certificates(key)
 	g.Expect(err).To(MatchError(ErrCABundleNoCertificate), "a key alone is no bundle")
+
+	// Odd forms of a key or of data beside a certificate: each is dropped,
+	// and what is kept is only the certificates, re-encoded.
+	keyBlock, _ := pem.Decode(key)
+	g.Expect(keyBlock).NotTo(BeNil())
+	caBlock, _ := pem.Decode(ca.PEM)
+	g.Expect(caBlock).NotTo(BeNil())
+	relabel := func(b *pem.Block) []byte {
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Headers: b.Headers, Bytes: b.Bytes})
+	}
+	for name, odd := range map[string][]byte{
+		"a key labelled CERTIFICATE": relabel(keyBlock),
+		"a certificate with headers": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Headers: map[string]string{"Note": string(keyBlock.Bytes[:16])}, Bytes: caBlock.Bytes}),
+		"a key after a certificate's DER": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE",
+			Bytes: append(append([]byte{}, caBlock.Bytes...), keyBlock.Bytes...)}),
+	} {
+		got, err := Certificates(append(append([]byte{}, odd...), cert...))
+		g.Expect(err).NotTo(HaveOccurred(), name)
+		g.Expect(got).To(Equal(cert), name)
+	}
 }

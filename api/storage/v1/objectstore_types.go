@@ -133,7 +133,7 @@ type MinIOOptions struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.versitygw) || self.type == 'Versitygw'",message="versitygw options need type: Versitygw"
 // +kubebuilder:validation:XValidation:rule="!has(self.iam) || self.type == 'IAM'",message="iam options need type: IAM"
 // +kubebuilder:validation:XValidation:rule="!has(self.minio) || self.type == 'MinIO'",message="minio options need type: MinIO"
-// +kubebuilder:validation:XValidation:rule="!has(self.caBundleRef) || self.endpoint.startsWith('https://')",message="caBundleRef needs an https:// endpoint: over http it would trust nothing"
+// +kubebuilder:validation:XValidation:rule="!has(self.caBundleRef) || (self.endpoint.startsWith('https://') && (!has(self.versitygw) || !has(self.versitygw.adminEndpoint) || self.versitygw.adminEndpoint.startsWith('https://')) && (!has(self.iam) || !has(self.iam.endpoint) || self.iam.endpoint.startsWith('https://')) && (!has(self.minio) || !has(self.minio.adminEndpoint) || self.minio.adminEndpoint.startsWith('https://')))",message="caBundleRef needs an https:// endpoint, and an https:// admin endpoint if one is set: over http it would trust nothing, and the admin API carries the keys Trellis makes"
 type ObjectStoreSpec struct {
 	// type is the store's software: S3 (default: any S3-compatible store;
 	// buckets and bucket settings), Versitygw (also scoped accounts for
@@ -184,10 +184,10 @@ type ObjectStoreSpec struct {
 	// caBundleRef names the PEM CA certificates that sign the store's
 	// certificates (a private CA), in a Secret or ConfigMap in the
 	// namespace of credentialsSecretRef. They are the only roots trusted
-	// for every https connection Trellis makes to this store, S3 and admin
-	// API alike, instead of the system's. Unset: the system's roots. Read
-	// at every store check, like the credentials; a BucketAccess Secret
-	// carries them as ca.crt.
+	// for every connection Trellis makes to this store, S3 and admin API
+	// alike, instead of the system's; each of them must be https. Unset:
+	// the system's roots. Read at every store check, like the credentials;
+	// a BucketAccess Secret carries them as ca.crt.
 	// +optional
 	CABundleRef CABundleReference `json:"caBundleRef,omitzero"`
 

@@ -72,9 +72,10 @@ func setupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 	storeEvents := make(chan event.TypedGenericEvent[*storagev1.ObjectStore])
 	bucketEvents := make(chan event.TypedGenericEvent[*storagev1.StorageBucket])
 	accessEvents := make(chan event.TypedGenericEvent[*storagev1.BucketAccess])
+	trustChanges := make(chan event.TypedGenericEvent[*storagev1.ObjectStore])
 
 	storeRec := mgr.GetEventRecorder("objectstore")
-	storeReconciler := store.New(mgr.GetClient(), storeRec, clients, storeEvents, opts.StorageSweepInterval > 0)
+	storeReconciler := store.New(mgr.GetClient(), storeRec, clients, storeEvents, trustChanges, opts.StorageSweepInterval > 0)
 	if err := storeReconciler.SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func setupWith(ctx context.Context, mgr ctrl.Manager, opts setup.Options, backen
 		return err
 	}
 	accessReconciler := access.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("bucketaccess"), access.Config{
-		Stores: clients, Namespaces: namespaces, StoreChecks: storeEvents, AccessEvents: accessEvents,
+		Stores: clients, Namespaces: namespaces, StoreChecks: storeEvents, AccessEvents: accessEvents, TrustChanges: trustChanges,
 	})
 	if err := accessReconciler.SetupWithManager(mgr, opts); err != nil {
 		return err

@@ -35,6 +35,9 @@ import (
 // that a store works only with the region it names.
 const tlsRegion = "eu-test-1"
 
+// httpsEndpoint is a store's https endpoint that no test connects to.
+const httpsEndpoint = "https://s3.example.com"
+
 // TestObjectStoreOverTLS: a versitygw serving S3 and its admin API over
 // TLS, with a certificate for 127.0.0.1 that a test CA signed. A store
 // naming that CA is Ready, its bucket is made, and a BucketAccess's Secret
@@ -135,6 +138,53 @@ func TestObjectStoreOverTLS(t *testing.T) {
 		deleteBucket(g, ns, "data")
 	})
 
+	t.Run("a new bundle reaches the BucketAccess Secrets at the store's next check", func(t *testing.T) {
+		// The platform team rotates the CA: the new one joins the bundle.
+		// The store stays Ready, so nothing the BucketAccess watches in it
+		// changes: the Secrets must follow the clients all the same, not
+		// at their next check (10 minutes), or an app keeps trusting only
+		// the old CA after the store's certificate is renewed.
+		g := NewWithT(t)
+		renewed, err := testenv.NewTestCA("renewed CA")
+		g.Expect(err).NotTo(HaveOccurred())
+		bundle := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: "tls-rotating-ca"}, Data: map[string]string{"ca.crt": string(ca.PEM)}}
+		create(bundle)
+		create(tlsStore("tls-rotating", configMap("tls-rotating-ca", "")))
+		eventuallyStore(g, "tls-rotating", "Reachable", "", timeout)
+		ns := newNamespace(t)
+		g.Expect(k8s.Create(ctx, newBucket(ns, "data", "tls-rotating"))).To(Succeed())
+		eventuallyReason(g, ns, "data", storagebucket.ReasonHealthy)
+		g.Expect(k8s.Create(ctx, newAccess(ns, "app", "data", "app-s3", storagev1.AccessReadWrite))).To(Succeed())
+		eventuallyAccessReason(g, ns, "app", bucketaccess.ReasonGranted)
+		g.Expect(secretOf(g, ns, "app-s3").Data).To(HaveKeyWithValue("ca.crt", ca.PEM))
+
+		both := append(append([]byte{}, ca.PEM...), renewed.PEM...)
+		bundle.Data["ca.crt"] = string(both)
+		g.Expect(k8s.Update(ctx, bundle)).To(Succeed())
+		store := &storagev1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "tls-rotating"}}
+		mergePatch(g, store, `{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"rotated"}}}`)
+		g.Eventually(func(g Gomega) string {
+			return string(secretOf(g, ns, "app-s3").Data["ca.crt"])
+		}, timeout, poll).Should(Equal(string(both)), "the Secret carries the bundle the store's clients trust")
+
+		// The same bundle again costs the Secret nothing.
+		mgrWrites.Reset()
+		mergePatch(g, store, `{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"unchanged"}}}`)
+		access := &storagev1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
+		mergePatch(g, access, `{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"unchanged"}}}`)
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(store), store)).To(Succeed())
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(access), access)).To(Succeed())
+			g.Expect(store.Status.LastHandledReconcileAt).To(Equal("unchanged"))
+			g.Expect(access.Status.LastHandledReconcileAt).To(Equal("unchanged"))
+		}, timeout, poll).Should(Succeed())
+		_, paths := mgrWrites.Writes()
+		g.Expect(paths).NotTo(ContainElement(ContainSubstring("/secrets/app-s3")))
+
+		deleteAccess(g, ns, "app")
+		deleteBucket(g, ns, "data")
+	})
+
 	t.Run("the bundle fixed, the store is Ready", func(t *testing.T) {
 		g := NewWithT(t)
 		cm := &corev1.ConfigMap{}
@@ -188,7 +238,8 @@ func workloadFromSecret(g Gomega, s *corev1.Secret) *minio.Client {
 }
 
 // TestCABundleNeedsHTTPS: the API server refuses a CA bundle on an http://
-// endpoint, where it would trust nothing.
+// endpoint, where it would trust nothing: the S3 endpoint's, and an admin
+// API's served apart, which carries the keys Trellis makes.
 func TestCABundleNeedsHTTPS(t *testing.T) {
 	g := NewWithT(t)
 	store := newStore("ca-over-http", credsSecret)
@@ -196,8 +247,30 @@ func TestCABundleNeedsHTTPS(t *testing.T) {
 	err := k8s.Create(context.Background(), store)
 	g.Expect(err).To(MatchError(ContainSubstring("caBundleRef needs an https:// endpoint")))
 
+	for name, admin := range map[string]func(*storagev1.ObjectStoreSpec){
+		"versitygw": func(s *storagev1.ObjectStoreSpec) {
+			s.Type, s.Versitygw = storagev1.StoreTypeVersitygw, &storagev1.VersitygwOptions{AdminEndpoint: "http://s3.example.com:7071"}
+		},
+		"iam": func(s *storagev1.ObjectStoreSpec) {
+			s.Type, s.IAM = storagev1.StoreTypeIAM, &storagev1.IAMOptions{Endpoint: "http://iam.example.com"}
+		},
+		"minio": func(s *storagev1.ObjectStoreSpec) {
+			s.Type, s.MinIO = storagev1.StoreTypeMinIO, &storagev1.MinIOOptions{AdminEndpoint: "http://s3.example.com:9001"}
+		},
+	} {
+		t.Run("admin API over http, "+name, func(t *testing.T) {
+			g := NewWithT(t)
+			store := newStore("ca-admin-over-http", credsSecret)
+			store.Spec.Endpoint = httpsEndpoint
+			store.Spec.CABundleRef = storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: "ca"}
+			admin(&store.Spec)
+			err := k8s.Create(context.Background(), store, client.DryRunAll)
+			g.Expect(err).To(MatchError(ContainSubstring("caBundleRef needs an https:// endpoint")))
+		})
+	}
+
 	store.Spec.CABundleRef.Kind = "Pod"
-	store.Spec.Endpoint = "https://s3.example.com"
+	store.Spec.Endpoint = httpsEndpoint
 	err = k8s.Create(context.Background(), store)
 	g.Expect(err).To(MatchError(ContainSubstring(`Unsupported value: "Pod"`)))
 }

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -129,7 +130,7 @@ func TestReconcilingAgainWritesNothing(t *testing.T) {
 	f := storagetest.NewFixture(storagetest.OpenNamespace(), storagetest.StoreCredentials(), newStore, storagetest.Bucket(), storagetest.Access())
 	// What the three share in the manager (setupWith).
 	clients, namespaces, schedule := f.Stores(), stores.NewNamespaceLabels(f.API.APIReader), storagebucket.NewSchedule()
-	objectStores := objectstore.New(f.C, f.Rec, clients, nil, false)
+	objectStores := objectstore.New(f.C, f.Rec, clients, nil, nil, false)
 	buckets := storagebucket.New(f.C, f.Rec, storagebucket.Config{Stores: clients, Namespaces: namespaces, Schedule: schedule,
 		StoreChecks: f.StoreChecks, AccessEvents: make(chan event.TypedGenericEvent[*storagev1.BucketAccess], 10)})
 	accesses := bucketaccess.New(f.C, f.API.APIReader, f.Rec, bucketaccess.Config{Stores: clients, Namespaces: namespaces, StoreChecks: f.StoreChecks})
@@ -159,4 +160,59 @@ func TestReconcilingAgainWritesNothing(t *testing.T) {
 	g.Expect(f.API.Writes()).To(BeEmpty())
 	g.Expect(f.S3.Calls[len(f.S3.Calls)-3:]).To(Equal([]string{"Ping", "BucketExists", "Policy"}),
 		"one request per check: the store's, the bucket's, the grant's")
+}
+
+// TestCABundleInTheSecretFollowsTheStore: a store's CA bundle is in its
+// BucketAccess Secret as ca.crt; checked again with the same bundle,
+// nothing is written; without caBundleRef any more, ca.crt leaves the
+// Secret, so an app does not keep trusting a CA the platform team took
+// back.
+func TestCABundleInTheSecretFollowsTheStore(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	ca, err := testenv.NewTestCA("test CA")
+	g.Expect(err).NotTo(HaveOccurred())
+	newStore := storagetest.ReadyStore(true)
+	newStore.Finalizers, newStore.Status = nil, storagev1.ObjectStoreStatus{}
+	newStore.Spec.Endpoint = httpsEndpoint
+	newStore.Spec.CABundleRef = storagev1.CABundleReference{Kind: storagev1.CABundleConfigMap, Name: "ca", Key: "ca.crt"}
+	bundle := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: storagetest.ManagerNS, Name: "ca"}, Data: map[string]string{"ca.crt": string(ca.PEM)}}
+	f := storagetest.NewFixture(storagetest.OpenNamespace(), storagetest.StoreCredentials(), bundle, newStore, storagetest.Bucket(), storagetest.Access())
+	clients, namespaces, schedule := f.Stores(), stores.NewNamespaceLabels(f.API.APIReader), storagebucket.NewSchedule()
+	objectStores := objectstore.New(f.C, f.Rec, clients, nil, nil, false)
+	buckets := storagebucket.New(f.C, f.Rec, storagebucket.Config{Stores: clients, Namespaces: namespaces, Schedule: schedule,
+		StoreChecks: f.StoreChecks, AccessEvents: make(chan event.TypedGenericEvent[*storagev1.BucketAccess], 10)})
+	accesses := bucketaccess.New(f.C, f.API.APIReader, f.Rec, bucketaccess.Config{Stores: clients, Namespaces: namespaces, StoreChecks: f.StoreChecks})
+	bucketKey := types.NamespacedName{Namespace: storagetest.NS, Name: "assets"}
+	reconcileAll := func() {
+		_, err := objectStores.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: storagetest.Store}})
+		g.Expect(err).NotTo(HaveOccurred())
+		schedule.CheckNow(bucketKey)
+		_, err = buckets.Reconcile(ctx, ctrl.Request{NamespacedName: bucketKey})
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = accesses.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: storagetest.NS, Name: storagetest.AccessName}})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	f.S3.OwnerTag = s3.Owner{UID: storagetest.BucketUID, Namespace: storagetest.NS, NamespaceUID: storagetest.NSUID}
+	secret := func() map[string][]byte {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: storagetest.NS, Name: storagetest.Access().Spec.SecretName}}
+		g.Expect(f.Read(g, s)).To(BeTrue())
+		return s.Data
+	}
+
+	reconcileAll()
+	g.Expect(secret()).To(HaveKeyWithValue("ca.crt", ca.PEM))
+	f.API.ForgetWrites()
+	f.S3.Exists = true
+	reconcileAll()
+	g.Expect(f.API.Writes()).To(BeEmpty(), "the same bundle writes nothing")
+
+	store := &storagev1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: storagetest.Store}}
+	g.Expect(f.Read(g, store)).To(BeTrue())
+	store.Spec.CABundleRef = storagev1.CABundleReference{}
+	store.Generation++
+	g.Expect(f.C.Update(ctx, store)).To(Succeed())
+	reconcileAll()
+	g.Expect(secret()).NotTo(HaveKey("ca.crt"), "no bundle, no ca.crt")
+	g.Expect(secret()).To(HaveKey("AWS_SECRET_ACCESS_KEY"), "the rest stays")
 }

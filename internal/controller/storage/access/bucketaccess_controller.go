@@ -102,6 +102,8 @@ type Reconciler struct {
 	storeChecks stores.StoreChecks
 	// accessEvents carries requests to look now (a bucket policy rewritten).
 	accessEvents <-chan event.TypedGenericEvent[*storagev1.BucketAccess]
+	// trustChanges carries stores whose CA bundle changed, for the Secrets.
+	trustChanges <-chan event.TypedGenericEvent[*storagev1.ObjectStore]
 	now          func() time.Time
 }
 
@@ -115,6 +117,9 @@ type Config struct {
 	// AccessEvents carries the StorageBucket controller's requests to look
 	// now (a bucket policy rewritten).
 	AccessEvents <-chan event.TypedGenericEvent[*storagev1.BucketAccess]
+	// TrustChanges carries the ObjectStore controller's stores whose
+	// clients trust a new CA bundle, which their accesses' Secrets carry.
+	TrustChanges <-chan event.TypedGenericEvent[*storagev1.ObjectStore]
 }
 
 // New is the BucketAccess reconciler; uncached reads Secrets past the cache.
@@ -122,7 +127,7 @@ func New(c client.Client, uncached client.Reader, rec recorder.EventRecorder, cf
 	return &Reconciler{
 		client: c, recorder: rec, children: children.Clients{Cached: c, Uncached: uncached},
 		status: status.NewPatcher(c, rec, func(a *storagev1.BucketAccess) *storagev1.BucketAccessStatus { return &a.Status }, accessStatusEvents...),
-		stores: cfg.Stores, namespaces: cfg.Namespaces, storeChecks: cfg.StoreChecks, accessEvents: cfg.AccessEvents, now: time.Now,
+		stores: cfg.Stores, namespaces: cfg.Namespaces, storeChecks: cfg.StoreChecks, accessEvents: cfg.AccessEvents, trustChanges: cfg.TrustChanges, now: time.Now,
 	}
 }
 
@@ -139,9 +144,10 @@ func (r *Reconciler) Status() *status.Patcher[*storagev1.BucketAccess, storagev1
 
 // SetupWithManager watches BucketAccesses (spec changes and the start of a
 // deletion), their StorageBucket's state (claimed, being deleted, gone), their
-// store's Ready condition, and requests from the StorageBucket controller
-// when it rewrote a bucket's policy. Secrets are not watched: that needs a
-// cluster-wide watch on Secrets; a periodic check stands in for it.
+// store's Ready condition and CA bundle (trustChanges), and requests from
+// the StorageBucket controller when it rewrote a bucket's policy. Secrets
+// are not watched: that needs a cluster-wide watch on Secrets; a periodic
+// check stands in for it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(accessController).
@@ -149,6 +155,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts setup.Options) erro
 		Watches(&storagev1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfBucket), builder.WithPredicates(bucketStateChanged)).
 		Watches(&storagev1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfStore), builder.WithPredicates(stores.StoreReadyChanged)).
 		WatchesRawSource(source.Channel(r.accessEvents, &handler.TypedEnqueueRequestForObject[*storagev1.BucketAccess]{})).
+		WatchesRawSource(source.Channel(r.trustChanges, handler.TypedEnqueueRequestsFromMapFunc(
+			func(ctx context.Context, store *storagev1.ObjectStore) []reconcile.Request {
+				return r.accessesOfStore(ctx, store)
+			}))).
 		WithOptions(opts.ControllerOptions()).
 		Complete(r)
 }

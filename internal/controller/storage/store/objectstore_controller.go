@@ -6,6 +6,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -68,7 +69,9 @@ type ObjectStoreReconciler struct {
 	// storeEvents carries requests for an immediate check from bucket checks
 	// that found the store not answering.
 	storeEvents <-chan event.TypedGenericEvent[*storagev1.ObjectStore]
-	now         func() time.Time
+	// trustChanges tells the BucketAccess controller of a new CA bundle.
+	trustChanges stores.TrustChanges
+	now          func() time.Time
 	// sweeps: the sweep.Sweeper runs, so each store's sweep series start at 0.
 	sweeps bool
 }
@@ -76,11 +79,12 @@ type ObjectStoreReconciler struct {
 // New is the ObjectStore reconciler. clients are the stores' clients the
 // storage kinds share; storeEvents carries the requests of StorageBucket and
 // BucketAccess checks (and of the sweep) that found a store not answering;
+// trustChanges is told of a store whose check passed with a new CA bundle;
 // sweeps says whether the sweep runs.
 func New(c client.Client, rec recorder.EventRecorder, clients *stores.Clients,
-	storeEvents <-chan event.TypedGenericEvent[*storagev1.ObjectStore], sweeps bool) *ObjectStoreReconciler {
+	storeEvents <-chan event.TypedGenericEvent[*storagev1.ObjectStore], trustChanges stores.TrustChanges, sweeps bool) *ObjectStoreReconciler {
 	return &ObjectStoreReconciler{
-		client: c, recorder: rec, stores: clients, storeEvents: storeEvents, now: time.Now, sweeps: sweeps,
+		client: c, recorder: rec, stores: clients, storeEvents: storeEvents, trustChanges: trustChanges, now: time.Now, sweeps: sweeps,
 		status: status.NewPatcher(c, rec, func(s *storagev1.ObjectStore) *storagev1.ObjectStoreStatus { return &s.Status }, storeStatusEvents...),
 	}
 }
@@ -224,12 +228,18 @@ func (r *ObjectStoreReconciler) check(ctx context.Context, store *storagev1.Obje
 			Message: fmt.Sprintf("%v; no namespace may use the store until it is fixed", err)}
 		return outcome.Outcome{}
 	}
+	trusted, kept := r.stores.KeptCABundle(store.Name)
 	c, checkErr := r.stores.Refresh(ctx, store)
 	if checkErr == nil {
 		checkErr = c.Ping(ctx)
 	}
 	stores.Up.WithLabelValues(store.Name).Set(boolGauge(checkErr == nil))
 	if checkErr == nil {
+		if now, _ := r.stores.KeptCABundle(store.Name); kept && !bytes.Equal(now, trusted) {
+			// A rotated CA: the store may stay Ready, and its BucketAccess
+			// Secrets must not wait for their own check to carry it.
+			r.trustChanges.Tell(ctx, store)
+		}
 		obs.found = &conditions.Summary{Progress: conditions.Done, Reason: ReasonReachable, Message: "the store answers and accepts the credentials"}
 		return outcome.RequeueAfter(setup.Jitter(storeCheckInterval))
 	}

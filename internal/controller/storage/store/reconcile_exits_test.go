@@ -49,7 +49,7 @@ func newFixture(objs ...client.Object) *fixture {
 
 // reconciler is the ObjectStore reconciler on the fixture.
 func (f *fixture) reconciler() *ObjectStoreReconciler {
-	return New(f.api.Client, f.rec, f.clients, nil, false)
+	return New(f.api.Client, f.rec, f.clients, nil, nil, false)
 }
 
 // connect makes the store's client, as an earlier reconcile would have.

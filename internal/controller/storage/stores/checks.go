@@ -22,3 +22,20 @@ func (c StoreChecks) Request(ctx context.Context, store *storagev1.ObjectStore) 
 	case <-ctx.Done():
 	}
 }
+
+// TrustChanges tells the BucketAccess controller that a store's clients
+// trust another CA bundle since its last check: its BucketAccess Secrets
+// carry the bundle (ca.crt), and nothing they watch changes with it (the
+// store stays Ready). A nil TrustChanges tells no one.
+type TrustChanges chan<- event.TypedGenericEvent[*storagev1.ObjectStore]
+
+// Tell queues the store's BucketAccesses, or gives up when ctx ends first.
+func (c TrustChanges) Tell(ctx context.Context, store *storagev1.ObjectStore) {
+	if c == nil {
+		return
+	}
+	select {
+	case c <- event.TypedGenericEvent[*storagev1.ObjectStore]{Object: store}:
+	case <-ctx.Done():
+	}
+}

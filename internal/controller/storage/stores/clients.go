@@ -239,6 +239,16 @@ func (s *Clients) CABundle(ctx context.Context, store *storagev1.ObjectStore) ([
 	return c.caBundle, err
 }
 
+// KeptCABundle returns the PEM certificates the store's kept clients trust
+// (nil: the system's roots), and whether clients of the store are kept;
+// unlike CABundle it builds none.
+func (s *Clients) KeptCABundle(store string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.clients[store]
+	return c.caBundle, ok
+}
+
 // HasAccounts reports whether the store's type has an account driver
 // (accountDrivers).
 func HasAccounts(store *storagev1.ObjectStore) bool {

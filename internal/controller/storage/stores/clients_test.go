@@ -228,8 +228,9 @@ func TestStoresReadTheCABundle(t *testing.T) {
 }
 
 // TestStoresRebuildOnANewCABundle: a change of the bundle's content
-// rebuilds the store's clients at the next check, and the BucketAccess
-// Secrets get the new bundle; the same content keeps them.
+// rebuilds the store's clients at the next check, and CABundle (what the
+// BucketAccess Secrets carry) is the new bundle; the same content keeps
+// them. That the Secrets follow is TestObjectStoreOverTLS's.
 func TestStoresRebuildOnANewCABundle(t *testing.T) {
 	g := NewWithT(t)
 	ca, err := testenv.NewTestCA("test CA")
