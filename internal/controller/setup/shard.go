@@ -31,7 +31,8 @@ func ShardPredicate(m *shard.Member, p predicate.Predicate) predicate.Predicate 
 // object of its kind (newObject) that carries the drain label has the shard
 // and drain labels removed, conditionally on the version read, and is not
 // reconciled: the sharder's webhook then gives it to its next shard, and
-// this shard's cache, which selects the shard label, lets it go. Anything
+// this shard's cache, which selects the shard label, lets it go. If the
+// webhook gives it back to this shard, r reconciles it at once. Anything
 // else is reconciled by r. Off a shard it is r.
 func ShardReconciler(m *shard.Member, controller string, c client.Client, newObject func() client.Object, r reconcile.Reconciler) reconcile.Reconciler {
 	if m == nil {
@@ -70,6 +71,14 @@ func (d *drainer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("handing %s on to the next shard: %w", req.NamespacedName, err)
+	}
+	if obj.GetLabels()[d.member.ShardLabel()] == d.member.Shard {
+		// The webhook gave it straight back: the ring still hashes it here
+		// (someone else set the drain label). The write that set the label
+		// may have changed the spec too, and the label's removal is no
+		// generation change, so no later event would bring it back.
+		log.FromContext(ctx).Info("Drained, and handed back to this shard: reconciling it", "ring", d.member.Ring)
+		return d.next.Reconcile(ctx, req)
 	}
 	log.FromContext(ctx).Info("Drained: handed on to the ring's next shard", "ring", d.member.Ring)
 	return ctrl.Result{}, nil

@@ -137,6 +137,7 @@ func startRingShard(g Gomega, cfg *rest.Config, scheme *k8sruntime.Scheme, write
 type ring struct {
 	g          Gomega
 	ctx        context.Context
+	cfg        *rest.Config // the API server's administrator
 	c          client.Client
 	scheme     *k8sruntime.Scheme
 	managerCfg *rest.Config
@@ -255,7 +256,7 @@ func startRing(t *testing.T) *ring {
 	managerCfg, err := testenv.AsManager(ctx, cfg, c)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(testenv.AllowLeases(ctx, c)).To(Succeed())
-	r := &ring{g: g, ctx: ctx, c: c, scheme: scheme, managerCfg: managerCfg, ns: "ring", shards: map[string]*ringShard{}}
+	r := &ring{g: g, ctx: ctx, cfg: cfg, c: c, scheme: scheme, managerCfg: managerCfg, ns: "ring", shards: map[string]*ringShard{}}
 	t.Cleanup(func() {
 		for _, s := range r.shards {
 			_ = s.stop() // a shard cut off ends with "leader election lost"
