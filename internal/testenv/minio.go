@@ -56,10 +56,14 @@ func HaveMinIO() bool {
 // suite that shares one among its tests; stop ends it.
 func RunMinIO(dir string) (*MinIO, func(), error) {
 	m := &MinIO{AccessKey: "minioadmin" + randomHex(4), SecretKey: randomHex(20)}
-	addr := "127.0.0.1:" + strconv.Itoa(freePort())
+	ports, err := freePorts(2) // two distinct ports, as for SeaweedFS
+	if err != nil {
+		return nil, nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	m.Endpoint = "http://" + addr
 	cmd := exec.Command(minioBin(), "server", "--quiet", "--address", addr,
-		"--console-address", "127.0.0.1:"+strconv.Itoa(freePort()), filepath.Join(dir, "data"))
+		"--console-address", "127.0.0.1:"+strconv.Itoa(ports[1]), filepath.Join(dir, "data"))
 	// The root user, out of argv; no console, no update checks.
 	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+m.AccessKey, "MINIO_ROOT_PASSWORD="+m.SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "HOME="+dir)

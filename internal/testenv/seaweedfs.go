@@ -77,7 +77,17 @@ func HaveSeaweedFS() bool {
 // dir, for a suite that shares one among its tests; stop ends it.
 func RunSeaweedFS(dir string) (*SeaweedFS, func(), error) {
 	s := &SeaweedFS{AccessKey: "seaweedadmin" + randomHex(4), SecretKey: randomHex(20)}
-	port := func() string { return strconv.Itoa(freePort()) }
+	// All eight at once: ports taken one by one, each closed before the
+	// next, can come back the same (the S3 port and its gRPC port once did).
+	ports, err := freePorts(8)
+	if err != nil {
+		return nil, nil, err
+	}
+	port := func() string {
+		p := ports[0]
+		ports = ports[1:]
+		return strconv.Itoa(p)
+	}
 	s3Port := port()
 	s.Endpoint = "http://127.0.0.1:" + s3Port
 	args := []string{

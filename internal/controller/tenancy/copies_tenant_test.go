@@ -156,9 +156,12 @@ func TestTenantCopies(t *testing.T) {
 		g := NewWithT(t)
 		own := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "cps-b", Name: "settings"}, Data: map[string]string{"a": "the team's"}}
 		g.Expect(k8s.Create(ctx, own)).To(Succeed())
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "cps"}, tenant)).To(Succeed())
-		tenant.Spec.Copies = append(tenant.Spec.Copies, copyItem(tenancyv1.CopyConfigMap, "settings", "cps-src", "settings"))
-		g.Expect(operator.Update(ctx, tenant)).To(Succeed())
+		// Read again on a conflict: the manager writes the Tenant's status meanwhile.
+		g.Eventually(func() error {
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "cps"}, tenant)).To(Succeed())
+			tenant.Spec.Copies = append(tenant.Spec.Copies, copyItem(tenancyv1.CopyConfigMap, "settings", "cps-src", "settings"))
+			return operator.Update(ctx, tenant)
+		}, timeout, interval).Should(Succeed())
 		expectConfigMapCopy(g, "cps-a", "settings", map[string]string{"a": "from the source"})
 		g.Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "cps"}, tenant)).To(Succeed())
@@ -176,9 +179,11 @@ func TestTenantCopies(t *testing.T) {
 
 	t.Run("removing an item removes its copies, and nothing else", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "cps"}, tenant)).To(Succeed())
-		tenant.Spec.Copies = tenant.Spec.Copies[:1] // the Secret alone
-		g.Expect(operator.Update(ctx, tenant)).To(Succeed())
+		g.Eventually(func() error {
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "cps"}, tenant)).To(Succeed())
+			tenant.Spec.Copies = tenant.Spec.Copies[:1] // the Secret alone
+			return operator.Update(ctx, tenant)
+		}, timeout, interval).Should(Succeed())
 		for _, ns := range []string{"cps-a", "cps-b", "cps-extra"} {
 			g.Eventually(func() bool {
 				return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ca-bundle"}, &corev1.ConfigMap{}))
