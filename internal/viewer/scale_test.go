@@ -37,7 +37,7 @@ func TestSiteMemoryIsLinear(t *testing.T) {
 		for _, name := range st.order {
 			g.Expect(st.render(st.pages[name])).To(Succeed())
 		}
-		st.searchIndex()
+		st.indexSearch()
 		return st
 	})
 	cached := 0
@@ -89,7 +89,7 @@ func TestSearchWaitsForTheIndexBriefly(t *testing.T) {
 		g.Expect(st.index).To(BeNil(), "the search built no index")
 		g.Expect(safetyProblemsOfPage(rec.Body.String())).To(BeEmpty())
 
-		st.searchIndex()
+		st.indexSearch()
 		rec = httptest.NewRecorder()
 		s.serveSearch(rec, httptest.NewRequest(http.MethodGet, "/search?q=install", nil), st)
 		g.Expect(rec.Code).To(Equal(http.StatusOK))
@@ -155,4 +155,40 @@ func renderedBody(g Gomega, text string) []byte {
 	r, err := renderMarkdown([]byte(body))
 	g.Expect(err).NotTo(HaveOccurred())
 	return r.HTML
+}
+
+// TestALongSummaryIsKeptOnce: a SUMMARY.md of 40,000 links among 128 pages
+// (a 1 MiB view's worth) is kept once, in the site's navigation, not in each
+// page: each page cost its size (about 500 MiB in all) when every page
+// held the whole navigation.
+func TestALongSummaryIsKeptOnce(t *testing.T) {
+	g := NewWithT(t)
+	files := map[string]string{}
+	var summary strings.Builder
+	summary.WriteString("# Summary\n\n")
+	for i := range 128 {
+		files[fmt.Sprintf("p%03d.md", i)] = fmt.Sprintf("# Page %d\n\nText.\n", i)
+	}
+	for i := range 40_000 {
+		fmt.Fprintf(&summary, "- [%d](p%03d.md)\n", i, i%128)
+	}
+	files["SUMMARY.md"] = summary.String()
+	s, _ := newTestServer(files)
+	st, err := s.site(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	cached := 0
+	for _, name := range st.order {
+		p := st.pages[name]
+		g.Expect(st.render(p)).To(Succeed())
+		if name != SummaryFile { // a page too, of its own size
+			cached += len(p.html)
+		}
+	}
+	nav, err := st.navigation()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("SUMMARY.md %d bytes; navigation %d bytes, kept once; pages' HTML %d bytes", summary.Len(), len(nav.html), cached)
+	g.Expect(cached).To(BeNumerically("<", 128*2<<10), "about 1 KiB of template and the page's own HTML each")
+
+	body := do(s, http.MethodGet, "/p005.md").Body.String()
+	g.Expect(strings.Count(body, `<li class="depth-0 active"><a href="/p005.md">`)).To(Equal(40_000/128 + 1))
 }

@@ -162,7 +162,7 @@ func (s *Server) warm(st *site) {
 		_ = st.render(st.pages[name]) // an error is logged when the page is asked for
 	}
 	if s.current.Load() == st {
-		st.searchIndex()
+		st.indexSearch()
 	}
 }
 

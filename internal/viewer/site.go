@@ -265,10 +265,10 @@ func (n *siteNav) len(current string) int {
 	return len(n.html) + len(n.active[current])*len(activeClass)
 }
 
-// searchIndex returns the site's index, building it on first use from every
-// page but SUMMARY.md, which is navigation (rendering those not viewed yet).
-// The warm-up calls it; a search waits for it with indexWithin.
-func (st *site) searchIndex() *searchIndex {
+// indexSearch builds the site's search index, once, from every page but
+// SUMMARY.md, which is navigation (rendering those not viewed yet). The
+// warm-up calls it; a search waits for it with indexWithin.
+func (st *site) indexSearch() {
 	st.indexOnce.Do(func() {
 		defer close(st.indexReady)
 		pages := make([]indexPage, 0, len(st.order))
@@ -284,7 +284,6 @@ func (st *site) searchIndex() *searchIndex {
 		}
 		st.index = buildIndex(pages)
 	})
-	return st.index
 }
 
 // indexWithin returns the site's index if it is built within wait, else
