@@ -273,7 +273,7 @@ func (b *bench) gitSiteRows(res gitSiteResult) {
 	b.add(row{Scenario: "same", Figure: "the first search: time to results (the index built)", Value: res.firstResults.Seconds(), Unit: "s", Target: "report", Met: true})
 	b.add(row{Scenario: "same", Figure: "viewer RSS, every page rendered and searched", Value: res.viewerRSS / mib, Unit: "MiB", Target: "report", Met: true})
 	b.add(row{Scenario: "same", Figure: "viewer peak RSS", Value: res.viewerPeak / mib, Unit: "MiB",
-		Target: "≤ 128 MiB (its default limit)", Met: res.viewerPeak <= 128*mib})
+		Target: "≤ 128 MiB (its default limit)", Met: res.viewerPeak <= viewerMemoryLimit})
 	small, big := res.small, res.big
 	b.add(row{Scenario: "same", Figure: "manager live heap: 3 pages (floor: no site)", Value: small.heap / mib, Unit: "MiB", Floor: res.before.heap / mib, Target: "report", Met: true})
 	b.add(row{Scenario: "same", Figure: "manager live heap, this site (floor: 3 pages)", Value: big.heap / mib, Unit: "MiB", Floor: small.heap / mib,
@@ -470,10 +470,15 @@ func (g *gitSite) load() (searches, pages []time.Duration, firstAnswer, firstRes
 	return searches, pages, firstAnswer, firstResults, nil
 }
 
+// viewerMemoryLimit is the viewer container's default memory limit.
+const viewerMemoryLimit = 128 << 20
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // viewerProc is bin/viewer serving the artifact its file names, as a pod
-// runs it (--artifact), on loopback.
+// runs it (--artifact), on loopback. In its pod the viewer sets its soft
+// memory limit to 90% of the container's (128 Mi by default); here, with no
+// container, GOMEMLIMIT sets the same.
 type viewerProc struct {
 	cmd *exec.Cmd
 	url string
@@ -488,6 +493,7 @@ func (b *bench) startViewer(file string) (*viewerProc, error) {
 	v := &viewerProc{url: "http://" + addr,
 		cmd: exec.Command(filepath.Join(b.bin, "viewer"), "--artifact="+file, "--addr="+addr)}
 	v.cmd.Stdout, v.cmd.Stderr = logFile, logFile
+	v.cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%d", viewerMemoryLimit*9/10))
 	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := v.cmd.Start(); err != nil {
 		return nil, err
