@@ -22,6 +22,7 @@ import (
 	"github.com/trellis-dev/trellis/internal/controller/tenancy"
 	"github.com/trellis-dev/trellis/internal/controller/view"
 	"github.com/trellis-dev/trellis/internal/manager"
+	"github.com/trellis-dev/trellis/internal/memlimit"
 	"github.com/trellis-dev/trellis/internal/version"
 )
 
@@ -45,7 +46,7 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
-	if limit := manager.ApplyMemoryLimit(); limit > 0 {
+	if limit := memlimit.Apply(); limit > 0 {
 		log.Info("Go soft memory limit set to 90% of the container's", "bytes", limit)
 	}
 

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trellis-dev/trellis/internal/memlimit"
 	"github.com/trellis-dev/trellis/internal/version"
 	"github.com/trellis-dev/trellis/internal/viewer"
 )
@@ -45,6 +46,11 @@ func main() {
 		return
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	// A site's pages, index and the next version being built share the
+	// pod's limit (128 Mi by default): collect harder near it.
+	if limit := memlimit.Apply(); limit > 0 {
+		log.Info("Go soft memory limit set to 90% of the container's", "bytes", limit)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

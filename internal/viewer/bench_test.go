@@ -79,7 +79,7 @@ func warmed(b *testing.B, s *Server) {
 			b.Fatal(err)
 		}
 	}
-	st.searchIndex()
+	st.indexSearch()
 }
 
 // BenchmarkSearch runs each query of benchsite.Queries on a built index and
@@ -115,7 +115,7 @@ func BenchmarkBuildSite(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				st.searchIndex()
+				st.indexSearch()
 				return st
 			}
 			b.ReportAllocs()

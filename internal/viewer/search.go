@@ -283,6 +283,9 @@ type Results struct {
 	Total   int // sections that matched; Hits holds at most maxResults
 	Hits    []Hit
 	Skipped int // pages not indexed (maxIndexedBytes)
+	// Building says the index is not ready: Read of Pages pages are read.
+	Building    bool
+	Read, Pages int
 }
 
 // Search finds the sections that contain every term of q, best first.

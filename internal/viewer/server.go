@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,7 +35,9 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'se
 // styles and data: images aside), and a sandbox with a unique origin.
 const assetPolicy = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox; frame-ancestors 'none'"
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+// pageTemplate is a whole page; its parts "head" and "tail" go either side
+// of the navigation, which a site writes once for all its pages (siteNav).
+var pageTemplate = template.Must(template.New("page").Parse(`{{define "head"}}<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -49,7 +52,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <input type="search" name="q" value="{{.Query}}" placeholder="Search" aria-label="Search the site" maxlength="256">
 <button type="submit">Search</button>
 </form>
-{{.NavHTML}}
+{{end}}{{define "tail"}}
 </nav>
 <main class="content">
 {{- if .TOC}}
@@ -65,7 +68,9 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{- with .Search}}
 <article class="search-results">
 <h1>Search</h1>
-{{- if .Query}}
+{{- if .Building}}
+<p class="summary">The site has just changed and its search index is being built: {{.Read}} of {{.Pages}} pages read. Try again in a few seconds.</p>
+{{- else if .Query}}
 <p class="summary">{{.Total}} {{if eq .Total 1}}section matches{{else}}sections match{{end}} “{{.Query}}”{{if gt .Total (len .Hits)}}; the best {{len .Hits}} are shown{{end}}.</p>
 {{- else}}
 <p class="summary">Type words to find; Chinese, Japanese and Korean text is found too.</p>
@@ -91,29 +96,11 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 </main>
 </body>
 </html>
-`))
-
-// navTemplate is the site's navigation, Current marked active. It is
-// executed once per page and version (and once for the search page), not
-// per request.
-var navTemplate = template.Must(template.New("nav").Parse(`<ol>
-{{- range .Nav}}
-{{- if .Rule}}<li class="rule" role="separator"></li>
-{{- else if .Part}}<li class="part">{{.Title}}</li>
-{{- else if .File}}<li class="depth-{{.Depth}}{{if eq .File $.Current}} active{{end}}"><a href="/{{.File}}">{{.Title}}</a></li>
-{{- else}}<li class="depth-{{.Depth}} draft">{{.Title}}</li>
-{{- end}}
-{{- end}}
-</ol>`))
-
-type navData struct {
-	Nav     []NavItem
-	Current string
-}
+{{end}}{{template "head" .}}{{.NavHTML}}{{template "tail" .}}`))
 
 type pageData struct {
 	Title   string
-	NavHTML template.HTML // navTemplate's output
+	NavHTML template.HTML // for "page" only: the parts leave it out
 	Query   string
 	TOC     []tocEntry
 	Body    template.HTML
@@ -175,7 +162,7 @@ func (s *Server) warm(st *site) {
 		_ = st.render(st.pages[name]) // an error is logged when the page is asked for
 	}
 	if s.current.Load() == st {
-		st.searchIndex()
+		st.indexSearch()
 	}
 }
 
@@ -274,33 +261,51 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, st *site, p *
 		return
 	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	_, _ = w.Write(p.html)
+	h.Set("Content-Length", strconv.Itoa(st.pageLen(p)))
+	st.writePage(w, p)
 }
+
+// searchWait is how long a search waits for the index of a site that has
+// just changed. The warm-up builds it in the background (every page
+// rendered: seconds for thousands of pages); a search does not wait for all
+// of that, nor past the server's write timeout, but answers "not ready yet"
+// with a 503 and Retry-After, as for any service still starting.
+const searchWait = 3 * time.Second
 
 func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request, st *site) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	res := Results{Query: q}
+	status := http.StatusOK
 	if q != "" {
-		res = st.searchIndex().Search(q)
+		if ix := st.indexWithin(r.Context(), searchWait); ix != nil {
+			res = ix.Search(q)
+		} else {
+			res.Building, res.Read, res.Pages = true, int(st.rendered.Load()), len(st.order)
+			status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", "2")
+		}
 	}
 	title := "Search"
 	if q != "" {
 		title = "Search: " + q
 	}
-	nav, err := st.searchNav()
-	if err != nil {
-		s.log.Error("executing template", "err", err)
-		http.Error(w, "cannot show the results", http.StatusInternalServerError)
-		return
-	}
+	nav, err := st.navigation()
 	var buf bytes.Buffer
-	if err := pageTemplate.Execute(&buf, pageData{Title: title, NavHTML: nav, Query: q, Search: &res}); err != nil {
+	if err == nil {
+		data := pageData{Title: title, Query: q, Search: &res}
+		if err = pageTemplate.ExecuteTemplate(&buf, "head", data); err == nil {
+			nav.write(&buf, "")
+			err = pageTemplate.ExecuteTemplate(&buf, "tail", data)
+		}
+	}
+	if err != nil {
 		s.log.Error("executing template", "err", err)
 		http.Error(w, "cannot show the results", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
 

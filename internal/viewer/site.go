@@ -2,18 +2,29 @@ package viewer
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"hash/fnv"
 	"html/template"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // site is everything served for one content version. It is built when a
 // request first sees the version, and shared by all requests until the
-// version changes: pages are rendered once each (on first view) and the
-// search index is built once (on first search).
+// version changes: pages are rendered once each (on first view, or by the
+// warm-up) and the search index is built once (by the warm-up, or on
+// first search).
+//
+// What it keeps grows with the site, not faster: each page keeps its own
+// HTML (with its contents) and its sections' text for the index; the
+// navigation, which lists every page, is kept once and written into each
+// page as it is served.
 type site struct {
 	version  string
 	revision string // shown in each page's footer, when set
@@ -28,12 +39,15 @@ type site struct {
 	// rejected lists assets whose content is not what their name says.
 	rejected []string
 
-	indexOnce sync.Once
-	index     *searchIndex
+	navigationOnce sync.Once
+	navigationHTML *siteNav
+	navigationErr  error
 
-	searchNavOnce sync.Once
-	searchNavHTML template.HTML
-	searchNavErr  error
+	// rendered counts the pages rendered, for the search page's progress.
+	rendered   atomic.Int32
+	indexOnce  sync.Once
+	index      *searchIndex
+	indexReady chan struct{} // closed once index is set
 }
 
 // sitePage is one page, rendered on first use.
@@ -43,9 +57,11 @@ type sitePage struct {
 
 	once     sync.Once
 	rendered *Rendered // its HTML is dropped once in html; headings and sections stay
-	html     []byte    // the whole document
-	etag     string
-	err      error
+	// html is the document without the navigation, which goes at navAt.
+	html  []byte
+	navAt int
+	etag  string
+	err   error
 }
 
 // siteAsset is an image served as it is.
@@ -56,7 +72,8 @@ type siteAsset struct {
 }
 
 func newSite(snap *Snapshot) *site {
-	st := &site{version: snap.Version, revision: snap.Revision, pages: map[string]*sitePage{}, assets: map[string]*siteAsset{}}
+	st := &site{version: snap.Version, revision: snap.Revision, pages: map[string]*sitePage{}, assets: map[string]*siteAsset{},
+		indexReady: make(chan struct{})}
 	isPage, assetType := IsMarkdownName, AssetType
 	if snap.Tree {
 		isPage, assetType = IsPagePath, assetTypeOf
@@ -80,7 +97,7 @@ func newSite(snap *Snapshot) *site {
 	if snap.Tree {
 		st.folders = folderPages(sortedNames(bodies))
 	}
-	// A title names its page's first entry only: every page keeps the whole
+	// A title names its page's first entry only: every page shows the whole
 	// navigation, and a SUMMARY.md of many short links to one page would
 	// repeat a long title in it thousands of times.
 	titled := map[string]bool{}
@@ -126,54 +143,134 @@ func newSite(snap *Snapshot) *site {
 	return st
 }
 
-// render renders p, once.
+// render renders p, once: the page's own HTML, the navigation left out.
 func (st *site) render(p *sitePage) error {
 	p.once.Do(func() {
+		defer st.rendered.Add(1)
 		p.rendered, p.err = renderMarkdown([]byte(p.text)) // front matter is off already
 		p.text = ""                                        // not needed again
 		if p.err != nil {
 			return
 		}
-		var nav template.HTML
-		if nav, p.err = st.navHTML(p.name); p.err != nil {
+		nav, err := st.navigation()
+		if err != nil {
+			p.err = err
 			return
 		}
-		var buf bytes.Buffer
-		buf.Grow(len(p.rendered.HTML) + len(nav) + 4<<10)
 		// Safe: renderMarkdown escapes raw HTML and neutralises dangerous URLs.
-		body := template.HTML(p.rendered.HTML)
-		p.err = pageTemplate.Execute(&buf, pageData{
-			Title: p.title, NavHTML: nav, TOC: tableOfContents(p.rendered.Headings), Body: body,
-			Revision: st.revision,
-		})
+		data := pageData{Title: p.title, TOC: tableOfContents(p.rendered.Headings), Body: template.HTML(p.rendered.HTML),
+			Revision: st.revision}
+		var buf bytes.Buffer
+		buf.Grow(len(p.rendered.HTML) + 4<<10)
+		if p.err = pageTemplate.ExecuteTemplate(&buf, "head", data); p.err != nil {
+			return
+		}
+		p.navAt = buf.Len()
+		if p.err = pageTemplate.ExecuteTemplate(&buf, "tail", data); p.err != nil {
+			return
+		}
 		p.html = bytes.Clone(buf.Bytes()) // exactly sized: it is kept as long as the version
-		p.etag = etagOf(p.html)
-		p.rendered.HTML = nil // in p.html now; the sections stay, for the index
+		p.rendered.HTML = nil             // in p.html now; the sections stay, for the index
+		// The tag covers what is written: the page, the navigation and which
+		// entries are active in it.
+		h := fnv.New64a()
+		_, _ = h.Write(p.html)
+		_, _ = h.Write(nav.sum[:])
+		_, _ = h.Write([]byte(p.name))
+		p.etag = `"` + strconv.FormatUint(h.Sum64(), 36) + `"`
 	})
 	return p.err
 }
 
-// navHTML is the navigation with current marked active.
-func (st *site) navHTML(current string) (template.HTML, error) {
+// writePage writes rendered p whole: its HTML with the navigation in it,
+// p's entries marked active.
+func (st *site) writePage(w io.Writer, p *sitePage) {
+	_, _ = w.Write(p.html[:p.navAt])
+	st.navigationHTML.write(w, p.name)
+	_, _ = w.Write(p.html[p.navAt:])
+}
+
+// pageLen is the length of what writePage writes.
+func (st *site) pageLen(p *sitePage) int {
+	return len(p.html) + st.navigationHTML.len(p.name)
+}
+
+// siteNav is a site's navigation as HTML, nothing active, and where to mark
+// each page's entries active: one copy for all pages, where a copy in each
+// page's HTML would grow with the square of the page count (2,000 entries
+// are 162 KB).
+type siteNav struct {
+	html []byte
+	// active maps a page to the offsets in html where its entries' class
+	// ends, so that activeClass inserted there marks them.
+	active map[string][]int
+	sum    [8]byte // FNV-1a of html, for the pages' entity tags
+}
+
+const activeClass = " active"
+
+// navItemTemplate is one navigation entry, never active: siteNav marks it.
+var navItemTemplate = template.Must(template.New("navItem").Parse(
+	`{{if .Rule}}<li class="rule" role="separator"></li>` +
+		`{{else if .Part}}<li class="part">{{.Title}}</li>` +
+		`{{else if .File}}<li class="depth-{{.Depth}}"><a href="/{{.File}}">{{.Title}}</a></li>` +
+		`{{else}}<li class="depth-{{.Depth}} draft">{{.Title}}</li>{{end}}`))
+
+// navigation returns the site's navigation, made once.
+func (st *site) navigation() (*siteNav, error) {
+	st.navigationOnce.Do(func() { st.navigationHTML, st.navigationErr = buildNav(st.nav) })
+	return st.navigationHTML, st.navigationErr
+}
+
+func buildNav(items []NavItem) (*siteNav, error) {
+	n := &siteNav{active: map[string][]int{}}
 	var buf bytes.Buffer
-	if err := navTemplate.Execute(&buf, navData{Nav: st.nav, Current: current}); err != nil {
-		return "", err
+	buf.WriteString("<ol>")
+	for _, item := range items {
+		start := buf.Len()
+		if err := navItemTemplate.Execute(&buf, item); err != nil {
+			return nil, err
+		}
+		if item.Rule || item.Part || item.File == "" {
+			continue
+		}
+		// The entry begins `<li class="depth-N"`: active goes before the quote.
+		class := `<li class="depth-` + strconv.Itoa(item.Depth)
+		if !bytes.HasPrefix(buf.Bytes()[start:], []byte(class+`"`)) {
+			return nil, fmt.Errorf("navigation entry %q: unexpected HTML", item.File)
+		}
+		n.active[item.File] = append(n.active[item.File], start+len(class))
 	}
-	// Safe: written by html/template.
-	return template.HTML(buf.String()), nil
+	buf.WriteString("\n</ol>")
+	n.html = bytes.Clone(buf.Bytes())
+	h := fnv.New64a()
+	_, _ = h.Write(n.html)
+	h.Sum(n.sum[:0])
+	return n, nil
 }
 
-// searchNav is the navigation of the search page (nothing active), made
-// once per site.
-func (st *site) searchNav() (template.HTML, error) {
-	st.searchNavOnce.Do(func() { st.searchNavHTML, st.searchNavErr = st.navHTML("") })
-	return st.searchNavHTML, st.searchNavErr
+// write writes the navigation with current's entries active ("" for none).
+func (n *siteNav) write(w io.Writer, current string) {
+	pos := 0
+	for _, at := range n.active[current] {
+		_, _ = w.Write(n.html[pos:at])
+		_, _ = io.WriteString(w, activeClass)
+		pos = at
+	}
+	_, _ = w.Write(n.html[pos:])
 }
 
-// searchIndex returns the site's index, building it on first use from every
-// page but SUMMARY.md, which is navigation (rendering those not viewed yet).
-func (st *site) searchIndex() *searchIndex {
+// len is the length of what write writes for current.
+func (n *siteNav) len(current string) int {
+	return len(n.html) + len(n.active[current])*len(activeClass)
+}
+
+// indexSearch builds the site's search index, once, from every page but
+// SUMMARY.md, which is navigation (rendering those not viewed yet). The
+// warm-up calls it; a search waits for it with indexWithin.
+func (st *site) indexSearch() {
 	st.indexOnce.Do(func() {
+		defer close(st.indexReady)
 		pages := make([]indexPage, 0, len(st.order))
 		for _, name := range st.order {
 			if name == SummaryFile {
@@ -187,7 +284,20 @@ func (st *site) searchIndex() *searchIndex {
 		}
 		st.index = buildIndex(pages)
 	})
-	return st.index
+}
+
+// indexWithin returns the site's index if it is built within wait, else
+// nil. It does not build the index itself: the warm-up does.
+func (st *site) indexWithin(ctx context.Context, wait time.Duration) *searchIndex {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-st.indexReady:
+		return st.index
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
 }
 
 // tocEntry is one line of a page's contents.

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -74,6 +76,9 @@ type gitSiteResult struct {
 	pushes                []pushTimes
 	searches, pages       []time.Duration
 	viewerRSS, viewerPeak float64
+	// firstAnswer is the longest a first search took to answer (results, or
+	// 503 while the index is built); firstResults is the time to results.
+	firstAnswer, firstResults time.Duration
 }
 
 func (b *bench) gitSiteScenario() error {
@@ -216,7 +221,7 @@ func (g *gitSite) run(ctx context.Context) (res gitSiteResult, err error) {
 		res.pushes = append(res.pushes, t)
 	}
 
-	if res.searches, res.pages, err = g.load(); err != nil {
+	if res.searches, res.pages, res.firstAnswer, res.firstResults, err = g.load(); err != nil {
 		return res, err
 	}
 	if res.viewerRSS, err = procStatus(g.viewer.cmd.Process.Pid, "VmRSS:"); err != nil {
@@ -263,9 +268,12 @@ func (b *bench) gitSiteRows(res gitSiteResult) {
 				Value: ms(httpload.Percentile(load.lat, p)), Unit: "ms", Target: "report", Met: true})
 		}
 	}
+	b.add(row{Scenario: "same", Figure: "the first search: its longest answer (results or 503 not ready)", Value: res.firstAnswer.Seconds(), Unit: "s",
+		Target: "≤ 10 s (the viewer's write timeout is 30 s)", Met: res.firstAnswer <= 10*time.Second})
+	b.add(row{Scenario: "same", Figure: "the first search: time to results (the index built)", Value: res.firstResults.Seconds(), Unit: "s", Target: "report", Met: true})
 	b.add(row{Scenario: "same", Figure: "viewer RSS, every page rendered and searched", Value: res.viewerRSS / mib, Unit: "MiB", Target: "report", Met: true})
 	b.add(row{Scenario: "same", Figure: "viewer peak RSS", Value: res.viewerPeak / mib, Unit: "MiB",
-		Target: "≤ 128 MiB (its default limit)", Met: res.viewerPeak <= 128*mib})
+		Target: "≤ 128 MiB (its default limit)", Met: res.viewerPeak <= viewerMemoryLimit})
 	small, big := res.small, res.big
 	b.add(row{Scenario: "same", Figure: "manager live heap: 3 pages (floor: no site)", Value: small.heap / mib, Unit: "MiB", Floor: res.before.heap / mib, Target: "report", Met: true})
 	b.add(row{Scenario: "same", Figure: "manager live heap, this site (floor: 3 pages)", Value: big.heap / mib, Unit: "MiB", Floor: small.heap / mib,
@@ -411,7 +419,7 @@ func (g *gitSite) artifactSize(ctx context.Context) (int64, error) {
 // load searches the site for --git-search over 4 connections, then gets
 // its pages as long, after one round of each warms the viewer (every page
 // rendered, the index built).
-func (g *gitSite) load() (searches, pages []time.Duration, err error) {
+func (g *gitSite) load() (searches, pages []time.Duration, firstAnswer, firstResults time.Duration, err error) {
 	queries := make([]string, 0, len(benchsite.Queries))
 	var paths []string
 	for _, q := range benchsite.Queries {
@@ -423,38 +431,54 @@ func (g *gitSite) load() (searches, pages []time.Duration, err error) {
 		}
 	}
 	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}}
-	// The first search waits for the index (every page rendered): the
-	// viewer's 30 s write timeout may cut it, and the next one waits on.
+	// The first search waits a few seconds for the index (built in the
+	// background, every page rendered), then answers 503 until it is ready.
 	start := time.Now()
 	for try := 1; ; try++ {
-		_, err := httpload.Get(c, g.viewer.url+queries[0])
+		sent := time.Now()
+		resp, err := c.Get(g.viewer.url + queries[0])
 		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+		firstAnswer = max(firstAnswer, time.Since(sent))
+		if err == nil && resp.StatusCode == http.StatusOK {
 			break
 		}
-		if try == 5 {
-			return nil, nil, fmt.Errorf("the first search: %w", err)
+		if err == nil && resp.StatusCode != http.StatusServiceUnavailable {
+			err = fmt.Errorf("GET %s: %s", queries[0], resp.Status)
 		}
-		log("gitsite: the first search failed after %s: %v; again", time.Since(start).Round(time.Millisecond), err)
+		if err != nil || time.Since(start) > time.Minute {
+			return nil, nil, 0, 0, fmt.Errorf("the first search: %w", cmp.Or(err, errors.New("no index after a minute")))
+		}
+		log("gitsite: the first search: not ready after %s (answered in %s); again", time.Since(start).Round(time.Millisecond),
+			time.Since(sent).Round(time.Millisecond))
 	}
+	firstResults = time.Since(start)
 	log("gitsite: the first search answered after %s", time.Since(start).Round(time.Millisecond))
 	for _, p := range append(slices.Clone(queries), paths...) {
 		if _, err := httpload.Get(c, g.viewer.url+p); err != nil {
-			return nil, nil, err
+			return nil, nil, 0, 0, err
 		}
 	}
 	if searches, err = httpload.Load(c, g.viewer.url, queries, g.b.cfg.gitSearch, 4); err != nil {
-		return nil, nil, fmt.Errorf("searching the site: %w", err)
+		return nil, nil, 0, 0, fmt.Errorf("searching the site: %w", err)
 	}
 	if pages, err = httpload.Load(c, g.viewer.url, paths, g.b.cfg.gitSearch, 4); err != nil {
-		return nil, nil, fmt.Errorf("getting pages: %w", err)
+		return nil, nil, 0, 0, fmt.Errorf("getting pages: %w", err)
 	}
-	return searches, pages, nil
+	return searches, pages, firstAnswer, firstResults, nil
 }
+
+// viewerMemoryLimit is the viewer container's default memory limit.
+const viewerMemoryLimit = 128 << 20
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // viewerProc is bin/viewer serving the artifact its file names, as a pod
-// runs it (--artifact), on loopback.
+// runs it (--artifact), on loopback. In its pod the viewer sets its soft
+// memory limit to 90% of the container's (128 Mi by default); here, with no
+// container, GOMEMLIMIT sets the same.
 type viewerProc struct {
 	cmd *exec.Cmd
 	url string
@@ -469,6 +493,7 @@ func (b *bench) startViewer(file string) (*viewerProc, error) {
 	v := &viewerProc{url: "http://" + addr,
 		cmd: exec.Command(filepath.Join(b.bin, "viewer"), "--artifact="+file, "--addr="+addr)}
 	v.cmd.Stdout, v.cmd.Stderr = logFile, logFile
+	v.cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%d", viewerMemoryLimit*9/10))
 	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := v.cmd.Start(); err != nil {
 		return nil, err

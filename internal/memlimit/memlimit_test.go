@@ -1,4 +1,4 @@
-package manager
+package memlimit
 
 import (
 	"io/fs"

@@ -1,4 +1,6 @@
-package manager
+// Package memlimit gives the Go runtime a soft memory limit under the
+// container's, for the manager and the viewer alike.
+package memlimit
 
 import (
 	"bytes"
@@ -9,7 +11,7 @@ import (
 
 // The Go runtime does not read the container's memory limit: left alone, it
 // lets the heap grow to twice what is live before collecting, so a manager
-// whose live heap is half its limit can be OOM-killed. With a soft limit
+// whose live heap is half its limit can be OOM-killed (and so can a viewer). With a soft limit
 // under the container's, the collector works harder near it instead.
 
 // memoryLimitShare is the part of the container's memory limit given to the
@@ -21,11 +23,11 @@ const memoryLimitShare = 0.9
 // cgroup v2, then v1.
 var cgroupMemoryLimitFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
 
-// ApplyMemoryLimit sets the Go runtime's soft memory limit to 90% of the
+// Apply sets the Go runtime's soft memory limit to 90% of the
 // container's memory limit, unless GOMEMLIMIT is set (the runtime then
 // already applies it) or there is no limit. It returns the limit set, 0 for
 // none.
-func ApplyMemoryLimit() int64 {
+func Apply() int64 {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
 		return 0
 	}
