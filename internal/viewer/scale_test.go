@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -242,4 +243,66 @@ func TestALongSummaryIsKeptOnce(t *testing.T) {
 
 	body := do(s, http.MethodGet, "/p005.md").Body.String()
 	g.Expect(strings.Count(body, `<li class="depth-0 active"><a href="/p005.md">`)).To(Equal(40_000/128 + 1))
+}
+
+// TestASiteSwapKeepsServing: while new versions replace the site, pages and
+// searches are served (run it with -race): each page whole, its navigation
+// of its own version, a search found or not ready yet, never an error.
+func TestASiteSwapKeepsServing(t *testing.T) {
+	g := NewWithT(t)
+	version := func(v int) map[string]string {
+		files := map[string]string{}
+		var summary strings.Builder
+		summary.WriteString("# Summary\n\n")
+		for i := range 100 {
+			name := fmt.Sprintf("p%02d.md", i)
+			fmt.Fprintf(&summary, "- [v%d-%d](%s)\n", v, i, name)
+			files[name] = fmt.Sprintf("# Page %d\n\nversion%d reconcile text.\n", i, v)
+		}
+		files[SummaryFile] = summary.String()
+		return files
+	}
+	s, mem := newTestServer(version(0))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var problems []string
+	report := func(p string) { mu.Lock(); problems = append(problems, p); mu.Unlock() }
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if w == 0 {
+					rec := do(s, http.MethodGet, "/search?q=reconcile")
+					if rec.Code != http.StatusOK && rec.Code != http.StatusServiceUnavailable {
+						report(fmt.Sprintf("search: %d", rec.Code))
+					}
+					continue
+				}
+				rec := do(s, http.MethodGet, fmt.Sprintf("/p%02d.md", (i*7+w)%100))
+				body := rec.Body.String()
+				v := strings.TrimPrefix(body[strings.Index(body, "<p>version"):], "<p>version")
+				v = v[:strings.IndexByte(v, ' ')]
+				switch {
+				case rec.Code != http.StatusOK:
+					report(fmt.Sprintf("page: %d", rec.Code))
+				case strings.Count(body, `.md">v`+v+"-") != 100 || strings.Count(body, " active") != 1:
+					report("a page with the navigation of another version: " + v)
+				case rec.Header().Get("Content-Length") != strconv.Itoa(len(body)):
+					report("wrong Content-Length")
+				}
+			}
+		})
+	}
+	for v := 1; v <= 20; v++ {
+		mem.Set(version(v), nil)
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	g.Expect(problems).To(BeEmpty())
 }
