@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -281,6 +282,9 @@ func TestASiteSwapKeepsServing(t *testing.T) {
 					if rec.Code != http.StatusOK && rec.Code != http.StatusServiceUnavailable {
 						report(fmt.Sprintf("search: %d", rec.Code))
 					}
+					if rec.Header().Get("Content-Length") != strconv.Itoa(rec.Body.Len()) {
+						report("wrong Content-Length of a search")
+					}
 					continue
 				}
 				rec := do(s, http.MethodGet, fmt.Sprintf("/p%02d.md", (i*7+w)%100))
@@ -305,4 +309,49 @@ func TestASiteSwapKeepsServing(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	g.Expect(problems).To(BeEmpty())
+}
+
+// discardWriter is a ResponseWriter that keeps nothing of the body.
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
+// TestASearchDoesNotCopyTheNavigation: a search page, found or not ready
+// yet, is written around the site's one navigation, as a page is. Each
+// search copied it into a buffer of its own (2.1 MB for a 40,000-link
+// SUMMARY.md), held until a slow reader took it: searches waiting out the
+// warm-up together, or read slowly, took the pod past its memory limit.
+func TestASearchDoesNotCopyTheNavigation(t *testing.T) {
+	g := NewWithT(t)
+	files := map[string]string{"p.md": "# Page\n\nreconcile\n"}
+	var summary strings.Builder
+	summary.WriteString("# Summary\n\n")
+	for i := range 40_000 {
+		fmt.Fprintf(&summary, "- [%d](p.md)\n", i)
+	}
+	files[SummaryFile] = summary.String()
+	st := newSite(&Snapshot{Version: "v", Pages: files})
+	nav, err := st.navigation()
+	g.Expect(err).NotTo(HaveOccurred())
+	s := NewServer(&MemorySource{}, slog.New(slog.DiscardHandler))
+	for _, ready := range []bool{false, true} {
+		if ready {
+			st.indexSearch()
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // no wait for the index: not ready yet, at once
+		r := httptest.NewRequest(http.MethodGet, "/search?q=reconcile", nil).WithContext(ctx)
+		const runs = 20
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			s.serveSearch(&discardWriter{h: http.Header{}}, r, st)
+		}
+		runtime.ReadMemStats(&after)
+		perSearch := (after.TotalAlloc - before.TotalAlloc) / runs
+		t.Logf("index ready %v: %d bytes allocated per search; the navigation is %d bytes", ready, perSearch, len(nav.html))
+		g.Expect(perSearch).To(BeNumerically("<", len(nav.html)/10), "index ready: %v", ready)
+	}
 }
