@@ -1,6 +1,7 @@
 package viewer
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -61,6 +62,20 @@ func FuzzParseSummary(f *testing.F) {
 			if item.Rule {
 				g.Expect(item.Title).To(BeEmpty())
 			}
+		}
+		// The navigation kept once, marked for a page, is what the whole
+		// template made for it: no title moves where " active" goes.
+		nav, err := buildNav(items)
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, current := range []string{"", "a.md", "b.md", "a b.md"} {
+			var got, want bytes.Buffer
+			nav.write(&got, current)
+			g.Expect(referenceNav.Execute(&want, struct {
+				Nav     []NavItem
+				Current string
+			}{items, current})).To(Succeed())
+			g.Expect(got.String()).To(Equal(want.String()), "current %q", current)
+			g.Expect(nav.len(current)).To(Equal(want.Len()))
 		}
 		// CRLF files read like LF files.
 		if !strings.Contains(src, "\r") {

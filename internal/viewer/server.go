@@ -289,13 +289,15 @@ func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request, st *site) {
 	if q != "" {
 		title = "Search: " + q
 	}
+	// The navigation is written from the site's one copy, as in a page: a
+	// copy per search, held until a slow reader took it, was as large as
+	// a long SUMMARY.md's navigation (megabytes) for each.
 	nav, err := st.navigation()
-	var buf bytes.Buffer
+	var head, tail bytes.Buffer
 	if err == nil {
 		data := pageData{Title: title, Query: q, Search: &res}
-		if err = pageTemplate.ExecuteTemplate(&buf, "head", data); err == nil {
-			nav.write(&buf, "")
-			err = pageTemplate.ExecuteTemplate(&buf, "tail", data)
+		if err = pageTemplate.ExecuteTemplate(&head, "head", data); err == nil {
+			err = pageTemplate.ExecuteTemplate(&tail, "tail", data)
 		}
 	}
 	if err != nil {
@@ -305,8 +307,11 @@ func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request, st *site) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Content-Length", strconv.Itoa(head.Len()+nav.len("")+tail.Len()))
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(head.Bytes())
+	nav.write(w, "")
+	_, _ = w.Write(tail.Bytes())
 }
 
 // etagMatches reports whether an If-None-Match header names etag.
