@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -487,4 +488,127 @@ func checkEpoch(t *testing.T, data []byte) {
 			t.Errorf("%s dated %v", h.Name, h.ModTime)
 		}
 	}
+}
+
+// TestControllerRing: with controllerRing, the manager's replicas are shards
+// running the markdownview controller only, so the chart runs the Tenant
+// and storage controllers in one more Deployment, leader-elected, that
+// receives the bucket events; and it installs the shard Lease policy
+// (docs/scaling.md, "MarkdownViews as shards"). Without it, none of this
+// renders: TestDefaultsRenderConfigDefault.
+func TestControllerRing(t *testing.T) {
+	objs := helmTemplate(t, "../../charts/trellis", "--set", "controllerRing=trellis-markdownview,bucketEvents.enabled=true,replicas=3",
+		"--set", "logLevel=debug,extraArgs={--tenant-protected-namespaces=infra-.*},monitoring.serviceMonitor.enabled=true")
+	shards, shardPod, shard := managerOf(t, objs)
+	const ns = "trellis-system/"
+	unsharded := objs["Deployment "+ns+"trellis-controller-manager-unsharded"]
+	if unsharded == nil {
+		t.Fatalf("no unsharded Deployment in %v", keys(objs))
+	}
+	pod := unsharded["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	c := pod["containers"].([]any)[0].(map[string]any)
+
+	want := []string{"--leader-elect", "--controllers=tenant,storage", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
+		"--viewer-image=trellis-viewer:dev", "--zap-log-level=debug", "--tenant-protected-namespaces=infra-.*",
+		"--bucket-events-bind-address=:8082", "--bucket-events-token-secret=trellis-bucket-events"}
+	if got := argsOf(c); !reflect.DeepEqual(got, want) {
+		t.Errorf("unsharded args %q, want %q", got, want)
+	}
+	if got := unsharded["spec"].(map[string]any)["replicas"]; got != 2.0 {
+		t.Errorf("unsharded replicas %v, want 2 (a leader and a standby)", got)
+	}
+	// The same pod but for its arguments and labels.
+	same := func(c map[string]any) map[string]any {
+		c = maps.Clone(c)
+		delete(c, "args")
+		return c
+	}
+	if !reflect.DeepEqual(same(c), same(shard)) {
+		t.Errorf("the unsharded container differs from a shard's:\n%v\n%v", c, shard)
+	}
+	for _, field := range []string{"securityContext", "serviceAccountName", "terminationGracePeriodSeconds"} {
+		if !reflect.DeepEqual(pod[field], shardPod[field]) {
+			t.Errorf("unsharded pod's %s %v, a shard's %v", field, pod[field], shardPod[field])
+		}
+	}
+
+	podLabels := func(d map[string]any) map[string]any {
+		return d["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)
+	}
+	matchLabels := func(o map[string]any) map[string]any {
+		sel := o["spec"].(map[string]any)["selector"].(map[string]any)
+		if m, ok := sel["matchLabels"].(map[string]any); ok {
+			return m
+		}
+		return sel
+	}
+	leader := func(labels map[string]any) map[string]any {
+		l := maps.Clone(labels)
+		l["trellis.dev/leader"] = "true"
+		return l
+	}
+	shardPods, unshardedPods := leader(podLabels(shards)), leader(podLabels(unsharded))
+	for _, tc := range []struct {
+		key     string
+		selects map[string]any // the pods it must select; it must not select the others
+	}{
+		{"Deployment " + ns + "trellis-controller-manager", shardPods},
+		{"PodDisruptionBudget " + ns + "trellis-controller-manager", shardPods},
+		{"Service " + ns + "trellis-controller-manager-metrics", shardPods},
+		{"Deployment " + ns + "trellis-controller-manager-unsharded", unshardedPods},
+		{"PodDisruptionBudget " + ns + "trellis-controller-manager-unsharded", unshardedPods},
+		{"Service " + ns + "trellis-controller-manager-unsharded-metrics", unshardedPods},
+		{"Service " + ns + "trellis-bucket-events", unshardedPods},
+	} {
+		o := objs[tc.key]
+		if o == nil {
+			t.Errorf("no %s", tc.key)
+			continue
+		}
+		other := shardPods
+		if reflect.DeepEqual(tc.selects, shardPods) {
+			other = unshardedPods
+		}
+		sel := matchLabels(o)
+		if !selects(sel, tc.selects) || selects(sel, other) {
+			t.Errorf("%s selects %v: want the pods labelled %v only, not %v", tc.key, sel, tc.selects, other)
+		}
+	}
+	// A shard is never labelled leader; were it, the Service still passes it by.
+	if sel := matchLabels(objs["Service "+ns+"trellis-bucket-events"]); sel["trellis.dev/leader"] != "true" {
+		t.Errorf("the bucket-event Service selects %v, not the leader alone", sel)
+	}
+	monitor := objs["ServiceMonitor "+ns+"trellis-controller-manager-metrics"]
+	for _, svc := range []string{"trellis-controller-manager-metrics", "trellis-controller-manager-unsharded-metrics"} {
+		meta, _ := objs["Service "+ns+svc]["metadata"].(map[string]any)
+		if labels, _ := meta["labels"].(map[string]any); !selects(matchLabels(monitor), labels) {
+			t.Errorf("the ServiceMonitor does not scrape Service %s", svc)
+		}
+	}
+
+	policy := objs["ValidatingAdmissionPolicy /trellis-shard-leases"]
+	binding := objs["ValidatingAdmissionPolicyBinding /trellis-shard-leases"]
+	if policy == nil || binding == nil {
+		t.Fatalf("no shard Lease policy and binding in %v", keys(objs))
+	}
+	vars := map[string]any{}
+	for _, v := range policy["spec"].(map[string]any)["variables"].([]any) {
+		vars[v.(map[string]any)["name"].(string)] = v.(map[string]any)["expression"]
+	}
+	if w := map[string]any{"ring": "'trellis-markdownview'", "shardNamespace": "'trellis-system'"}; !reflect.DeepEqual(vars, w) {
+		t.Errorf("shard Lease policy variables %v, want %v", vars, w)
+	}
+	if got := str(binding, "spec", "policyName"); got != "trellis-shard-leases" {
+		t.Errorf("the binding names policy %q", got)
+	}
+}
+
+// selects says whether a matchLabels selector selects an object with labels.
+func selects(selector, labels map[string]any) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(selector) > 0
 }

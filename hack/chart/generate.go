@@ -214,6 +214,9 @@ func generate(kustomize, config string, rel release) (map[string][]byte, error) 
 	if d.Image.Repository == "" {
 		return nil, fmt.Errorf("config/default has no Deployment with a %q container", managerName)
 	}
+	if err := addShardingFiles(files, config); err != nil {
+		return nil, err
+	}
 	for _, f := range dashboards {
 		data, err := os.ReadFile(f)
 		if err != nil {
