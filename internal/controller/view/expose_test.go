@@ -77,8 +77,7 @@ func expectQuiet(g Gomega, ns, name string) {
 		_, err := reconciler.Reconcile(context.Background(), ctrl.Request{NamespacedName: key(ns, name)})
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-	n, paths := mgrWrites.Writes()
-	g.Expect(n).To(BeZero(), "writes: %v", paths)
+	g.Expect(writesIn(ns)).To(BeEmpty())
 }
 
 func TestIngressIsCreatedChangedAndRemoved(t *testing.T) {
