@@ -196,6 +196,12 @@ SCALE_SIZE ?= 10000
 bench-scale: tools build ## One-off scale run: SCALE_SIZE (10,000) MarkdownViews, Tenants and StorageBuckets (not part of make test). Its results join the chart of the next make bench.
 	$(GO) run ./test/bench --scale --scale-size $(SCALE_SIZE) $(BENCH_ARGS)
 
+.PHONY: bench-shards
+# MarkdownViews of make bench-shards.
+SHARD_VIEWS ?= 10000
+bench-shards: tools build sharder ## One-off sharding run: SHARD_VIEWS (10,000) MarkdownViews on three shards of the real sharder, then on one manager and its standby (not part of make test; results in docs/performance-shards.json).
+	$(GO) run ./test/bench --shards --shard-views $(SHARD_VIEWS) $(BENCH_ARGS)
+
 ##@ Deployment
 
 .PHONY: install
@@ -429,7 +435,7 @@ sharder: $(LOCALBIN)/sharder $(LOCALBIN)/sharder-crds ## Build the sharder (SHAR
 .PHONY: sharder-if-peers
 sharder-if-peers:
 	@if [ -f $(PEERS)/kubernetes-controller-sharding-$(SHARDER_VERSION).tar.gz ]; then $(MAKE) --no-print-directory -s sharder; \
-	else echo "no kubernetes-controller-sharding source in $(PEERS): TestRingOfShards will skip"; fi
+	else echo "no kubernetes-controller-sharding source in $(PEERS): TestRingOfShards and the bench smoke's shards scenario will skip"; fi
 
 # The Kubernetes commands share one compile, so they are built together (a
 # grouped target: any one missing builds them all, mostly from the build cache).

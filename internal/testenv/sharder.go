@@ -147,6 +147,14 @@ webhook:
 	return nil, fail(fmt.Errorf("the sharder's webhook did not answer on port %d\n%s", sharderWebhookPort, s.Log()))
 }
 
+// Pid is the sharder's process ID while it runs, 0 after Stop.
+func (s *Sharder) Pid() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Log is what the sharder wrote so far.
 func (s *Sharder) Log() string {
 	b, _ := os.ReadFile(filepath.Join(s.dir, "log"))

@@ -33,11 +33,15 @@ import (
 	storagev1 "github.com/trellis-dev/trellis/api/storage/v1"
 	tenancyv1 "github.com/trellis-dev/trellis/api/tenancy/v1"
 	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
+	"github.com/trellis-dev/trellis/internal/testenv"
 )
 
 // scaleResultsPath is where make bench-scale keeps its results: in docs/,
 // beside the chart its point joins, because one run takes an hour.
 const scaleResultsPath = "docs/performance-scale.json"
+
+// shardsResultsPath is where make bench-shards keeps its results.
+const shardsResultsPath = "docs/performance-shards.json"
 
 type config struct {
 	// viewSizes are the MarkdownView counts of the convergence runs (the chart's x axis).
@@ -74,6 +78,9 @@ type config struct {
 	// gitPushes its one-page pushes; gitSearch how long it loads the viewer.
 	gitPages, gitPushes int
 	gitSearch           time.Duration
+	// shardViews are the shards scenario's MarkdownViews, on shardCount
+	// shards and then on one manager.
+	shardViews, shardCount int
 }
 
 // row is one line of the result table.
@@ -148,13 +155,16 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster afterwards")
 	flag.StringVar(&cfg.managerArgs, "manager-args", "", "extra manager flags, space-separated (to compare settings)")
 	flag.StringVar(&cfg.capsuleArgs, "capsule-args", "", "extra Capsule flags, space-separated (the capsule scenario runs it with its chart's defaults)")
-	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,restart,memory,tenantquota,gitsite,capsule,writecost", "which scenarios to run (tenantquota: --tenants Tenants of 10 namespaces with quota.tenant; memory needs markdownview; gitsite needs git and bin/source-controller (make source-controller) and restarts the manager; capsule needs bin/capsule (make capsule) and stops the manager; writecost runs last and stops the manager)")
+	flag.StringVar(&cfg.scenarios, "scenarios", "markdownview,tenant,bucket,restart,memory,tenantquota,gitsite,capsule,writecost", "which scenarios to run (tenantquota: --tenants Tenants of 10 namespaces with quota.tenant; memory needs markdownview; gitsite needs git and bin/source-controller (make source-controller) and restarts the manager; capsule needs bin/capsule (make capsule) and stops the manager; writecost runs last and stops the manager; shards needs bin/sharder (make sharder), stops the manager and starts it again, and make test's smoke run has it where bin/sharder is)")
 	flag.IntVar(&cfg.gitPages, "git-pages", 2000, "pages of the gitsite scenario's repository (about 5 KiB each, in folders, with 32 images: 10 MiB at 2000)")
 	flag.IntVar(&cfg.gitPushes, "git-pushes", 5, "one-page pushes the gitsite scenario times")
 	flag.DurationVar(&cfg.gitSearch, "git-search", 10*time.Second, "how long the gitsite scenario searches the site, and then gets its pages")
 	replot := flag.String("replot", "", "no cluster: redraw the chart (--chart) from the points of this saved make bench results file and of --scale-results")
 	scale := flag.Bool("scale", false, "the one-off scale run (make bench-scale): --scale-size MarkdownViews, Tenants and StorageBuckets; its results (docs/performance-scale.json) join the chart of later runs")
 	scaleSize := flag.Int("scale-size", 10000, "objects of each kind in the --scale run")
+	shards := flag.Bool("shards", false, "the one-off sharding run (make bench-shards): --shard-views MarkdownViews on --shard-count shards of a ring, then on one manager and its standby; its results are kept in "+shardsResultsPath)
+	flag.IntVar(&cfg.shardViews, "shard-views", 10000, "MarkdownViews of the shards scenario")
+	flag.IntVar(&cfg.shardCount, "shard-count", 3, "shards of the shards scenario")
 	flag.Parse()
 	var err error
 	if cfg.viewSizes, err = parseSizes(*sizes); err != nil {
@@ -168,12 +178,26 @@ func main() {
 			managerArgs: cfg.managerArgs, capsuleArgs: cfg.capsuleArgs, scenarios: cfg.scenarios, tenantGuardrails: cfg.tenantGuardrails, tenantRounds: 1, bucketStores: cfg.bucketStores,
 			profileDir: cfg.profileDir, profileFor: cfg.profileFor,
 			viewsPerNamespace: 8, // spread, so the smoke runs that path too
-			gitPages:          100, gitPushes: 2, gitSearch: time.Second}
+			gitPages:          100, gitPushes: 2, gitSearch: time.Second,
+			shardViews: 30, shardCount: 3}
 	}
 	if *smoke && !flagSet("scenarios") {
 		// make test's smoke run must not depend on the peers' source
-		// (make capsule); --scenarios can still ask for it.
+		// (make capsule, make sharder); --scenarios can still ask for it.
+		// The shards scenario runs where the sharder was built, and kills
+		// real shard processes there.
 		cfg.scenarios = strings.Join(slices.DeleteFunc(splitList(cfg.scenarios), func(s string) bool { return s == "capsule" }), ",")
+		if err := testenv.SharderBuilt(); err == nil {
+			cfg.scenarios = strings.Replace(cfg.scenarios, "writecost", "shards,writecost", 1)
+		} else {
+			log("no shards scenario: %v", err)
+		}
+	}
+	if *shards {
+		cfg.viewSizes, cfg.scenarios, cfg.scaleResults, cfg.saveAs = nil, "shards", "", shardsResultsPath
+		if cfg.viewsPerNamespace == 0 {
+			cfg.viewsPerNamespace = 100 // teams' namespaces, as in the scale run
+		}
 	}
 	if *scale {
 		n := *scaleSize
@@ -233,7 +257,11 @@ func run(cfg config) error {
 	if cfg.floorOnce {
 		runs = 2
 	}
-	nodes := (runs*views)/100 + 2
+	shardViews := 0 // one run of them, their pods kept
+	if slices.Contains(splitList(cfg.scenarios), "shards") {
+		shardViews = cfg.shardViews
+	}
+	nodes := (runs*views+shardViews)/100 + 2
 	log("cluster %s with %d simulated nodes", b.cluster, nodes)
 	up := exec.Command(filepath.Join(b.root, "hack", "cluster.sh"), "up", b.cluster, strconv.Itoa(nodes))
 	up.Env = append(os.Environ(), "TRELLIS_KWOK_DISABLE_QPS_LIMITS=1")
@@ -265,6 +293,7 @@ func run(cfg config) error {
 		{"tenantquota", b.tenantQuotaScenario}, // after restart: its Tenants are not counted there
 		{"gitsite", b.gitSiteScenario},         // restarts the manager with Flux's CRDs installed
 		{"capsule", b.capsuleScenario},         // after every scenario that needs the manager: it stops it
+		{"shards", b.shardsScenario},           // stops the manager, and starts it again at its end
 		{"writecost", b.writeCostScenario}}     // last: it stops the manager
 	for _, step := range steps {
 		if !b.ran(step.name) {

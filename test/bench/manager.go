@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,16 +27,31 @@ type managerProc struct {
 	metricsAddr string
 	probeAddr   string
 	pprofAddr   string // loopback: Go's pprof handlers (a forced GC, heap and CPU profiles)
+	// anonPeak is the largest RssAnon seen (bytes), sampled twice a second
+	// while the process runs: the kernel keeps a high-water mark of RSS
+	// only, which counts the binary's mapped pages too.
+	anonPeak atomic.Int64
 }
 
 func (b *bench) startManager() error { return b.startManagerWith() }
 
 // startManagerWith starts the manager with flags beyond --manager-args.
 func (b *bench) startManagerWith(extra ...string) error {
+	m, err := b.launchManager("manager", extra...)
+	if m != nil {
+		b.mgr = m
+	}
+	return err
+}
+
+// launchManager starts one more manager process, logging to
+// .dev/<cluster>-<name>.log, and waits until it is ready. The process is
+// returned even when it did not become ready, so that it can be stopped.
+func (b *bench) launchManager(name string, extra ...string) (*managerProc, error) {
 	m := &managerProc{metricsAddr: freeAddr(), probeAddr: freeAddr(), pprofAddr: freeAddr()}
-	logFile, err := os.Create(filepath.Join(b.root, ".dev", b.cluster+"-manager.log"))
+	logFile, err := os.Create(filepath.Join(b.root, ".dev", b.cluster+"-"+name+".log"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	args := []string{"--kubeconfig", b.kubeconfig, "--namespace", "trellis-system",
 		"--metrics-bind-address", m.metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", m.probeAddr,
@@ -46,10 +62,12 @@ func (b *bench) startManagerWith(extra ...string) error {
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := m.cmd.Start(); err != nil {
-		return err
+		_ = logFile.Close()
+		return nil, err
 	}
-	b.mgr = m
-	return waitFor(2*time.Minute, func() (bool, error) {
+	_ = logFile.Close() // the child has its own descriptor
+	go m.sampleAnon(m.cmd.Process.Pid)
+	return m, waitFor(5*time.Minute, func() (bool, error) {
 		resp, err := http.Get("http://" + m.probeAddr + "/readyz")
 		if err != nil {
 			return false, nil
@@ -74,6 +92,35 @@ func (m *managerProc) stop() {
 	}
 	m.cmd = nil
 }
+
+// kill ends the process with SIGKILL, as an OOM kill or a node's loss
+// would: it neither releases its Lease nor finishes a request.
+func (m *managerProc) kill() {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return
+	}
+	_ = m.cmd.Process.Kill()
+	_ = m.cmd.Wait()
+	m.cmd = nil
+}
+
+// sampleAnon records the process' largest RssAnon until it ends.
+func (m *managerProc) sampleAnon(pid int) {
+	for {
+		v, err := procStatus(pid, "RssAnon:")
+		if err != nil {
+			return // gone
+		}
+		if int64(v) > m.anonPeak.Load() {
+			m.anonPeak.Store(int64(v))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// anon reads RssAnon, the process' own resident memory now (heap, stacks,
+// runtime), without the file-backed pages of its binary.
+func (m *managerProc) anon() (float64, error) { return m.status("RssAnon:") }
 
 // peakRSS reads VmHWM, the process' high-water mark of resident memory.
 func (m *managerProc) peakRSS() (float64, error) { return m.status("VmHWM:") }
@@ -218,6 +265,16 @@ func (m *managerProc) statusWrites() (sent, saved float64, err error) {
 		}
 	}
 	return sent, sumCounter(fams, "trellis_status_writes_saved_total", nil), nil
+}
+
+// conflicts is the requests the manager's client got 409 for (a create
+// of an object that exists, a write on an old resourceVersion), so far.
+func (m *managerProc) conflicts() (float64, error) {
+	fams, err := m.scrape()
+	if err != nil {
+		return 0, err
+	}
+	return sumCounter(fams, "rest_client_requests_total", map[string]string{"code": "409"}), nil
 }
 
 func (m *managerProc) reconciles(controller string) (float64, error) {
