@@ -16,10 +16,13 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	viewv1 "github.com/trellis-dev/trellis/api/view/v1"
 )
 
 // sharderWebhookPort is where the sharder serves its webhook: its
@@ -174,6 +177,25 @@ func (s *Sharder) Stop() error {
 		s.cmd = nil
 	}
 	return os.RemoveAll(s.dir)
+}
+
+// ViewRing is a ControllerRing of MarkdownViews and their children, less
+// HTTPRoutes: the API servers of the tests and the bench serve no Gateway
+// API.
+func ViewRing(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "sharding.timebertt.dev/v1alpha1", "kind": "ControllerRing",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{"resources": []any{map[string]any{
+			"group": viewv1.GroupVersion.Group, "resource": "markdownviews",
+			"controlledResources": []any{
+				map[string]any{"group": "", "resource": "configmaps"},
+				map[string]any{"group": "apps", "resource": "deployments"},
+				map[string]any{"group": "", "resource": "services"},
+				map[string]any{"group": "networking.k8s.io", "resource": "ingresses"},
+			},
+		}}},
+	}}
 }
 
 // AllowLeases grants the manager's ServiceAccount the Role of

@@ -285,22 +285,9 @@ func (b *bench) shardsScenario() error {
 }
 
 // createRing creates the ControllerRing of MarkdownViews and their
-// children (no HTTPRoutes: the bench's cluster does not serve them) and
-// waits until the sharder has made it Ready.
+// children and waits until the sharder has made it Ready.
 func (b *bench) createRing(ctx context.Context) (*unstructured.Unstructured, error) {
-	ring := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "sharding.timebertt.dev/v1alpha1", "kind": "ControllerRing",
-		"metadata": map[string]any{"name": benchRing},
-		"spec": map[string]any{"resources": []any{map[string]any{
-			"group": viewv1.GroupVersion.Group, "resource": "markdownviews",
-			"controlledResources": []any{
-				map[string]any{"group": "", "resource": "configmaps"},
-				map[string]any{"group": "apps", "resource": "deployments"},
-				map[string]any{"group": "", "resource": "services"},
-				map[string]any{"group": "networking.k8s.io", "resource": "ingresses"},
-			},
-		}}},
-	}}
+	ring := testenv.ViewRing(benchRing)
 	if err := b.c.Create(ctx, ring); err != nil {
 		return nil, fmt.Errorf("ControllerRing: %w", err)
 	}

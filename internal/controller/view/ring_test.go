@@ -234,19 +234,7 @@ func startRing(t *testing.T) *ring {
 		}
 		_ = sharder.Stop()
 	})
-	cr := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "sharding.timebertt.dev/v1alpha1", "kind": "ControllerRing",
-		"metadata": map[string]any{"name": testRing},
-		"spec": map[string]any{"resources": []any{map[string]any{
-			"group": viewv1.GroupVersion.Group, "resource": "markdownviews",
-			"controlledResources": []any{
-				map[string]any{"group": "", "resource": "configmaps"},
-				map[string]any{"group": "apps", "resource": "deployments"},
-				map[string]any{"group": "", "resource": "services"},
-				map[string]any{"group": "networking.k8s.io", "resource": "ingresses"},
-			},
-		}}},
-	}}
+	cr := testenv.ViewRing(testRing)
 	g.Expect(c.Create(ctx, cr)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cr), cr)).To(Succeed())
