@@ -267,14 +267,14 @@ func (m *managerProc) statusWrites() (sent, saved float64, err error) {
 	return sent, sumCounter(fams, "trellis_status_writes_saved_total", nil), nil
 }
 
-// conflicts is the requests the manager's client got 409 for (a create
-// of an object that exists, a write on an old resourceVersion), so far.
+// conflicts is the creates the manager's client got 409 for (the object
+// exists: nothing written), so far.
 func (m *managerProc) conflicts() (float64, error) {
 	fams, err := m.scrape()
 	if err != nil {
 		return 0, err
 	}
-	return sumCounter(fams, "rest_client_requests_total", map[string]string{"code": "409"}), nil
+	return sumCounter(fams, "rest_client_requests_total", map[string]string{"code": "409", "method": "POST"}), nil
 }
 
 func (m *managerProc) reconciles(controller string) (float64, error) {

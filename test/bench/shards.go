@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -44,13 +46,16 @@ func (r replicas) names() []string {
 	return names
 }
 
-// writes is the replicas' API writes so far, summed (Leases aside).
+// writes is the replicas' API writes so far, summed (Leases aside). A
+// replica that cannot be scraped counts as an unknown (NaN) number of
+// writes, so that no check for zero writes passes on it.
 func (r replicas) writes() writeCounts {
 	out := writeCounts{}
 	for _, m := range r {
 		w, err := m.writes()
 		if err != nil {
 			log("scraping a replica: %v", err)
+			out["unscraped"] = math.NaN()
 		}
 		for k, v := range w {
 			out[k] += v
@@ -235,7 +240,7 @@ func (b *bench) shardsScenario() error {
 	// As on one manager: 4, and 5 for a view Ready after its first
 	// status' two minutes (docs/markdownview.md), which at scale is many.
 	b.add(row{Scenario: "same", Figure: "API writes per view, Events excluded", Value: perView, Unit: "writes",
-		Target: fmt.Sprintf("%d to %d", viewWritesMinimum, viewWritesMinimum+1), Met: perView <= viewWritesMinimum+1})
+		Target: fmt.Sprintf("%d to %d", viewWritesMinimum, viewWritesMinimum+1), Met: perView >= viewWritesMinimum && perView <= viewWritesMinimum+1})
 	least, most := spread(held)
 	b.add(row{Scenario: "same", Figure: "views on the fullest shard", Value: float64(most), Unit: "views", Target: "report", Met: true})
 	b.add(row{Scenario: "same", Figure: "views on the emptiest shard", Value: float64(least), Unit: "views", Target: "report", Met: true})
@@ -253,10 +258,15 @@ func (b *bench) shardsScenario() error {
 		return err
 	}
 	var sharded side
-	if err := b.restartShards(shards, held, &sharded); err != nil {
+	if err := b.restartShards(ctx, shards, held, &sharded); err != nil {
 		return err
 	}
 	if err := b.failOverShards(ctx, shards, held, total, &sharded); err != nil {
+		return err
+	}
+	// The sharder stops first: stopping the shards would have it move their
+	// views from one to the next while one manager starts over them.
+	if err := sharder.Stop(); err != nil {
 		return err
 	}
 	shards.stop()
@@ -346,7 +356,7 @@ func spread(held map[string]int) (least, most int) {
 // as a container restarted in its pod: it takes its own Lease back at
 // once, so the sharder moves nothing, and each shard lists and reconciles
 // its views from nothing.
-func (b *bench) restartShards(shards replicas, held map[string]int, s *side) error {
+func (b *bench) restartShards(ctx context.Context, shards replicas, held map[string]int, s *side) error {
 	for _, m := range shards {
 		m.kill()
 	}
@@ -382,6 +392,14 @@ func (b *bench) restartShards(shards replicas, held map[string]int, s *side) err
 	}
 	s.restartAPIServerCPU, s.restartCPU = cpu1.minus(cpu0)["kube-apiserver"], shards.cpu()
 	s.restartWrites = shards.writes()
+	// Restarted under their own names, the shards keep their views.
+	again, err := b.heldByShard(ctx, shards.names())
+	if err != nil {
+		return err
+	}
+	if !maps.Equal(again, held) {
+		return fmt.Errorf("the sharder moved views while the shards restarted: %v, then %v", held, again)
+	}
 	if s.started, err = shards.memory(); err != nil {
 		return err
 	}
