@@ -198,11 +198,12 @@ func sweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T, b backend) 
 		Should(Equal(http.StatusForbidden), "the key of a deleted access is refused within a sweep")
 	t.Logf("key refused %.1fs after its BucketAccess went (sweep every %s)", time.Since(deleted).Seconds(), sweepInterval)
 	// The key goes before its user (IAM deletes them one call apart), so
-	// the account and the count follow the refusal by a moment.
+	// the account and the count follow the refusal by a moment: less than
+	// a sweep, since the same sweep deletes both.
 	g.Eventually(func(g Gomega) {
 		g.Expect(on.accounts(g, stores.AccountPrefix(uidOf(g, store), w.UID))).To(BeEmpty())
 		g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store, "account"))).To(BeNumerically(">", revokedBefore))
-	}, 10*time.Second, poll).Should(Succeed())
+	}, sweepInterval-time.Second, poll).Should(Succeed())
 	// The Event names the account, unless the store had one of that reason
 	// minutes before (a store a suite's subtests share): the events API then
 	// counts this one into that one's series, under the first one's note.

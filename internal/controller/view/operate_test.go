@@ -37,10 +37,10 @@ func eventuallyViewSuspended(g Gomega, ns, name string) *viewv1.MarkdownView {
 	return mv
 }
 
-// waitForViewQuiet waits until the manager has written nothing for half a second.
 // writesIn is the manager's writes in namespace ns since the last Reset,
 // Events included: views of earlier tests in other namespaces may still be
-// written (a view left rolling out says so after two minutes).
+// written (a view left rolling out says so after two minutes). The view
+// controller writes nothing cluster-scoped, so nothing is missed.
 func writesIn(ns string) []string {
 	_, paths := mgrWrites.Writes()
 	var mine []string
@@ -52,6 +52,7 @@ func writesIn(ns string) []string {
 	return mine
 }
 
+// waitForViewQuiet waits until the manager has written nothing for half a second.
 func waitForViewQuiet(g Gomega) {
 	g.Eventually(func() error {
 		before, _ := mgrWrites.Writes()
