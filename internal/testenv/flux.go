@@ -58,9 +58,7 @@ type SourceController struct {
 	// StorageAddr is where it serves them (host:port).
 	StorageAddr string
 
-	cmd  *exec.Cmd
-	done chan error
-	dir  string
+	process
 }
 
 // StartSourceController runs source-controller as cfg's user (cluster-admin
@@ -74,7 +72,7 @@ func StartSourceController(cfg *rest.Config) (*SourceController, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &SourceController{Storage: filepath.Join(dir, "storage"), dir: dir, done: make(chan error, 1)}
+	sc := &SourceController{Storage: filepath.Join(dir, "storage"), process: process{dir: dir, grace: 10 * time.Second}}
 	if err := os.Mkdir(sc.Storage, 0o755); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -90,7 +88,7 @@ func StartSourceController(cfg *rest.Config) (*SourceController, error) {
 		return nil, err
 	}
 	sc.StorageAddr = "127.0.0.1:" + strconv.Itoa(ports[0])
-	sc.cmd = exec.Command(bin,
+	cmd := exec.Command(bin,
 		"--storage-path="+sc.Storage,
 		"--storage-addr="+sc.StorageAddr,
 		"--storage-adv-addr="+sc.StorageAddr,
@@ -99,26 +97,16 @@ func StartSourceController(cfg *rest.Config) (*SourceController, error) {
 		"--enable-leader-election=false",
 		"--log-level=error",
 	)
-	sc.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "RUNTIME_NAMESPACE=flux-system")
-	logFile, err := os.Create(filepath.Join(dir, "log"))
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	sc.cmd.Stdout, sc.cmd.Stderr = logFile, logFile
-	if err := sc.cmd.Start(); err != nil {
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "RUNTIME_NAMESPACE=flux-system")
+	if err := sc.start(cmd); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting source-controller: %w", err)
 	}
-	go func() { sc.done <- sc.cmd.Wait(); _ = logFile.Close() }()
 	// Up when its artifact server answers (with 404 for /: no artifact).
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		select {
-		case err := <-sc.done:
-			sc.done <- err
+		if ended, err := sc.exited(); ended {
 			return nil, errors.Join(fmt.Errorf("source-controller exited: %w\n%s", err, sc.Log()), sc.Stop())
-		default:
 		}
 		if resp, err := http.Get("http://" + sc.StorageAddr + "/"); err == nil {
 			_ = resp.Body.Close()
@@ -127,26 +115,6 @@ func StartSourceController(cfg *rest.Config) (*SourceController, error) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return nil, errors.Join(fmt.Errorf("source-controller's artifact server did not answer on %s\n%s", sc.StorageAddr, sc.Log()), sc.Stop())
-}
-
-// Log is what source-controller wrote so far.
-func (sc *SourceController) Log() string {
-	b, _ := os.ReadFile(filepath.Join(sc.dir, "log"))
-	return string(b)
-}
-
-// Stop stops source-controller and removes its files.
-func (sc *SourceController) Stop() error {
-	if sc.cmd != nil && sc.cmd.Process != nil {
-		_ = sc.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-sc.done:
-		case <-time.After(10 * time.Second):
-			_ = sc.cmd.Process.Kill()
-			<-sc.done
-		}
-	}
-	return os.RemoveAll(sc.dir)
 }
 
 // writeKubeconfig writes cfg (an envtest user's: certificate or token; or

@@ -45,11 +45,7 @@ func SharderBuilt() error {
 // out of cluster against an envtest API server: its ControllerRing CRD
 // installed, its webhook served on 127.0.0.1 with a certificate the API
 // server trusts, without leader election.
-type Sharder struct {
-	cmd  *exec.Cmd
-	done chan error
-	dir  string
-}
+type Sharder struct{ process }
 
 // StartSharder installs the ControllerRing CRD and runs the sharder as
 // cfg's user (cluster-admin in the tests: it is the sharding project's
@@ -72,7 +68,7 @@ func StartSharder(ctx context.Context, cfg *rest.Config) (*Sharder, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sharder{dir: dir, done: make(chan error, 1)}
+	s := &Sharder{process{dir: dir, grace: 20 * time.Second}}
 	fail := func(err error) error { return errors.Join(err, s.Stop()) }
 	// A serving certificate for 127.0.0.1, and the CA the API server is told to trust.
 	certs := &envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
@@ -116,26 +112,16 @@ webhook:
 	if err := writeKubeconfig(cfg, kubeconfig); err != nil {
 		return nil, fail(err)
 	}
-	s.cmd = exec.Command(filepath.Join(RepoRoot(), "bin", "sharder"), "--config="+filepath.Join(dir, "config.yaml"))
-	s.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	logFile, err := os.Create(filepath.Join(dir, "log"))
-	if err != nil {
-		return nil, fail(err)
-	}
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	if err := s.cmd.Start(); err != nil {
-		_ = logFile.Close()
+	cmd := exec.Command(filepath.Join(RepoRoot(), "bin", "sharder"), "--config="+filepath.Join(dir, "config.yaml"))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	if err := s.start(cmd); err != nil {
 		return nil, fail(fmt.Errorf("starting the sharder: %w", err))
 	}
-	go func() { s.done <- s.cmd.Wait(); _ = logFile.Close() }()
 	// Up when its webhook server answers TLS.
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		select {
-		case err := <-s.done:
-			s.done <- err
+		if ended, err := s.exited(); ended {
 			return nil, fail(fmt.Errorf("the sharder exited: %w\n%s", err, s.Log()))
-		default:
 		}
 		conn, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(sharderWebhookPort), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only: is it up?
 		if err == nil {
@@ -148,35 +134,6 @@ webhook:
 		time.Sleep(200 * time.Millisecond)
 	}
 	return nil, fail(fmt.Errorf("the sharder's webhook did not answer on port %d\n%s", sharderWebhookPort, s.Log()))
-}
-
-// Pid is the sharder's process ID while it runs, 0 after Stop.
-func (s *Sharder) Pid() int {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return 0
-	}
-	return s.cmd.Process.Pid
-}
-
-// Log is what the sharder wrote so far.
-func (s *Sharder) Log() string {
-	b, _ := os.ReadFile(filepath.Join(s.dir, "log"))
-	return string(b)
-}
-
-// Stop stops the sharder and removes its files.
-func (s *Sharder) Stop() error {
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-s.done:
-		case <-time.After(20 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-s.done
-		}
-		s.cmd = nil
-	}
-	return os.RemoveAll(s.dir)
 }
 
 // ViewRing is a ControllerRing of MarkdownViews and their children, less
