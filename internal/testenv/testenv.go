@@ -13,7 +13,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -230,9 +232,61 @@ func AsNamespaceEditor(ctx context.Context, cfg *rest.Config, c client.Client, u
 			if err := c.Create(ctx, rb); err != nil && !apierrors.IsAlreadyExists(err) {
 				return nil, err
 			}
+			if err := waitBound(ctx, c, user, ns, role); err != nil {
+				return nil, err
+			}
 		}
 	}
 	out := rest.CopyConfig(cfg)
 	out.Impersonate = rest.ImpersonationConfig{UserName: user}
 	return out, nil
+}
+
+// waitBound waits until the API server's authorizer grants user in ns the
+// first concrete rule of the ClusterRole role: it learns a new RoleBinding
+// from its own informer, a moment after the create answered, and a request
+// made in between is refused. A role with no such rule (envtest's empty
+// edit) has nothing to wait for.
+func waitBound(ctx context.Context, c client.Client, user, ns, role string) error {
+	cr := &rbacv1.ClusterRole{}
+	if err := c.Get(ctx, client.ObjectKey{Name: role}, cr); err != nil {
+		return fmt.Errorf("ClusterRole %s: %w", role, err)
+	}
+	attrs, ok := firstConcreteRule(cr.Rules)
+	if !ok {
+		return nil
+	}
+	attrs.Namespace = ns
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, ResourceAttributes: &attrs,
+		}}
+		if err := c.Create(ctx, review); err != nil {
+			return fmt.Errorf("asking whether %s may %s %s in %s: %w", user, attrs.Verb, attrs.Resource, ns, err)
+		}
+		if review.Status.Allowed {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is bound to %s in %s, and still may not %s %s", user, role, ns, attrs.Verb, attrs.Resource)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// firstConcreteRule is a request the first rule with a named verb and
+// resource grants.
+func firstConcreteRule(rules []rbacv1.PolicyRule) (authorizationv1.ResourceAttributes, bool) {
+	for _, r := range rules {
+		if len(r.Verbs) == 0 || len(r.Resources) == 0 || len(r.APIGroups) == 0 || len(r.ResourceNames) > 0 {
+			continue
+		}
+		if r.Verbs[0] == rbacv1.VerbAll || r.Resources[0] == rbacv1.ResourceAll || r.APIGroups[0] == rbacv1.APIGroupAll {
+			continue
+		}
+		resource, sub, _ := strings.Cut(r.Resources[0], "/")
+		return authorizationv1.ResourceAttributes{Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: resource, Subresource: sub}, true
+	}
+	return authorizationv1.ResourceAttributes{}, false
 }

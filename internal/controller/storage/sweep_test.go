@@ -182,6 +182,11 @@ func sweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T, b backend) 
 	}
 	revokedBefore := testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store, "account"))
 	orphanEventsBefore := eventCount(g, store, "OrphanKeysRevoked")
+	// The events recorder folds an Event into an earlier one of the same
+	// store and reason: the second of them is written as a series of two,
+	// later ones only counted in the manager's memory until its 30-minute
+	// refresh. Only the first two can be seen here.
+	seen := orphanEventsBefore <= 1
 
 	// As the issue tells it: the finalizer off, then deleted.
 	g.Expect(editor.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
@@ -205,14 +210,18 @@ func sweepRevokesKeysOfAccessesDeletedWithoutFinalizer(t *testing.T, b backend) 
 		g.Expect(testutil.ToFloat64(sweep.RevokedTotal.WithLabelValues(store, "account"))).To(BeNumerically(">", revokedBefore))
 	}, sweepInterval-time.Second, poll).Should(Succeed())
 	// The Event names the account, unless the store had one of that reason
-	// minutes before (a store a suite's subtests share): the events API then
+	// minutes before (a store a suite's subtests share): the recorder then
 	// counts this one into that one's series, under the first one's note.
-	g.Eventually(func(g Gomega) {
-		msgs := eventsAbout(g, store, "OrphanKeysRevoked")
-		named := slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, accountOf(w)) })
-		counted := orphanEventsBefore > 0 && eventCount(g, store, "OrphanKeysRevoked") > orphanEventsBefore
-		g.Expect(named || counted).To(BeTrue(), "the Event names the account, or counts it into the series before: %v", msgs)
-	}, timeout, poll).Should(Succeed())
+	if seen {
+		g.Eventually(func(g Gomega) {
+			msgs := eventsAbout(g, store, "OrphanKeysRevoked")
+			named := slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, accountOf(w)) })
+			counted := orphanEventsBefore == 1 && eventCount(g, store, "OrphanKeysRevoked") > orphanEventsBefore
+			g.Expect(named || counted).To(BeTrue(), "the Event names the account, or counts it into the series before: %v", msgs)
+		}, timeout, poll).Should(Succeed())
+	} else {
+		t.Logf("the store had %d OrphanKeysRevoked Events already: the recorder counts this one in memory", orphanEventsBefore)
+	}
 
 	// Its grant goes from the policy too (the same sweep), and the bucket says so.
 	if inPolicy {
