@@ -77,6 +77,7 @@ func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts *Op
 		if shardLease, err = member.Lease(cfg, leNamespace); err != nil {
 			return nil, fmt.Errorf("--controller-ring: %w", err)
 		}
+		shardInfo.WithLabelValues(member.Ring, member.Shard).Set(1)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                              scheme,

@@ -310,6 +310,7 @@ func (m *managerProc) gauge(name string) (float64, error) {
 	return f.Metric[0].GetGauge().GetValue(), nil
 }
 
+// sumCounter sums the counters or gauges of name whose labels include match.
 func sumCounter(fams map[string]*dto.MetricFamily, name string, match map[string]string) float64 {
 	f, ok := fams[name]
 	if !ok {
@@ -329,7 +330,7 @@ next:
 				continue next
 			}
 		}
-		total += metric.GetCounter().GetValue()
+		total += metric.GetCounter().GetValue() + metric.GetGauge().GetValue()
 	}
 	return total
 }

@@ -400,11 +400,34 @@ func (b *bench) restartShards(ctx context.Context, shards replicas, held map[str
 	if !maps.Equal(again, held) {
 		return fmt.Errorf("the sharder moved views while the shards restarted: %v, then %v", held, again)
 	}
+	if err := shardsReportTheirOwn(shards, held); err != nil {
+		return err
+	}
 	if s.started, err = shards.memory(); err != nil {
 		return err
 	}
 	log("shards restarted in %s; writes %s; memory %+v", s.restart, s.restartWrites, s.started)
 	s.quietWrites = b.quietWindow(shards)
+	return nil
+}
+
+// shardsReportTheirOwn checks what the alerts read: each shard says it is
+// one (trellis_shard_info), and counts as Ready the views it holds, no
+// more, so that summing the shards' series counts each view once.
+func shardsReportTheirOwn(shards replicas, held map[string]int) error {
+	for name, m := range shards {
+		fams, err := m.scrape()
+		if err != nil {
+			return err
+		}
+		if info := sumCounter(fams, "trellis_shard_info", map[string]string{"ring": benchRing, "shard": name}); info != 1 {
+			return fmt.Errorf("shard %s: trellis_shard_info of its ring is %g, not 1", name, info)
+		}
+		ready := sumCounter(fams, "trellis_objects", map[string]string{"kind": "MarkdownView", "condition": "Ready"})
+		if int(ready) != held[name] {
+			return fmt.Errorf("shard %s counts %g MarkdownViews Ready, and holds %d", name, ready, held[name])
+		}
+	}
 	return nil
 }
 
