@@ -2,6 +2,7 @@ package viewer
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -88,8 +89,16 @@ func RenderPage(src []byte) (*Rendered, error) {
 	return r, nil
 }
 
-// renderMarkdown renders src as it is: front matter already split off.
-func renderMarkdown(src []byte) (*Rendered, error) {
+// renderMarkdown renders src as it is: front matter already split off. A
+// panic in the parser or a renderer (the extensions are ours) is this
+// page's error: the viewer's warm-up renders pages outside any request,
+// where a panic would end the process and take every page down with it.
+func renderMarkdown(src []byte) (_ *Rendered, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the Markdown renderer failed on this page: %v", r)
+		}
+	}()
 	doc := markdown.Parser().Parse(text.NewReader(src))
 	out := &Rendered{}
 	collectText(doc, src, out)

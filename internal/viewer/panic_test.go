@@ -1,0 +1,44 @@
+package viewer
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/util"
+)
+
+// panicsOnHeadings renders every heading by panicking, as a bug in one of
+// our extensions might.
+type panicsOnHeadings struct{}
+
+func (panicsOnHeadings) RegisterFuncs(r renderer.NodeRendererFuncRegisterer) {
+	r.Register(ast.KindHeading, func(util.BufWriter, []byte, ast.Node, bool) (ast.WalkStatus, error) {
+		panic("a renderer's bug")
+	})
+}
+
+// TestARendererPanicIsThatPagesError: a panic while a page renders fails
+// that page (500), not the viewer. The warm-up, which renders every page
+// outside any request, finishes, and the other pages are served.
+func TestARendererPanicIsThatPagesError(t *testing.T) {
+	g := NewWithT(t)
+	saved := markdown
+	markdown = goldmark.New(goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(panicsOnHeadings{}, 0))))
+	t.Cleanup(func() { markdown = saved })
+
+	_, err := renderMarkdown([]byte("# boom\n"))
+	g.Expect(err).To(MatchError(ContainSubstring("a renderer's bug")))
+
+	s, _ := newTestServer(map[string]string{"index.md": "plain text\n", "boom.md": "# boom\n"})
+	g.Expect(do(s, http.MethodGet, "/index.md").Code).To(Equal(http.StatusOK))
+	st := s.current.Load()
+	g.Expect(st).NotTo(BeNil())
+	g.Eventually(st.indexReady).WithTimeout(10*time.Second).Should(BeClosed(), "the warm-up renders both pages and builds the index")
+	g.Expect(do(s, http.MethodGet, "/boom.md").Code).To(Equal(http.StatusInternalServerError))
+	g.Expect(do(s, http.MethodGet, "/index.md").Code).To(Equal(http.StatusOK))
+}
