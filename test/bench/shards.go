@@ -413,22 +413,32 @@ func (b *bench) restartShards(ctx context.Context, shards replicas, held map[str
 
 // shardsReportTheirOwn checks what the alerts read: each shard says it is
 // one (trellis_shard_info), and counts as Ready the views it holds, no
-// more, so that summing the shards' series counts each view once.
+// more, so that summing the shards' series counts each view once. The
+// count follows the shard's cache, which may trail its reconciles by a
+// moment.
 func shardsReportTheirOwn(shards replicas, held map[string]int) error {
-	for name, m := range shards {
-		fams, err := m.scrape()
-		if err != nil {
-			return err
+	var last error
+	err := waitFor(30*time.Second, func() (bool, error) {
+		last = nil
+		for name, m := range shards {
+			fams, err := m.scrape()
+			if err != nil {
+				return false, err
+			}
+			if info := sumCounter(fams, "trellis_shard_info", map[string]string{"ring": benchRing, "shard": name}); info != 1 {
+				return false, fmt.Errorf("shard %s: trellis_shard_info of its ring is %g, not 1", name, info)
+			}
+			ready := sumCounter(fams, "trellis_objects", map[string]string{"kind": "MarkdownView", "condition": "Ready"})
+			if int(ready) != held[name] {
+				last = fmt.Errorf("shard %s counts %g MarkdownViews Ready, and holds %d", name, ready, held[name])
+			}
 		}
-		if info := sumCounter(fams, "trellis_shard_info", map[string]string{"ring": benchRing, "shard": name}); info != 1 {
-			return fmt.Errorf("shard %s: trellis_shard_info of its ring is %g, not 1", name, info)
-		}
-		ready := sumCounter(fams, "trellis_objects", map[string]string{"kind": "MarkdownView", "condition": "Ready"})
-		if int(ready) != held[name] {
-			return fmt.Errorf("shard %s counts %g MarkdownViews Ready, and holds %d", name, ready, held[name])
-		}
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return last
 	}
-	return nil
+	return err
 }
 
 // failOverShards kills one shard and waits until the sharder has moved its

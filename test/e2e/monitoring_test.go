@@ -18,8 +18,10 @@ import (
 // TestMetricsTheAlertsAndDashboardUse scrapes the local manager, with an
 // object of every kind Ready (the samples), as a ServiceAccount bound to
 // trellis-metrics-reader, and checks that every metric the PrometheusRule
-// or the Grafana dashboard names is in its /metrics. Only `up`, which
-// Prometheus itself writes, is not looked for.
+// or the Grafana dashboard names is in its /metrics. `up`, which
+// Prometheus itself writes, is not looked for, and trellis_shard_info must
+// be absent: this manager is no shard, and the rules would add its counts
+// to the shards' (the bench's shards scenario checks a shard serves it).
 func TestMetricsTheAlertsAndDashboardUse(t *testing.T) {
 	m := useLocalManager(t)
 	applySamples(t)
@@ -72,9 +74,10 @@ func TestMetricsTheAlertsAndDashboardUse(t *testing.T) {
 			t.Fatal(err)
 		}
 		missing = missing[:0]
+		if names["trellis_shard_info"] {
+			t.Fatal("a manager that is no shard serves trellis_shard_info")
+		}
 		for _, n := range used {
-			// A shard alone serves trellis_shard_info; the bench's shards
-			// scenario checks it on real shards (shardsReportTheirOwn).
 			if n != "up" && n != "trellis_shard_info" && !names[n] {
 				missing = append(missing, n)
 			}
