@@ -23,22 +23,25 @@ func (panicsOnHeadings) RegisterFuncs(r renderer.NodeRendererFuncRegisterer) {
 }
 
 // TestARendererPanicIsThatPagesError: a panic while a page renders fails
-// that page (500), not the viewer. The warm-up, which renders every page
-// outside any request, finishes, and the other pages are served.
+// that page (500, and no search finds it), not the viewer. The warm-up,
+// which renders every page outside any request, finishes, and the other
+// pages are served.
 func TestARendererPanicIsThatPagesError(t *testing.T) {
 	g := NewWithT(t)
-	saved := markdown
-	markdown = goldmark.New(goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(panicsOnHeadings{}, 0))))
-	t.Cleanup(func() { markdown = saved })
+	saved := markdown.Load()
+	markdown.Store(goldmark.New(goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(panicsOnHeadings{}, 0)))))
+	t.Cleanup(func() { markdown.Store(saved) })
 
-	_, err := renderMarkdown([]byte("# boom\n"))
-	g.Expect(err).To(MatchError(ContainSubstring("a renderer's bug")))
-
-	s, _ := newTestServer(map[string]string{"index.md": "plain text\n", "boom.md": "# boom\n"})
+	s, _ := newTestServer(map[string]string{"index.md": "plain text\n", "boom.md": "# boom\n\nkaboom\n"})
 	g.Expect(do(s, http.MethodGet, "/index.md").Code).To(Equal(http.StatusOK))
 	st := s.current.Load()
 	g.Expect(st).NotTo(BeNil())
 	g.Eventually(st.indexReady).WithTimeout(10*time.Second).Should(BeClosed(), "the warm-up renders both pages and builds the index")
 	g.Expect(do(s, http.MethodGet, "/boom.md").Code).To(Equal(http.StatusInternalServerError))
+	g.Expect(do(s, http.MethodGet, "/boom.md").Code).To(Equal(http.StatusInternalServerError), "and again: not served empty")
 	g.Expect(do(s, http.MethodGet, "/index.md").Code).To(Equal(http.StatusOK))
+	found := do(s, http.MethodGet, "/search?q=kaboom")
+	g.Expect(found.Code).To(Equal(http.StatusOK))
+	g.Expect(found.Body.String()).To(ContainSubstring("0 sections match"))
+	g.Expect(do(s, http.MethodGet, "/search?q=plain").Body.String()).NotTo(ContainSubstring("0 sections match"), "the search works")
 }

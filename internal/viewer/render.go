@@ -2,9 +2,9 @@ package viewer
 
 import (
 	"bytes"
-	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -29,17 +29,24 @@ import (
 // "fnref:1", "fnref1:1" for a second reference) hold a ':', which no heading
 // id has (headingIDs drops it), so the two never collide; a label is never
 // written out. Alerts are GitHub's (alerts.go).
-var markdown = goldmark.New(
-	goldmark.WithExtensions(
-		extension.Linkify,
-		extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute)),
-		extension.Strikethrough,
-		extension.TaskList,
-		footnotes{},
-		alerts{},
-	),
-	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(codeRenderer{}, 100))),
-)
+//
+// It holds a goldmark.Markdown, in an atomic.Value so that a test may give
+// it another while the warm-ups of earlier tests' sites still render.
+var markdown atomic.Value
+
+func init() {
+	markdown.Store(goldmark.New(
+		goldmark.WithExtensions(
+			extension.Linkify,
+			extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute)),
+			extension.Strikethrough,
+			extension.TaskList,
+			footnotes{},
+			alerts{},
+		),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(codeRenderer{}, 100))),
+	))
+}
 
 // Rendered is one Markdown page, rendered.
 type Rendered struct {
@@ -89,23 +96,18 @@ func RenderPage(src []byte) (*Rendered, error) {
 	return r, nil
 }
 
-// renderMarkdown renders src as it is: front matter already split off. A
-// panic in the parser or a renderer (the extensions are ours) is this
-// page's error: the viewer's warm-up renders pages outside any request,
-// where a panic would end the process and take every page down with it.
-func renderMarkdown(src []byte) (_ *Rendered, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("the Markdown renderer failed on this page: %v", r)
-		}
-	}()
-	doc := markdown.Parser().Parse(text.NewReader(src))
+// renderMarkdown renders src as it is: front matter already split off. It
+// lets a panic through, for the fuzz targets to find; the viewer's pages
+// turn one into that page's error (site.render).
+func renderMarkdown(src []byte) (*Rendered, error) {
+	md := markdown.Load().(goldmark.Markdown)
+	doc := md.Parser().Parse(text.NewReader(src))
 	out := &Rendered{}
 	collectText(doc, src, out)
 
 	var buf bytes.Buffer
 	buf.Grow(len(src) + len(src)/2)
-	if err := markdown.Renderer().Render(&buf, src, doc); err != nil {
+	if err := md.Renderer().Render(&buf, src, doc); err != nil {
 		return nil, err
 	}
 	out.HTML = buf.Bytes()

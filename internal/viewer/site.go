@@ -147,6 +147,13 @@ func newSite(snap *Snapshot) *site {
 func (st *site) render(p *sitePage) error {
 	p.once.Do(func() {
 		defer st.rendered.Add(1)
+		// A panic is this page's error: sync.Once would otherwise count the
+		// page done with no HTML and no error, and serve it empty.
+		defer func() {
+			if r := recover(); r != nil {
+				p.html, p.err = nil, fmt.Errorf("rendering the page failed: %v", r)
+			}
+		}()
 		p.rendered, p.err = renderMarkdown([]byte(p.text)) // front matter is off already
 		p.text = ""                                        // not needed again
 		if p.err != nil {
@@ -271,6 +278,13 @@ func (n *siteNav) len(current string) int {
 func (st *site) indexSearch() {
 	st.indexOnce.Do(func() {
 		defer close(st.indexReady)
+		// A panic leaves the site without search, not the viewer down,
+		// and searches answered at once instead of waiting for an index.
+		defer func() {
+			if r := recover(); r != nil {
+				st.index = buildIndex(nil)
+			}
+		}()
 		pages := make([]indexPage, 0, len(st.order))
 		for _, name := range st.order {
 			if name == SummaryFile {
