@@ -243,7 +243,7 @@ func AsNamespaceEditor(ctx context.Context, cfg *rest.Config, c client.Client, u
 }
 
 // waitBound waits until the API server's authorizer grants user in ns the
-// first concrete rule of the ClusterRole role: it learns a new RoleBinding
+// first rule of the ClusterRole role: it learns a new RoleBinding
 // from its own informer, a moment after the create answered, and a request
 // made in between is refused. A role with no such rule (envtest's empty
 // edit) has nothing to wait for.
@@ -252,7 +252,7 @@ func waitBound(ctx context.Context, c client.Client, user, ns, role string) erro
 	if err := c.Get(ctx, client.ObjectKey{Name: role}, cr); err != nil {
 		return fmt.Errorf("ClusterRole %s: %w", role, err)
 	}
-	attrs, ok := firstConcreteRule(cr.Rules)
+	attrs, ok := firstResourceRule(cr.Rules)
 	if !ok {
 		return nil
 	}
@@ -275,18 +275,20 @@ func waitBound(ctx context.Context, c client.Client, user, ns, role string) erro
 	}
 }
 
-// firstConcreteRule is a request the first rule with a named verb and
-// resource grants.
-func firstConcreteRule(rules []rbacv1.PolicyRule) (authorizationv1.ResourceAttributes, bool) {
+// firstResourceRule is a request the first rule about resources grants,
+// as the rule writes it: a "*" is asked as "*", which only a "*" rule
+// grants, and a rule of named objects is asked for its first name.
+func firstResourceRule(rules []rbacv1.PolicyRule) (authorizationv1.ResourceAttributes, bool) {
 	for _, r := range rules {
-		if len(r.Verbs) == 0 || len(r.Resources) == 0 || len(r.APIGroups) == 0 || len(r.ResourceNames) > 0 {
-			continue
-		}
-		if r.Verbs[0] == rbacv1.VerbAll || r.Resources[0] == rbacv1.ResourceAll || r.APIGroups[0] == rbacv1.APIGroupAll {
+		if len(r.Verbs) == 0 || len(r.Resources) == 0 || len(r.APIGroups) == 0 {
 			continue
 		}
 		resource, sub, _ := strings.Cut(r.Resources[0], "/")
-		return authorizationv1.ResourceAttributes{Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: resource, Subresource: sub}, true
+		attrs := authorizationv1.ResourceAttributes{Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: resource, Subresource: sub}
+		if len(r.ResourceNames) > 0 {
+			attrs.Name = r.ResourceNames[0]
+		}
+		return attrs, true
 	}
 	return authorizationv1.ResourceAttributes{}, false
 }

@@ -41,6 +41,8 @@ var (
 	adminCfg *rest.Config
 	// mgrShared is what the manager's controllers keep in memory.
 	mgrShared = &shared{}
+	// mgrCache is the manager's cache: what its controllers and the sweep read.
+	mgrCache client.Reader
 )
 
 func TestMain(m *testing.M) {
@@ -54,6 +56,7 @@ func run(m *testing.M) int {
 	eventsAddr := freeAddr()
 	eventsURL = "http://" + eventsAddr + "/bucket-events"
 	ctl := setup.Controller{Name: ControllerName, Setup: func(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
+		mgrCache = mgr.GetCache()
 		return setupWith(ctx, mgr, o, stores.Backends{
 			S3: func(c s3.Config) (s3.Client, error) {
 				c.Timeout = 2 * time.Second
