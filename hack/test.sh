@@ -221,6 +221,7 @@ oldest_tests=(
   TestNoOneGetsThroughAMarkdownViewWhatTheyCouldNotCreate TestMarkdownViewRightsOperationByOperation
   TestAViewNamedAfterAForeignServiceGetsNoneOfItsClients
   TestBucketIsCreatedTaggedAndHealthy TestBucketAccessGrantsExactlyOneBucket TestStorageAdmission TestDeletionPolicies
+  TestObjectStoreSpecNeedsRightsOnItsReferences
   TestCreationWritesAreTheDesignMinimum TestANewBucketCostsTwoStatusWritesAndOneEvent
 )
 niced make --no-print-directory -s kube-oldest
