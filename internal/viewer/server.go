@@ -155,8 +155,9 @@ func (s *Server) site(ctx context.Context) (*site, error) {
 // background, so the readers who come after an edit find them ready. It
 // stops as soon as a newer version replaces the site.
 func (s *Server) warm(st *site) {
-	// Rendering and indexing turn their panics into errors; this is the
-	// last guard of a goroutine no request waits on.
+	// A page's rendering turns a panic into its error, and indexing into
+	// an empty index; this is the last guard of a goroutine no request
+	// waits on.
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("warming the site up failed", "version", st.version, "panic", r)
